@@ -1,0 +1,38 @@
+/*
+ * algorithms.h -- the table of allreduce algorithms.
+ *
+ * An algorithm is a short file that only builds a schedule (lib/schedule.h) over peer
+ * roles; it never calls a transport, so every algorithm runs on every transport and
+ * can be unit-tested with no network at all.
+ */
+#ifndef ZCOLL_ALGORITHMS_H
+#define ZCOLL_ALGORITHMS_H
+
+#include <stddef.h>
+#include "schedule.h"
+
+struct zcoll__algo_params {
+  int tree_arity;
+};
+
+struct zcoll__algo {
+  const char *name;
+  const char *description;
+  /* Appends rank s->rank's program for an allreduce of s->count elements. */
+  void (*build)(struct zcoll__sched *s, const struct zcoll__algo_params *p);
+  /* The ranks this rank ever exchanges data with, for any count; the relation is
+   * symmetric (q is in r's list iff r is in q's). Returns how many were written
+   * (at most `max`). */
+  int (*peers)(int rank, int size, const struct zcoll__algo_params *p, int *out, int max);
+};
+
+extern const struct zcoll__algo zcoll__algo_ring;
+
+/* Every algorithm, in a fixed order (their index is their id on the wire). */
+extern const struct zcoll__algo *const zcoll__algos[];
+extern const int zcoll__nalgos;
+
+/* Index of the named algorithm, -1 if unknown ("auto" is not an algorithm). */
+int zcoll__algo_find(const char *name);
+
+#endif

@@ -1,0 +1,18 @@
+/* table.c -- the algorithms zcoll knows, by name. */
+#include <string.h>
+
+#include "algorithms.h"
+#include "config.h"
+
+const struct zcoll__algo *const zcoll__algos[] = {&zcoll__algo_ring};
+const int zcoll__nalgos = (int)(sizeof(zcoll__algos) / sizeof(zcoll__algos[0]));
+
+int zcoll__algo_find(const char *name) {
+  for (int i = 0; i < zcoll__nalgos; i++)
+    if (strcmp(name, zcoll__algos[i]->name) == 0) return i;
+  return -1;
+}
+
+int zcoll__algo_name_valid(const char *name) {
+  return strcmp(name, "auto") == 0 || zcoll__algo_find(name) >= 0;
+}

@@ -1,0 +1,173 @@
+/*
+ * zcoll.h -- the public C API of libzcoll, an RDMA-accelerated allreduce runtime.
+ *
+ * Every call returns a zcoll_status_t; nothing in the library aborts or exits the
+ * process. A failed call leaves its output arguments untouched and records a detailed
+ * message that zcoll_comm_last_error() returns (zcoll_last_error() for calls that have
+ * no communicator yet).
+ *
+ * Threading: a communicator is used by one thread at a time. Distinct communicators
+ * may be used concurrently from distinct threads.
+ */
+#ifndef ZCOLL_H
+#define ZCOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZCOLL_VERSION_MAJOR 0
+#define ZCOLL_VERSION_MINOR 1
+#define ZCOLL_VERSION_PATCH 0
+
+#if defined(__GNUC__)
+#define ZCOLL_API __attribute__((visibility("default")))
+#else
+#define ZCOLL_API
+#endif
+
+/* One list generates the status enum and its strings (zcoll_strerror). */
+#define ZCOLL_STATUS_MAP(XX)                                                              \
+  XX(OK, "success")                                                                      \
+  XX(ERR_INVALID_ARG, "invalid argument")                                                \
+  XX(ERR_NO_MEMORY, "out of memory")                                                     \
+  XX(ERR_UNSUPPORTED, "not supported by this build or machine")                          \
+  XX(ERR_BOOTSTRAP, "bootstrap (rendezvous) failed")                                     \
+  XX(ERR_TRANSPORT, "transport error")                                                   \
+  XX(ERR_TIMEOUT, "timed out waiting for a peer")                                        \
+  XX(ERR_PEER_FAILED, "a peer failed or aborted")                                        \
+  XX(ERR_MISMATCH, "ranks called the collective with different arguments")               \
+  XX(IN_PROGRESS, "operation in progress")
+
+typedef enum {
+#define ZCOLL_STATUS_ENUM_(name, str) ZCOLL_##name,
+  ZCOLL_STATUS_MAP(ZCOLL_STATUS_ENUM_)
+#undef ZCOLL_STATUS_ENUM_
+} zcoll_status_t;
+
+typedef enum {
+  ZCOLL_INT8,
+  ZCOLL_UINT8,
+  ZCOLL_INT32,
+  ZCOLL_UINT32,
+  ZCOLL_INT64,
+  ZCOLL_UINT64,
+  ZCOLL_FLOAT16,  /* IEEE 754 binary16; reduced in float32, rounded once per step */
+  ZCOLL_BFLOAT16, /* bfloat16; reduced in float32, rounded once per step */
+  ZCOLL_FLOAT32,
+  ZCOLL_FLOAT64,
+  ZCOLL_DTYPE_COUNT
+} zcoll_dtype_t;
+
+/* Integer sum and prod wrap modulo 2^bits (no undefined behaviour). AVG is the sum
+ * divided by the number of ranks; for integers the division truncates toward zero.
+ * MIN/MAX on floating point: if either operand is NaN the result is unspecified. */
+typedef enum { ZCOLL_SUM, ZCOLL_PROD, ZCOLL_MIN, ZCOLL_MAX, ZCOLL_AVG, ZCOLL_OP_COUNT } zcoll_op_t;
+
+/* As sendbuf: the input is taken from recvbuf, which receives the result. */
+#define ZCOLL_IN_PLACE ((const void *)1)
+
+typedef struct zcoll_comm zcoll_comm_t;       /* opaque */
+typedef struct zcoll_request zcoll_request_t; /* opaque: a non-blocking or persistent op */
+typedef struct zcoll_mr zcoll_mr_t;           /* opaque: a registered (pinned) region */
+typedef struct zcoll_config zcoll_config_t;   /* opaque: configuration set from code */
+
+/* ---- status and versions ------------------------------------------------------- */
+
+ZCOLL_API const char *zcoll_strerror(zcoll_status_t st);
+/* "0.1.0" */
+ZCOLL_API const char *zcoll_version_string(void);
+/* The detailed message of the last failed call made by this thread that had no
+ * communicator to record it in (zcoll_comm_init, zcoll_config_*). */
+ZCOLL_API const char *zcoll_last_error(void);
+
+/* ---- configuration --------------------------------------------------------------
+ * Every knob is an environment variable ZCOLL_<NAME> and a field of zcoll_config_t.
+ * zcoll_config_create() starts from the defaults overridden by the environment;
+ * zcoll_config_set() overrides one field from code ("ALGO" or "ZCOLL_ALGO").
+ * Bad values are an error (ZCOLL_ERR_INVALID_ARG), never ignored. */
+
+ZCOLL_API zcoll_status_t zcoll_config_create(zcoll_config_t **cfg);
+ZCOLL_API zcoll_status_t zcoll_config_set(zcoll_config_t *cfg, const char *name, const char *value);
+/* Copies the current value of a field as text into buf (always NUL-terminated). */
+ZCOLL_API zcoll_status_t zcoll_config_get(const zcoll_config_t *cfg, const char *name, char *buf,
+                                          size_t len);
+ZCOLL_API void zcoll_config_free(zcoll_config_t *cfg);
+
+typedef struct {
+  const char *name;          /* "ZCOLL_ALGO" */
+  const char *value;         /* current value as text (valid until the config changes) */
+  const char *default_value; /* built-in default */
+  const char *doc;           /* one line */
+} zcoll_config_entry_t;
+/* Fills up to max entries, returns how many fields exist (call with max 0 to count). */
+ZCOLL_API int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entries,
+                                   int max);
+
+/* ---- communicator ---------------------------------------------------------------- */
+
+/* cfg NULL: everything from the environment (ZCOLL_RANK/ZCOLL_SIZE/ZCOLL_ROOT, or the
+ * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT).
+ * Collective over all ranks. */
+ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config_t *cfg);
+ZCOLL_API int zcoll_comm_rank(const zcoll_comm_t *comm);
+ZCOLL_API int zcoll_comm_size(const zcoll_comm_t *comm);
+/* Collective: waits for every rank, then releases everything. NULL is accepted. */
+ZCOLL_API zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm);
+/* Local: tells every peer to give up (they see ZCOLL_ERR_PEER_FAILED), then releases
+ * this rank's resources. The communicator must not be used afterwards. */
+ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
+ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
+/* The transport chosen at init: "ucx", "verbs", "loopback". */
+ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
+
+/* ---- allreduce --------------------------------------------------------------------
+ * Semantics follow MPI_Allreduce: every rank passes the same count, dtype and op;
+ * sendbuf may be ZCOLL_IN_PLACE; buffers may have any alignment; count may be 0.
+ * Ranks that disagree on count/dtype/op get ZCOLL_ERR_MISMATCH (or, where the
+ * disagreeing rank is detected by another, ZCOLL_ERR_PEER_FAILED). After any error
+ * other than ZCOLL_ERR_INVALID_ARG the communicator is unusable: destroy it. */
+ZCOLL_API zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zcoll_dtype_t dtype, zcoll_op_t op);
+
+/* The algorithm zcoll_allreduce would use for these arguments ("ring", ...). Local. */
+ZCOLL_API zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count,
+                                                   zcoll_dtype_t dtype, zcoll_op_t op,
+                                                   const char **name);
+
+/* Non-blocking and persistent allreduce. Not implemented in this release: these return
+ * ZCOLL_ERR_UNSUPPORTED (and set *req to NULL); zcoll_start/test/wait/request_free on a
+ * NULL request return ZCOLL_ERR_INVALID_ARG. */
+ZCOLL_API zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                          size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                          zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf,
+                                              void *recvbuf, size_t count, zcoll_dtype_t dtype,
+                                              zcoll_op_t op, zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_start(zcoll_request_t *req);
+/* ZCOLL_OK when done, ZCOLL_IN_PROGRESS, or an error. */
+ZCOLL_API zcoll_status_t zcoll_test(zcoll_request_t *req);
+ZCOLL_API zcoll_status_t zcoll_wait(zcoll_request_t *req);
+ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
+
+/* Explicit registration. Not implemented in this release: zcoll_mem_register returns
+ * ZCOLL_ERR_UNSUPPORTED; unregistered buffers work everywhere, through staging. */
+ZCOLL_API zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len,
+                                            zcoll_mr_t **mr);
+ZCOLL_API zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr);
+
+/* ---- datatypes and ops ------------------------------------------------------------ */
+
+/* Size in bytes of one element; 0 for an unknown dtype. */
+ZCOLL_API size_t zcoll_dtype_size(zcoll_dtype_t dtype);
+/* "float32", ...; NULL for unknown values. */
+ZCOLL_API const char *zcoll_dtype_name(zcoll_dtype_t dtype);
+ZCOLL_API const char *zcoll_op_name(zcoll_op_t op);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZCOLL_H */

@@ -1,0 +1,152 @@
+/* allreduce.c -- the public allreduce: argument checks, algorithm choice, schedule
+ * cache, execution. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "comm.h"
+#include "log.h"
+
+/* Records the failure for zcoll_comm_last_error and returns it. */
+static zcoll_status_t report(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (st != ZCOLL_OK && comm)
+    snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
+  return st;
+}
+
+static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype) {
+  (void)count, (void)dtype;
+  if (comm->forced_algo >= 0) return comm->forced_algo;
+  return zcoll__algo_find("ring");
+}
+
+static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown dtype %d", (int)dtype);
+  if ((unsigned)op >= ZCOLL_OP_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown op %d", (int)op);
+  size_t dsize = zcoll_dtype_size(dtype);
+  if (count > (size_t)PTRDIFF_MAX / dsize)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "allreduce: count %zu of %s overflows the address space", count,
+                       zcoll_dtype_name(dtype));
+  if (count && !recvbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: recvbuf is NULL");
+  if (count && !sendbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: sendbuf is NULL");
+  if (count && sendbuf != ZCOLL_IN_PLACE) {
+    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, n = count * dsize;
+    if (s < r + n && r < s + n)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "allreduce: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce "
+                         "in place");
+  }
+  if (comm->broken)
+    return zcoll__fail(comm->broken,
+                       "allreduce: the communicator is unusable after an earlier error: %s",
+                       comm->last_error);
+  return ZCOLL_OK;
+}
+
+/* Schedules depend on (algorithm, count, in place) only: cache the last few so that
+ * a loop of same-sized allreduces plans once. */
+static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int in_place,
+                                const struct zcoll__sched **out) {
+  struct zcoll__sched_cache_entry *victim = &comm->cache[0];
+  for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
+    struct zcoll__sched_cache_entry *e = &comm->cache[i];
+    if (e->used && e->algo == algo && e->count == count && e->in_place == in_place) {
+      e->stamp = ++comm->ncolls;
+      *out = &e->sched;
+      return ZCOLL_OK;
+    }
+    if (!e->used || (victim->used && e->stamp < victim->stamp)) victim = e;
+  }
+  if (victim->used) zcoll__sched_free(&victim->sched);
+  victim->used = 0;
+  zcoll__sched_init(&victim->sched, comm->rank, comm->size, count, in_place);
+  zcoll__algos[algo]->build(&victim->sched, &comm->algo_params);
+  zcoll_status_t st = zcoll__sched_finish(&victim->sched);
+  if (st != ZCOLL_OK) {
+    zcoll__sched_free(&victim->sched);
+    return st;
+  }
+  victim->used = 1;
+  victim->algo = algo;
+  victim->count = count;
+  victim->in_place = in_place;
+  victim->stamp = ++comm->ncolls;
+  *out = &victim->sched;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                               size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: comm is NULL");
+  zcoll_status_t st = check_args(comm, sendbuf, recvbuf, count, dtype, op);
+  if (st != ZCOLL_OK) return report(comm, st);
+  int in_place = sendbuf == ZCOLL_IN_PLACE;
+  int algo = pick_algo(comm, count, dtype);
+  const struct zcoll__sched *s;
+  if ((st = get_sched(comm, algo, count, in_place, &s)) != ZCOLL_OK) return report(comm, st);
+  st = zcoll__execute(comm, s, algo, in_place ? recvbuf : sendbuf, recvbuf, count, dtype, op);
+  return report(comm, st);
+}
+
+zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                                         zcoll_op_t op, const char **name) {
+  if (!comm || !name)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: NULL argument");
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT || (unsigned)op >= ZCOLL_OP_COUNT)
+    return report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                    "zcoll_allreduce_algorithm: unknown dtype or op"));
+  *name = zcoll__algos[pick_algo(comm, count, dtype)]->name;
+  return ZCOLL_OK;
+}
+
+/* ---- not yet implemented: say so, never pretend ---------------------------------- */
+
+static zcoll_status_t unsupported(zcoll_comm_t *comm, zcoll_request_t **req, const char *what) {
+  if (req) *req = NULL;
+  return report(comm, zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "%s is not implemented in zcoll %s",
+                                  what, zcoll_version_string()));
+}
+
+zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                zcoll_request_t **req) {
+  (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op;
+  return unsupported(comm, req, "zcoll_iallreduce");
+}
+
+zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                    zcoll_request_t **req) {
+  (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op;
+  return unsupported(comm, req, "zcoll_allreduce_init");
+}
+
+static zcoll_status_t no_request(zcoll_request_t *req, const char *fn) {
+  (void)req;
+  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: no such request (requests are not implemented)",
+                     fn);
+}
+
+zcoll_status_t zcoll_start(zcoll_request_t *req) { return no_request(req, "zcoll_start"); }
+zcoll_status_t zcoll_test(zcoll_request_t *req) { return no_request(req, "zcoll_test"); }
+zcoll_status_t zcoll_wait(zcoll_request_t *req) { return no_request(req, "zcoll_wait"); }
+zcoll_status_t zcoll_request_free(zcoll_request_t *req) {
+  return no_request(req, "zcoll_request_free");
+}
+
+zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zcoll_mr_t **mr) {
+  (void)addr, (void)len;
+  if (mr) *mr = NULL;
+  return report(comm, zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                                  "zcoll_mem_register is not implemented in zcoll %s",
+                                  zcoll_version_string()));
+}
+
+zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
+  (void)mr;
+  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_deregister: no such registration");
+}

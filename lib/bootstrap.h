@@ -1,0 +1,48 @@
+/*
+ * bootstrap.h -- the TCP rendezvous served by rank 0.
+ *
+ * Every rank connects to rank 0 (ZCOLL_ROOT) and stays connected for the life of the
+ * communicator: the star carries the address exchange (allgather), barriers, and
+ * failure news. A rank that dies closes its socket; rank 0 relays that, and any
+ * explicit abort, to every other rank, so that a collective stuck on a dead peer
+ * turns into ZCOLL_ERR_PEER_FAILED instead of a hang, on any transport.
+ */
+#ifndef ZCOLL_BOOTSTRAP_H
+#define ZCOLL_BOOTSTRAP_H
+
+#include <poll.h>
+#include <stddef.h>
+#include "zcoll.h"
+
+struct zcoll__bootstrap;
+
+struct zcoll__bootstrap_params {
+  int rank, size;
+  const char *root;    /* host:port */
+  int root_fd;         /* rank 0: an already listening socket, or -1 */
+  const char *job_key; /* "" for none */
+  double timeout;      /* seconds; 0: wait forever */
+};
+
+/* Largest contribution of one rank to an allgather. */
+#define ZCOLL_BS_MAX_CONTRIB (1u << 20)
+
+zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
+                                       struct zcoll__bootstrap **out);
+/* Every rank contributes len bytes (the same len everywhere); all receives size*len
+ * bytes, rank r's at all + r*len. */
+zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine,
+                                          size_t len, void *all);
+zcoll_status_t zcoll__bootstrap_barrier(struct zcoll__bootstrap *bs);
+/* The descriptors to watch while waiting for something else; POLLIN on any of them
+ * means zcoll__bootstrap_check has news. Returns how many were filled. */
+int zcoll__bootstrap_pollfds(struct zcoll__bootstrap *bs, struct pollfd *fds, int max);
+/* Non-blocking: reads pending control messages. ZCOLL_OK while every peer is alive
+ * and nobody aborted; otherwise the (sticky) failure, with a message naming the rank. */
+zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs);
+/* Tells every rank to give up with `reason`; local, does not wait. */
+void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, const char *why);
+/* graceful: a final barrier so that no rank leaves while others still talk to it. */
+zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs, int graceful);
+
+#endif

@@ -1,0 +1,362 @@
+/* comm.c -- communicator lifecycle: who am I, rendezvous, transport, channels. */
+#include "comm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define MAX_PEERS_PER_ALGO 256
+
+/* Rank and size from the launcher, when ZCOLL_RANK/ZCOLL_SIZE are not given. */
+static const struct {
+  const char *rank, *size, *local_rank, *local_size, *name;
+} launchers[] = {
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI"},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI"},
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "Slurm"},
+};
+
+static int env_int(const char *name, int *out) {
+  const char *v = name ? getenv(name) : NULL;
+  if (!v || !*v) return 0;
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (*end || x < 0 || x > 1 << 30) return -1;
+  *out = (int)x;
+  return 1;
+}
+
+static zcoll_status_t resolve_rank(zcoll_config_t *cfg) {
+  if (cfg->rank < 0 && cfg->size < 0) {
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+      int r, s;
+      int hr = env_int(launchers[i].rank, &r), hs = env_int(launchers[i].size, &s);
+      if (hr < 0 || hs < 0)
+        return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad %s or %s in the environment",
+                           launchers[i].rank, launchers[i].size);
+      if (hr && hs) {
+        cfg->rank = r;
+        cfg->size = s;
+        if (cfg->local_size < 0) env_int(launchers[i].local_size, &cfg->local_size);
+        if (cfg->local_rank < 0) env_int(launchers[i].local_rank, &cfg->local_rank);
+        zcoll_log_debug("rank %d of %d from %s's variables", r, s, launchers[i].name);
+        break;
+      }
+    }
+  }
+  if (cfg->rank < 0 && cfg->size < 0) {
+    if (cfg->root[0])
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "ZCOLL_ROOT is set but not this process's rank: set ZCOLL_RANK and "
+                         "ZCOLL_SIZE, or start it with zcoll_run, mpirun or srun");
+    /* Nothing says there are other ranks: a job of one, like an MPI singleton. */
+    cfg->rank = 0;
+    cfg->size = 1;
+  }
+  if (cfg->rank < 0 || cfg->size < 1 || cfg->rank >= cfg->size)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank %d of size %d is not a valid rank", cfg->rank,
+                       cfg->size);
+  return ZCOLL_OK;
+}
+
+/* The union of every algorithm's peers: the channels this rank needs. */
+static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
+  int *peers = malloc(sizeof(int) * (size_t)comm->size);
+  int *tmp = malloc(sizeof(int) * MAX_PEERS_PER_ALGO);
+  char *seen = calloc((size_t)comm->size, 1);
+  if (!peers || !tmp || !seen) {
+    free(peers), free(tmp), free(seen);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory computing peers");
+  }
+  int k = 0;
+  for (int a = 0; a < zcoll__nalgos; a++) {
+    int m = zcoll__algos[a]->peers(comm->rank, comm->size, &comm->algo_params, tmp,
+                                   MAX_PEERS_PER_ALGO);
+    for (int i = 0; i < m; i++)
+      if (tmp[i] != comm->rank && !seen[tmp[i]]) {
+        seen[tmp[i]] = 1;
+        peers[k++] = tmp[i];
+      }
+  }
+  free(tmp);
+  free(seen);
+  *out = peers;
+  *n = k;
+  return ZCOLL_OK;
+}
+
+/* Every rank's blob, padded to the longest. */
+static zcoll_status_t exchange(zcoll_comm_t *comm, const void *mine, size_t len, char **all,
+                               size_t *stride) {
+  uint32_t mylen = (uint32_t)len, *lens = malloc(sizeof(uint32_t) * (size_t)comm->size);
+  if (!lens) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  zcoll_status_t st = zcoll__bootstrap_allgather(comm->bs, &mylen, sizeof(mylen), lens);
+  size_t max = 0;
+  for (int r = 0; st == ZCOLL_OK && r < comm->size; r++)
+    if (lens[r] > max) max = lens[r];
+  free(lens);
+  if (st != ZCOLL_OK) return st;
+  char *buf = calloc(1, max ? max : 1), *every = calloc((size_t)comm->size, max ? max : 1);
+  if (!buf || !every) {
+    free(buf), free(every);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  }
+  memcpy(buf, mine, len);
+  st = zcoll__bootstrap_allgather(comm->bs, buf, max, every);
+  free(buf);
+  if (st != ZCOLL_OK) {
+    free(every);
+    return st;
+  }
+  *all = every;
+  *stride = max;
+  return ZCOLL_OK;
+}
+
+struct setup_info { /* what every rank publishes in the first round */
+  uint64_t chunk;
+  uint32_t depth;
+  uint32_t npeers;
+};
+
+static void *map_region(size_t len) {
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static zcoll_status_t setup_channels(zcoll_comm_t *comm) {
+  int *peers = NULL, npeers = 0;
+  char *addr = NULL, *addrs = NULL, *rkeys = NULL, *lists = NULL, *info = NULL;
+  void **addr_ptrs = NULL;
+  size_t *addr_lens = NULL;
+  struct zcoll_ep **eps = NULL;
+  size_t addr_stride, rkey_stride, list_stride;
+  zcoll_status_t st = compute_peers(comm, &peers, &npeers);
+  if (st != ZCOLL_OK) return st;
+
+  /* Round 1: sizes. Rank 0's pipeline geometry is everybody's: both ends of a
+   * channel must cut pieces and slots alike. */
+  struct setup_info mine = {comm->cfg->chunk_bytes ? comm->cfg->chunk_bytes
+                                                   : comm->tl_ops->default_chunk_bytes,
+                            (uint32_t)comm->cfg->pipeline_depth, (uint32_t)npeers};
+  info = malloc(sizeof(mine) * (size_t)comm->size);
+  if (!info) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+  if ((st = zcoll__bootstrap_allgather(comm->bs, &mine, sizeof(mine), info)) != ZCOLL_OK) goto out;
+  struct setup_info root;
+  memcpy(&root, info, sizeof(root));
+  if (root.chunk != mine.chunk || root.depth != mine.depth)
+    zcoll_log_info("using rank 0's chunk of %llu bytes and depth %u",
+                   (unsigned long long)root.chunk, root.depth);
+  comm->slot_bytes = (size_t)root.chunk;
+  comm->depth = (int)root.depth;
+
+  /* Regions: one receive ring per peer, and send staging if the transport needs it. */
+  size_t ring = comm->slot_bytes * (size_t)comm->depth;
+  comm->region_bytes = ring * (size_t)(npeers ? npeers : 1);
+  if (!(comm->recv_region = map_region(comm->region_bytes))) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of receive slots: %m",
+                     comm->region_bytes);
+    goto out;
+  }
+  if ((st = comm->tl_ops->mem_reg(comm->tl, comm->recv_region, comm->region_bytes,
+                                  &comm->recv_mr)) != ZCOLL_OK)
+    goto out;
+  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
+    if (!(comm->send_region = map_region(comm->region_bytes))) {
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of send staging: %m",
+                       comm->region_bytes);
+      goto out;
+    }
+    if ((st = comm->tl_ops->mem_reg(comm->tl, comm->send_region, comm->region_bytes,
+                                    &comm->send_mr)) != ZCOLL_OK)
+      goto out;
+  }
+
+  /* Round 2: transport addresses, receive-region keys, and peer lists (a sender
+   * finds its ring in the receiver's region by its place in the receiver's list). */
+  char rkey[1024];
+  size_t addr_len = 4096, rkey_len = sizeof(rkey);
+  if (!(addr = malloc(addr_len))) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+  if ((st = comm->tl_ops->address(comm->tl, addr, &addr_len)) != ZCOLL_OK) goto out;
+  if ((st = comm->tl_ops->rkey_pack(comm->recv_mr, rkey, &rkey_len)) != ZCOLL_OK) goto out;
+  if ((st = exchange(comm, addr, addr_len, &addrs, &addr_stride)) != ZCOLL_OK) goto out;
+  if ((st = exchange(comm, rkey, rkey_len, &rkeys, &rkey_stride)) != ZCOLL_OK) goto out;
+  if ((st = exchange(comm, peers, sizeof(int) * (size_t)npeers, &lists, &list_stride)) !=
+      ZCOLL_OK)
+    goto out;
+
+  comm->nchans = npeers;
+  comm->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*comm->chans));
+  comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
+  addr_ptrs = calloc((size_t)(npeers ? npeers : 1), sizeof(void *));
+  addr_lens = calloc((size_t)(npeers ? npeers : 1), sizeof(size_t));
+  eps = calloc((size_t)(npeers ? npeers : 1), sizeof(*eps));
+  if (!comm->chans || !comm->chan_of || !addr_ptrs || !addr_lens || !eps) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+  for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
+  for (int i = 0; i < npeers; i++) {
+    addr_ptrs[i] = addrs + (size_t)peers[i] * addr_stride;
+    addr_lens[i] = addr_stride;
+  }
+  if ((st = comm->tl_ops->connect(comm->tl, npeers, peers, (const void *const *)addr_ptrs,
+                                  addr_lens, eps)) != ZCOLL_OK)
+    goto out;
+  for (int i = 0; i < npeers; i++) {
+    struct zcoll__chan *c = &comm->chans[i];
+    int q = peers[i];
+    struct setup_info qi;
+    memcpy(&qi, info + sizeof(qi) * (size_t)q, sizeof(qi));
+    const int *qlist = (const int *)(lists + (size_t)q * list_stride);
+    int me = -1;
+    for (uint32_t k = 0; k < qi.npeers && (size_t)(k + 1) * sizeof(int) <= list_stride; k++)
+      if (qlist[k] == comm->rank) me = (int)k;
+    if (me < 0) {
+      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "rank %d does not count rank %d among its peers (different ZCOLL_* "
+                       "settings across ranks?)",
+                       q, comm->rank);
+      goto out;
+    }
+    c->peer = q;
+    c->ep = eps[i];
+    c->roff = (uint64_t)me * ring;
+    c->credits = (uint32_t)comm->depth;
+    c->recv = comm->recv_region + (size_t)i * ring;
+    if (comm->send_region) c->stage = comm->send_region + (size_t)i * ring;
+    c->slots = calloc((size_t)comm->depth, sizeof(*c->slots));
+    c->inflight = calloc((size_t)comm->depth, sizeof(*c->inflight));
+    if (!c->slots || !c->inflight) {
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+      goto out;
+    }
+    if ((st = comm->tl_ops->rkey_unpack(c->ep, rkeys + (size_t)q * rkey_stride, rkey_stride,
+                                        &c->rkey)) != ZCOLL_OK)
+      goto out;
+    comm->chan_of[q] = i;
+  }
+out:
+  free(peers), free(addr), free(addrs), free(rkeys), free(lists), free(info);
+  free(addr_ptrs), free(addr_lens), free(eps);
+  return st;
+}
+
+static void release(zcoll_comm_t *comm) {
+  for (int i = 0; comm->chans && i < comm->nchans; i++) {
+    if (comm->chans[i].rkey) comm->tl_ops->rkey_release(comm->chans[i].rkey);
+    free(comm->chans[i].slots);
+    free(comm->chans[i].inflight);
+  }
+  if (comm->recv_mr) comm->tl_ops->mem_dereg(comm->recv_mr);
+  if (comm->send_mr) comm->tl_ops->mem_dereg(comm->send_mr);
+  /* Endpoints go with the instance, before the memory they might still write. */
+  if (comm->tl) comm->tl_ops->close(comm->tl);
+  if (comm->recv_region) munmap(comm->recv_region, comm->region_bytes);
+  if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
+  free(comm->chans);
+  free(comm->chan_of);
+  for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
+    if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
+  zcoll__exec_free(comm->exec);
+  zcoll_config_free(comm->cfg);
+  free(comm);
+}
+
+zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
+  zcoll__clear_error();
+  if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
+  zcoll_comm_t *comm = calloc(1, sizeof(*comm));
+  if (!comm) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
+  zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &comm->cfg) : zcoll_config_create(&comm->cfg);
+  if (st != ZCOLL_OK) {
+    free(comm);
+    return st;
+  }
+  if ((st = resolve_rank(comm->cfg)) != ZCOLL_OK) goto fail;
+  comm->rank = comm->cfg->rank;
+  comm->size = comm->cfg->size;
+  zcoll__log_set_rank(comm->rank);
+  comm->algo_params.tree_arity = comm->cfg->tree_arity;
+  comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
+  if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD) {
+    st = zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                     "ZCOLL_PROGRESS=thread is not implemented yet; use caller");
+    goto fail;
+  }
+  /* Oversubscribed ranks must not spin: the rank that has work needs the core. */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (comm->cfg->local_size > 0 && cores > 0 && comm->cfg->local_size > cores &&
+      !getenv("ZCOLL_SPIN_US")) {
+    zcoll_log_info("%d local ranks on %ld cores: not spinning while waiting",
+                   comm->cfg->local_size, cores);
+    comm->cfg->spin_us = 0;
+  }
+  struct zcoll__bootstrap_params bp = {comm->rank, comm->size, comm->cfg->root,
+                                       comm->cfg->root_fd, comm->cfg->job_key,
+                                       comm->cfg->timeout};
+  if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
+  if ((st = zcoll__transport_select(comm->cfg, &comm->tl_ops)) != ZCOLL_OK) goto fail_abort;
+  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg};
+  if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;
+  if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
+  zcoll_log_info("rank %d of %d ready: transport %s, %d peers, chunk %zu bytes, depth %d",
+                 comm->rank, comm->size, comm->tl_ops->name, comm->nchans, comm->slot_bytes,
+                 comm->depth);
+  *out = comm;
+  return ZCOLL_OK;
+fail_abort:
+  /* The others are waiting in the rendezvous for us: tell them rather than let them
+   * time out. */
+  zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
+fail:
+  zcoll__bootstrap_destroy(comm->bs, 0);
+  release(comm);
+  return st;
+}
+
+int zcoll_comm_rank(const zcoll_comm_t *comm) { return comm ? comm->rank : -1; }
+
+int zcoll_comm_size(const zcoll_comm_t *comm) { return comm ? comm->size : -1; }
+
+const char *zcoll_comm_transport(const zcoll_comm_t *comm) {
+  return comm && comm->tl_ops ? comm->tl_ops->name : NULL;
+}
+
+const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {
+  return comm ? comm->last_error : zcoll__last_error();
+}
+
+zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
+  if (!comm) return ZCOLL_OK;
+  zcoll_status_t st = ZCOLL_OK;
+  if (comm->broken == ZCOLL_OK) {
+    /* Our puts must be done before the peers free what they write into, and theirs
+     * before we free ours: drain, then meet everyone once more. */
+    st = zcoll__drain(comm);
+    if (st != ZCOLL_OK) zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
+  }
+  zcoll_status_t bst = zcoll__bootstrap_destroy(comm->bs, comm->broken == ZCOLL_OK && st == ZCOLL_OK);
+  if (st == ZCOLL_OK && comm->broken == ZCOLL_OK) st = bst;
+  release(comm);
+  return st;
+}
+
+zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_abort: comm is NULL");
+  zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_PEER_FAILED, "zcoll_comm_abort was called");
+  zcoll__bootstrap_destroy(comm->bs, 0);
+  release(comm);
+  return ZCOLL_OK;
+}

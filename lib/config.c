@@ -1,0 +1,335 @@
+/* config.c -- ZCOLL_* variables: one table parses the environment and zcoll_config_set,
+ * and lists the fields for zcoll_info. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+extern char **environ;
+
+typedef int (*parse_fn)(const char *text, void *dst, size_t dst_size, char *why, size_t why_len);
+
+struct field {
+  const char *name; /* without the ZCOLL_ prefix */
+  const char *deflt;
+  const char *doc;
+  size_t offset;
+  size_t size;
+  parse_fn parse;
+};
+
+static int parse_int(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 10);
+  if (errno || end == text || *end || v < INT_MIN || v > INT_MAX) {
+    snprintf(why, why_len, "not an integer");
+    return -1;
+  }
+  *(int *)dst = (int)v;
+  return 0;
+}
+
+static int parse_nonneg_int(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (parse_int(text, dst, size, why, why_len)) return -1;
+  if (*(int *)dst < 0) {
+    snprintf(why, why_len, "must be >= 0");
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_rank(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (parse_int(text, dst, size, why, why_len)) return -1;
+  if (*(int *)dst < -1) {
+    snprintf(why, why_len, "must be >= 0 (or -1: unset)");
+    return -1;
+  }
+  return 0;
+}
+
+/* "65536", "64K", "1M", "1G" (binary multiples). */
+static int parse_bytes(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || end == text || text[0] == '-') {
+    snprintf(why, why_len, "not a byte count");
+    return -1;
+  }
+  unsigned shift = 0;
+  switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    default: break;
+  }
+  if ((*end == 'B' || *end == 'b') && shift) end++;
+  if (*end || (shift && v > (ULLONG_MAX >> shift))) {
+    snprintf(why, why_len, "not a byte count (e.g. 65536, 64K, 1M)");
+    return -1;
+  }
+  *(size_t *)dst = (size_t)(v << shift);
+  return 0;
+}
+
+static int parse_seconds(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  char *end;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v >= 0) || v > 1e9) {
+    snprintf(why, why_len, "not a number of seconds >= 0");
+    return -1;
+  }
+  *(double *)dst = v;
+  return 0;
+}
+
+static int parse_string(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (strlen(text) >= size) {
+    snprintf(why, why_len, "longer than %zu characters", size - 1);
+    return -1;
+  }
+  memcpy(dst, text, strlen(text) + 1);
+  return 0;
+}
+
+static int parse_enum(const char *text, void *dst, const char *const *names, int n, char *why,
+                      size_t why_len) {
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(text, names[i]) == 0) {
+      *(int *)dst = i;
+      return 0;
+    }
+  size_t off = (size_t)snprintf(why, why_len, "must be one of");
+  for (int i = 0; i < n && off < why_len; i++)
+    off += (size_t)snprintf(why + off, why_len - off, "%s%s", i ? "|" : " ", names[i]);
+  return -1;
+}
+
+static int parse_transport(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  static const char *const names[] = {"auto", "verbs", "ucx", "loopback"};
+  return parse_enum(text, dst, names, 4, why, why_len);
+}
+
+static int parse_progress(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  static const char *const names[] = {"caller", "thread"};
+  return parse_enum(text, dst, names, 2, why, why_len);
+}
+
+static int parse_log(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  int v = zcoll__log_parse_level(text);
+  if (v < 0) {
+    snprintf(why, why_len, "must be one of none|error|warn|info|debug|trace");
+    return -1;
+  }
+  *(int *)dst = v;
+  return 0;
+}
+
+static int parse_algo(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (!zcoll__algo_name_valid(text)) {
+    snprintf(why, why_len, "unknown algorithm (zcoll_info lists them)");
+    return -1;
+  }
+  return parse_string(text, dst, size, why, why_len);
+}
+
+static int parse_arity(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (parse_int(text, dst, size, why, why_len)) return -1;
+  if (*(int *)dst < 2 || *(int *)dst > 64) {
+    snprintf(why, why_len, "must be in 2..64");
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_depth(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (parse_int(text, dst, size, why, why_len)) return -1;
+  if (*(int *)dst < 2 || *(int *)dst > 256) {
+    snprintf(why, why_len, "must be in 2..256");
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_chunk(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (parse_bytes(text, dst, size, why, why_len)) return -1;
+  size_t v = *(size_t *)dst;
+  if (v != 0 && (v < 64 || v > ((size_t)1 << 30))) {
+    snprintf(why, why_len, "must be 0 (automatic) or between 64 and 1G");
+    return -1;
+  }
+  return 0;
+}
+
+#define F(name, deflt, doc, member, parser)                                                \
+  {name, deflt, doc, offsetof(struct zcoll_config, member),                                \
+   sizeof(((struct zcoll_config *)0)->member), parser}
+
+static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
+    F("RANK", "-1", "this process's rank; -1: from the launcher (Open MPI, Slurm, PMI)", rank,
+      parse_rank),
+    F("SIZE", "-1", "number of ranks; -1: from the launcher", size, parse_rank),
+    F("LOCAL_RANK", "-1", "rank among the ranks on this host (set by launchers)", local_rank,
+      parse_rank),
+    F("LOCAL_SIZE", "-1", "ranks on this host (set by launchers)", local_size, parse_rank),
+    F("ROOT", "", "host:port where rank 0 serves the rendezvous", root, parse_string),
+    F("ROOT_FD", "-1", "rank 0: an inherited listening socket for ROOT (set by zcoll_run)",
+      root_fd, parse_rank),
+    F("JOB_KEY", "", "shared secret of the job; connections with another key are rejected",
+      job_key, parse_string),
+    F("TRANSPORT", "auto", "auto|verbs|ucx|loopback (loopback: ranks are threads of one process)",
+      transport, parse_transport),
+    F("IB_DEV", "", "RDMA device as name[:port]; empty: the first active one", ib_dev,
+      parse_string),
+    F("ALGO", "auto", "allreduce algorithm: auto or one of the algorithms zcoll_info lists", algo,
+      parse_algo),
+    F("TREE_ARITY", "4", "fan-out k of the k-nomial tree algorithm", tree_arity, parse_arity),
+    F("CHUNK_BYTES", "0", "pipeline chunk size in bytes (64..1G); 0: the transport's default",
+      chunk_bytes, parse_chunk),
+    F("PIPELINE_DEPTH", "8", "staging slots (chunks in flight) per peer and direction",
+      pipeline_depth, parse_depth),
+    F("TUNING_FILE", "", "algorithm selection table measured by zcoll_perf --tune", tuning_file,
+      parse_string),
+    F("TIMEOUT", "120", "seconds without progress before a silent peer is an error; 0: never",
+      timeout, parse_seconds),
+    F("PROGRESS", "caller", "caller|thread: who drives communication progress", progress,
+      parse_progress),
+    F("LOG", "warn", "none|error|warn|info|debug|trace", log_level, parse_log),
+    F("TRACE", "", "file prefix for a per-rank Chrome-trace timeline of the pipeline stages",
+      trace, parse_string),
+    F("SPIN_US", "50", "microseconds to busy-poll before yielding the CPU while waiting",
+      spin_us, parse_nonneg_int),
+};
+
+static const struct field *find_field(const char *name) {
+  if (!name) return NULL;
+  if (strncasecmp(name, "ZCOLL_", 6) == 0) name += 6;
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS; i++)
+    if (strcasecmp(name, fields[i].name) == 0) return &fields[i];
+  return NULL;
+}
+
+/* Parses into a scratch copy first so that a bad value leaves the field unchanged. */
+static zcoll_status_t set_field(zcoll_config_t *cfg, const struct field *f, const char *value,
+                                const char *origin) {
+  char why[160] = "";
+  unsigned char scratch[512];
+  if (f->size > sizeof(scratch) || f->parse(value, scratch, f->size, why, sizeof(why)))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad value '%s' for ZCOLL_%s%s: %s", value, f->name,
+                       origin, why);
+  char *copy = strdup(value);
+  if (!copy) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory copying ZCOLL_%s", f->name);
+  memcpy((char *)cfg + f->offset, scratch, f->size);
+  free(cfg->text[f - fields]);
+  cfg->text[f - fields] = copy;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_config_create(zcoll_config_t **out) {
+  if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_create: cfg is NULL");
+  zcoll_config_t *cfg = calloc(1, sizeof(*cfg));
+  if (!cfg) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a configuration");
+  zcoll_status_t st = ZCOLL_OK;
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS && st == ZCOLL_OK; i++)
+    st = set_field(cfg, &fields[i], fields[i].deflt, " (built-in default)");
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS && st == ZCOLL_OK; i++) {
+    char var[64];
+    snprintf(var, sizeof(var), "ZCOLL_%s", fields[i].name);
+    const char *v = getenv(var);
+    if (v) st = set_field(cfg, &fields[i], v, " (from the environment)");
+  }
+  if (st != ZCOLL_OK) {
+    zcoll_config_free(cfg);
+    return st;
+  }
+  /* The level applies from here on, so that init itself logs as asked. */
+  zcoll__log_set_level((zcoll__log_level_t)cfg->log_level);
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "ZCOLL_", 6) != 0) continue;
+    const char *eq = strchr(*e, '=');
+    char name[64];
+    size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+    if (n >= sizeof(name)) n = sizeof(name) - 1;
+    memcpy(name, *e, n);
+    name[n] = '\0';
+    if (!find_field(name)) zcoll_log_warn("unknown variable %s is ignored", name);
+  }
+  *out = cfg;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_config_set(zcoll_config_t *cfg, const char *name, const char *value) {
+  if (!cfg || !value)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_set: %s is NULL",
+                       !cfg ? "cfg" : "value");
+  const struct field *f = find_field(name);
+  if (!f)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_set: no configuration field '%s'",
+                       name ? name : "(null)");
+  zcoll_status_t st = set_field(cfg, f, value, "");
+  if (st == ZCOLL_OK && f->offset == offsetof(struct zcoll_config, log_level))
+    zcoll__log_set_level((zcoll__log_level_t)cfg->log_level);
+  return st;
+}
+
+zcoll_status_t zcoll_config_get(const zcoll_config_t *cfg, const char *name, char *buf,
+                                size_t len) {
+  if (!cfg || !buf || !len)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_get: NULL or empty argument");
+  const struct field *f = find_field(name);
+  if (!f)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_get: no configuration field '%s'",
+                       name ? name : "(null)");
+  snprintf(buf, len, "%s", cfg->text[f - fields]);
+  return ZCOLL_OK;
+}
+
+void zcoll_config_free(zcoll_config_t *cfg) {
+  if (!cfg) return;
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS; i++) free(cfg->text[i]);
+  free(cfg);
+}
+
+int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entries, int max) {
+  static char names[ZCOLL_CONFIG_NFIELDS][48];
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS && i < max && entries; i++) {
+    /* Names are built once; racing threads write the same bytes. */
+    if (!names[i][0]) snprintf(names[i], sizeof(names[i]), "ZCOLL_%s", fields[i].name);
+    entries[i].name = names[i];
+    entries[i].value = cfg ? cfg->text[i] : fields[i].deflt;
+    entries[i].default_value = fields[i].deflt;
+    entries[i].doc = fields[i].doc;
+  }
+  return ZCOLL_CONFIG_NFIELDS;
+}
+
+/* A private deep copy, so that a communicator keeps its settings whatever the caller
+ * does with the object it passed in. */
+zcoll_status_t zcoll__config_dup(const zcoll_config_t *src, zcoll_config_t **out) {
+  zcoll_config_t *cfg = malloc(sizeof(*cfg));
+  if (!cfg) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory copying a configuration");
+  *cfg = *src;
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS; i++) cfg->text[i] = NULL;
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS; i++)
+    if (!(cfg->text[i] = strdup(src->text[i] ? src->text[i] : ""))) {
+      zcoll_config_free(cfg);
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory copying a configuration");
+    }
+  *out = cfg;
+  return ZCOLL_OK;
+}

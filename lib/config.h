@@ -1,0 +1,44 @@
+/*
+ * config.h -- the configuration table: every knob is a ZCOLL_* variable and a field of
+ * struct zcoll_config, parsed by one table (name, default, doc, offset, parser) that
+ * also feeds zcoll_info.
+ */
+#ifndef ZCOLL_CONFIG_H
+#define ZCOLL_CONFIG_H
+
+#include <stddef.h>
+#include "zcoll.h"
+
+enum { ZCOLL_TL_AUTO, ZCOLL_TL_VERBS, ZCOLL_TL_UCX, ZCOLL_TL_LOOPBACK };
+enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
+
+#define ZCOLL_CONFIG_NFIELDS 19
+
+struct zcoll_config {
+  int rank, size;             /* -1: from the launcher's variables */
+  int local_rank, local_size; /* informational, set by launchers */
+  char root[256];             /* host:port of rank 0's rendezvous */
+  int root_fd;                /* rank 0: an already listening socket (zcoll_run) */
+  char job_key[128];
+  int transport;
+  char ib_dev[64];
+  char algo[32];
+  int tree_arity;
+  size_t chunk_bytes; /* 0: the transport's default */
+  int pipeline_depth; /* staging slots per peer and direction */
+  char tuning_file[512];
+  double timeout;     /* seconds without progress before a peer is an error; 0 = never */
+  int progress;
+  int log_level;
+  char trace[512];
+  int spin_us;
+  char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
+};
+
+/* Validates an algorithm name for the ALGO field; defined by algorithms/. */
+int zcoll__algo_name_valid(const char *name);
+
+/* A private deep copy (communicators keep their own). */
+zcoll_status_t zcoll__config_dup(const zcoll_config_t *src, zcoll_config_t **out);
+
+#endif

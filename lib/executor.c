@@ -1,0 +1,440 @@
+/*
+ * executor.c -- runs a schedule over the communicator's channels.
+ *
+ * Every op is cut into pieces of at most slot_bytes. A piece moves as soon as three
+ * things hold: its op is the oldest unfinished one of its kind on its channel (the
+ * channel is a FIFO), a slot at the receiver is free (credit), and the pieces of
+ * earlier ops it depends on have progressed past it. That last rule, checked per
+ * piece rather than per op, is the pipeline: a ring forwards the first chunk of a
+ * block while later chunks of the same block are still arriving and being reduced.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+#include "log.h"
+#include "reduce.h"
+#include "sock.h"
+
+#define CREDIT_COOKIE (1ull << 63)
+#define MAX_EVENTS 64
+#define MAX_POLLFDS 64
+
+struct zcoll__exec_state {
+  int cap_ops, cap_peers;
+  size_t *pos;    /* per op: progressed up to this element (send: source released) */
+  size_t *issued; /* per op, sends: next element to put */
+  uint8_t *finished;
+  int *send_cur, *recv_cur, *chan; /* per schedule peer */
+};
+
+struct run {
+  zcoll_comm_t *comm;
+  const struct zcoll__sched *s;
+  struct zcoll__exec_state *e;
+  char *buf[2];
+  size_t dsize, chunk;
+  zcoll_dtype_t dtype;
+  zcoll_op_t op;
+  uint32_t sig;
+  int staged; /* the transport reads only registered memory: stage sends */
+  int remaining;
+  int local_cur;
+};
+
+void zcoll__exec_free(struct zcoll__exec_state *e) {
+  if (!e) return;
+  free(e->pos);
+  free(e->issued);
+  free(e->finished);
+  free(e->send_cur);
+  free(e->recv_cur);
+  free(e->chan);
+  free(e);
+}
+
+static zcoll_status_t exec_reserve(zcoll_comm_t *comm, int nops, int npeers) {
+  struct zcoll__exec_state *e = comm->exec;
+  if (!e && !(e = comm->exec = calloc(1, sizeof(*e))))
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+  if (nops > e->cap_ops) {
+    size_t n = (size_t)nops;
+    size_t *pos = realloc(e->pos, n * sizeof(size_t));
+    if (pos) e->pos = pos;
+    size_t *issued = realloc(e->issued, n * sizeof(size_t));
+    if (issued) e->issued = issued;
+    uint8_t *fin = realloc(e->finished, n);
+    if (fin) e->finished = fin;
+    if (!pos || !issued || !fin)
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+    e->cap_ops = nops;
+  }
+  if (npeers > e->cap_peers) {
+    size_t n = (size_t)npeers;
+    int *a = realloc(e->send_cur, n * sizeof(int));
+    if (a) e->send_cur = a;
+    int *b = realloc(e->recv_cur, n * sizeof(int));
+    if (b) e->recv_cur = b;
+    int *c = realloc(e->chan, n * sizeof(int));
+    if (c) e->chan = c;
+    if (!a || !b || !c) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+    e->cap_peers = npeers;
+  }
+  return ZCOLL_OK;
+}
+
+static size_t op_end(const struct zcoll__sop *o) { return o->off + o->count; }
+
+static size_t piece_end(const struct run *r, const struct zcoll__sop *o, size_t at) {
+  size_t end = op_end(o);
+  return end - at > r->chunk ? at + r->chunk : end;
+}
+
+/* Have the ops that o depends on progressed over [a, b)? */
+static int deps_ready(const struct run *r, const struct zcoll__sop *o, size_t a, size_t b) {
+  for (uint32_t i = 0; i < o->ndeps; i++) {
+    int d = (int)r->s->deps[o->dep_first + i];
+    const struct zcoll__sop *y = &r->s->ops[d];
+    size_t yend = op_end(y);
+    if (a >= yend || y->off >= b || a == b) continue;
+    if (r->e->pos[d] < (b < yend ? b : yend)) return 0;
+  }
+  return 1;
+}
+
+static void finish_op(struct run *r, int i) {
+  if (!r->e->finished[i]) {
+    r->e->finished[i] = 1;
+    r->remaining--;
+  }
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
+  zcoll_comm_t *comm = r->comm;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
+  int *cur = &r->e->send_cur[j];
+  while (*cur < s->peer_recvs[j]) {
+    int i = s->peer_ops[*cur];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = r->e->issued[i], b = piece_end(r, o, a);
+    uint32_t slot = c->send_seq % (uint32_t)comm->depth;
+    if (!c->credits || c->inflight[slot].busy || !deps_ready(r, o, a, b)) break;
+    const char *src = r->buf[o->buf] + a * r->dsize;
+    size_t len = (b - a) * r->dsize;
+    struct zcoll_tl_mr *lmr = NULL;
+    if (r->staged) {
+      char *stage = c->stage + (size_t)slot * comm->slot_bytes;
+      if (len) memcpy(stage, src, len);
+      src = stage;
+      lmr = comm->send_mr;
+    }
+    uint32_t imm = (c->send_seq & ZCOLL_IMM_SEQ_MASK) | (r->sig << ZCOLL_IMM_SIG_SHIFT);
+    uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | c->send_seq;
+    zcoll_status_t st = comm->tl_ops->put(c->ep, src, lmr, c->rkey,
+                                          c->roff + (uint64_t)slot * comm->slot_bytes, len, imm,
+                                          cookie);
+    if (st != ZCOLL_OK) return st;
+    int last = b == op_end(o);
+    /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
+    c->inflight[slot] = (struct zcoll__inflight){1, 0, r->staged ? -1 : i, b};
+    c->credits--;
+    c->send_seq++;
+    r->e->issued[i] = b;
+    if (r->staged) r->e->pos[i] = b;
+    *progress = 1;
+    if (!last) continue;
+    (*cur)++;
+    if (r->staged) finish_op(r, i);
+  }
+  return ZCOLL_OK;
+}
+
+static void put_done(zcoll_comm_t *comm, struct run *r, uint64_t cookie) {
+  struct zcoll__chan *c = &comm->chans[cookie >> 32];
+  uint32_t seq = (uint32_t)cookie;
+  c->inflight[seq % (uint32_t)comm->depth].done = 1;
+  /* Sources are released in order, so an op's position is a prefix. */
+  while (c->tail_seq != c->send_seq) {
+    struct zcoll__inflight *f = &c->inflight[c->tail_seq % (uint32_t)comm->depth];
+    if (!f->done) break;
+    if (f->op >= 0 && r) {
+      r->e->pos[f->op] = f->end;
+      if (f->end == op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
+        finish_op(r, f->op);
+    }
+    f->busy = 0;
+    c->tail_seq++;
+  }
+}
+
+/* ---- receiving ---------------------------------------------------------------------- */
+
+static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
+  zcoll_status_t st = comm->tl_ops->put(c->ep, NULL, NULL, NULL, 0, 0,
+                                        ZCOLL_IMM_CREDIT | c->unreturned,
+                                        CREDIT_COOKIE | (uint64_t)(c - comm->chans));
+  if (st == ZCOLL_OK) c->unreturned = 0;
+  return st;
+}
+
+static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
+  zcoll_comm_t *comm = r->comm;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
+  int *cur = &r->e->recv_cur[j];
+  int end = s->peer_sends[j + 1];
+  while (*cur < end) {
+    int i = s->peer_ops[*cur];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = r->e->pos[i], b = piece_end(r, o, a);
+    uint32_t slot = c->recv_seq % (uint32_t)comm->depth;
+    struct zcoll__slot *sl = &c->slots[slot];
+    if (!sl->arrived || !deps_ready(r, o, a, b)) break;
+    size_t len = (b - a) * r->dsize;
+    uint32_t sig = (sl->imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff;
+    if (sig != r->sig || sl->len != len)
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "rank %d's collective does not match this rank's (piece of %u bytes, "
+                         "signature %02x; expected %zu bytes, signature %02x): ranks called "
+                         "zcoll_allreduce with different count, dtype, op or algorithm",
+                         c->peer, sl->len, sig, len, r->sig);
+    const char *data = comm->recv_region ? c->recv + (size_t)slot * comm->slot_bytes : NULL;
+    char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
+      int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
+      zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
+    } else if (len) {
+      memcpy(dst, data, len);
+    }
+    sl->arrived = 0;
+    c->recv_seq++;
+    c->unreturned++;
+    r->e->pos[i] = b;
+    *progress = 1;
+    if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) {
+      zcoll_status_t st = return_credits(comm, c);
+      if (st != ZCOLL_OK) return st;
+    }
+    if (b == op_end(o)) {
+      finish_op(r, i);
+      (*cur)++;
+    }
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *ev) {
+  int ci = ev->peer >= 0 && ev->peer < comm->size ? comm->chan_of[ev->peer] : -1;
+  if (ci < 0)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "a notification came from rank %d, not a peer",
+                       ev->peer);
+  struct zcoll__chan *c = &comm->chans[ci];
+  if (ev->imm & ZCOLL_IMM_CREDIT) {
+    c->credits += ev->imm & ZCOLL_IMM_SEQ_MASK;
+    if (c->credits > (uint32_t)comm->depth)
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "rank %d returned more credits than slots",
+                         c->peer);
+    return ZCOLL_OK;
+  }
+  uint32_t ahead = ((ev->imm & ZCOLL_IMM_SEQ_MASK) - c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
+  struct zcoll__slot *sl = &c->slots[(c->recv_seq + ahead) % (uint32_t)comm->depth];
+  if (ahead >= (uint32_t)comm->depth || sl->arrived || ev->len > comm->slot_bytes)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "protocol violation by rank %d: piece %u of %u bytes while expecting "
+                       "piece %u",
+                       c->peer, ev->imm & ZCOLL_IMM_SEQ_MASK, ev->len,
+                       c->recv_seq & ZCOLL_IMM_SEQ_MASK);
+  sl->arrived = 1;
+  sl->imm = ev->imm;
+  sl->len = ev->len;
+  return ZCOLL_OK;
+}
+
+/* Harvests transport events; r is NULL when no schedule is running (drain). */
+static zcoll_status_t pump(zcoll_comm_t *comm, struct run *r, int *progress) {
+  struct zcoll_tl_event ev[MAX_EVENTS];
+  for (;;) {
+    int n = 0;
+    zcoll_status_t st = comm->tl_ops->poll(comm->tl, ev, MAX_EVENTS, &n);
+    if (st != ZCOLL_OK) return st;
+    for (int k = 0; k < n; k++) {
+      if (ev[k].kind == ZCOLL_TL_EV_ARRIVED) {
+        if ((st = arrived(comm, &ev[k])) != ZCOLL_OK) return st;
+      } else {
+        if (ev[k].status != ZCOLL_OK)
+          return zcoll__fail(ev[k].status, "a put to rank %d failed", ev[k].peer);
+        if (!(ev[k].cookie & CREDIT_COOKIE)) put_done(comm, r, ev[k].cookie);
+      }
+    }
+    if (n) *progress = 1;
+    if (n < MAX_EVENTS) return ZCOLL_OK;
+  }
+}
+
+static zcoll_status_t do_local(struct run *r, int *progress) {
+  const struct zcoll__sched *s = r->s;
+  while (r->local_cur < s->nlocal) {
+    int i = s->local_ops[r->local_cur];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = r->e->pos[i], b = piece_end(r, o, a);
+    if (!deps_ready(r, o, a, b)) break;
+    memcpy(r->buf[ZCOLL_BUF_DST] + a * r->dsize, r->buf[o->acc] + a * r->dsize,
+           (b - a) * r->dsize);
+    r->e->pos[i] = b;
+    *progress = 1;
+    if (b == op_end(o)) {
+      finish_op(r, i);
+      r->local_cur++;
+    }
+  }
+  return ZCOLL_OK;
+}
+
+/* ---- waiting ------------------------------------------------------------------------ */
+
+struct idle {
+  int64_t since_ns; /* 0: not idle */
+  int64_t last_check_ns;
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Names the peer we are most likely stuck on, for the timeout message. */
+static int waiting_on(const struct run *r) {
+  if (!r) return -1;
+  for (int j = 0; j < r->s->npeers; j++)
+    if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] || r->e->send_cur[j] < r->s->peer_recvs[j])
+      return r->s->peers[j];
+  return -1;
+}
+
+/* Nothing moved: spin a little (a piece may be microseconds away), then sleep on the
+ * transport's and the bootstrap's descriptors so that oversubscribed ranks give
+ * their core to the rank that has work. */
+static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
+  int64_t t = now_ns();
+  if (!id->since_ns) {
+    id->since_ns = t;
+    return ZCOLL_OK;
+  }
+  int64_t idle_ns = t - id->since_ns;
+  double timeout = comm->cfg->timeout;
+  if (timeout > 0 && idle_ns > (int64_t)(timeout * 1e9)) {
+    int peer = waiting_on(r);
+    return zcoll__fail(ZCOLL_ERR_TIMEOUT,
+                       "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
+                       peer);
+  }
+  if (idle_ns < (int64_t)comm->cfg->spin_us * 1000) return ZCOLL_OK;
+  struct pollfd fds[MAX_POLLFDS];
+  int n = 0, tl_fd = comm->tl_ops->event_fd(comm->tl);
+  if (tl_fd >= 0) {
+    zcoll_status_t st = comm->tl_ops->arm(comm->tl);
+    if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
+    if (st != ZCOLL_OK) return st;
+    fds[n++] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
+  }
+  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + n, MAX_POLLFDS - n);
+  /* Without a transport descriptor we can only yield, checking the bootstrap now and
+   * then; with one, sleep until an event, waking up to check the deadline. */
+  int wait_ms = 0;
+  if (tl_fd >= 0) wait_ms = 100;
+  if (tl_fd < 0 && t - id->last_check_ns < 10000000) {
+    sched_yield();
+    return ZCOLL_OK;
+  }
+  id->last_check_ns = t;
+  int rc = poll(fds, (nfds_t)(n + nbs), wait_ms);
+  if (rc < 0 && errno != EINTR)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
+  int bs_news = 0;
+  for (int k = n; k < n + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
+  if (bs_news || (tl_fd >= 0 && rc == 0)) {
+    zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
+    if (st != ZCOLL_OK) return st;
+  }
+  if (tl_fd < 0) sched_yield();
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (comm->broken == ZCOLL_OK) {
+    comm->broken = st;
+    zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
+  }
+  return st;
+}
+
+zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, int algo,
+                              const void *src, void *dst, size_t count, zcoll_dtype_t dtype,
+                              zcoll_op_t op) {
+  zcoll_status_t st = exec_reserve(comm, s->nops, s->npeers);
+  if (st != ZCOLL_OK) return st;
+  struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype, .op = op};
+  r.buf[ZCOLL_BUF_SRC] = (char *)src;
+  r.buf[ZCOLL_BUF_DST] = dst;
+  r.dsize = zcoll_dtype_size(dtype);
+  r.chunk = comm->slot_bytes / r.dsize;
+  r.staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
+  r.remaining = s->nops;
+  /* Eight bits that differ, with high probability, between collectives that ranks
+   * disagree on: checked on every piece, so a mismatch is caught, not reduced. */
+  uint64_t h = 1469598103934665603ull;
+  uint64_t words[4] = {count, (uint64_t)dtype, (uint64_t)op, (uint64_t)algo};
+  for (int k = 0; k < 4; k++) h = (h ^ words[k]) * 1099511628211ull;
+  r.sig = (uint32_t)((h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24) ^ (h >> 32) ^ (h >> 48)) & 0xff);
+  for (int i = 0; i < s->nops; i++) {
+    r.e->pos[i] = r.e->issued[i] = s->ops[i].off;
+    r.e->finished[i] = 0;
+  }
+  for (int j = 0; j < s->npeers; j++) {
+    r.e->send_cur[j] = s->peer_sends[j];
+    r.e->recv_cur[j] = s->peer_recvs[j];
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0)
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
+                         s->peers[j]);
+    r.e->chan[j] = ci;
+  }
+  struct idle id = {0, 0};
+  while (r.remaining > 0) {
+    int progress = 0;
+    if ((st = pump(comm, &r, &progress)) != ZCOLL_OK) return broken(comm, st);
+    for (int j = 0; j < s->npeers; j++) {
+      if ((st = do_recvs(&r, j, &progress)) != ZCOLL_OK) return broken(comm, st);
+      if ((st = do_sends(&r, j, &progress)) != ZCOLL_OK) return broken(comm, st);
+    }
+    do_local(&r, &progress);
+    if (progress) {
+      id.since_ns = 0;
+      continue;
+    }
+    if ((st = idle_wait(comm, &r, &id)) != ZCOLL_OK) return broken(comm, st);
+  }
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
+  struct idle id = {0, 0};
+  for (;;) {
+    int busy = 0, progress = 0;
+    for (int c = 0; c < comm->nchans; c++)
+      busy |= comm->chans[c].tail_seq != comm->chans[c].send_seq;
+    if (!busy) return ZCOLL_OK;
+    zcoll_status_t st = pump(comm, NULL, &progress);
+    if (st == ZCOLL_OK && !progress) st = idle_wait(comm, NULL, &id);
+    if (progress) id.since_ns = 0;
+    if (st != ZCOLL_OK) return st;
+  }
+}

@@ -1,0 +1,38 @@
+/*
+ * reduce.h -- element-wise reduction kernels for every dtype x op.
+ *
+ * The executor calls these on pipeline chunks; they are the only place where data is
+ * combined, so they are written for the compiler's vectorizer and dispatched once per
+ * chunk, not per element.
+ */
+#ifndef ZCOLL_REDUCE_H
+#define ZCOLL_REDUCE_H
+
+#include <stddef.h>
+#include "zcoll.h"
+
+/*
+ * dst[i] = a[i] op b[i] for i in [0, n).
+ *
+ * dst may be the same pointer as a or as b (in-place accumulation); otherwise the three
+ * ranges must not overlap. Pointers need no particular alignment.
+ *
+ * divisor: 0 for an intermediate step. For ZCOLL_AVG, a non-zero divisor marks the
+ * final step of the reduction: the sum is divided by `divisor` (the rank count) before
+ * it is stored, in the same pass. For the other ops the divisor is ignored.
+ *
+ * float16 and bfloat16 are widened to float32, combined (and divided) in float32, and
+ * rounded to nearest-even once when stored.
+ */
+void zcoll__reduce(zcoll_dtype_t dtype, zcoll_op_t op, void *dst, const void *a, const void *b,
+                   size_t n, int divisor);
+
+/* dst[i] = src[i] / divisor, for ZCOLL_AVG results that were never combined (p == 1
+ * has divisor 1 and needs no call). dst may equal src. */
+void zcoll__reduce_scale(zcoll_dtype_t dtype, void *dst, const void *src, size_t n, int divisor);
+
+/* Name of the instruction-set variant the kernels dispatch to on this CPU
+ * ("avx512", "avx2", "generic"), for zcoll_info and logs. */
+const char *zcoll__reduce_isa(void);
+
+#endif

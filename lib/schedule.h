@@ -1,0 +1,79 @@
+/*
+ * schedule.h -- what an algorithm produces and the executor runs.
+ *
+ * A schedule is one rank's program of an allreduce, in element ranges, independent of
+ * dtype, transport and chunking: send a range to a peer, receive a range from a peer
+ * and reduce it into (or copy it to) the result, or copy locally. Ops are appended in
+ * program order and the builder derives the data dependencies between them from the
+ * ranges they read and write, so an algorithm says only *what* moves, never *when*:
+ * the executor streams every op in chunks as soon as the chunks it depends on are
+ * ready, which is what overlaps transfer and reduction.
+ */
+#ifndef ZCOLL_SCHEDULE_H
+#define ZCOLL_SCHEDULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zcoll.h"
+
+enum { ZCOLL_BUF_SRC, ZCOLL_BUF_DST };
+
+enum {
+  ZCOLL_SOP_SEND,        /* buf[off, off+count) -> peer */
+  ZCOLL_SOP_RECV_REDUCE, /* dst[...] = acc[...] op (what peer sends) */
+  ZCOLL_SOP_RECV_COPY,   /* dst[...] = what peer sends */
+  ZCOLL_SOP_COPY         /* dst[...] = src[...], local */
+};
+
+struct zcoll__sop {
+  uint8_t kind;
+  uint8_t final; /* RECV_REDUCE: completes its range's reduction (AVG divides here) */
+  uint8_t buf;   /* SEND: read from; others write ZCOLL_BUF_DST */
+  uint8_t acc;   /* RECV_REDUCE: buffer of the other operand, at the same offset */
+  int peer;      /* rank, -1 for local ops */
+  size_t off, count;
+  uint32_t dep_first, ndeps; /* into zcoll__sched.deps: ops that must progress first */
+};
+
+struct zcoll__sched {
+  int rank, size;
+  int in_place;
+  size_t count;
+  struct zcoll__sop *ops;
+  int nops, ops_cap;
+  uint32_t *deps;
+  size_t ndeps, deps_cap;
+  zcoll_status_t error; /* sticky: the first failure while building */
+  /* Filled by zcoll__sched_finish: per distinct peer, its ops in program order. */
+  int npeers;
+  int *peers;        /* ranks */
+  int *peer_ops;     /* for each peer: its sends then its receives, as op indices */
+  int *peer_sends;   /* offsets into peer_ops, npeers + 1 entries */
+  int *peer_recvs;   /* offsets into peer_ops, npeers + 1 entries */
+  int nlocal;
+  int *local_ops;
+};
+
+void zcoll__sched_init(struct zcoll__sched *s, int rank, int size, size_t count, int in_place);
+void zcoll__sched_free(struct zcoll__sched *s);
+
+/* The builder: ranges are in elements. */
+void zcoll__sched_send(struct zcoll__sched *s, int peer, int buf, size_t off, size_t count);
+void zcoll__sched_recv_reduce(struct zcoll__sched *s, int peer, int acc, size_t off, size_t count,
+                              int final);
+void zcoll__sched_recv_copy(struct zcoll__sched *s, int peer, size_t off, size_t count);
+/* dst = src over a range; nothing when in place. */
+void zcoll__sched_copy(struct zcoll__sched *s, size_t off, size_t count);
+
+/* Indexes the ops per peer; returns the sticky build status. */
+zcoll_status_t zcoll__sched_finish(struct zcoll__sched *s);
+
+/* Block b of `count` elements cut into `parts` near-equal blocks (the first count %
+ * parts blocks one element longer). */
+static inline void zcoll__block(size_t count, int parts, int b, size_t *off, size_t *len) {
+  size_t q = count / (size_t)parts, r = count % (size_t)parts;
+  *off = (size_t)b * q + ((size_t)b < r ? (size_t)b : r);
+  *len = q + ((size_t)b < r ? 1 : 0);
+}
+
+#endif

@@ -1,0 +1,42 @@
+/* transport.c -- the table of built-in transports and the choice among them. */
+#include "transport.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+
+/* In order of preference for ZCOLL_TRANSPORT=auto. loopback is never chosen
+ * automatically: it only works when every rank is a thread of one process. */
+static const struct {
+  int id;
+  const struct zcoll_tl_ops *ops;
+  int automatic;
+} transports[] = {
+    {ZCOLL_TL_UCX, &zcoll__tl_ucx, 1},
+    {ZCOLL_TL_LOOPBACK, &zcoll__tl_loopback, 0},
+};
+
+zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg,
+                                       const struct zcoll_tl_ops **out) {
+  char why[256] = "";
+  if (cfg->transport == ZCOLL_TL_VERBS)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "ZCOLL_TRANSPORT=verbs: this build has no verbs transport yet");
+  for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++) {
+    if (cfg->transport == ZCOLL_TL_AUTO ? !transports[i].automatic
+                                        : cfg->transport != transports[i].id)
+      continue;
+    char this_why[200] = "";
+    if (transports[i].ops->probe(cfg, this_why, sizeof(this_why)) == ZCOLL_OK) {
+      zcoll_log_info("transport %s selected", transports[i].ops->name);
+      *out = transports[i].ops;
+      return ZCOLL_OK;
+    }
+    size_t off = strlen(why);
+    snprintf(why + off, sizeof(why) - off, "%s%s: %s", off ? "; " : "", transports[i].ops->name,
+             this_why);
+  }
+  return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "no usable transport (%s)", why[0] ? why : "none built");
+}

@@ -1,0 +1,94 @@
+/*
+ * transport.h -- the one seam between the core and the networks.
+ *
+ * A transport is a const table of a dozen functions over typed opaque handles, like
+ * NCCL's net plugin or UCT's iface ops, but one-sided: `put` writes into a peer's
+ * registered region and the peer learns of it from a notification (the 32-bit
+ * immediate) delivered only after the data is in place. Nothing here knows about
+ * collectives; the executor (executor.c) drives every algorithm over these calls.
+ */
+#ifndef ZCOLL_TRANSPORT_H
+#define ZCOLL_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zcoll.h"
+
+struct zcoll_tl;      /* one transport instance, owned by one communicator */
+struct zcoll_ep;      /* a connection to one peer */
+struct zcoll_tl_mr;   /* a registered local region */
+struct zcoll_tl_rkey; /* a peer's region, unpacked for writing */
+
+enum {
+  /* put() may read from any memory, registered or not (the transport copies or
+   * registers by itself); without it the executor stages sends through its own
+   * registered buffers. */
+  ZCOLL_TL_CAP_PUT_ANY = 1u << 0,
+};
+
+enum { ZCOLL_TL_EV_PUT_DONE, ZCOLL_TL_EV_ARRIVED };
+
+struct zcoll_tl_event {
+  int kind;
+  int peer;              /* the rank at the other end */
+  uint32_t imm;          /* ARRIVED: the writer's notification value */
+  uint32_t len;          /* ARRIVED: bytes written */
+  uint64_t cookie;       /* PUT_DONE: the put's cookie */
+  zcoll_status_t status; /* PUT_DONE: ZCOLL_OK or why the put failed */
+};
+
+struct zcoll_tl_params {
+  int rank, size;
+  const zcoll_config_t *cfg;
+};
+
+struct zcoll_tl_ops {
+  const char *name;
+  unsigned caps;
+  size_t default_chunk_bytes;
+  /* Can this transport run here? ZCOLL_ERR_UNSUPPORTED with a reason if not. */
+  zcoll_status_t (*probe)(const zcoll_config_t *cfg, char *why, size_t why_len);
+  zcoll_status_t (*open)(const struct zcoll_tl_params *p, struct zcoll_tl **tl);
+  /* Releases every endpoint, registration and rkey of the instance too. */
+  void (*close)(struct zcoll_tl *tl);
+  /* The blob peers need to reach us; the bootstrap exchanges it (at most *len bytes
+   * on input). */
+  zcoll_status_t (*address)(struct zcoll_tl *tl, void *buf, size_t *len);
+  /* Collective among the listed peers (every rank lists the ranks that list it):
+   * fills eps[i] for ranks[i]. */
+  zcoll_status_t (*connect)(struct zcoll_tl *tl, int n, const int *ranks,
+                            const void *const *addrs, const size_t *lens, struct zcoll_ep **eps);
+  zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, struct zcoll_tl_mr **mr);
+  void (*mem_dereg)(struct zcoll_tl_mr *mr);
+  /* A blob (at most *len bytes on input) that lets a peer write into mr. */
+  zcoll_status_t (*rkey_pack)(struct zcoll_tl_mr *mr, void *buf, size_t *len);
+  zcoll_status_t (*rkey_unpack)(struct zcoll_ep *ep, const void *buf, size_t len,
+                                struct zcoll_tl_rkey **rkey);
+  void (*rkey_release)(struct zcoll_tl_rkey *rkey);
+  /* Writes len bytes from src (inside lmr; any memory with CAP_PUT_ANY, lmr NULL) to
+   * rkey's region at roff. The peer gets ARRIVED(imm, len) once the data is in place;
+   * we get PUT_DONE(cookie) once src may be reused. len 0 (src, lmr and rkey may be
+   * NULL) sends the notification alone. Notifications from one peer arrive in the
+   * order of the puts. */
+  zcoll_status_t (*put)(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                        struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                        uint64_t cookie);
+  /* Non-blocking: makes progress and harvests up to max events into ev; *n events
+   * were filled. An error status means the instance is broken (a peer is lost). */
+  zcoll_status_t (*poll)(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
+  /* Blocking support: a descriptor that turns readable when events arrive after a
+   * successful arm(); -1 if the transport cannot block (the executor then yields). */
+  int (*event_fd)(struct zcoll_tl *tl);
+  /* ZCOLL_OK: armed, safe to sleep on event_fd. ZCOLL_IN_PROGRESS: events are
+   * already pending, poll again instead of sleeping. */
+  zcoll_status_t (*arm)(struct zcoll_tl *tl);
+};
+
+extern const struct zcoll_tl_ops zcoll__tl_ucx;
+extern const struct zcoll_tl_ops zcoll__tl_loopback;
+
+/* Picks the transport the configuration asks for (auto: the first whose probe
+ * succeeds, in order of preference). */
+zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg, const struct zcoll_tl_ops **ops);
+
+#endif

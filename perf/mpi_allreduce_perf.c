@@ -1,0 +1,168 @@
+/* mpi_allreduce_perf: zcoll_perf's benchmark over MPI_Allreduce, for side-by-side runs.
+ *
+ *   mpicc -O2 -std=c11 -I tools -o mpi_allreduce_perf perf/mpi_allreduce_perf.c
+ *   mpirun -np 4 --mca pml ob1 --mca btl self,vader ./mpi_allreduce_perf -b 8 -e 64M
+ *
+ * Same flags (less -a), same table, same timing statistic and the same check as
+ * zcoll_perf: the driver, the pattern and the reference are tools/perf_table.h. In-place
+ * runs pass MPI_IN_PLACE. MPI has no AVG: it runs as MPI_SUM followed by the division
+ * by the number of ranks on every rank, inside the timed loop (the same arithmetic as
+ * the reference: C's truncating integer division, float / (float)p, double / p).
+ * Open MPI 4.1 has no float16 or bfloat16 type: naming one is an error, and `-d all`
+ * skips them with a note. Needs no libzcoll. */
+#define _POSIX_C_SOURCE 200809L
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_table.h"
+
+#define PROG "mpi_allreduce_perf"
+
+static MPI_Datatype mpi_dtype(enum pt_dtype t)
+{
+  switch (t) {
+  case PT_INT8: return MPI_INT8_T;
+  case PT_UINT8: return MPI_UINT8_T;
+  case PT_INT32: return MPI_INT32_T;
+  case PT_UINT32: return MPI_UINT32_T;
+  case PT_INT64: return MPI_INT64_T;
+  case PT_UINT64: return MPI_UINT64_T;
+  case PT_FLOAT32: return MPI_FLOAT;
+  case PT_FLOAT64: return MPI_DOUBLE;
+  default: return MPI_DATATYPE_NULL; /* float16, bfloat16 */
+  }
+}
+
+static MPI_Op mpi_op(enum pt_op op)
+{
+  switch (op) {
+  case PT_PROD: return MPI_PROD;
+  case PT_MIN: return MPI_MIN;
+  case PT_MAX: return MPI_MAX;
+  default: return MPI_SUM; /* SUM, and AVG before the division */
+  }
+}
+
+struct mpi_ctx {
+  int rank, nranks;
+};
+
+static int mpi_fail(const struct mpi_ctx *c, const char *what, int err)
+{
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", err);
+  fprintf(stderr, PROG ": %s (rank %d): %s\n", what, c->rank, msg);
+  return -1;
+}
+
+#define DIVIDE(type, buf, count, p)                                                       \
+  do {                                                                                    \
+    type *x_ = (type *)(buf);                                                             \
+    for (size_t i_ = 0; i_ < (count); i_++) x_[i_] = (type)(x_[i_] / (p));                \
+  } while (0)
+
+/* AVG: the sum divided by the number of ranks, as the reference computes it. */
+static void divide(void *buf, size_t count, enum pt_dtype t, int p)
+{
+  switch (t) {
+  case PT_INT8: DIVIDE(int8_t, buf, count, p); break;
+  case PT_UINT8: DIVIDE(uint8_t, buf, count, p); break;
+  case PT_INT32: DIVIDE(int32_t, buf, count, p); break;
+  case PT_UINT32: DIVIDE(uint32_t, buf, count, (uint32_t)p); break;
+  case PT_INT64: DIVIDE(int64_t, buf, count, (int64_t)p); break;
+  case PT_UINT64: DIVIDE(uint64_t, buf, count, (uint64_t)p); break;
+  case PT_FLOAT32: DIVIDE(float, buf, count, (float)p); break;
+  case PT_FLOAT64: DIVIDE(double, buf, count, (double)p); break;
+  default: break;
+  }
+}
+
+static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                         enum pt_dtype t, enum pt_op op)
+{
+  struct mpi_ctx *c = ctx;
+  if (count > INT_MAX) {
+    fprintf(stderr, PROG ": %zu elements is more than MPI's int count\n", count);
+    return -1;
+  }
+  int err = MPI_Allreduce(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count, mpi_dtype(t),
+                          mpi_op(op), MPI_COMM_WORLD);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Allreduce", err);
+  if (op == PT_AVG) divide(recvbuf, count, t, c->nranks);
+  return 0;
+}
+
+static int mpi_barrier(void *ctx)
+{
+  int err = MPI_Barrier(MPI_COMM_WORLD);
+  return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Barrier", err);
+}
+
+static int mpi_max_double(void *ctx, double *v, size_t n)
+{
+  int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (max of the times)", err);
+}
+
+static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n)
+{
+  int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (sum of the wrong counts)", err);
+}
+
+int main(int argc, char **argv)
+{
+  struct pt_opts o;
+  int rc = pt_parse_args(argc, argv, PROG, false, &o);
+  if (rc == 1) return 0;
+  if (rc != 0) return 2;
+  /* drop the types MPI lacks: an error if named, a note with -d all */
+  int n = 0;
+  for (int i = 0; i < o.ndtypes; i++) {
+    if (mpi_dtype(o.dtypes[i]) != MPI_DATATYPE_NULL) {
+      o.dtypes[n++] = o.dtypes[i];
+    } else if (!o.all_dtypes) {
+      fprintf(stderr, PROG ": -d %s: MPI (Open MPI 4.1) has no such datatype\n",
+              pt_dtype_names[o.dtypes[i]]);
+      return 2;
+    }
+  }
+  int dropped = o.ndtypes - n;
+  o.ndtypes = n;
+
+  MPI_Init(&argc, &argv);
+  struct mpi_ctx ctx;
+  MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ctx.nranks);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  struct pt_backend be = {
+      .prog = PROG,
+      .rank = ctx.rank,
+      .nranks = ctx.nranks,
+      .ctx = &ctx,
+      .allreduce = mpi_allreduce,
+      .barrier = mpi_barrier,
+      .max_double = mpi_max_double,
+      .sum_u64 = mpi_sum_u64,
+      .algorithm = NULL,
+  };
+  if (ctx.rank == 0) {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    version[strcspn(version, ",\n")] = '\0'; /* "Open MPI v4.1.4" */
+    printf("# " PROG ": %s, ranks %d\n", version, ctx.nranks);
+    if (dropped) printf("# note: half and bfloat16 skipped: MPI has no such datatypes\n");
+    if (o.all_ops || o.ops[0] == PT_AVG)
+      printf("# note: avg is MPI_SUM, then a division by the number of ranks on every rank\n");
+    pt_print_params(stdout, &o);
+    fflush(stdout);
+  }
+  rc = pt_run(&o, &be);
+  if (rc < 0) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Finalize();
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,45 @@
+/*
+ * Every algorithm x dtype x op x placement x count, p = 1..9, as threads over the
+ * loopback transport: the executor and the schedules, checked element by element.
+ * Small chunks and a shallow pipeline make every vector cross many pieces and make
+ * writers wait for credits.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "check_matrix.h"
+#include "rank_threads.h"
+
+/* Plain values only: Criterion runs each test in a fresh process, where pointers
+ * into the parent's data would dangle. */
+struct matrix_case {
+  int size, chunk, depth;
+};
+
+static void matrix_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  struct chk_stats st = {0, 0, ""};
+  chk_run_matrix(comm, (size_t)job->arg, &st);
+  if (st.failures) rt_fail(job, rank, st.first);
+}
+
+ParameterizedTestParameters(loopback, matrix) {
+  static struct matrix_case cases[] = {
+      {1, 4096, 4}, {2, 4096, 4}, {3, 4096, 2},  {4, 65536, 8}, {5, 4096, 3},
+      {6, 1024, 2}, {7, 65536, 8}, {8, 8192, 4}, {9, 4096, 4},
+  };
+  return cr_make_param_array(struct matrix_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct matrix_case *c, loopback, matrix, .timeout = 600) {
+  struct rt_job job = {.size = c->size, .body = matrix_body, .arg = (void *)((size_t)3 << 20)};
+  char chunk[16], depth[16];
+  snprintf(chunk, sizeof(chunk), "%d", c->chunk);
+  snprintf(depth, sizeof(depth), "%d", c->depth);
+  job.settings[0][0] = "CHUNK_BYTES";
+  job.settings[0][1] = chunk;
+  job.settings[1][0] = "PIPELINE_DEPTH";
+  job.settings[1][1] = depth;
+  unsigned long f = rt_run(&job);
+  cr_assert_eq(f, 0, "p=%d chunk=%d depth=%d: %lu failures; first: %s", c->size, c->chunk,
+               c->depth, f, job.first);
+}

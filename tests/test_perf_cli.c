@@ -1,0 +1,168 @@
+/* zcoll_perf's command line: what it rejects (exit 2, a message on stderr) and -h.
+ * None of these reach a collective: the arguments are checked before zcoll_comm_init,
+ * so the program runs here as a plain process, with no launcher. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PERF ZCOLL_TEST_BIN_DIR "/zcoll_perf"
+#define RUN_TIMEOUT_MS 30000
+#define OUT_MAX 65536
+
+extern char **environ;
+
+struct result {
+  int status; /* exit status, or 128 + signal */
+  char out[OUT_MAX], err[OUT_MAX];
+};
+
+/* Appends what is readable on fd; returns 0 at end of file. */
+static int drain(int fd, char *buf, size_t *len)
+{
+  char tmp[4096];
+  ssize_t n = read(fd, tmp, sizeof tmp);
+  if (n < 0 && errno == EINTR) return 1;
+  if (n <= 0) return 0;
+  size_t room = OUT_MAX - 1 - *len;
+  size_t k = (size_t)n < room ? (size_t)n : room;
+  memcpy(buf + *len, tmp, k);
+  *len += k;
+  buf[*len] = '\0';
+  return 1;
+}
+
+/* Runs zcoll_perf with args (NULL-terminated) and no ZCOLL_* launcher variables. */
+static void run_perf(struct result *r, const char *const *args)
+{
+  char *argv[32];
+  int argc = 0;
+  argv[argc++] = (char *)PERF;
+  for (; args[argc - 1] != NULL && argc < 31; argc++) argv[argc] = (char *)args[argc - 1];
+  argv[argc] = NULL;
+
+  /* a clean environment: no launcher variables, so nothing can try to connect */
+  char *envp[256];
+  int envc = 0;
+  for (char **e = environ; *e && envc < 255; e++)
+    if (strncmp(*e, "ZCOLL_", 6) != 0) envp[envc++] = *e;
+  envp[envc] = NULL;
+
+  int out[2], err[2];
+  cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
+  cr_assert_eq(pipe2(err, O_CLOEXEC), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+  pid_t pid;
+  int rc = posix_spawn(&pid, PERF, &fa, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  cr_assert_eq(rc, 0, "cannot start %s: %s", PERF, strerror(rc));
+  close(out[1]);
+  close(err[1]);
+
+  size_t olen = 0, elen = 0;
+  r->out[0] = r->err[0] = '\0';
+  struct pollfd pfd[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2, waited = 0;
+  while (open_fds > 0 && waited < RUN_TIMEOUT_MS) {
+    int n = poll(pfd, 2, 100);
+    if (n == 0) waited += 100;
+    for (int i = 0; i < 2 && n > 0; i++) {
+      if (pfd[i].fd < 0 || !(pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!drain(pfd[i].fd, i ? r->err : r->out, i ? &elen : &olen)) {
+        close(pfd[i].fd);
+        pfd[i].fd = -1;
+        open_fds--;
+      }
+    }
+  }
+  if (open_fds > 0) kill(pid, SIGKILL);
+  for (int i = 0; i < 2; i++)
+    if (pfd[i].fd >= 0) close(pfd[i].fd);
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  cr_assert(open_fds == 0, "zcoll_perf did not finish within %d ms", RUN_TIMEOUT_MS);
+}
+
+/* Exit 2, a "zcoll_perf: ..." line on stderr that mentions `what`, and no table. */
+static void expect_usage_error(const char *const *args, const char *what)
+{
+  static struct result r;
+  run_perf(&r, args);
+  cr_expect_eq(r.status, 2, "exit status %d, want 2; stderr: %s", r.status, r.err);
+  cr_expect(strncmp(r.err, "zcoll_perf: ", 12) == 0, "stderr: '%s'", r.err);
+  cr_expect(strstr(r.err, what) != NULL, "stderr '%s' does not mention '%s'", r.err, what);
+  cr_expect(strstr(r.out, "out-of-place") == NULL, "a table was printed: %s", r.out);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+Test(perf_cli, help_prints_usage)
+{
+  static struct result r;
+  run_perf(&r, ARGS("-h"));
+  cr_expect_eq(r.status, 0, "stderr: %s", r.err);
+  cr_expect(strstr(r.out, "usage: zcoll_perf") != NULL, "stdout: %s", r.out);
+  const char *flags[] = {"-b", "-e", "-f", "-i", "-n", "-w", "-c", "-d", "-o", "-a", "-h"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    cr_expect(strstr(r.out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
+  cr_expect_str_empty(r.err);
+}
+
+Test(perf_cli, unknown_dtype) { expect_usage_error(ARGS("-d", "float128"), "float128"); }
+
+Test(perf_cli, unknown_op) { expect_usage_error(ARGS("-o", "xor"), "xor"); }
+
+Test(perf_cli, min_larger_than_max) { expect_usage_error(ARGS("-b", "1M", "-e", "64K"), "-b"); }
+
+Test(perf_cli, factor_below_two_without_increment)
+{
+  expect_usage_error(ARGS("-f", "1", "-i", "0"), "-f");
+  expect_usage_error(ARGS("-f", "0"), "-f");
+}
+
+Test(perf_cli, malformed_sizes)
+{
+  expect_usage_error(ARGS("-b", "12Q"), "12Q");
+  expect_usage_error(ARGS("-e", "abc"), "abc");
+  expect_usage_error(ARGS("-b", "-8"), "-8");
+  expect_usage_error(ARGS("-e", "1MM"), "1MM");
+  expect_usage_error(ARGS("-e", ""), "-e");
+  expect_usage_error(ARGS("-e", "99999999999999999999G"), "-e");
+  expect_usage_error(ARGS("-i", "1.5K"), "1.5K");
+}
+
+Test(perf_cli, bad_counts)
+{
+  expect_usage_error(ARGS("-n", "0"), "-n");
+  expect_usage_error(ARGS("-n", "ten"), "ten");
+  expect_usage_error(ARGS("-w", "-1"), "-w");
+  expect_usage_error(ARGS("-c", "2"), "-c");
+}
+
+Test(perf_cli, unknown_option) { expect_usage_error(ARGS("-z"), "-z"); }
+
+Test(perf_cli, missing_value) { expect_usage_error(ARGS("-b"), "-b"); }
+
+Test(perf_cli, stray_argument) { expect_usage_error(ARGS("-b", "8", "extra"), "extra"); }
+
+/* -a goes through zcoll_config_set, which validates the name: still no collective. */
+Test(perf_cli, unknown_algorithm)
+{
+  static struct result r;
+  run_perf(&r, ARGS("-a", "no-such-algorithm"));
+  cr_expect_eq(r.status, 2, "exit status %d, want 2; stderr: %s", r.status, r.err);
+  cr_expect(strncmp(r.err, "zcoll_perf: -a no-such-algorithm: ", 34) == 0, "stderr: '%s'", r.err);
+}

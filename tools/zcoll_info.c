@@ -1,0 +1,86 @@
+/* zcoll_info: the library version and every configuration variable with its current
+ * value (defaults overridden by the ZCOLL_* environment), its default and its doc, in
+ * the manner of `ucx_info -c`. The variable lines are `NAME=value`, ready to paste
+ * into a shell. Only the public API (zcoll.h) is used.
+ *
+ *   zcoll_info        version and configuration
+ *   zcoll_info -v     version only
+ *   zcoll_info -c     configuration only
+ *
+ * Exit status: 0; 1 if the configuration cannot be created (e.g. a bad ZCOLL_* value
+ * in the environment); 2 on a bad command line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zcoll.h"
+
+#define PROG "zcoll_info"
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: " PROG " [-v] [-c] [-h]\n"
+          "  -v   print the library version\n"
+          "  -c   print every configuration variable: current value, default and doc\n"
+          "  -h   print this help\n"
+          "With no option, prints both.\n");
+}
+
+static int print_config(void)
+{
+  zcoll_config_t *cfg = NULL;
+  zcoll_status_t st = zcoll_config_create(&cfg);
+  if (st != ZCOLL_OK) {
+    const char *detail = zcoll_last_error();
+    fprintf(stderr, PROG ": zcoll_config_create: %s: %s\n", zcoll_strerror(st),
+            detail && *detail ? detail : "(no details)");
+    return 1;
+  }
+  int n = zcoll_config_entries(cfg, NULL, 0);
+  zcoll_config_entry_t *e = n > 0 ? calloc((size_t)n, sizeof *e) : NULL;
+  if (n > 0 && e == NULL) {
+    fprintf(stderr, PROG ": out of memory\n");
+    zcoll_config_free(cfg);
+    return 1;
+  }
+  if (n > 0) n = zcoll_config_entries(cfg, e, n);
+  printf("#\n# zcoll configuration: %d variables (current value; default and doc above each)\n",
+         n < 0 ? 0 : n);
+  for (int i = 0; i < n; i++) {
+    const char *name = e[i].name ? e[i].name : "?";
+    printf("#\n# %s\n# default: %s\n%s=%s\n", e[i].doc ? e[i].doc : "", e[i].default_value
+           ? e[i].default_value : "", name, e[i].value ? e[i].value : "");
+  }
+  printf("#\n");
+  free(e);
+  zcoll_config_free(cfg);
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  int show_version = 0, show_config = 0, c;
+  opterr = 0;
+  while ((c = getopt(argc, argv, "vch")) != -1) {
+    switch (c) {
+    case 'v': show_version = 1; break;
+    case 'c': show_config = 1; break;
+    case 'h': usage(stdout); return 0;
+    default:
+      fprintf(stderr, PROG ": unknown option -%c (try -h)\n", optopt);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, PROG ": unexpected argument '%s' (try -h)\n", argv[optind]);
+    return 2;
+  }
+  if (!show_version && !show_config) show_version = show_config = 1;
+  if (show_version)
+    printf("# zcoll version %s (api %d.%d.%d)\n", zcoll_version_string(), ZCOLL_VERSION_MAJOR,
+           ZCOLL_VERSION_MINOR, ZCOLL_VERSION_PATCH);
+  fflush(stdout);
+  return show_config ? print_config() : 0;
+}

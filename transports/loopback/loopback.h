@@ -1,0 +1,71 @@
+/*
+ * loopback.h -- an in-process transport: ranks are threads of one process and a put
+ * is a memcpy into the peer's registered region.
+ *
+ * It exists for fast, deterministic tests of the executor and every algorithm with
+ * no network (Gloo's tests do the same), and it deliberately keeps the verbs rules:
+ * sources must be registered (no ZCOLL_TL_CAP_PUT_ANY, so the executor's staging path
+ * runs) and writes are bounds-checked against the target region.
+ */
+#ifndef ZCOLL_TL_LOOPBACK_H
+#define ZCOLL_TL_LOOPBACK_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "transport.h"
+
+struct zcoll_tl {
+  int rank, size;
+  int efd;
+  pthread_mutex_t lock; /* guards the event queue: peers push into it */
+  struct zcoll_tl_event *q;
+  size_t q_head, q_len, q_cap;
+  zcoll_status_t failed;
+  struct zcoll_ep **eps;
+  int neps;
+};
+
+struct zcoll_ep {
+  struct zcoll_tl *tl, *peer_tl;
+  int peer;
+};
+
+struct zcoll_tl_mr {
+  char *base;
+  size_t len;
+};
+
+struct zcoll_tl_rkey {
+  char *base;
+  size_t len;
+};
+
+struct zcoll__lb_addr {
+  pid_t pid;
+  struct zcoll_tl *tl;
+};
+
+/* Appends an event to tl's queue and wakes its owner. */
+zcoll_status_t zcoll__lb_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
+
+/* The ops, one file each by concern (ep.c, mr.c, progress.c). */
+zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,
+                                 const void *const *addrs, const size_t *lens,
+                                 struct zcoll_ep **eps);
+zcoll_status_t zcoll__lb_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+                                 struct zcoll_tl_mr **mr);
+void zcoll__lb_mem_dereg(struct zcoll_tl_mr *mr);
+zcoll_status_t zcoll__lb_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len);
+zcoll_status_t zcoll__lb_rkey_unpack(struct zcoll_ep *ep, const void *buf, size_t len,
+                                     struct zcoll_tl_rkey **rkey);
+void zcoll__lb_rkey_release(struct zcoll_tl_rkey *rkey);
+zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                             struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                             uint64_t cookie);
+zcoll_status_t zcoll__lb_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
+int zcoll__lb_event_fd(struct zcoll_tl *tl);
+zcoll_status_t zcoll__lb_arm(struct zcoll_tl *tl);
+
+#endif

@@ -1,0 +1,129 @@
+/* iface.c -- UCX transport: context and worker lifecycle, and the ops table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "ucx.h"
+
+zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
+  switch (s) {
+    case UCS_OK: return ZCOLL_OK;
+    case UCS_ERR_NO_MEMORY: return ZCOLL_ERR_NO_MEMORY;
+    case UCS_ERR_UNSUPPORTED:
+    case UCS_ERR_NO_DEVICE: return ZCOLL_ERR_UNSUPPORTED;
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_ENDPOINT_TIMEOUT: return ZCOLL_ERR_TIMEOUT;
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_UNREACHABLE:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_NOT_CONNECTED: return ZCOLL_ERR_PEER_FAILED;
+    default: return ZCOLL_ERR_TRANSPORT;
+  }
+}
+
+static zcoll_status_t ucx_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
+  (void)cfg;
+  ucp_config_t *uc;
+  ucs_status_t s = ucp_config_read(NULL, NULL, &uc);
+  if (s != UCS_OK) {
+    snprintf(why, why_len, "ucp_config_read: %s", ucs_status_string(s));
+    return ZCOLL_ERR_UNSUPPORTED;
+  }
+  ucp_config_release(uc);
+  return ZCOLL_OK;
+}
+
+static void ucx_close(struct zcoll_tl *tl) {
+  if (!tl) return;
+  zcoll__ucx_close_eps(tl);
+  if (tl->worker) ucp_worker_destroy(tl->worker);
+  if (tl->ctx) ucp_cleanup(tl->ctx);
+  while (tl->free_ops) {
+    struct zcoll__ucx_op *op = tl->free_ops;
+    tl->free_ops = op->next;
+    free(op);
+  }
+  free(tl->regions);
+  free(tl->q);
+  free(tl);
+}
+
+static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl **out) {
+  struct zcoll_tl *tl = calloc(1, sizeof(*tl));
+  if (!tl) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
+  tl->rank = p->rank;
+  tl->size = p->size;
+  tl->efd = -1;
+  ucp_config_t *uc;
+  ucs_status_t s = ucp_config_read(NULL, NULL, &uc);
+  if (s != UCS_OK) goto ucs_fail;
+  ucp_params_t cp = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                                   UCP_PARAM_FIELD_ESTIMATED_NUM_EPS,
+                     .features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+                     .mt_workers_shared = 0,
+                     .estimated_num_eps = 8};
+  s = ucp_init(&cp, uc, &tl->ctx);
+  ucp_config_release(uc);
+  if (s != UCS_OK) goto ucs_fail;
+  ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                            .thread_mode = UCS_THREAD_MODE_SINGLE};
+  if ((s = ucp_worker_create(tl->ctx, &wp, &tl->worker)) != UCS_OK) goto ucs_fail;
+  ucp_am_handler_param_t hp = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
+                                             UCP_AM_HANDLER_PARAM_FIELD_CB |
+                                             UCP_AM_HANDLER_PARAM_FIELD_ARG,
+                               .id = ZCOLL_UCX_AM_ID,
+                               .cb = zcoll__ucx_am_handler,
+                               .arg = tl};
+  if ((s = ucp_worker_set_am_recv_handler(tl->worker, &hp)) != UCS_OK) goto ucs_fail;
+  if (ucp_worker_get_efd(tl->worker, &tl->efd) != UCS_OK) {
+    /* Not fatal: the executor yields instead of sleeping. */
+    zcoll_log_info("ucx: no wakeup descriptor; waiting ranks will yield instead of sleep");
+    tl->efd = -1;
+  }
+  *out = tl;
+  return ZCOLL_OK;
+ucs_fail:;
+  zcoll_status_t st = zcoll__fail(zcoll__ucx_status(s), "ucx: initialization failed: %s",
+                                  ucs_status_string(s));
+  ucx_close(tl);
+  return st;
+}
+
+static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
+  ucp_address_t *a;
+  size_t alen;
+  ucs_status_t s = ucp_worker_get_address(tl->worker, &a, &alen);
+  if (s != UCS_OK)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_get_address: %s",
+                       ucs_status_string(s));
+  zcoll_status_t st = ZCOLL_OK;
+  if (alen > *len)
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: worker address of %zu bytes is too long", alen);
+  else {
+    memcpy(buf, a, alen);
+    *len = alen;
+  }
+  ucp_worker_release_address(tl->worker, a);
+  return st;
+}
+
+const struct zcoll_tl_ops zcoll__tl_ucx = {
+    .name = "ucx",
+    .caps = ZCOLL_TL_CAP_PUT_ANY,
+    .default_chunk_bytes = 256 * 1024,
+    .probe = ucx_probe,
+    .open = ucx_open,
+    .close = ucx_close,
+    .address = ucx_address,
+    .connect = zcoll__ucx_connect,
+    .mem_reg = zcoll__ucx_mem_reg,
+    .mem_dereg = zcoll__ucx_mem_dereg,
+    .rkey_pack = zcoll__ucx_rkey_pack,
+    .rkey_unpack = zcoll__ucx_rkey_unpack,
+    .rkey_release = zcoll__ucx_rkey_release,
+    .put = zcoll__ucx_put,
+    .poll = zcoll__ucx_poll,
+    .event_fd = zcoll__ucx_event_fd,
+    .arm = zcoll__ucx_arm,
+};

@@ -1,0 +1,183 @@
+/* progress.c -- UCX data movement: puts as active messages, their handler, and the
+ * event queue that poll() hands to the executor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "ucx.h"
+
+zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
+  if (tl->q_len == tl->q_cap) {
+    size_t ncap = tl->q_cap ? tl->q_cap * 2 : 64;
+    struct zcoll_tl_event *nq = malloc(ncap * sizeof(*nq));
+    if (!nq) {
+      if (!tl->failed)
+        tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory queueing an event");
+      return tl->failed;
+    }
+    for (size_t i = 0; i < tl->q_len; i++) nq[i] = tl->q[(tl->q_head + i) % tl->q_cap];
+    free(tl->q);
+    tl->q = nq;
+    tl->q_cap = ncap;
+    tl->q_head = 0;
+  }
+  tl->q[(tl->q_head + tl->q_len++) % tl->q_cap] = *ev;
+  return ZCOLL_OK;
+}
+
+struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl) {
+  struct zcoll__ucx_op *op = tl->free_ops;
+  if (op)
+    tl->free_ops = op->next;
+  else if (!(op = malloc(sizeof(*op))))
+    return NULL;
+  op->tl = tl;
+  return op;
+}
+
+void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op) {
+  op->next = tl->free_ops;
+  tl->free_ops = op;
+}
+
+static void put_completed(struct zcoll__ucx_op *op, ucs_status_t s) {
+  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = op->peer,
+                              .cookie = op->cookie, .status = ZCOLL_OK};
+  if (s != UCS_OK)
+    ev.status = zcoll__fail(zcoll__ucx_status(s), "ucx: put to rank %d failed: %s", op->peer,
+                            ucs_status_string(s));
+  zcoll__ucx_push(op->tl, &ev);
+  zcoll__ucx_op_put(op->tl, op);
+}
+
+static void send_cb(void *request, ucs_status_t s, void *user_data) {
+  put_completed(user_data, s);
+  ucp_request_free(request);
+}
+
+zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                              struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                              uint64_t cookie) {
+  (void)lmr;
+  struct zcoll_tl *tl = ep->tl;
+  if (tl->failed) return tl->failed;
+  if (len > UINT32_MAX || (len && (!rkey || roff > rkey->len || len > rkey->len - roff)))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: put of %zu bytes overruns rank %d's region",
+                       len, ep->peer);
+  struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
+  if (!op) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
+  op->hdr = (struct zcoll__ucx_hdr){roff, rkey ? rkey->id : UINT32_MAX, imm, tl->rank, 0};
+  op->cookie = cookie;
+  op->peer = ep->peer;
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                           UCP_OP_ATTR_FIELD_USER_DATA,
+                           .cb.send = send_cb,
+                           .user_data = op};
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep->ep, ZCOLL_UCX_AM_ID, &op->hdr, sizeof(op->hdr), src,
+                                       len, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    ucs_status_t s = UCS_PTR_STATUS(r);
+    zcoll__ucx_op_put(tl, op);
+    return zcoll__fail(zcoll__ucx_status(s), "ucx: send to rank %d failed: %s", ep->peer,
+                       ucs_status_string(s));
+  }
+  if (r == NULL) put_completed(op, UCS_OK);
+  return ZCOLL_OK;
+}
+
+static void arrived(struct zcoll_tl *tl, int peer, uint32_t imm, uint32_t len) {
+  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = peer, .imm = imm, .len = len};
+  zcoll__ucx_push(tl, &ev);
+}
+
+static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_data) {
+  (void)length;
+  struct zcoll__ucx_op *op = user_data;
+  struct zcoll_tl *tl = op->tl;
+  if (s == UCS_OK)
+    arrived(tl, op->peer, op->hdr.imm, op->len);
+  else if (!tl->failed)
+    tl->failed = zcoll__fail(zcoll__ucx_status(s), "ucx: receiving from rank %d failed: %s",
+                             op->peer, ucs_status_string(s));
+  zcoll__ucx_op_put(tl, op);
+  ucp_request_free(request);
+}
+
+ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length,
+                                   void *data, size_t length, const ucp_am_recv_param_t *param) {
+  struct zcoll_tl *tl = arg;
+  struct zcoll__ucx_hdr h;
+  int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (header_length != sizeof(h)) goto bad;
+  memcpy(&h, header, sizeof(h));
+  char *dst = NULL;
+  if (length) {
+    struct zcoll_tl_mr *mr = h.region < tl->nregions ? tl->regions[h.region] : NULL;
+    if (!mr || h.off > mr->len || length > mr->len - h.off || length > UINT32_MAX) goto bad;
+    dst = mr->base + h.off;
+  }
+  if (!rndv) {
+    if (length) memcpy(dst, data, length);
+    arrived(tl, h.src, h.imm, (uint32_t)length);
+    return UCS_OK;
+  }
+  struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
+  if (!op) {
+    if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
+    ucp_am_data_release(tl->worker, data);
+    return UCS_OK;
+  }
+  op->hdr = h;
+  op->peer = h.src;
+  op->len = (uint32_t)length;
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                           UCP_OP_ATTR_FIELD_USER_DATA,
+                           .cb.recv_am = rndv_cb,
+                           .user_data = op};
+  /* Straight into the slot: the credit protocol guarantees it is free. */
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(tl->worker, data, dst, length, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    if (!tl->failed)
+      tl->failed = zcoll__fail(zcoll__ucx_status(UCS_PTR_STATUS(r)),
+                               "ucx: receiving from rank %d failed: %s", h.src,
+                               ucs_status_string(UCS_PTR_STATUS(r)));
+    zcoll__ucx_op_put(tl, op);
+  } else if (r == NULL) {
+    arrived(tl, h.src, h.imm, (uint32_t)length);
+    zcoll__ucx_op_put(tl, op);
+  }
+  return UCS_OK;
+bad:
+  if (!tl->failed)
+    tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                             "ucx: dropped a malformed message (header %zu bytes, payload %zu "
+                             "bytes) that would write outside its region",
+                             header_length, length);
+  if (rndv) ucp_am_data_release(tl->worker, data);
+  return UCS_OK;
+}
+
+zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
+  /* Progress until the worker is idle or we have a batch to hand back. */
+  while (tl->q_len < (size_t)max && ucp_worker_progress(tl->worker)) {
+  }
+  int k = 0;
+  while (k < max && tl->q_len) {
+    ev[k++] = tl->q[tl->q_head];
+    tl->q_head = (tl->q_head + 1) % tl->q_cap;
+    tl->q_len--;
+  }
+  *n = k;
+  return tl->failed;
+}
+
+int zcoll__ucx_event_fd(struct zcoll_tl *tl) { return tl->efd; }
+
+zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl) {
+  if (tl->q_len) return ZCOLL_IN_PROGRESS;
+  ucs_status_t s = ucp_worker_arm(tl->worker);
+  if (s == UCS_ERR_BUSY) return ZCOLL_IN_PROGRESS;
+  if (s != UCS_OK)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_arm: %s", ucs_status_string(s));
+  return ZCOLL_OK;
+}

@@ -1,0 +1,100 @@
+/*
+ * ucx.h -- the UCX transport: put-with-notification as UCP active messages.
+ *
+ * A put is one active message whose header names the target region, offset and
+ * immediate. Small payloads travel eagerly and the handler copies them into place;
+ * large ones use UCX's rendezvous, where the handler posts ucp_am_recv_data_nbx
+ * straight into the target slot (zero-copy over CMA or RDMA). Either way the
+ * notification is raised only once the data is in place, and it arrives as a worker
+ * event, so a waiting rank can sleep on the worker's descriptor instead of polling a
+ * flag in memory -- which is what an oversubscribed node needs.
+ */
+#ifndef ZCOLL_TL_UCX_H
+#define ZCOLL_TL_UCX_H
+
+#include <stdint.h>
+#include <ucp/api/ucp.h>
+
+#include "transport.h"
+
+#define ZCOLL_UCX_AM_ID 0x2c
+
+struct zcoll__ucx_hdr {
+  uint64_t off;
+  uint32_t region;
+  uint32_t imm;
+  int32_t src; /* the writer's rank */
+  uint32_t reserved;
+};
+
+struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
+  struct zcoll__ucx_hdr hdr; /* UCX may read the header until the send completes */
+  struct zcoll_tl *tl;
+  uint64_t cookie;
+  int peer;
+  uint32_t len;
+  struct zcoll__ucx_op *next; /* free list */
+};
+
+struct zcoll_tl {
+  int rank, size;
+  ucp_context_h ctx;
+  ucp_worker_h worker;
+  int efd;
+  struct zcoll_tl_event *q; /* events raised by callbacks, harvested by poll */
+  size_t q_head, q_len, q_cap;
+  zcoll_status_t failed;
+  struct zcoll_ep **eps;
+  int neps;
+  struct zcoll_tl_mr **regions; /* by id: where a header's region number points */
+  uint32_t nregions;
+  struct zcoll__ucx_op *free_ops;
+};
+
+struct zcoll_ep {
+  struct zcoll_tl *tl;
+  ucp_ep_h ep;
+  int peer;
+  int failed;
+};
+
+struct zcoll_tl_mr {
+  struct zcoll_tl *tl;
+  uint32_t id;
+  char *base;
+  size_t len;
+};
+
+struct zcoll_tl_rkey {
+  uint32_t id;
+  uint64_t len;
+};
+
+zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
+struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl);
+void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op);
+zcoll_status_t zcoll__ucx_status(ucs_status_t s);
+ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length,
+                                   void *data, size_t length, const ucp_am_recv_param_t *param);
+void zcoll__ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status);
+
+/* The ops, one file each by concern (ep.c, mr.c, progress.c). */
+zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
+                                  const void *const *addrs, const size_t *lens,
+                                  struct zcoll_ep **eps);
+void zcoll__ucx_close_eps(struct zcoll_tl *tl);
+zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+                                  struct zcoll_tl_mr **mr);
+void zcoll__ucx_mem_dereg(struct zcoll_tl_mr *mr);
+zcoll_status_t zcoll__ucx_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len);
+zcoll_status_t zcoll__ucx_rkey_unpack(struct zcoll_ep *ep, const void *buf, size_t len,
+                                      struct zcoll_tl_rkey **rkey);
+void zcoll__ucx_rkey_release(struct zcoll_tl_rkey *rkey);
+zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                              struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                              uint64_t cookie);
+zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
+int zcoll__ucx_event_fd(struct zcoll_tl *tl);
+zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl);
+
+#endif

@@ -40,10 +40,13 @@ static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *
                          "allreduce: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce "
                          "in place");
   }
-  if (comm->broken)
-    return zcoll__fail(comm->broken,
-                       "allreduce: the communicator is unusable after an earlier error: %s",
-                       comm->last_error);
+  if (comm->broken) {
+    /* Already reported when it happened: record it for this call, do not log again. */
+    char why[sizeof(comm->last_error)];
+    snprintf(why, sizeof(why), "%s", comm->last_error);
+    return zcoll__record_error(comm->broken,
+                               "the communicator is unusable after an earlier error: %s", why);
+  }
   return ZCOLL_OK;
 }
 

@@ -57,8 +57,20 @@ zcoll_status_t zcoll__fail_at(zcoll_status_t st, const char *file, int line, con
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof(last_error), fmt, ap);
   va_end(ap);
-  if (ZCOLL_LOG_ERROR <= zcoll__log_level)
-    zcoll__log_write(ZCOLL_LOG_ERROR, file, line, "%s (%s)", last_error, zcoll_strerror(st));
+  /* Bad arguments and missing features are the caller's to handle with the status
+   * and message; printing them by default would be noise in a program that copes. */
+  zcoll__log_level_t level =
+      st == ZCOLL_ERR_INVALID_ARG || st == ZCOLL_ERR_UNSUPPORTED ? ZCOLL_LOG_INFO : ZCOLL_LOG_ERROR;
+  if (level <= zcoll__log_level)
+    zcoll__log_write(level, file, line, "%s (%s)", last_error, zcoll_strerror(st));
+  return st;
+}
+
+zcoll_status_t zcoll__record_error(zcoll_status_t st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof(last_error), fmt, ap);
+  va_end(ap);
   return st;
 }
 

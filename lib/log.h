@@ -48,6 +48,10 @@ zcoll_status_t zcoll__fail_at(zcoll_status_t st, const char *file, int line, con
     __attribute__((format(printf, 4, 5)));
 #define zcoll__fail(st, ...) zcoll__fail_at((st), __FILE__, __LINE__, __VA_ARGS__)
 
+/* Records a message without logging it (for repeats of an error already logged). */
+zcoll_status_t zcoll__record_error(zcoll_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* The message recorded by the last zcoll__fail on this thread ("" if none). */
 const char *zcoll__last_error(void);
 void zcoll__clear_error(void);

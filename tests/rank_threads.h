@@ -17,6 +17,14 @@
 
 #include "zcoll.h"
 
+#include <time.h>
+
+static inline double sp_now_(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 struct rt_job;
 typedef void (*rt_body)(struct rt_job *job, int rank, zcoll_comm_t *comm);
 

@@ -549,6 +549,37 @@ Test(reduce, bfloat16_rounding_and_nan) {
   run_fixed(f, sizeof f / sizeof f[0]);
 }
 
+/* Every 16-bit pattern as a, against operands that exercise exact results, ties,
+ * subnormals, overflow and signed zeros, for both 16-bit float types. */
+Test(reduce, half_types_exhaustive) {
+  static const uint16_t bs[] = {0x0000, 0x8000, 0x0001, 0x3c00, 0x1000, 0xfbff, 0x3b80, 0x7f7f};
+  static const int opdiv[][2] = {{ZCOLL_SUM, 0}, {ZCOLL_PROD, 0}, {ZCOLL_AVG, 3}, {OP_SCALE, 7}};
+  enum { N = 65536 };
+  unsigned char *av = malloc(2 * N), *bv = malloc(2 * N), *want = malloc(2 * N);
+  cr_assert(av && bv && want);
+  for (int i = 0; i < NISAS; i++) {
+    if (zcoll__reduce_set_isa(isas[i]) != 0) continue;
+    for (int dt = ZCOLL_FLOAT16; dt <= ZCOLL_BFLOAT16; dt++) {
+      for (size_t k = 0; k < sizeof bs / sizeof bs[0]; k++) {
+        for (size_t o = 0; o < sizeof opdiv / sizeof opdiv[0]; o++) {
+          int op = opdiv[o][0], div = opdiv[o][1];
+          for (uint32_t j = 0; j < N; j++) {
+            uint16_t h = (uint16_t)j;
+            memcpy(av + 2 * j, &h, 2);
+            memcpy(bv + 2 * j, &bs[k], 2);
+            ref_elem(dt, op, div, av + 2 * j, op == OP_SCALE ? NULL : bv + 2 * j, want + 2 * j);
+          }
+          kcase_t c = {isas[i], dt, op, div, N, ALIAS_DST_A, 1, 1, 0};
+          run_case(&c, av, bv, want);
+        }
+      }
+    }
+  }
+  free(av);
+  free(bv);
+  free(want);
+}
+
 /* The same quotient as C integer division across the 32-bit range and many divisors,
  * exact multiples and their neighbours included (AVG divides 32-bit integers through
  * double). */

@@ -9,6 +9,7 @@
  *
  * Exit status: 0; 1 if the configuration cannot be created (e.g. a bad ZCOLL_* value
  * in the environment); 2 on a bad command line. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,28 @@ static void usage(FILE *f)
           "  -c   print every configuration variable: current value, default and doc\n"
           "  -h   print this help\n"
           "With no option, prints both.\n");
+}
+
+/* The public API has no list of algorithms: ask zcoll_config_set which of the names
+ * in the design (DESIGN.md) this build accepts for ALGO. The library logs every refused
+ * name, so stderr is muted meanwhile. */
+static void print_algorithms(zcoll_config_t *cfg)
+{
+  static const char *const names[] = {"ring", "butterfly", "rhd", "tree"};
+  char saved[64];
+  if (zcoll_config_get(cfg, "ALGO", saved, sizeof saved) != ZCOLL_OK) return;
+  fflush(stderr);
+  int err_fd = dup(STDERR_FILENO), null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (err_fd >= 0 && null_fd >= 0) dup2(null_fd, STDERR_FILENO);
+  printf("#\n# algorithms this build accepts for ZCOLL_ALGO: auto");
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (zcoll_config_set(cfg, "ALGO", names[i]) == ZCOLL_OK) printf(" %s", names[i]);
+  printf("\n");
+  (void)zcoll_config_set(cfg, "ALGO", saved);
+  fflush(stderr);
+  if (err_fd >= 0 && null_fd >= 0) dup2(err_fd, STDERR_FILENO);
+  if (err_fd >= 0) close(err_fd);
+  if (null_fd >= 0) close(null_fd);
 }
 
 static int print_config(void)
@@ -53,8 +76,9 @@ static int print_config(void)
     printf("#\n# %s\n# default: %s\n%s=%s\n", e[i].doc ? e[i].doc : "", e[i].default_value
            ? e[i].default_value : "", name, e[i].value ? e[i].value : "");
   }
+  free(e); /* its strings are only valid until the config changes */
+  print_algorithms(cfg);
   printf("#\n");
-  free(e);
   zcoll_config_free(cfg);
   return 0;
 }

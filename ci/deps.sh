@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages zcoll needs that are missing (nothing if all are there).
+# Usage: ci/deps.sh [extra packages...]
+set -euo pipefail
+need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev "$@")
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "ci/deps.sh: installing ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "ci/deps.sh: missing packages and not root: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds zcoll and runs the whole test suite: warnings as errors, then the suite again
+# under ASan+UBSan, then zcoll_perf with every element checked on 4 ranks.
+# Usage: ci/test.sh          (from anywhere; installs missing Debian packages as root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ci/deps.sh
+jobs=$(nproc)
+t0=$SECONDS
+
+echo "== build (warnings are errors)"
+cmake -S . -B build/ci -DZCOLL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/ci -j"$jobs"
+echo "== test suite"
+ctest --test-dir build/ci --output-on-failure --timeout 1200
+
+echo "== zcoll_perf -c 1 on 4 ranks"
+build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
+
+echo "== build with ASan+UBSan"
+cmake -S . -B build/asan -DZCOLL_WERROR=ON -DZCOLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build/asan -j"$jobs"
+echo "== test suite under ASan+UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure --timeout 2400
+
+echo "== all passed in $((SECONDS - t0)) s"

@@ -1,0 +1,180 @@
+/*
+ * Bad input gets a clear status and a message naming the problem; never a crash, a
+ * hang or silent wrong data.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rank_threads.h"
+#include "zcoll.h"
+
+static zcoll_comm_t *single(void) {
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK, "%s", zcoll_last_error());
+  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
+  zcoll_comm_t *comm;
+  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_OK, "%s", zcoll_last_error());
+  zcoll_config_free(cfg);
+  return comm;
+}
+
+#define EXPECT(call, status, needle)                                                        \
+  do {                                                                                      \
+    zcoll_status_t st_ = (call);                                                            \
+    cr_assert_eq(st_, status, "%s returned %s: %s", #call, zcoll_strerror(st_),             \
+                 zcoll_comm_last_error(comm));                                              \
+    cr_assert(strstr(zcoll_comm_last_error(comm), needle) != NULL, "message '%s' lacks '%s'", \
+              zcoll_comm_last_error(comm), needle);                                         \
+  } while (0)
+
+Test(errors, bad_arguments) {
+  zcoll_comm_t *comm = single();
+  float s[4] = {1, 2, 3, 4}, r[4];
+  EXPECT(zcoll_allreduce(comm, NULL, r, 4, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_ERR_INVALID_ARG,
+         "sendbuf is NULL");
+  EXPECT(zcoll_allreduce(comm, s, NULL, 4, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_ERR_INVALID_ARG,
+         "recvbuf is NULL");
+  EXPECT(zcoll_allreduce(comm, s, r, 4, (zcoll_dtype_t)99, ZCOLL_SUM), ZCOLL_ERR_INVALID_ARG,
+         "unknown dtype 99");
+  EXPECT(zcoll_allreduce(comm, s, r, 4, (zcoll_dtype_t)-1, ZCOLL_SUM), ZCOLL_ERR_INVALID_ARG,
+         "unknown dtype");
+  EXPECT(zcoll_allreduce(comm, s, r, 4, ZCOLL_FLOAT32, (zcoll_op_t)7), ZCOLL_ERR_INVALID_ARG,
+         "unknown op 7");
+  EXPECT(zcoll_allreduce(comm, s, r, SIZE_MAX / 4, ZCOLL_FLOAT64, ZCOLL_SUM),
+         ZCOLL_ERR_INVALID_ARG, "overflows");
+  EXPECT(zcoll_allreduce(comm, s, s + 1, 3, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_ERR_INVALID_ARG,
+         "overlap");
+  cr_assert_eq(zcoll_allreduce(NULL, s, r, 4, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "comm is NULL"));
+  /* Argument errors are local: the communicator still works afterwards. */
+  cr_assert_eq(zcoll_allreduce(comm, s, r, 4, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_OK);
+  cr_assert(r[0] == 1 && r[3] == 4);
+  /* count 0 needs no buffers, as in MPI */
+  cr_assert_eq(zcoll_allreduce(comm, NULL, NULL, 0, ZCOLL_INT8, ZCOLL_MAX), ZCOLL_OK);
+  cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+}
+
+Test(errors, unimplemented_calls_say_so) {
+  zcoll_comm_t *comm = single();
+  float s[1] = {1}, r[1];
+  zcoll_request_t *req = (zcoll_request_t *)&req;
+  EXPECT(zcoll_iallreduce(comm, s, r, 1, ZCOLL_FLOAT32, ZCOLL_SUM, &req), ZCOLL_ERR_UNSUPPORTED,
+         "not implemented");
+  cr_assert_null(req);
+  EXPECT(zcoll_allreduce_init(comm, s, r, 1, ZCOLL_FLOAT32, ZCOLL_SUM, &req),
+         ZCOLL_ERR_UNSUPPORTED, "not implemented");
+  zcoll_mr_t *mr;
+  EXPECT(zcoll_mem_register(comm, s, sizeof(s), &mr), ZCOLL_ERR_UNSUPPORTED, "not implemented");
+  cr_assert_eq(zcoll_wait(NULL), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+}
+
+Test(errors, bad_configuration) {
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "ALGO", "bogus"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "ZCOLL_ALGO") && strstr(zcoll_last_error(), "bogus"),
+            "%s", zcoll_last_error());
+  cr_assert_eq(zcoll_config_set(cfg, "ZCOLL_TIMEOUT", "-3"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_config_set(cfg, "CHUNK_BYTES", "12Q"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_config_set(cfg, "PIPELINE_DEPTH", "1"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_config_set(cfg, "TRANSPORT", "carrier-pigeon"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "auto|verbs|ucx"), "%s", zcoll_last_error());
+  cr_assert_eq(zcoll_config_set(cfg, "NO_SUCH_THING", "1"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "NO_SUCH_THING"));
+  /* A rejected value leaves the field as it was. */
+  char buf[64];
+  cr_assert_eq(zcoll_config_get(cfg, "ALGO", buf, sizeof(buf)), ZCOLL_OK);
+  cr_assert_str_eq(buf, "auto");
+  cr_assert_eq(zcoll_config_set(cfg, "chunk_bytes", "64K"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_get(cfg, "ZCOLL_CHUNK_BYTES", buf, sizeof(buf)), ZCOLL_OK);
+  cr_assert_str_eq(buf, "64K");
+  /* Ranks must be consistent. */
+  cr_assert_eq(zcoll_config_set(cfg, "RANK", "3"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "2"), ZCOLL_OK);
+  zcoll_comm_t *comm = (zcoll_comm_t *)&cfg;
+  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "rank 3 of size 2"), "%s", zcoll_last_error());
+  cr_assert_eq(comm, (zcoll_comm_t *)&cfg, "output set on failure");
+  zcoll_config_free(cfg);
+}
+
+Test(errors, bad_environment) {
+  setenv("ZCOLL_TIMEOUT", "soon", 1);
+  zcoll_config_t *cfg = NULL;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "ZCOLL_TIMEOUT") && strstr(zcoll_last_error(), "soon"),
+            "%s", zcoll_last_error());
+  cr_assert_null(cfg);
+  zcoll_comm_t *comm;
+  cr_assert_eq(zcoll_comm_init(&comm, NULL), ZCOLL_ERR_INVALID_ARG);
+  unsetenv("ZCOLL_TIMEOUT");
+}
+
+Test(errors, verbs_not_built_is_clear) {
+  zcoll_config_t *cfg;
+  zcoll_config_create(&cfg);
+  zcoll_config_set(cfg, "TRANSPORT", "verbs");
+  zcoll_comm_t *comm;
+  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_ERR_UNSUPPORTED);
+  cr_assert(strstr(zcoll_last_error(), "verbs"), "%s", zcoll_last_error());
+  zcoll_config_free(cfg);
+}
+
+/* ---- ranks that disagree ------------------------------------------------------------ */
+
+struct disagree {
+  int rank;                /* the odd one out */
+  size_t count, odd_count; /* elements */
+  zcoll_dtype_t dtype, odd_dtype;
+  zcoll_op_t op, odd_op;
+};
+
+static void disagree_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  const struct disagree *d = job->arg;
+  int odd = rank == d->rank;
+  size_t count = odd ? d->odd_count : d->count;
+  double *s = calloc(count + 1, 8), *r = calloc(count + 1, 8);
+  zcoll_status_t st = zcoll_allreduce(comm, s, r, count, odd ? d->odd_dtype : d->dtype,
+                                      odd ? d->odd_op : d->op);
+  /* Every rank must see an error: the detecting one MISMATCH, the others the news. */
+  if (st != ZCOLL_ERR_MISMATCH && st != ZCOLL_ERR_PEER_FAILED) {
+    char msg[300];
+    snprintf(msg, sizeof(msg), "got %s (%s)", zcoll_strerror(st), zcoll_comm_last_error(comm));
+    rt_fail(job, rank, msg);
+  }
+  /* ...and the communicator stays unusable, saying why. */
+  if (zcoll_allreduce(comm, s, r, 1, ZCOLL_FLOAT64, ZCOLL_SUM) == ZCOLL_OK)
+    rt_fail(job, rank, "a broken communicator accepted another allreduce");
+  free(s);
+  free(r);
+}
+
+static void run_disagree(int size, struct disagree d) {
+  struct rt_job job = {.size = size, .body = disagree_body, .arg = &d};
+  job.settings[0][0] = "TIMEOUT";
+  job.settings[0][1] = "60";
+  job.settings[1][0] = "CHUNK_BYTES";
+  job.settings[1][1] = "4096";
+  double t0 = sp_now_();
+  cr_assert_eq(rt_run(&job), 0, "%s", job.first);
+  /* Well before the 60 s timeout: detected, not timed out. */
+  cr_assert_lt(sp_now_() - t0, 30.0);
+}
+
+Test(errors, different_counts, .timeout = 120) {
+  run_disagree(3, (struct disagree){1, 1000, 1001, ZCOLL_FLOAT32, ZCOLL_FLOAT32, ZCOLL_SUM,
+                                    ZCOLL_SUM});
+  run_disagree(4, (struct disagree){2, 5, 0, ZCOLL_INT32, ZCOLL_INT32, ZCOLL_MAX, ZCOLL_MAX});
+  run_disagree(2, (struct disagree){0, 100000, 10, ZCOLL_INT8, ZCOLL_INT8, ZCOLL_SUM, ZCOLL_SUM});
+}
+
+Test(errors, different_dtype_or_op, .timeout = 120) {
+  /* Same byte count: only the signature can tell. */
+  run_disagree(3, (struct disagree){2, 64, 64, ZCOLL_FLOAT32, ZCOLL_INT32, ZCOLL_SUM, ZCOLL_SUM});
+  run_disagree(2, (struct disagree){1, 64, 64, ZCOLL_FLOAT64, ZCOLL_FLOAT64, ZCOLL_SUM,
+                                    ZCOLL_PROD});
+}

@@ -153,6 +153,18 @@ def rc_of(path):
         return "?"
 
 
+def why(base, rc):
+    """The benchmark's own error line, when it failed."""
+    if rc == "0":
+        return ""
+    try:
+        lines = [l.strip() for l in open(base + ".err") if l.strip()]
+    except OSError:
+        return ""
+    own = [l for l in lines if l.startswith(("zcoll_perf:", "mpi_allreduce_perf:"))]
+    return ": " + (own or lines or ["?"])[0][:160]
+
+
 def bw(size, t, p):
     return size / t / 1e3 * 2 * (p - 1) / p if t > 0 else 0.0
 
@@ -166,8 +178,8 @@ for p in nps:
     m, mb = parse(f"{res}/mpi_np{p}.out")
     zrc, mrc = rc_of(f"{res}/zcoll_np{p}.rc"), rc_of(f"{res}/mpi_np{p}.rc")
     print(f"# np {p}, {'in-place' if place == 'ip' else 'out-of-place'}")
-    print(f"#   zcoll: {zb or 'no output'} (exit {zrc})")
-    print(f"#   MPI:   {mb or 'no output'} (exit {mrc})")
+    print(f"#   zcoll: {zb or 'no output'} (exit {zrc}){why(f'{res}/zcoll_np{p}', zrc)}")
+    print(f"#   MPI:   {mb or 'no output'} (exit {mrc}){why(f'{res}/mpi_np{p}', mrc)}")
     keys = list(z) + [k for k in m if k not in z]
     if not keys:
         print("#   no rows to compare\n#")

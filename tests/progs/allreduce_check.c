@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../check_matrix.h"
+#include "check_matrix.h"
 
 int main(int argc, char **argv) {
   size_t large = argc > 1 ? strtoull(argv[1], NULL, 0) : (size_t)3 << 20;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs zcoll into a scratch prefix, builds tests/progs/allreduce_check.c with
+# nothing but `cc app.c $(pkg-config --cflags --libs zcoll)`, builds a CMake project
+# with find_package(zcoll), and runs the application with the installed zcoll_run for
+# P = 2, 3, 5: every element of every case must be exact.
+set -euo pipefail
+build=$1 src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+pc=$(dirname "$(find "$work/prefix" -name zcoll.pc | head -1)")
+libdir=$(dirname "$(find "$work/prefix" -name 'libzcoll.so' | head -1)")
+export PKG_CONFIG_PATH=$pc
+test -x "$work/prefix/bin/zcoll_run" && test -x "$work/prefix/bin/zcoll_perf"
+echo "pkg-config: $(pkg-config --cflags --libs zcoll)"
+readelf -d "$libdir/libzcoll.so" | grep -q 'SONAME.*libzcoll.so.0' || { echo "no soname"; exit 1; }
+
+# The application is one file that includes its reference header by relative path.
+cp "$src/tests/progs/allreduce_check.c" "$work/app.c"
+mkdir -p "$work/progs" && cp "$src/tests/check_common.h" "$src/tests/check_matrix.h" "$work/"
+cc -std=c11 -Wall -Wextra -Werror "$work/app.c" $(pkg-config --cflags --libs zcoll) -o "$work/app" \
+  -I"$work" 2>&1 || { echo "pkg-config build failed"; exit 1; }
+
+mkdir -p "$work/cm"
+cat >"$work/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(zcoll_consumer C)
+find_package(zcoll 0.1 REQUIRED)
+add_executable(app_cmake ../app.c)
+target_include_directories(app_cmake PRIVATE ..)
+target_link_libraries(app_cmake zcoll::zcoll)
+CM
+cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/cm/build" >/dev/null
+
+export LD_LIBRARY_PATH=$libdir
+for p in 2 3 5; do
+  "$work/prefix/bin/zcoll_run" -np $p "$work/app" $((1 << 20))
+  "$work/prefix/bin/zcoll_run" -np $p "$work/cm/build/app_cmake" 4096
+done
+echo "install_and_link: OK"

@@ -311,6 +311,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg};
   if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;
   if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
+  /* Nobody starts (and could fail and leave) before every rank is connected. */
+  if ((st = zcoll__bootstrap_barrier(comm->bs)) != ZCOLL_OK) goto fail_abort;
   zcoll_log_info("rank %d of %d ready: transport %s, %d peers, chunk %zu bytes, depth %d",
                  comm->rank, comm->size, comm->tl_ops->name, comm->nchans, comm->slot_bytes,
                  comm->depth);

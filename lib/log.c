@@ -10,6 +10,9 @@ zcoll__log_level_t zcoll__log_level = ZCOLL_LOG_WARN;
 
 static _Thread_local int log_rank = -1;
 static _Thread_local char last_error[512];
+static _Thread_local int muted;
+
+void zcoll__log_mute(int on) { muted = on; }
 
 static const char *const level_names[] = {"none", "error", "warn", "info", "debug", "trace"};
 
@@ -61,7 +64,7 @@ zcoll_status_t zcoll__fail_at(zcoll_status_t st, const char *file, int line, con
    * and message; printing them by default would be noise in a program that copes. */
   zcoll__log_level_t level =
       st == ZCOLL_ERR_INVALID_ARG || st == ZCOLL_ERR_UNSUPPORTED ? ZCOLL_LOG_INFO : ZCOLL_LOG_ERROR;
-  if (level <= zcoll__log_level)
+  if (level <= zcoll__log_level && !muted)
     zcoll__log_write(level, file, line, "%s (%s)", last_error, zcoll_strerror(st));
   return st;
 }

@@ -48,6 +48,9 @@ zcoll_status_t zcoll__fail_at(zcoll_status_t st, const char *file, int line, con
     __attribute__((format(printf, 4, 5)));
 #define zcoll__fail(st, ...) zcoll__fail_at((st), __FILE__, __LINE__, __VA_ARGS__)
 
+/* While on, this thread's failures are recorded but not logged (probing). */
+void zcoll__log_mute(int on);
+
 /* Records a message without logging it (for repeats of an error already logged). */
 zcoll_status_t zcoll__record_error(zcoll_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -14,22 +14,32 @@ static const struct {
   const struct zcoll_tl_ops *ops;
   int automatic;
 } transports[] = {
+#ifdef ZCOLL_HAVE_VERBS
+    {ZCOLL_TL_VERBS, &zcoll__tl_verbs, 1},
+#endif
     {ZCOLL_TL_UCX, &zcoll__tl_ucx, 1},
     {ZCOLL_TL_LOOPBACK, &zcoll__tl_loopback, 0},
 };
 
 zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg,
                                        const struct zcoll_tl_ops **out) {
-  char why[256] = "";
+  char why[512] = "";
+#ifndef ZCOLL_HAVE_VERBS
   if (cfg->transport == ZCOLL_TL_VERBS)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "ZCOLL_TRANSPORT=verbs: this build has no verbs transport yet");
+                       "ZCOLL_TRANSPORT=verbs: this build has no verbs transport (libibverbs and "
+                       "librdmacm were not found when it was configured)");
+#endif
   for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++) {
     if (cfg->transport == ZCOLL_TL_AUTO ? !transports[i].automatic
                                         : cfg->transport != transports[i].id)
       continue;
-    char this_why[200] = "";
-    if (transports[i].ops->probe(cfg, this_why, sizeof(this_why)) == ZCOLL_OK) {
+    char this_why[300] = "";
+    /* A probe's refusal is an answer, not an error: keep it quiet unless nothing works. */
+    zcoll__log_mute(cfg->transport == ZCOLL_TL_AUTO && zcoll__log_level < ZCOLL_LOG_DEBUG);
+    zcoll_status_t st = transports[i].ops->probe(cfg, this_why, sizeof(this_why));
+    zcoll__log_mute(0);
+    if (st == ZCOLL_OK) {
       zcoll_log_info("transport %s selected", transports[i].ops->name);
       *out = transports[i].ops;
       return ZCOLL_OK;
@@ -38,5 +48,6 @@ zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg,
     snprintf(why + off, sizeof(why) - off, "%s%s: %s", off ? "; " : "", transports[i].ops->name,
              this_why);
   }
+  if (cfg->transport != ZCOLL_TL_AUTO) return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "%s", why);
   return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "no usable transport (%s)", why[0] ? why : "none built");
 }

@@ -84,6 +84,7 @@ struct zcoll_tl_ops {
   zcoll_status_t (*arm)(struct zcoll_tl *tl);
 };
 
+extern const struct zcoll_tl_ops zcoll__tl_verbs;
 extern const struct zcoll_tl_ops zcoll__tl_ucx;
 extern const struct zcoll_tl_ops zcoll__tl_loopback;
 

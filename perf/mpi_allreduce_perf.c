@@ -9,7 +9,11 @@
  * by the number of ranks on every rank, inside the timed loop (the same arithmetic as
  * the reference: C's truncating integer division, float / (float)p, double / p).
  * Open MPI 4.1 has no float16 or bfloat16 type: naming one is an error, and `-d all`
- * skips them with a note. Needs no libzcoll. */
+ * skips them with a note. Needs no libzcoll.
+ *
+ * Beware: Open MPI 4.1's op/avx component saturates 8- and 16-bit integer sums instead of
+ * wrapping (open-mpi/ompi#8045, "wontfix"). The check counts those elements wrong once a
+ * sum overflows (uint8 sum on 64 ranks does); `--mca op ^avx` gives the wrapping result. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>

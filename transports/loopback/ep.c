@@ -27,6 +27,7 @@ zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,
     if (!ep) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory");
     ep->tl = tl;
     ep->peer_tl = a.tl;
+    zcoll__lb_ref(a.tl);
     ep->peer = ranks[i];
     tl->eps[tl->neps++] = ep;
     eps[i] = ep;

@@ -23,18 +23,44 @@ static zcoll_status_t lb_open(const struct zcoll_tl_params *p, struct zcoll_tl *
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "loopback: eventfd: %m");
   }
   pthread_mutex_init(&tl->lock, NULL);
+  tl->refs = 1;
   *out = tl;
   return ZCOLL_OK;
 }
 
-static void lb_close(struct zcoll_tl *tl) {
-  if (!tl) return;
-  for (int i = 0; i < tl->neps; i++) free(tl->eps[i]);
-  free(tl->eps);
+static pthread_mutex_t refs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void zcoll__lb_unref(struct zcoll_tl *tl) {
+  pthread_mutex_lock(&refs_lock);
+  int last = --tl->refs == 0;
+  pthread_mutex_unlock(&refs_lock);
+  if (!last) return;
   close(tl->efd);
   pthread_mutex_destroy(&tl->lock);
   free(tl->q);
   free(tl);
+}
+
+void zcoll__lb_ref(struct zcoll_tl *tl) {
+  pthread_mutex_lock(&refs_lock);
+  tl->refs++;
+  pthread_mutex_unlock(&refs_lock);
+}
+
+static void lb_close(struct zcoll_tl *tl) {
+  if (!tl) return;
+  /* From here on peers' writes fail instead of landing in memory about to go. */
+  pthread_mutex_lock(&tl->lock);
+  tl->closed = 1;
+  pthread_mutex_unlock(&tl->lock);
+  for (int i = 0; i < tl->neps; i++) {
+    zcoll__lb_unref(tl->eps[i]->peer_tl);
+    free(tl->eps[i]);
+  }
+  free(tl->eps);
+  tl->eps = NULL;
+  tl->neps = 0;
+  zcoll__lb_unref(tl);
 }
 
 static zcoll_status_t lb_address(struct zcoll_tl *tl, void *buf, size_t *len) {

@@ -25,6 +25,11 @@ struct zcoll_tl {
   zcoll_status_t failed;
   struct zcoll_ep **eps;
   int neps;
+  /* A rank may tear down while peers still write to it (after an error): peers check
+   * `closed` under `lock` around every write, and the struct itself lives until the
+   * last endpoint pointing at it is gone. */
+  int closed;
+  int refs;
 };
 
 struct zcoll_ep {
@@ -47,8 +52,11 @@ struct zcoll__lb_addr {
   struct zcoll_tl *tl;
 };
 
-/* Appends an event to tl's queue and wakes its owner. */
-zcoll_status_t zcoll__lb_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
+/* Appends an event to tl's queue and wakes its owner; the caller holds tl->lock. */
+zcoll_status_t zcoll__lb_push_locked(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
+void zcoll__lb_ref(struct zcoll_tl *tl);
+/* Drops one reference; frees tl with the last. */
+void zcoll__lb_unref(struct zcoll_tl *tl);
 
 /* The ops, one file each by concern (ep.c, mr.c, progress.c). */
 zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,

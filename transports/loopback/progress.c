@@ -7,15 +7,11 @@
 #include "log.h"
 #include "loopback.h"
 
-zcoll_status_t zcoll__lb_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
-  pthread_mutex_lock(&tl->lock);
+zcoll_status_t zcoll__lb_push_locked(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
   if (tl->q_len == tl->q_cap) {
     size_t ncap = tl->q_cap ? tl->q_cap * 2 : 64;
     struct zcoll_tl_event *nq = malloc(ncap * sizeof(*nq));
-    if (!nq) {
-      pthread_mutex_unlock(&tl->lock);
-      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory queueing an event");
-    }
+    if (!nq) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory queueing an event");
     for (size_t i = 0; i < tl->q_len; i++) nq[i] = tl->q[(tl->q_head + i) % tl->q_cap];
     free(tl->q);
     tl->q = nq;
@@ -23,7 +19,6 @@ zcoll_status_t zcoll__lb_push(struct zcoll_tl *tl, const struct zcoll_tl_event *
     tl->q_head = 0;
   }
   tl->q[(tl->q_head + tl->q_len++) % tl->q_cap] = *ev;
-  pthread_mutex_unlock(&tl->lock);
   uint64_t one = 1;
   /* The counter only fails when it would overflow, and then the owner is awake. */
   ssize_t w = write(tl->efd, &one, sizeof(one));
@@ -43,13 +38,23 @@ zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_
       return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                          "loopback: put of %zu bytes at offset %llu overruns rank %d's region",
                          len, (unsigned long long)roff, ep->peer);
-    memcpy(rkey->base + roff, src, len);
   }
   struct zcoll_tl_event arrived = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->tl->rank, .imm = imm,
                                    .len = (uint32_t)len};
   struct zcoll_tl_event done = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = cookie};
-  zcoll_status_t st = zcoll__lb_push(ep->peer_tl, &arrived);
-  if (st == ZCOLL_OK) st = zcoll__lb_push(ep->tl, &done);
+  struct zcoll_tl *peer = ep->peer_tl;
+  pthread_mutex_lock(&peer->lock);
+  if (peer->closed) {
+    pthread_mutex_unlock(&peer->lock);
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "loopback: rank %d has left", ep->peer);
+  }
+  if (len) memcpy(rkey->base + roff, src, len);
+  zcoll_status_t st = zcoll__lb_push_locked(peer, &arrived);
+  pthread_mutex_unlock(&peer->lock);
+  if (st != ZCOLL_OK) return st;
+  pthread_mutex_lock(&ep->tl->lock);
+  st = zcoll__lb_push_locked(ep->tl, &done);
+  pthread_mutex_unlock(&ep->tl->lock);
   return st;
 }
 

@@ -1,0 +1,236 @@
+/* iface.c -- verbs transport: device choice, instance lifecycle, the ops table. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "verbs.h"
+
+/* The IPv4 address RDMA CM can bind for a device port: an IPv4-mapped GID (RoCE), or
+ * the address of the port's network device (IPoIB). */
+static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out) {
+  char path[256], line[128];
+  for (int i = 0; i < 32; i++) {
+    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gids/%d", dev, port, i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    char *ok = fgets(line, sizeof(line), f);
+    fclose(f);
+    unsigned a, b, c, d;
+    if (ok && sscanf(line, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &d) == 4) {
+      memset(out, 0, sizeof(*out));
+      out->sin_family = AF_INET;
+      out->sin_addr.s_addr = htonl(a << 24 | b << 16 | c << 8 | d);
+      return 0;
+    }
+  }
+  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net", dev);
+  DIR *dir = opendir(path);
+  if (!dir) return -1;
+  struct dirent *e;
+  int found = -1;
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) == 0) {
+    while (found && (e = readdir(dir))) {
+      for (struct ifaddrs *x = ifs; x && found; x = x->ifa_next)
+        if (x->ifa_addr && x->ifa_addr->sa_family == AF_INET && !strcmp(x->ifa_name, e->d_name)) {
+          memcpy(out, x->ifa_addr, sizeof(*out));
+          found = 0;
+        }
+    }
+    freeifaddrs(ifs);
+  }
+  closedir(dir);
+  return found;
+}
+
+struct candidate {
+  char name[64];
+  uint8_t port;
+  struct sockaddr_in ip;
+};
+
+/* Active ports with an IPv4 address, of the named device or of every device. */
+static int list_candidates(const char *want, int want_port, struct candidate *out, int max,
+                           char *names, size_t names_len) {
+  int ndev = 0, n = 0;
+  struct ibv_device **devs = ibv_get_device_list(&ndev);
+  names[0] = '\0';
+  for (int i = 0; devs && i < ndev; i++) {
+    const char *name = ibv_get_device_name(devs[i]);
+    size_t off = strlen(names);
+    snprintf(names + off, names_len - off, "%s%s", off ? ", " : "", name);
+    if (want[0] && strcmp(want, name) != 0) continue;
+    struct ibv_context *ctx = ibv_open_device(devs[i]);
+    struct ibv_device_attr attr;
+    if (!ctx) continue;
+    if (ibv_query_device(ctx, &attr) == 0) {
+      for (uint8_t p = 1; p <= attr.phys_port_cnt && n < max; p++) {
+        struct ibv_port_attr pa;
+        if (want_port && p != want_port) continue;
+        if (ibv_query_port(ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE) continue;
+        struct candidate c = {"", p, {0}};
+        snprintf(c.name, sizeof(c.name), "%s", name);
+        if (port_ipv4(name, p, &c.ip) == 0) out[n++] = c;
+      }
+    }
+    ibv_close_device(ctx);
+  }
+  if (devs) ibv_free_device_list(devs);
+  return n;
+}
+
+zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,
+                                        size_t name_len, uint8_t *port, struct sockaddr_in *ip) {
+  char want[64] = "", names[512];
+  int want_port = 0;
+  snprintf(want, sizeof(want), "%s", cfg->ib_dev);
+  char *colon = strchr(want, ':');
+  if (colon) {
+    *colon = '\0';
+    want_port = atoi(colon + 1);
+    if (want_port < 1 || want_port > 255)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_IB_DEV=%s: bad port number", cfg->ib_dev);
+  }
+  struct candidate c[32];
+  int n = list_candidates(want, want_port, c, 32, names, sizeof(names));
+  if (n == 0) {
+    if (want[0])
+      return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                         "ZCOLL_IB_DEV=%s: no such RDMA device with an active port and an IPv4 "
+                         "address (devices here: %s)",
+                         cfg->ib_dev, names[0] ? names : "none");
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "no RDMA device with an active port and an IPv4 address (devices here: %s)",
+                       names[0] ? names : "none");
+  }
+  /* Spread the ranks of a node over its devices, as MPI libraries do. */
+  int local = cfg->local_rank >= 0 ? cfg->local_rank : rank;
+  const struct candidate *pick = &c[local % n];
+  snprintf(name, name_len, "%s", pick->name);
+  *port = pick->port;
+  *ip = pick->ip;
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t verbs_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
+  char name[64];
+  uint8_t port;
+  struct sockaddr_in ip;
+  zcoll_status_t st = zcoll__verbs_pick_device(cfg, cfg->rank, name, sizeof(name), &port, &ip);
+  if (st != ZCOLL_OK) snprintf(why, why_len, "%s", zcoll__last_error());
+  return st;
+}
+
+static void verbs_close(struct zcoll_tl *tl) {
+  if (!tl) return;
+  zcoll__verbs_close_eps(tl);
+  if (tl->cq) ibv_destroy_cq(tl->cq);
+  if (tl->comp_ch) ibv_destroy_comp_channel(tl->comp_ch);
+  if (tl->pd) ibv_dealloc_pd(tl->pd);
+  if (tl->listen_id) rdma_destroy_id(tl->listen_id);
+  if (tl->cm_ch) rdma_destroy_event_channel(tl->cm_ch);
+  if (tl->epfd >= 0) close(tl->epfd);
+  free(tl->q);
+  free(tl);
+}
+
+static int nonblock(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_tl **out) {
+  struct zcoll_tl *tl = calloc(1, sizeof(*tl));
+  if (!tl) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
+  tl->rank = p->rank;
+  tl->size = p->size;
+  tl->cfg = p->cfg;
+  tl->epfd = -1;
+  zcoll_status_t st = zcoll__verbs_pick_device(p->cfg, p->rank, tl->dev_name,
+                                               sizeof(tl->dev_name), &tl->port, &tl->ip);
+  if (st != ZCOLL_OK) goto fail;
+  if (getrandom(&tl->nonce, sizeof(tl->nonce), 0) != sizeof(tl->nonce)) tl->nonce ^= (uint64_t)tl;
+  char ipstr[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &tl->ip.sin_addr, ipstr, sizeof(ipstr));
+  if (!(tl->cm_ch = rdma_create_event_channel())) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rdma_create_event_channel: %m");
+    goto fail;
+  }
+  if (rdma_create_id(tl->cm_ch, &tl->listen_id, tl, RDMA_PS_TCP)) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rdma_create_id: %m");
+    goto fail;
+  }
+  struct sockaddr_in any = tl->ip;
+  any.sin_port = 0;
+  if (rdma_bind_addr(tl->listen_id, (struct sockaddr *)&any) || rdma_listen(tl->listen_id, 128)) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot listen on %s (%s port %u): %m", ipstr,
+                     tl->dev_name, tl->port);
+    goto fail;
+  }
+  tl->ip.sin_port = rdma_get_src_port(tl->listen_id);
+  if (!(tl->ctx = tl->listen_id->verbs)) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s is not the address of an RDMA device", ipstr);
+    goto fail;
+  }
+  if (!(tl->pd = ibv_alloc_pd(tl->ctx)) || !(tl->comp_ch = ibv_create_comp_channel(tl->ctx))) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot allocate a protection domain or "
+                     "completion channel on %s: %m", tl->dev_name);
+    goto fail;
+  }
+  /* One descriptor to sleep on: completions, asynchronous device events, CM events. */
+  tl->epfd = epoll_create1(EPOLL_CLOEXEC);
+  int fds[3] = {tl->comp_ch->fd, tl->ctx->async_fd, tl->cm_ch->fd};
+  for (int i = 0; i < 3; i++) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+    if (tl->epfd < 0 || nonblock(fds[i]) || epoll_ctl(tl->epfd, EPOLL_CTL_ADD, fds[i], &ev)) {
+      st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot set up event descriptors: %m");
+      goto fail;
+    }
+  }
+  zcoll_log_info("verbs: rank %d uses %s port %u, %s:%u", p->rank, tl->dev_name, tl->port, ipstr,
+                 ntohs(tl->ip.sin_port));
+  *out = tl;
+  return ZCOLL_OK;
+fail:
+  verbs_close(tl);
+  return st;
+}
+
+static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len) {
+  struct zcoll__verbs_addr a = {tl->ip, tl->nonce, tl->rank, 0};
+  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: address buffer short");
+  memcpy(buf, &a, sizeof(a));
+  *len = sizeof(a);
+  return ZCOLL_OK;
+}
+
+const struct zcoll_tl_ops zcoll__tl_verbs = {
+    .name = "verbs",
+    .caps = 0,
+    .default_chunk_bytes = 128 * 1024,
+    .probe = verbs_probe,
+    .open = verbs_open,
+    .close = verbs_close,
+    .address = verbs_address,
+    .connect = zcoll__verbs_connect,
+    .mem_reg = zcoll__verbs_mem_reg,
+    .mem_dereg = zcoll__verbs_mem_dereg,
+    .rkey_pack = zcoll__verbs_rkey_pack,
+    .rkey_unpack = zcoll__verbs_rkey_unpack,
+    .rkey_release = zcoll__verbs_rkey_release,
+    .put = zcoll__verbs_put,
+    .poll = zcoll__verbs_poll,
+    .event_fd = zcoll__verbs_event_fd,
+    .arm = zcoll__verbs_arm,
+};

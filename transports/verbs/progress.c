@@ -1,0 +1,241 @@
+/* progress.c -- verbs data movement: RDMA writes with immediate, their completions,
+ * receives for the immediates, and the events that poll() hands to the executor. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "verbs.h"
+
+#define WR_RECV (1ull << 63)
+#define CHECK_EVENTS_EVERY 256
+
+zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s) {
+  switch (s) {
+    case IBV_WC_SUCCESS: return ZCOLL_OK;
+    case IBV_WC_RETRY_EXC_ERR:    /* the peer's NIC stopped acknowledging: it is gone */
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+    case IBV_WC_WR_FLUSH_ERR:     /* the queue pair broke earlier */
+    case IBV_WC_REM_ABORT_ERR: return ZCOLL_ERR_PEER_FAILED;
+    default: return ZCOLL_ERR_TRANSPORT;
+  }
+}
+
+zcoll_status_t zcoll__verbs_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
+  if (tl->q_len == tl->q_cap) {
+    size_t ncap = tl->q_cap ? tl->q_cap * 2 : 256;
+    struct zcoll_tl_event *nq = malloc(ncap * sizeof(*nq));
+    if (!nq) {
+      if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
+      return tl->failed;
+    }
+    for (size_t i = 0; i < tl->q_len; i++) nq[i] = tl->q[(tl->q_head + i) % tl->q_cap];
+    free(tl->q);
+    tl->q = nq;
+    tl->q_cap = ncap;
+    tl->q_head = 0;
+  }
+  tl->q[(tl->q_head + tl->q_len++) % tl->q_cap] = *ev;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n) {
+  /* The data goes where the writer says; a receive only catches the immediate, so it
+   * needs no buffer at all. */
+  struct ibv_recv_wr wr[ZCOLL_VERBS_RECV_BATCH], *bad;
+  while (n) {
+    uint32_t k = n < ZCOLL_VERBS_RECV_BATCH ? n : ZCOLL_VERBS_RECV_BATCH;
+    for (uint32_t i = 0; i < k; i++)
+      wr[i] = (struct ibv_recv_wr){.wr_id = WR_RECV | (uint64_t)ep->index,
+                                   .next = i + 1 < k ? &wr[i + 1] : NULL,
+                                   .sg_list = NULL,
+                                   .num_sge = 0};
+    if (ibv_post_recv(ep->qp, wr, &bad))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post receives for rank %d: %s",
+                         ep->peer, strerror(errno));
+    ep->recv_posted += k;
+    n -= k;
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t post_write(struct zcoll_ep *ep, struct ibv_send_wr *wr, uint64_t cookie,
+                                 int report) {
+  struct zcoll_tl *tl = ep->tl;
+  if (ep->wr_count + 1 >= (uint32_t)tl->sq_depth)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: send queue to rank %d is full", ep->peer);
+  uint32_t slot = (ep->wr_head + ep->wr_count) % (uint32_t)tl->sq_depth;
+  ep->wrs[slot] = (struct zcoll__verbs_wr){cookie, (uint8_t)report};
+  wr->wr_id = ((uint64_t)ep->index << 32) | slot;
+  /* Selective signalling: one signalled completion retires every earlier write. */
+  if (++ep->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || !report) {
+    wr->send_flags |= IBV_SEND_SIGNALED;
+    ep->since_signal = 0;
+    ep->signal_pending++;
+  }
+  struct ibv_send_wr *bad;
+  int rc = ibv_post_send(ep->qp, wr, &bad);
+  if (rc) {
+    if (wr->send_flags & IBV_SEND_SIGNALED) ep->signal_pending--;
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "verbs: cannot post a write to rank %d: %s", ep->peer, strerror(rc));
+  }
+  ep->wr_count++;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                                struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len,
+                                uint32_t imm, uint64_t cookie) {
+  struct zcoll_tl *tl = ep->tl;
+  if (tl->failed) return tl->failed;
+  if (ep->failed) return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: rank %d is gone", ep->peer);
+  if (len > UINT32_MAX || (len && (!rkey || roff > rkey->len || len > rkey->len - roff)))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: a write of %zu bytes overruns rank %d's region",
+                       len, ep->peer);
+  int inl = len && len <= tl->max_inline;
+  if (len && !inl && !lmr)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: a write of %zu bytes from unregistered memory",
+                       len);
+  struct ibv_sge sge = {(uintptr_t)src, (uint32_t)len, lmr ? lmr->mr->lkey : 0};
+  struct ibv_send_wr wr = {.sg_list = &sge,
+                           .num_sge = len ? 1 : 0,
+                           .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+                           .send_flags = inl ? IBV_SEND_INLINE : 0,
+                           .imm_data = htonl(imm)};
+  /* A zero-length write needs no address or key (IBA C9-88). */
+  wr.wr.rdma.remote_addr = rkey ? rkey->addr + roff : 0;
+  wr.wr.rdma.rkey = rkey ? rkey->rkey : 0;
+  return post_write(ep, &wr, cookie, 1);
+}
+
+/* Everything up to and including `slot` on ep's send queue is complete. */
+static void retire(struct zcoll_ep *ep, uint32_t slot) {
+  struct zcoll_tl *tl = ep->tl;
+  ep->signal_pending--;
+  while (ep->wr_count) {
+    uint32_t s = ep->wr_head;
+    struct zcoll__verbs_wr *w = &ep->wrs[s];
+    if (w->report) {
+      struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer,
+                                  .cookie = w->cookie, .status = ZCOLL_OK};
+      zcoll__verbs_push(tl, &ev);
+    }
+    ep->wr_head = (ep->wr_head + 1) % (uint32_t)tl->sq_depth;
+    ep->wr_count--;
+    if (s == slot) break;
+  }
+}
+
+static void fail_wc(struct zcoll_tl *tl, const struct ibv_wc *wc, struct zcoll_ep *ep) {
+  if (ep) ep->failed = 1;
+  if (tl->failed) return;
+  tl->failed = zcoll__fail(zcoll__verbs_wc_status(wc->status),
+                           "verbs: %s with rank %d failed: %s%s",
+                           wc->wr_id & WR_RECV ? "a receive" : "a write", ep ? ep->peer : -1,
+                           ibv_wc_status_str(wc->status),
+                           wc->status == IBV_WC_RETRY_EXC_ERR ? " (the peer stopped answering)"
+                                                              : "");
+}
+
+/* Drains the completion queue into events; returns how many completions it saw. */
+static int drain_cq(struct zcoll_tl *tl, size_t want) {
+  struct ibv_wc wc[32];
+  int total = 0;
+  while (tl->q_len < want) {
+    int n = ibv_poll_cq(tl->cq, 32, wc);
+    if (n < 0) {
+      if (!tl->failed)
+        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_poll_cq failed");
+      break;
+    }
+    for (int i = 0; i < n; i++) {
+      uint32_t idx = (uint32_t)((wc[i].wr_id >> 32) & 0x7fffffff);
+      struct zcoll_ep *ep = idx < (uint32_t)tl->neps ? tl->eps[idx] : NULL;
+      if (wc[i].wr_id & WR_RECV) ep = tl->eps[wc[i].wr_id & 0xffffffff];
+      if (wc[i].status != IBV_WC_SUCCESS || !ep) {
+        fail_wc(tl, &wc[i], ep);
+        continue;
+      }
+      if (wc[i].wr_id & WR_RECV) {
+        struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->peer,
+                                    .imm = ntohl(wc[i].imm_data), .len = wc[i].byte_len};
+        zcoll__verbs_push(tl, &ev);
+        if (--ep->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth)
+          zcoll__verbs_post_recvs(ep, ZCOLL_VERBS_RECV_BATCH);
+      } else {
+        retire(ep, (uint32_t)wc[i].wr_id);
+      }
+    }
+    total += n;
+    if (n < 32) break;
+  }
+  return total;
+}
+
+/* Writes left unsignalled at the tail of a queue would never report completion: close
+ * each such tail with a signalled zero-length plain write, which the peer never sees. */
+static void flush_tails(struct zcoll_tl *tl) {
+  for (int i = 0; i < tl->neps; i++) {
+    struct zcoll_ep *ep = tl->eps[i];
+    if (!ep->wr_count || ep->signal_pending || ep->failed) continue;
+    struct ibv_send_wr wr = {.sg_list = NULL, .num_sge = 0, .opcode = IBV_WR_RDMA_WRITE};
+    if (post_write(ep, &wr, 0, 0) != ZCOLL_OK && !tl->failed) tl->failed = ZCOLL_ERR_TRANSPORT;
+  }
+}
+
+void zcoll__verbs_async_events(struct zcoll_tl *tl) {
+  struct ibv_async_event e;
+  while (ibv_get_async_event(tl->ctx, &e) == 0) {
+    enum ibv_event_type t = e.event_type;
+    ibv_ack_async_event(&e);
+    if (t == IBV_EVENT_QP_FATAL || t == IBV_EVENT_QP_REQ_ERR || t == IBV_EVENT_QP_ACCESS_ERR ||
+        t == IBV_EVENT_CQ_ERR || t == IBV_EVENT_DEVICE_FATAL || t == IBV_EVENT_PORT_ERR) {
+      if (!tl->failed)
+        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s reported %s", tl->dev_name,
+                                 ibv_event_type_str(t));
+    } else {
+      zcoll_log_info("verbs: %s reported %s", tl->dev_name, ibv_event_type_str(t));
+    }
+  }
+}
+
+static void check_events(struct zcoll_tl *tl) {
+  struct ibv_cq *cq;
+  void *ctx;
+  /* Consume the channel's notification so that the descriptor goes quiet again. */
+  while (ibv_get_cq_event(tl->comp_ch, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+  zcoll__verbs_async_events(tl);
+  zcoll__verbs_cm_events(tl);
+}
+
+zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
+  if (++tl->polls >= CHECK_EVENTS_EVERY) {
+    tl->polls = 0;
+    check_events(tl);
+  }
+  drain_cq(tl, (size_t)max);
+  flush_tails(tl);
+  int k = 0;
+  while (k < max && tl->q_len) {
+    ev[k++] = tl->q[tl->q_head];
+    tl->q_head = (tl->q_head + 1) % tl->q_cap;
+    tl->q_len--;
+  }
+  *n = k;
+  return tl->failed;
+}
+
+int zcoll__verbs_event_fd(struct zcoll_tl *tl) { return tl->epfd; }
+
+zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl) {
+  check_events(tl);
+  if (tl->failed) return tl->failed;
+  if (tl->q_len) return ZCOLL_IN_PROGRESS;
+  if (ibv_req_notify_cq(tl->cq, 0))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_req_notify_cq: %s", strerror(errno));
+  /* A completion that slipped in before the request would not wake us: look again. */
+  if (drain_cq(tl, 1) || tl->q_len) return ZCOLL_IN_PROGRESS;
+  return ZCOLL_OK;
+}

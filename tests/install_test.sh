@@ -4,7 +4,7 @@
 # with find_package(zcoll), and runs the application with the installed zcoll_run for
 # P = 2, 3, 5: every element of every case must be exact.
 set -euo pipefail
-build=$1 src=$2
+build=$1 src=$2 extra_cflags=${3:-} # the sanitizers, when the library was built with them
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
@@ -18,7 +18,8 @@ readelf -d "$libdir/libzcoll.so" | grep -q 'SONAME.*libzcoll.so.0' || { echo "no
 # The application is one file that includes its reference header by relative path.
 cp "$src/tests/progs/allreduce_check.c" "$work/app.c"
 mkdir -p "$work/progs" && cp "$src/tests/check_common.h" "$src/tests/check_matrix.h" "$work/"
-cc -std=c11 -Wall -Wextra -Werror "$work/app.c" $(pkg-config --cflags --libs zcoll) -o "$work/app" \
+# shellcheck disable=SC2086 # extra_cflags is a list of flags
+cc -std=c11 -Wall -Wextra -Werror $extra_cflags "$work/app.c" $(pkg-config --cflags --libs zcoll) -o "$work/app" \
   -I"$work" 2>&1 || { echo "pkg-config build failed"; exit 1; }
 
 mkdir -p "$work/cm"
@@ -30,7 +31,8 @@ add_executable(app_cmake ../app.c)
 target_include_directories(app_cmake PRIVATE ..)
 target_link_libraries(app_cmake zcoll::zcoll)
 CM
-cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DCMAKE_C_FLAGS="$extra_cflags" -DCMAKE_EXE_LINKER_FLAGS="$extra_cflags" >/dev/null
 cmake --build "$work/cm/build" >/dev/null
 
 export LD_LIBRARY_PATH=$libdir

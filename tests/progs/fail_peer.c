@@ -47,6 +47,8 @@ int main(int argc, char **argv) {
       if (strcmp(mode, "exit") == 0) _exit(3);
       if (strcmp(mode, "abort") == 0) {
         zcoll_comm_abort(comm);
+        free(s);
+        free(r);
         return 0;
       }
     }

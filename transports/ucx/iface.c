@@ -39,9 +39,9 @@ static void ucx_close(struct zcoll_tl *tl) {
   zcoll__ucx_close_eps(tl);
   if (tl->worker) ucp_worker_destroy(tl->worker);
   if (tl->ctx) ucp_cleanup(tl->ctx);
-  while (tl->free_ops) {
-    struct zcoll__ucx_op *op = tl->free_ops;
-    tl->free_ops = op->next;
+  while (tl->all_ops) {
+    struct zcoll__ucx_op *op = tl->all_ops;
+    tl->all_ops = op->all_next;
     free(op);
   }
   free(tl->regions);

@@ -29,8 +29,12 @@ struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl) {
   struct zcoll__ucx_op *op = tl->free_ops;
   if (op)
     tl->free_ops = op->next;
-  else if (!(op = malloc(sizeof(*op))))
+  else if ((op = malloc(sizeof(*op)))) {
+    op->all_next = tl->all_ops;
+    tl->all_ops = op;
+  } else {
     return NULL;
+  }
   op->tl = tl;
   return op;
 }

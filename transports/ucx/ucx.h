@@ -33,7 +33,9 @@ struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
   uint64_t cookie;
   int peer;
   uint32_t len;
-  struct zcoll__ucx_op *next; /* free list */
+  struct zcoll__ucx_op *next;     /* free list */
+  struct zcoll__ucx_op *all_next; /* every op ever made, freed at close even if a peer's
+                                     failure left it in flight */
 };
 
 struct zcoll_tl {
@@ -48,7 +50,7 @@ struct zcoll_tl {
   int neps;
   struct zcoll_tl_mr **regions; /* by id: where a header's region number points */
   uint32_t nregions;
-  struct zcoll__ucx_op *free_ops;
+  struct zcoll__ucx_op *free_ops, *all_ops;
 };
 
 struct zcoll_ep {

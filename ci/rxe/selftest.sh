@@ -1,0 +1,89 @@
+#!/bin/bash
+# Check of the rxe environment, run inside it by `ci/rxe.sh --selftest`: ibv_devices, an
+# ibv_rc_pingpong pair, ib_write_bw and ib_write_lat pairs between the first and the last
+# device (rxe0 -> rxe1 over the veth pair when there are two), and proof from the veth
+# counters that the RoCE packets crossed the pair. Exits 0 only if everything worked.
+set -uo pipefail
+read -r -a devs <<<"${ZCOLL_RXE_DEVS:?not inside ci/rxe.sh}"
+read -r -a addrs <<<"$ZCOLL_RXE_ADDRS"
+read -r -a ndevs <<<"$ZCOLL_RXE_NETDEVS"
+srv_dev=${devs[0]} srv_addr=${addrs[0]} cli_dev=${devs[-1]}
+T=${ZCOLL_RXE_SELFTEST_TIMEOUT:-120}
+failed=()
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+listening() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
+
+# pair NAME PORT SERVER-CMD... -- CLIENT-CMD...: runs a server/client pair, prints both
+# outputs, and records a failure unless both exit 0.
+pair() {
+  local name=$1 port=$2 srv=() cli=() spid srv_st cli_st i
+  shift 2
+  while [ "$1" != -- ]; do srv+=("$1"); shift; done
+  shift
+  cli=("$@")
+  echo "== $name: ${srv[*]}  <->  ${cli[*]}"
+  timeout "$T" "${srv[@]}" >"$log/srv" 2>&1 &
+  spid=$!
+  for ((i = 0; i < 200; i++)); do
+    listening "$port" && break
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  timeout "$T" "${cli[@]}" >"$log/cli" 2>&1
+  cli_st=$?
+  # A client that never got through leaves the server waiting: do not wait T seconds.
+  if [ "$cli_st" -ne 0 ]; then sleep 2; kill "$spid" 2>/dev/null; fi
+  wait "$spid"
+  srv_st=$?
+  echo "-- server (exit $srv_st):"
+  cat "$log/srv"
+  echo "-- client (exit $cli_st):"
+  cat "$log/cli"
+  if [ "$srv_st" -ne 0 ] || [ "$cli_st" -ne 0 ]; then
+    failed+=("$name")
+    echo "-- $name: FAILED"
+  else
+    echo "-- $name: ok"
+  fi
+}
+
+counters() { # tx_packets of each veth end
+  local n
+  for n in "${ndevs[@]}"; do printf '%s ' "$(cat "/sys/class/net/$n/statistics/tx_packets")"; done
+}
+
+echo "== ibv_devices"
+if out=$(ibv_devices 2>&1); then echo "$out"; else echo "$out"; failed+=(ibv_devices); fi
+for d in "${devs[@]}"; do
+  grep -qw "$d" <<<"$out" || { echo "-- $d missing"; failed+=("ibv_devices:$d"); }
+done
+
+before=$(counters)
+pair ibv_rc_pingpong 18515 ibv_rc_pingpong -g 1 -d "$srv_dev" -n 1000 -- \
+  ibv_rc_pingpong -g 1 -d "$cli_dev" -n 1000 "$srv_addr"
+after=$(counters)
+echo "== veth tx_packets before: $before after: $after (${ndevs[*]})"
+if [ "${#devs[@]}" -gt 1 ]; then
+  read -r -a b <<<"$before"
+  read -r -a a <<<"$after"
+  # 1000 round trips: each end must have sent at least 1000 packets across the pair.
+  if ((a[0] - b[0] < 1000 || a[1] - b[1] < 1000)); then
+    echo "-- the RoCE packets did not cross the veth pair"
+    failed+=(veth-crossing)
+  else
+    echo "-- the RoCE packets crossed the veth pair"
+  fi
+fi
+
+pair ib_write_bw 18515 ib_write_bw -F -x 1 -d "$srv_dev" -D 2 -- \
+  ib_write_bw -F -x 1 -d "$cli_dev" -D 2 "$srv_addr"
+pair ib_write_lat 18515 ib_write_lat -F -x 1 -d "$srv_dev" -n 1000 -- \
+  ib_write_lat -F -x 1 -d "$cli_dev" -n 1000 "$srv_addr"
+
+if ((${#failed[@]})); then
+  echo "selftest: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "selftest: all passed"

@@ -213,7 +213,7 @@ add_mod() {
   for d in ${deps//,/ }; do add_mod "$d"; done
   order+=("$n.ko")
 }
-for m in virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe veth dummy; do add_mod "$m"; done
+for m in virtio_pci 9pnet_virtio 9p crc32_generic rdma_rxe rdma_ucm veth dummy; do add_mod "$m"; done
 printf '%s\n' "${order[@]}" >"$ird/zcoll-rxe/modules.order"
 
 # Writable shares: the output directory and every --rw DIR, mounted at the same paths.

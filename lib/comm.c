@@ -297,8 +297,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   }
   /* Oversubscribed ranks must not spin: the rank that has work needs the core. */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (comm->cfg->local_size > 0 && cores > 0 && comm->cfg->local_size > cores &&
-      !getenv("ZCOLL_SPIN_US")) {
+  int oversubscribed = comm->cfg->local_size > 0 && cores > 0 && comm->cfg->local_size > cores;
+  if (oversubscribed && !getenv("ZCOLL_SPIN_US")) {
     zcoll_log_info("%d local ranks on %ld cores: not spinning while waiting",
                    comm->cfg->local_size, cores);
     comm->cfg->spin_us = 0;
@@ -308,7 +308,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                                        comm->cfg->timeout};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   if ((st = zcoll__transport_select(comm->cfg, &comm->tl_ops)) != ZCOLL_OK) goto fail_abort;
-  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg};
+  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg, oversubscribed};
   if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;
   if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
   /* Nobody starts (and could fail and leave) before every rank is connected. */

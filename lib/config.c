@@ -212,8 +212,10 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("LOG", "warn", "none|error|warn|info|debug|trace", log_level, parse_log),
     F("TRACE", "", "file prefix for a per-rank Chrome-trace timeline of the pipeline stages",
       trace, parse_string),
-    F("SPIN_US", "50", "microseconds to busy-poll before yielding the CPU while waiting",
+    F("SPIN_US", "20", "microseconds to busy-poll while waiting, before yielding the core",
       spin_us, parse_nonneg_int),
+    F("YIELD_US", "2000", "then microseconds to poll yielding the core, before sleeping",
+      yield_us, parse_nonneg_int),
 };
 
 static const struct field *find_field(const char *name) {

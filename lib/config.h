@@ -12,7 +12,7 @@
 enum { ZCOLL_TL_AUTO, ZCOLL_TL_VERBS, ZCOLL_TL_UCX, ZCOLL_TL_LOOPBACK };
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-#define ZCOLL_CONFIG_NFIELDS 19
+#define ZCOLL_CONFIG_NFIELDS 20
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -32,6 +32,7 @@ struct zcoll_config {
   int log_level;
   char trace[512];
   int spin_us;
+  int yield_us;
   char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
 };
 

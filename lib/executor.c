@@ -319,52 +319,50 @@ static int waiting_on(const struct run *r) {
   return -1;
 }
 
-/* Nothing moved: spin a little (a piece may be microseconds away), then sleep on the
- * transport's and the bootstrap's descriptors so that oversubscribed ranks give
- * their core to the rank that has work. */
+/* Nothing moved. Three phases, because a piece is often microseconds away but ranks may
+ * outnumber cores: spin (ZCOLL_SPIN_US), then poll and yield the core between polls
+ * (ZCOLL_YIELD_US) so a runnable peer gets it at once, then sleep on the transport's and
+ * the bootstrap's descriptors. Failure news and the deadline are checked every 10 ms. */
 static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
   int64_t t = now_ns();
   if (!id->since_ns) {
     id->since_ns = t;
+    id->last_check_ns = t;
     return ZCOLL_OK;
   }
   int64_t idle_ns = t - id->since_ns;
-  double timeout = comm->cfg->timeout;
-  if (timeout > 0 && idle_ns > (int64_t)(timeout * 1e9)) {
-    int peer = waiting_on(r);
-    return zcoll__fail(ZCOLL_ERR_TIMEOUT,
-                       "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
-                       peer);
-  }
   if (idle_ns < (int64_t)comm->cfg->spin_us * 1000) return ZCOLL_OK;
-  struct pollfd fds[MAX_POLLFDS];
-  int n = 0, tl_fd = comm->tl_ops->event_fd(comm->tl);
-  if (tl_fd >= 0) {
-    zcoll_status_t st = comm->tl_ops->arm(comm->tl);
-    if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
-    if (st != ZCOLL_OK) return st;
-    fds[n++] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
+  int check = t - id->last_check_ns >= 10000000;
+  if (check) {
+    id->last_check_ns = t;
+    double timeout = comm->cfg->timeout;
+    if (timeout > 0 && idle_ns > (int64_t)(timeout * 1e9))
+      return zcoll__fail(ZCOLL_ERR_TIMEOUT,
+                         "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
+                         waiting_on(r));
   }
-  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + n, MAX_POLLFDS - n);
-  /* Without a transport descriptor we can only yield, checking the bootstrap now and
-   * then; with one, sleep until an event, waking up to check the deadline. */
-  int wait_ms = 0;
-  if (tl_fd >= 0) wait_ms = 100;
-  if (tl_fd < 0 && t - id->last_check_ns < 10000000) {
+  int tl_fd = comm->tl_ops->event_fd(comm->tl);
+  int sleep = tl_fd >= 0 && idle_ns >= (int64_t)(comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
+  if (!sleep) {
+    if (check) {
+      zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
+      if (st != ZCOLL_OK) return st;
+    }
     sched_yield();
     return ZCOLL_OK;
   }
-  id->last_check_ns = t;
-  int rc = poll(fds, (nfds_t)(n + nbs), wait_ms);
+  struct pollfd fds[MAX_POLLFDS];
+  zcoll_status_t st = comm->tl_ops->arm(comm->tl);
+  if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
+  if (st != ZCOLL_OK) return st;
+  fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
+  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 1, MAX_POLLFDS - 1);
+  int rc = poll(fds, (nfds_t)(1 + nbs), 10);
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
   int bs_news = 0;
-  for (int k = n; k < n + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
-  if (bs_news || (tl_fd >= 0 && rc == 0)) {
-    zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
-    if (st != ZCOLL_OK) return st;
-  }
-  if (tl_fd < 0) sched_yield();
+  for (int k = 1; k < 1 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
+  if (bs_news) return zcoll__bootstrap_check(comm->bs);
   return ZCOLL_OK;
 }
 

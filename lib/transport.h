@@ -40,6 +40,9 @@ struct zcoll_tl_event {
 struct zcoll_tl_params {
   int rank, size;
   const zcoll_config_t *cfg;
+  /* Ranks outnumber cores here: waiting ranks should sleep, so offer a descriptor even
+   * if that costs per-message overhead. Otherwise waiting ranks poll. */
+  int oversubscribed;
 };
 
 struct zcoll_tl_ops {

@@ -94,11 +94,13 @@ export ZCOLL_RXE_OUT=$out
 # ---- direct mode ---------------------------------------------------------------------
 if [ "$mode" = direct ]; then
   ensure_pkgs "${rdma_pkgs[@]}"
-  modprobe rdma_rxe
-  modprobe veth
+  for m in rdma_rxe rdma_ucm veth; do
+    [ -d "/sys/module/$m" ] || modprobe "$m"
+  done
   # shellcheck source=rxe/net.sh
   . "$here/rxe/net.sh"
   # One harness at a time per machine: the names and addresses are fixed.
+  mkdir -p /run/lock
   exec 9>/run/lock/zcoll-rxe.lock
   flock 9
   rxe_net_down # leftovers of a run that was killed hard
@@ -156,13 +158,14 @@ if [ -z "$kdir" ]; then
     touch "$kdir/.complete"
   fi
 fi
-vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1)
+vmlinuz=$(find "$kdir/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1)
 [ -n "$vmlinuz" ] || { echo "$me: no kernel in $kdir (remove it and retry)" >&2; exit 1; }
 kver=${vmlinuz##*/vmlinuz-}
 moddir=$kdir/lib/modules/$kver/kernel
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zcoll-rxe.XXXXXX")
 qpid=
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   if [ -n "$qpid" ] && kill -0 "$qpid" 2>/dev/null; then
     kill -TERM "$qpid" 2>/dev/null || true
@@ -274,7 +277,7 @@ echo "$me: guest mode: booting Debian kernel $kver under qemu (TCG), $ndev rxe d
 t0=$(date +%s.%N)
 if ((shell)); then
   # Interactive: the serial console on this terminal; Ctrl-A x quits qemu.
-  qemu+=(-chardev stdio,id=con,mux=on,signal=off -serial chardev:con -mon chardev=con,mode=readline)
+  qemu+=(-chardev "stdio,id=con,mux=on,signal=off" -serial chardev:con -mon "chardev=con,mode=readline")
   timeout --foreground -k 10 "$timeout_s" "${qemu[@]}" 2>&1 | tee "$log" || true
   qst=${PIPESTATUS[0]}
 else

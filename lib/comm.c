@@ -270,6 +270,7 @@ static void release(zcoll_comm_t *comm) {
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
+  zcoll__trace_close(&comm->trace);
   zcoll_config_free(comm->cfg);
   free(comm);
 }
@@ -313,6 +314,9 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
   /* Nobody starts (and could fail and leave) before every rank is connected. */
   if ((st = zcoll__bootstrap_barrier(comm->bs)) != ZCOLL_OK) goto fail_abort;
+  if (comm->cfg->trace[0] &&
+      (st = zcoll__trace_open(&comm->trace, comm->cfg->trace, comm->rank)) != ZCOLL_OK)
+    goto fail_abort;
   zcoll_log_info("rank %d of %d ready: transport %s, %d peers, chunk %zu bytes, depth %d",
                  comm->rank, comm->size, comm->tl_ops->name, comm->nchans, comm->slot_bytes,
                  comm->depth);

@@ -11,6 +11,7 @@
 #include "bootstrap.h"
 #include "config.h"
 #include "schedule.h"
+#include "trace.h"
 #include "transport.h"
 
 /*
@@ -33,6 +34,8 @@ struct zcoll__inflight { /* a piece we put and whose PUT_DONE we await */
   uint8_t done;
   int op;         /* the SEND op it belongs to, -1 once the op no longer cares */
   size_t end;     /* the op's position once this piece's source is released */
+  int64_t issued_ns; /* for the trace */
+  uint32_t bytes;
 };
 
 struct zcoll__chan {
@@ -88,6 +91,7 @@ struct zcoll_comm {
   uint64_t ncolls;
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__exec_state *exec; /* reusable executor scratch */
+  struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
 };
 
 /* Runs one schedule to completion over the communicator's channels. */

@@ -129,11 +129,17 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     const char *src = r->buf[o->buf] + a * r->dsize;
     size_t len = (b - a) * r->dsize;
     struct zcoll_tl_mr *lmr = NULL;
+    int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (r->staged) {
       char *stage = c->stage + (size_t)slot * comm->slot_bytes;
       if (len) memcpy(stage, src, len);
       src = stage;
       lmr = comm->send_mr;
+      if (t0) {
+        int64_t t1 = zcoll__trace_now();
+        zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COPY_IN, t0, t1, c->peer, len);
+        t0 = t1;
+      }
     }
     uint32_t imm = (c->send_seq & ZCOLL_IMM_SEQ_MASK) | (r->sig << ZCOLL_IMM_SIG_SHIFT);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | c->send_seq;
@@ -143,7 +149,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     if (st != ZCOLL_OK) return st;
     int last = b == op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
-    c->inflight[slot] = (struct zcoll__inflight){1, 0, r->staged ? -1 : i, b};
+    c->inflight[slot] = (struct zcoll__inflight){1, 0, r->staged ? -1 : i, b, t0, (uint32_t)len};
     c->credits--;
     c->send_seq++;
     r->e->issued[i] = b;
@@ -164,6 +170,9 @@ static void put_done(zcoll_comm_t *comm, struct run *r, uint64_t cookie) {
   while (c->tail_seq != c->send_seq) {
     struct zcoll__inflight *f = &c->inflight[c->tail_seq % (uint32_t)comm->depth];
     if (!f->done) break;
+    if (f->issued_ns)
+      zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__trace_now(),
+                         c->peer, f->bytes);
     if (f->op >= 0 && r) {
       r->e->pos[f->op] = f->end;
       if (f->end == op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
@@ -207,12 +216,18 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
                          c->peer, sl->len, sig, len, r->sig);
     const char *data = comm->recv_region ? c->recv + (size_t)slot * comm->slot_bytes : NULL;
     char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
     } else if (len) {
       memcpy(dst, data, len);
     }
+    if (t0)
+      zcoll__trace_event(&comm->trace,
+                         o->kind == ZCOLL_SOP_RECV_REDUCE ? ZCOLL_STAGE_REDUCE
+                                                          : ZCOLL_STAGE_COPY_OUT,
+                         t0, zcoll__trace_now(), c->peer, len);
     sl->arrived = 0;
     c->recv_seq++;
     c->unreturned++;
@@ -406,6 +421,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, 
     r.e->chan[j] = ci;
   }
   struct idle id = {0, 0};
+  int64_t started = comm->trace.f ? zcoll__trace_now() : 0;
   while (r.remaining > 0) {
     int progress = 0;
     if ((st = pump(comm, &r, &progress)) != ZCOLL_OK) return broken(comm, st);
@@ -420,6 +436,9 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, 
     }
     if ((st = idle_wait(comm, &r, &id)) != ZCOLL_OK) return broken(comm, st);
   }
+  if (started)
+    zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, started, zcoll__trace_now(), -1,
+                       count * r.dsize);
   return ZCOLL_OK;
 }
 

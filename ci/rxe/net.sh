@@ -4,23 +4,27 @@
 #
 # Layout: one veth pair, zrxe0 (10.77.0.1/24) <-> zrxe1 (10.77.0.2/24), rxe0 on zrxe0 and
 # rxe1 on zrxe1, all in ONE network namespace, so that every process sees both devices and
-# a rank may use either.
+# a rank may use either; traffic between rxe0 and rxe1 crosses the pair (the selftest
+# checks the veth counters).
 #
-# Why policy routing and not two namespaces: with both addresses local to one namespace the
-# kernel routes 10.77.0.2 -> 10.77.0.1 through `lo`, and rxe drops RoCE packets that arrive
-# on `lo` (it looks its device up by the receiving netdev), so rxe0 <-> rxe1 would not work
-# at all, or would silently never touch the veth. Two namespaces do not help on Debian 12's
-# kernel (6.1): rxe opens its UDP 4791 socket in the initial namespace only, so a device
-# whose netdev lives in another namespace never receives anything. Instead:
-#   * a rule ahead of the `local` table sends locally generated packets for 10.77.0.1 out
-#     of zrxe1, and for 10.77.0.2 out of zrxe0 (the `local` rule is moved from pref 0 to
-#     pref 1000 to make room; it still handles everything else, and all received packets);
-#   * accept_local=1 and rp_filter=0 on both ends let a packet whose source is one of our
-#     own addresses be received on the other end; static neighbour entries spare ARP.
-# rxe itself routes with the device's netdev as the output interface: rxe1 -> 10.77.0.1
-# leaves through zrxe1, crosses the pair and comes in on zrxe0, i.e. rxe0 (the veth
-# counters in `ip -s link` show it). Traffic from a device to its own address stays inside
-# rxe (its loopback path). Plain TCP/UDP between the two addresses crosses the pair too.
+# Both addresses are local to the namespace, which takes three things (each checked in the
+# guest with Debian 12's kernel 6.1):
+#   * accept_local=1 (and rp_filter=0) on both ends. rxe always transmits on its own netdev,
+#     so rxe1's packets to 10.77.0.1 do cross the pair; but they arrive on zrxe0 with a
+#     local source address, a "martian" the kernel drops unless accept_local is set.
+#   * policy routing: a rule ahead of the `local` table sends locally generated packets for
+#     10.77.0.1 out of zrxe1 and for 10.77.0.2 out of zrxe0 (the `local` rule moves from
+#     pref 0 to pref 1000 to make room; it still handles received packets). Without it the
+#     RDMA CM (librdmacm, what zcoll's verbs transport connects with) resolves the peer's
+#     address to `lo`, calls it loopback and puts BOTH ends on the device that owns the
+#     destination address (rxe0 <-> rxe0, nothing on the wire), whatever the client bound.
+#     With it, rdma_resolve_addr from 10.77.0.2 picks rxe1 and the traffic crosses the pair;
+#     plain TCP/UDP between the two addresses crosses it too. A device talking to its own
+#     address still uses rxe's internal loopback (the route lookup names the device).
+#   * static neighbour entries, so that no ARP is needed.
+# Two namespaces (one veth end and its rxe device in each) do not work on 6.1: rxe opens its
+# UDP 4791 socket in the initial namespace only, and a device whose netdev moved to another
+# namespace disappears from `rdma link` (shared rdma namespace mode or not).
 
 ZR_SUBNET=${ZCOLL_RXE_SUBNET:-10.77.0}
 ZR_TABLE=${ZCOLL_RXE_TABLE:-177}
@@ -30,54 +34,60 @@ ZR_DEVS=(rxe0 rxe1)
 
 # rxe_net_up NDEV: creates the pair, the routing and NDEV (1 or 2) rxe devices.
 rxe_net_up() {
-  local n=${1:-2} i peer
+  local n=${1:-2} i
+  # Few forks: every process costs ~0.1 s in the emulated guest.
   ip link add "${ZR_NETDEVS[0]}" type veth peer name "${ZR_NETDEVS[1]}"
   for i in 0 1; do
-    peer=$((1 - i))
-    sysctl -qw "net.ipv6.conf.${ZR_NETDEVS[i]}.disable_ipv6=1" 2>/dev/null || true
-    sysctl -qw "net.ipv4.conf.${ZR_NETDEVS[i]}.accept_local=1"
-    sysctl -qw "net.ipv4.conf.${ZR_NETDEVS[i]}.rp_filter=0"
-    ip link set "${ZR_NETDEVS[i]}" mtu 1500 up
-    ip addr add "${ZR_ADDRS[i]}/24" dev "${ZR_NETDEVS[i]}"
-    # From here, packets for the peer's address leave through this end.
-    ip route add "${ZR_ADDRS[peer]}" dev "${ZR_NETDEVS[i]}" src "${ZR_ADDRS[i]}" table "$ZR_TABLE"
-  done
-  for i in 0 1; do
-    peer=$((1 - i))
-    ip neigh replace "${ZR_ADDRS[peer]}" dev "${ZR_NETDEVS[i]}" nud permanent \
-      lladdr "$(cat "/sys/class/net/${ZR_NETDEVS[peer]}/address")"
+    echo 1 >"/proc/sys/net/ipv6/conf/${ZR_NETDEVS[i]}/disable_ipv6" 2>/dev/null || true
+    echo 1 >"/proc/sys/net/ipv4/conf/${ZR_NETDEVS[i]}/accept_local"
+    echo 0 >"/proc/sys/net/ipv4/conf/${ZR_NETDEVS[i]}/rp_filter"
   done
   # rp_filter is the max of `all` and the device's value.
-  ZR_SAVED_RPF=$(sysctl -n net.ipv4.conf.all.rp_filter)
-  sysctl -qw net.ipv4.conf.all.rp_filter=0
+  ZR_SAVED_RPF=$(</proc/sys/net/ipv4/conf/all/rp_filter)
+  echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
+  local mac0 mac1
+  mac0=$(<"/sys/class/net/${ZR_NETDEVS[0]}/address")
+  mac1=$(<"/sys/class/net/${ZR_NETDEVS[1]}/address")
+  local batch=(
+    "link set ${ZR_NETDEVS[0]} mtu 1500 up"
+    "link set ${ZR_NETDEVS[1]} mtu 1500 up"
+    "addr add ${ZR_ADDRS[0]}/24 dev ${ZR_NETDEVS[0]}"
+    "addr add ${ZR_ADDRS[1]}/24 dev ${ZR_NETDEVS[1]}"
+    # From each end, the other end's address is reached through this end.
+    "route add ${ZR_ADDRS[1]} dev ${ZR_NETDEVS[0]} src ${ZR_ADDRS[0]} table $ZR_TABLE"
+    "route add ${ZR_ADDRS[0]} dev ${ZR_NETDEVS[1]} src ${ZR_ADDRS[1]} table $ZR_TABLE"
+    "neigh replace ${ZR_ADDRS[1]} dev ${ZR_NETDEVS[0]} lladdr $mac1 nud permanent"
+    "neigh replace ${ZR_ADDRS[0]} dev ${ZR_NETDEVS[1]} lladdr $mac0 nud permanent"
+  )
   if [[ $(ip rule show pref 0) == *'lookup local'* ]]; then
-    ip rule add pref 1000 lookup local   # first add the new one: local delivery never stops
-    ip rule del pref 0 lookup local
+    # First the new rule, then away with the old: local delivery never stops.
+    batch+=("rule add pref 1000 lookup local" "rule del pref 0 lookup local")
     ZR_MOVED_LOCAL=1
   fi
-  for i in 0 1; do
-    ip rule add pref 100 iif lo to "${ZR_ADDRS[i]}" lookup "$ZR_TABLE"
-  done
+  batch+=("rule add pref 100 iif lo to ${ZR_ADDRS[0]} lookup $ZR_TABLE"
+    "rule add pref 100 iif lo to ${ZR_ADDRS[1]} lookup $ZR_TABLE")
+  printf '%s\n' "${batch[@]}" | ip -batch -
   for ((i = 0; i < n; i++)); do
     rdma link add "${ZR_DEVS[i]}" type rxe netdev "${ZR_NETDEVS[i]}"
   done
   # The IPv4-mapped GID (index 1) appears a moment after the link.
-  for ((i = 0; i < 50; i++)); do
+  for ((i = 0; i < 100; i++)); do
     rxe_gids_ready "$n" && break
-    sleep 0.1
+    sleep 0.05
   done
   rxe_gids_ready "$n" || echo "zcoll-rxe: warning: IPv4 GIDs did not appear" >&2
   export ZCOLL_RXE=1
   ZCOLL_RXE_DEVS="${ZR_DEVS[*]:0:n}"
   ZCOLL_RXE_ADDRS="${ZR_ADDRS[*]:0:n}"
-  ZCOLL_RXE_NETDEVS="${ZR_NETDEVS[*]:0:n}"
+  ZCOLL_RXE_NETDEVS="${ZR_NETDEVS[*]}"
   export ZCOLL_RXE_DEVS ZCOLL_RXE_ADDRS ZCOLL_RXE_NETDEVS
 }
 
 rxe_gids_ready() {
   local i g
   for ((i = 0; i < $1; i++)); do
-    g=$(cat "/sys/class/infiniband/${ZR_DEVS[i]}/ports/1/gids/1" 2>/dev/null) || return 1
+    [ -r "/sys/class/infiniband/${ZR_DEVS[i]}/ports/1/gids/1" ] || return 1
+    g=$(<"/sys/class/infiniband/${ZR_DEVS[i]}/ports/1/gids/1")
     [[ $g == 0000:0000:0000:0000:0000:ffff:* ]] || return 1
   done
 }
@@ -98,7 +108,7 @@ rxe_net_down() {
   ip route flush table "$ZR_TABLE" 2>/dev/null
   ip link del "${ZR_NETDEVS[0]}" 2>/dev/null
   if [ -n "${ZR_SAVED_RPF:-}" ]; then
-    sysctl -qw "net.ipv4.conf.all.rp_filter=$ZR_SAVED_RPF"
+    echo "$ZR_SAVED_RPF" >/proc/sys/net/ipv4/conf/all/rp_filter
     ZR_SAVED_RPF=
   fi
   return 0

@@ -51,7 +51,7 @@ pair() {
 
 counters() { # tx_packets of each veth end
   local n
-  for n in "${ndevs[@]}"; do printf '%s ' "$(cat "/sys/class/net/$n/statistics/tx_packets")"; done
+  for n in "${ndevs[@]}"; do printf "%s " "$(<"/sys/class/net/$n/statistics/tx_packets")"; done
 }
 
 echo "== ibv_devices"
@@ -60,22 +60,32 @@ for d in "${devs[@]}"; do
   grep -qw "$d" <<<"$out" || { echo "-- $d missing"; failed+=("ibv_devices:$d"); }
 done
 
+# crossed NAME MIN BEFORE: with two devices, each veth end must have sent MIN packets.
+crossed() {
+  local a b
+  ((${#devs[@]} > 1)) || return 0
+  read -r -a b <<<"$3"
+  read -r -a a <<<"$(counters)"
+  echo "== veth tx_packets (${ndevs[*]}) before $2: ${b[*]}, after: ${a[*]}"
+  if ((a[0] - b[0] < $2 || a[1] - b[1] < $2)); then
+    echo "-- $1: the RoCE packets did NOT cross the veth pair"
+    failed+=("$1:veth")
+  else
+    echo "-- $1: the RoCE packets crossed the veth pair"
+  fi
+}
+
 before=$(counters)
 pair ibv_rc_pingpong 18515 ibv_rc_pingpong -g 1 -d "$srv_dev" -n 1000 -- \
   ibv_rc_pingpong -g 1 -d "$cli_dev" -n 1000 "$srv_addr"
-after=$(counters)
-echo "== veth tx_packets before: $before after: $after (${ndevs[*]})"
-if [ "${#devs[@]}" -gt 1 ]; then
-  read -r -a b <<<"$before"
-  read -r -a a <<<"$after"
-  # 1000 round trips: each end must have sent at least 1000 packets across the pair.
-  if ((a[0] - b[0] < 1000 || a[1] - b[1] < 1000)); then
-    echo "-- the RoCE packets did not cross the veth pair"
-    failed+=(veth-crossing)
-  else
-    echo "-- the RoCE packets crossed the veth pair"
-  fi
-fi
+crossed ibv_rc_pingpong 1000 "$before" # 1000 round trips
+
+# Connected through the RDMA CM, as zcoll's verbs transport does: the CM must pick the
+# client's device from the route to the server's address (see net.sh), not loop back.
+before=$(counters)
+pair rdma_cm 18515 ib_write_bw -F -R -x 1 -d "$srv_dev" -n 200 -- \
+  ib_write_bw -F -R -x 1 -d "$cli_dev" -n 200 "$srv_addr"
+crossed rdma_cm 200 "$before" # 200 x 64 KiB: the data alone is 12800 packets one way
 
 pair ib_write_bw 18515 ib_write_bw -F -x 1 -d "$srv_dev" -D 2 -- \
   ib_write_bw -F -x 1 -d "$cli_dev" -D 2 "$srv_addr"

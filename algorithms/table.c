@@ -4,7 +4,8 @@
 #include "algorithms.h"
 #include "config.h"
 
-const struct zcoll__algo *const zcoll__algos[] = {&zcoll__algo_ring};
+const struct zcoll__algo *const zcoll__algos[] = {&zcoll__algo_ring, &zcoll__algo_butterfly,
+                                                   &zcoll__algo_rhd, &zcoll__algo_tree};
 const int zcoll__nalgos = (int)(sizeof(zcoll__algos) / sizeof(zcoll__algos[0]));
 
 int zcoll__algo_find(const char *name) {

@@ -138,6 +138,10 @@ ZCOLL_API zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t co
                                                    zcoll_dtype_t dtype, zcoll_op_t op,
                                                    const char **name);
 
+/* The algorithms of this build (valid values of ZCOLL_ALGO besides "auto"): fills up to
+ * max names, returns how many there are. */
+ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
+
 /* Non-blocking and persistent allreduce. Not implemented in this release: these return
  * ZCOLL_ERR_UNSUPPORTED (and set *req to NULL); zcoll_start/test/wait/request_free on a
  * NULL request return ZCOLL_ERR_INVALID_ARG. */

@@ -14,10 +14,14 @@ static zcoll_status_t report(zcoll_comm_t *comm, zcoll_status_t st) {
   return st;
 }
 
-static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype) {
-  (void)count, (void)dtype;
-  if (comm->forced_algo >= 0) return comm->forced_algo;
-  return zcoll__algo_find("ring");
+static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
+                     size_t why_len) {
+  if (comm->forced_algo >= 0) {
+    if (why) snprintf(why, why_len, "forced by ZCOLL_ALGO");
+    return comm->forced_algo;
+  }
+  return zcoll__select(&comm->selector, comm->size, count * zcoll_dtype_size(dtype), why,
+                       why_len);
 }
 
 static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
@@ -53,7 +57,7 @@ static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *
 /* Schedules depend on (algorithm, count, in place) only: cache the last few so that
  * a loop of same-sized allreduces plans once. */
 static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int in_place,
-                                const struct zcoll__sched **out) {
+                                const struct zcoll__sched **out, int *built) {
   struct zcoll__sched_cache_entry *victim = &comm->cache[0];
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
     struct zcoll__sched_cache_entry *e = &comm->cache[i];
@@ -79,6 +83,7 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   victim->in_place = in_place;
   victim->stamp = ++comm->ncolls;
   *out = &victim->sched;
+  *built = 1;
   return ZCOLL_OK;
 }
 
@@ -88,9 +93,17 @@ zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *re
   zcoll_status_t st = check_args(comm, sendbuf, recvbuf, count, dtype, op);
   if (st != ZCOLL_OK) return report(comm, st);
   int in_place = sendbuf == ZCOLL_IN_PLACE;
-  int algo = pick_algo(comm, count, dtype);
+  char why[256] = "";
+  int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
+                       sizeof(why));
   const struct zcoll__sched *s;
-  if ((st = get_sched(comm, algo, count, in_place, &s)) != ZCOLL_OK) return report(comm, st);
+  int built = 0;
+  if ((st = get_sched(comm, algo, count, in_place, &s, &built)) != ZCOLL_OK)
+    return report(comm, st);
+  /* Each decision once: a schedule is built the first time a size is seen. */
+  if (built)
+    zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
+                   comm->size, zcoll__algos[algo]->name, why);
   st = zcoll__execute(comm, s, algo, in_place ? recvbuf : sendbuf, recvbuf, count, dtype, op);
   return report(comm, st);
 }
@@ -102,8 +115,13 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
   if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT || (unsigned)op >= ZCOLL_OP_COUNT)
     return report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                                     "zcoll_allreduce_algorithm: unknown dtype or op"));
-  *name = zcoll__algos[pick_algo(comm, count, dtype)]->name;
+  *name = zcoll__algos[pick_algo(comm, count, dtype, NULL, 0)]->name;
   return ZCOLL_OK;
+}
+
+int zcoll_algorithm_names(const char **names, int max) {
+  for (int i = 0; i < zcoll__nalgos && i < max && names; i++) names[i] = zcoll__algos[i]->name;
+  return zcoll__nalgos;
 }
 
 /* ---- not yet implemented: say so, never pretend ---------------------------------- */

@@ -271,6 +271,7 @@ static void release(zcoll_comm_t *comm) {
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
   zcoll__trace_close(&comm->trace);
+  zcoll__selector_free(&comm->selector);
   zcoll_config_free(comm->cfg);
   free(comm);
 }
@@ -291,6 +292,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__log_set_rank(comm->rank);
   comm->algo_params.tree_arity = comm->cfg->tree_arity;
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
+  if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
   if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD) {
     st = zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
                      "ZCOLL_PROGRESS=thread is not implemented yet; use caller");

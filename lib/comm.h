@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/select.h"
 #include "bootstrap.h"
 #include "config.h"
 #include "schedule.h"
@@ -86,6 +87,7 @@ struct zcoll_comm {
   struct zcoll_tl_mr *recv_mr, *send_mr;
   struct zcoll__algo_params algo_params;
   int forced_algo; /* -1: auto */
+  struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];
   uint64_t ncolls;

@@ -18,12 +18,13 @@ listening() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
 # pair NAME PORT SERVER-CMD... -- CLIENT-CMD...: runs a server/client pair, prints both
 # outputs, and records a failure unless both exit 0.
 pair() {
-  local name=$1 port=$2 srv=() cli=() spid srv_st cli_st i
+  local name=$1 port=$2 srv=() cli=() spid srv_st cli_st i t0
   shift 2
   while [ "$1" != -- ]; do srv+=("$1"); shift; done
   shift
   cli=("$@")
   echo "== $name: ${srv[*]}  <->  ${cli[*]}"
+  t0=$SECONDS
   timeout "$T" "${srv[@]}" >"$log/srv" 2>&1 &
   spid=$!
   for ((i = 0; i < 200; i++)); do
@@ -43,9 +44,9 @@ pair() {
   cat "$log/cli"
   if [ "$srv_st" -ne 0 ] || [ "$cli_st" -ne 0 ]; then
     failed+=("$name")
-    echo "-- $name: FAILED"
+    echo "-- $name: FAILED ($((SECONDS - t0)) s)"
   else
-    echo "-- $name: ok"
+    echo "-- $name: ok ($((SECONDS - t0)) s)"
   fi
 }
 

@@ -1,0 +1,96 @@
+/*
+ * butterfly.c -- recursive doubling: log2(p) steps, in step k every rank swaps its whole
+ * partial result with partner rank ^ 2^k and reduces. The fewest message latencies of
+ * any allreduce, at p times the bytes of ring: for small vectors.
+ *
+ * Both partners of a step compute the same sum (a+b vs b+a: commutative), so every
+ * rank ends with bit-identical results and each divides for AVG itself, once.
+ *
+ * p not a power of two: with p2 = 2^floor(log2 p) and extra = p - p2, ranks below
+ * 2*extra pair up; each odd one (a helper) hands its input to its even neighbour, and
+ * the p2 remaining ranks run the butterfly as virtual ranks v. Instead of a third
+ * phase sending the result back, the helper joins the last step: both ends of that
+ * step also send what they are about to swap to the helpers on either side, so a
+ * helper adds the same two operands in the same order as its even neighbour. That
+ * costs log2(p2) + 1 latencies instead of log2(p2) + 2.
+ */
+#include "algorithms.h"
+
+struct fold {
+  int p2, extra, steps;
+};
+
+static struct fold fold_of(int p) {
+  struct fold f = {1, 0, 0};
+  while (f.p2 * 2 <= p) f.p2 *= 2, f.steps++;
+  f.extra = p - f.p2;
+  return f;
+}
+
+/* Real rank of virtual rank v; its helper (-1 if none). */
+static int real_of(const struct fold *f, int v) { return v < f->extra ? 2 * v : v + f->extra; }
+static int helper_of(const struct fold *f, int v) { return v < f->extra ? 2 * v + 1 : -1; }
+
+static int is_helper(const struct fold *f, int r) { return r < 2 * f->extra && r % 2; }
+static int virt_of(const struct fold *f, int r) { return r < 2 * f->extra ? r / 2 : r - f->extra; }
+
+/* The virtual rank that a helper's even neighbour meets in the last step. */
+static int last_partner(const struct fold *f, int v) { return v ^ (f->p2 / 2); }
+
+static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
+  (void)params;
+  size_t n = s->count;
+  struct fold f = fold_of(s->size);
+  int r = s->rank;
+  if (s->size == 1 || n == 0) {
+    zcoll__sched_copy(s, 0, n);
+    return;
+  }
+  if (is_helper(&f, r)) {
+    int even = r - 1, other = real_of(&f, last_partner(&f, virt_of(&f, even)));
+    zcoll__sched_send(s, even, ZCOLL_BUF_SRC, 0, n);
+    zcoll__sched_recv_copy(s, even, 0, n);
+    zcoll__sched_recv_reduce(s, other, ZCOLL_BUF_DST, 0, n, 1);
+    return;
+  }
+  int v = virt_of(&f, r), h = helper_of(&f, v), acc = ZCOLL_BUF_SRC;
+  if (h >= 0) {
+    zcoll__sched_recv_reduce(s, h, ZCOLL_BUF_SRC, 0, n, 0);
+    acc = ZCOLL_BUF_DST;
+  }
+  for (int k = 0; k < f.steps; k++) {
+    int w = v ^ (1 << k), last = k == f.steps - 1;
+    if (last) {
+      /* Our helper takes our operand as its first, the partner's helper as its second. */
+      if (h >= 0) zcoll__sched_send(s, h, acc, 0, n);
+      if (helper_of(&f, w) >= 0) zcoll__sched_send(s, helper_of(&f, w), acc, 0, n);
+    }
+    zcoll__sched_send(s, real_of(&f, w), acc, 0, n);
+    zcoll__sched_recv_reduce(s, real_of(&f, w), acc, 0, n, last);
+    acc = ZCOLL_BUF_DST;
+  }
+}
+
+static int butterfly_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,
+                           int max) {
+  (void)params;
+  struct fold f = fold_of(size);
+  int n = 0;
+  if (size == 1) return 0;
+  if (is_helper(&f, rank)) {
+    int even = rank - 1;
+    if (n < max) out[n++] = even;
+    if (n < max) out[n++] = real_of(&f, last_partner(&f, virt_of(&f, even)));
+    return n;
+  }
+  int v = virt_of(&f, rank);
+  if (helper_of(&f, v) >= 0 && n < max) out[n++] = helper_of(&f, v);
+  for (int k = 0; k < f.steps && n < max; k++) out[n++] = real_of(&f, v ^ (1 << k));
+  int w = last_partner(&f, v);
+  if (helper_of(&f, w) >= 0 && n < max) out[n++] = helper_of(&f, w);
+  return n;
+}
+
+const struct zcoll__algo zcoll__algo_butterfly = {
+    "butterfly", "recursive doubling, whole vector per step; fewest latencies, for small vectors",
+    butterfly_build, butterfly_peers};

@@ -1,0 +1,133 @@
+/* select.c -- the selection table: built-in defaults or a measured tuning file. */
+#include "select.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algorithms.h"
+#include "log.h"
+
+/* Defaults from measurements on a 2-core shared-memory host (README, "Selection"):
+ * latency-bound sizes take the butterfly (log p steps of the whole vector), mid sizes
+ * recursive halving-doubling, large ones the ring, whose every step moves 1/p. */
+static const struct {
+  int min_ranks, max_ranks;
+  size_t max_bytes;
+  const char *algo;
+} builtin[] = {
+    {1, 1 << 30, 16 << 10, "butterfly"},
+    {1, 1 << 30, 256 << 10, "rhd"},
+    {1, 1 << 30, SIZE_MAX, "ring"},
+};
+
+static int add_rule(struct zcoll__selector *sel, struct zcoll__rule r) {
+  struct zcoll__rule *n = realloc(sel->rules, sizeof(*n) * (size_t)(sel->nrules + 1));
+  if (!n) return -1;
+  sel->rules = n;
+  sel->rules[sel->nrules++] = r;
+  return 0;
+}
+
+/* "4096", "64K", "1M", "inf" */
+static int parse_size(const char *s, size_t *out) {
+  if (strcmp(s, "inf") == 0) {
+    *out = SIZE_MAX;
+    return 0;
+  }
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || s[0] == '-') return -1;
+  unsigned shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+  if (shift) end++;
+  if (*end || v > (SIZE_MAX >> shift)) return -1;
+  *out = (size_t)v << shift;
+  return 0;
+}
+
+static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: %s", path, strerror(errno));
+  char line[512];
+  int lineno = 0;
+  zcoll_status_t st = ZCOLL_OK;
+  while (st == ZCOLL_OK && fgets(line, sizeof(line), f)) {
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char a[32], b[32], c[32], name[64], extra[8];
+    int n = sscanf(line, "%31s %31s %31s %63s %7s", a, b, c, name, extra);
+    if (n <= 0) continue;
+    struct zcoll__rule r = {0, 0, 0, -1, lineno};
+    char *e1, *e2;
+    r.min_ranks = (int)strtol(a, &e1, 10);
+    r.max_ranks = strcmp(b, "inf") == 0 ? 1 << 30 : (int)strtol(b, &e2, 10);
+    if (n != 4 || *e1 || (strcmp(b, "inf") && *e2) || r.min_ranks < 1 ||
+        r.max_ranks < r.min_ranks || parse_size(c, &r.max_bytes))
+      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "ZCOLL_TUNING_FILE %s line %d: expected 'ranks_min ranks_max max_bytes "
+                       "algorithm' (e.g. '2 8 64K butterfly')",
+                       path, lineno);
+    else if ((r.algo = zcoll__algo_find(name)) < 0)
+      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "ZCOLL_TUNING_FILE %s line %d: unknown algorithm '%s'", path, lineno, name);
+    else if (add_rule(sel, r))
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory reading %s", path);
+  }
+  fclose(f);
+  return st;
+}
+
+zcoll_status_t zcoll__selector_init(struct zcoll__selector *sel, const char *path) {
+  memset(sel, 0, sizeof(*sel));
+  if (path && path[0]) {
+    snprintf(sel->source, sizeof(sel->source), "%s", path);
+    zcoll_status_t st = load_file(sel, path);
+    if (st != ZCOLL_OK) zcoll__selector_free(sel);
+    return st;
+  }
+  snprintf(sel->source, sizeof(sel->source), "built-in table");
+  for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
+    int algo = zcoll__algo_find(builtin[i].algo);
+    if (algo < 0) continue; /* an algorithm this build does not have */
+    struct zcoll__rule r = {builtin[i].min_ranks, builtin[i].max_ranks, builtin[i].max_bytes,
+                            algo, 0};
+    if (add_rule(sel, r)) {
+      zcoll__selector_free(sel);
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the selection table");
+    }
+  }
+  return ZCOLL_OK;
+}
+
+void zcoll__selector_free(struct zcoll__selector *sel) {
+  free(sel->rules);
+  sel->rules = NULL;
+  sel->nrules = 0;
+}
+
+int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
+                  size_t why_len) {
+  for (int i = 0; i < sel->nrules; i++) {
+    const struct zcoll__rule *r = &sel->rules[i];
+    if (ranks < r->min_ranks || ranks > r->max_ranks || bytes > r->max_bytes) continue;
+    if (why) {
+      char lim[48];
+      if (r->max_bytes == SIZE_MAX)
+        snprintf(lim, sizeof(lim), "any size");
+      else
+        snprintf(lim, sizeof(lim), "up to %zu bytes", r->max_bytes);
+      char top[16] = "any";
+      if (r->max_ranks < 1 << 30) snprintf(top, sizeof(top), "%d", r->max_ranks);
+      snprintf(why, why_len, "%s%s%d: ranks %d..%s, %s", sel->source, r->line ? " line " : " rule ",
+               r->line ? r->line : i + 1, r->min_ranks, top, lim);
+    }
+    return r->algo;
+  }
+  if (why) snprintf(why, why_len, "no rule of %s covers it: ring", sel->source);
+  return zcoll__algo_find("ring");
+}

@@ -1,0 +1,35 @@
+/*
+ * select.h -- choosing an algorithm by message size and rank count.
+ *
+ * A selection table is an ordered list of rules "ranks_min ranks_max max_bytes
+ * algorithm"; the first rule that covers (ranks, bytes) wins. A built-in table holds
+ * defaults; ZCOLL_TUNING_FILE replaces it with one measured on the machine at hand
+ * (perf/tune.sh writes it). Rules naming an algorithm this build lacks are an error.
+ */
+#ifndef ZCOLL_SELECT_H
+#define ZCOLL_SELECT_H
+
+#include <stddef.h>
+#include "zcoll.h"
+
+struct zcoll__rule {
+  int min_ranks, max_ranks;
+  size_t max_bytes; /* SIZE_MAX: any size */
+  int algo;
+  int line; /* in the tuning file; 0 for the built-in table */
+};
+
+struct zcoll__selector {
+  struct zcoll__rule *rules;
+  int nrules;
+  char source[160]; /* "built-in table" or the file's path */
+};
+
+/* Loads path, or the built-in table when path is empty. */
+zcoll_status_t zcoll__selector_init(struct zcoll__selector *sel, const char *path);
+void zcoll__selector_free(struct zcoll__selector *sel);
+/* The algorithm for an allreduce of `bytes` on `ranks`, and why (for the log). */
+int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
+                  size_t why_len);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * tree.c -- k-nomial tree: reduce to rank 0, then broadcast from rank 0 along the same
+ * tree. log_k(p) levels each way, whole vector per edge; the root divides for AVG, once.
+ *
+ * Rank r's parent clears its lowest non-zero base-k digit; its children are r + j k^i
+ * for every level i below that digit (all levels for the root) and j = 1..k-1. The
+ * vector streams through in chunks: a rank forwards a chunk upward as soon as every
+ * child's part of it is folded in, and downward as soon as it arrives, so the depth
+ * of the tree costs a few chunk latencies, not a few vector transfers.
+ */
+#include "algorithms.h"
+
+/* (k-1) * ceil(31 / log2 k) is at most 378 (k = 64): enough for any int rank count. */
+#define TREE_MAX_CHILDREN 512
+
+static int arity_of(const struct zcoll__algo_params *params) {
+  int k = params ? params->tree_arity : 4;
+  return k >= 2 && k <= 64 ? k : 4;
+}
+
+/* Rank r's parent (-1 for the root) and children, smallest subtrees first. */
+static int family(int r, int p, int k, int *parent, int *kids) {
+  int n = 0;
+  *parent = -1;
+  for (long long stride = 1; stride < p; stride *= k) {
+    int digit = (int)((r / stride) % k);
+    if (digit) {
+      *parent = r - digit * (int)stride;
+      break;
+    }
+    for (int j = 1; j < k && r + j * stride < p; j++) kids[n++] = r + j * (int)stride;
+  }
+  return n;
+}
+
+static void tree_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
+  int kids[TREE_MAX_CHILDREN], parent;
+  int nkids = family(s->rank, s->size, arity_of(params), &parent, kids);
+  size_t n = s->count;
+  if (s->size == 1 || n == 0) {
+    zcoll__sched_copy(s, 0, n);
+    return;
+  }
+  /* Small subtrees first: their data comes soonest, and each fold waits for the last. */
+  int acc = ZCOLL_BUF_SRC;
+  for (int c = 0; c < nkids; c++) {
+    zcoll__sched_recv_reduce(s, kids[c], acc, 0, n, parent < 0 && c == nkids - 1);
+    acc = ZCOLL_BUF_DST;
+  }
+  if (parent >= 0) {
+    zcoll__sched_send(s, parent, acc, 0, n);
+    zcoll__sched_recv_copy(s, parent, 0, n);
+  }
+  for (int c = nkids - 1; c >= 0; c--) zcoll__sched_send(s, kids[c], ZCOLL_BUF_DST, 0, n);
+}
+
+static int tree_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,
+                      int max) {
+  int kids[TREE_MAX_CHILDREN], parent, n = 0;
+  int nkids = family(rank, size, arity_of(params), &parent, kids);
+  if (parent >= 0 && n < max) out[n++] = parent;
+  for (int c = 0; c < nkids && n < max; c++) out[n++] = kids[c];
+  return n;
+}
+
+const struct zcoll__algo zcoll__algo_tree = {
+    "tree", "k-nomial tree reduce then broadcast (ZCOLL_TREE_ARITY); pipelined in chunks",
+    tree_build, tree_peers};

@@ -50,7 +50,7 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
     int even = r - 1, other = real_of(&f, last_partner(&f, virt_of(&f, even)));
     zcoll__sched_send(s, even, ZCOLL_BUF_SRC, 0, n);
     zcoll__sched_recv_copy(s, even, 0, n);
-    zcoll__sched_recv_reduce(s, other, ZCOLL_BUF_DST, 0, n, 1);
+    zcoll__sched_recv_reduce(s, other, ZCOLL_BUF_DST, 0, n, 0);
     return;
   }
   int v = virt_of(&f, r), h = helper_of(&f, v), acc = ZCOLL_BUF_SRC;

@@ -3,84 +3,31 @@
  * within ZCOLL_TIMEOUT, on the UCX transport with real processes. The ranks are
  * started by hand here (not by zcoll_run, which would kill the survivors at once).
  */
-#include <arpa/inet.h>
-#include <criterion/criterion.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include "spawn.h"
-
-struct job_result {
-  int status[16];
-  char out[16][1024];
-  double seconds;
-};
-
-static void run_job(int np, const char *victim, const char *mode, const char *ms,
-                    struct job_result *res) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0); /* inherited by rank 0 */
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t alen = sizeof(a);
-  cr_assert(lfd >= 0 && !bind(lfd, (struct sockaddr *)&a, sizeof(a)) && !listen(lfd, 64) &&
-            !getsockname(lfd, (struct sockaddr *)&a, &alen));
-  char root[64], size[16], fd[16];
-  snprintf(root, sizeof(root), "ZCOLL_ROOT=127.0.0.1:%d", ntohs(a.sin_port));
-  snprintf(size, sizeof(size), "ZCOLL_SIZE=%d", np);
-  snprintf(fd, sizeof(fd), "ZCOLL_ROOT_FD=%d", lfd);
-  const char *argv[] = {SP_PROG("fail_peer"), victim, mode, ms, NULL};
-  struct sp_async jobs[16];
-  double t0 = sp_now();
-  for (int r = 0; r < np; r++) {
-    char rank[32];
-    snprintf(rank, sizeof(rank), "ZCOLL_RANK=%d", r);
-    const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1",
-                         "ZCOLL_TIMEOUT=60", "ZCOLL_TRANSPORT=ucx", NULL};
-    jobs[r] = sp_start(argv, env);
-  }
-  close(lfd);
-  for (int r = 0; r < np; r++) {
-    struct sp_result x = sp_finish(&jobs[r], 90);
-    res->status[r] = x.status;
-    snprintf(res->out[r], sizeof(res->out[r]), "%s", x.out ? x.out : "");
-    free(x.out);
-  }
-  res->seconds = sp_now() - t0;
-}
-
-static void expect_survivors(int np, int victim, struct job_result *res) {
-  for (int r = 0; r < np; r++) {
-    if (r == victim) continue;
-    cr_expect_eq(res->status[r], 0, "rank %d exited %d:\n%s", r, res->status[r], res->out[r]);
-    cr_expect(strstr(res->out[r], "a peer failed or aborted") != NULL, "rank %d:\n%s", r,
-              res->out[r]);
-  }
-  /* Detected through the rendezvous star, not by the 60 s timeout. */
-  cr_expect_lt(res->seconds, 30.0, "took %.1f s", res->seconds);
-}
+#include "fail_job.h"
 
 Test(failures, rank_killed_mid_collective, .timeout = 120) {
   struct job_result res;
-  run_job(3, "1", "signal", "500", &res);
+  run_job("ucx", 3, "1", "signal", "500", &res);
   cr_expect_eq(res.status[1], 128 + SIGALRM, "victim: %d\n%s", res.status[1], res.out[1]);
-  expect_survivors(3, 1, &res);
+  expect_survivors(3, 1, &res, 30);
 }
 
 Test(failures, root_killed, .timeout = 120) {
   struct job_result res;
-  run_job(3, "0", "signal", "500", &res);
-  expect_survivors(3, 0, &res);
+  run_job("ucx", 3, "0", "signal", "500", &res);
+  expect_survivors(3, 0, &res, 30);
 }
 
 Test(failures, rank_exits_between_collectives, .timeout = 120) {
   struct job_result res;
-  run_job(4, "3", "exit", "300", &res);
+  run_job("ucx", 4, "3", "exit", "300", &res);
   cr_expect_eq(res.status[3], 3);
-  expect_survivors(4, 3, &res);
+  expect_survivors(4, 3, &res, 30);
 }
 
 Test(failures, rank_aborts, .timeout = 120) {
   struct job_result res;
-  run_job(3, "2", "abort", "300", &res);
+  run_job("ucx", 3, "2", "abort", "300", &res);
   cr_expect_eq(res.status[2], 0, "%s", res.out[2]);
-  expect_survivors(3, 2, &res);
+  expect_survivors(3, 2, &res, 30);
 }

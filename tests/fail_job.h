@@ -1,0 +1,65 @@
+/*
+ * fail_job.h -- start the ranks of tests/progs/fail_peer by hand (zcoll_run would kill
+ * the survivors at the first death) and collect each rank's status and output.
+ */
+#ifndef ZCOLL_FAIL_JOB_H
+#define ZCOLL_FAIL_JOB_H
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "spawn.h"
+
+struct job_result {
+  int status[16];
+  char out[16][1024];
+  double seconds;
+};
+
+static void run_job(const char *transport, int np, const char *victim, const char *mode,
+                    const char *ms, struct job_result *res) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0); /* inherited by rank 0 */
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof(a);
+  cr_assert(lfd >= 0 && !bind(lfd, (struct sockaddr *)&a, sizeof(a)) && !listen(lfd, 64) &&
+            !getsockname(lfd, (struct sockaddr *)&a, &alen));
+  char root[64], size[16], fd[16];
+  snprintf(root, sizeof(root), "ZCOLL_ROOT=127.0.0.1:%d", ntohs(a.sin_port));
+  snprintf(size, sizeof(size), "ZCOLL_SIZE=%d", np);
+  snprintf(fd, sizeof(fd), "ZCOLL_ROOT_FD=%d", lfd);
+  const char *argv[] = {SP_PROG("fail_peer"), victim, mode, ms, NULL};
+  struct sp_async jobs[16];
+  double t0 = sp_now();
+  for (int r = 0; r < np; r++) {
+    char rank[32];
+    snprintf(rank, sizeof(rank), "ZCOLL_RANK=%d", r);
+    char tl[64];
+    snprintf(tl, sizeof(tl), "ZCOLL_TRANSPORT=%s", transport);
+    const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1",
+                         "ZCOLL_TIMEOUT=60", tl, NULL};
+    jobs[r] = sp_start(argv, env);
+  }
+  close(lfd);
+  for (int r = 0; r < np; r++) {
+    struct sp_result x = sp_finish(&jobs[r], 90);
+    res->status[r] = x.status;
+    snprintf(res->out[r], sizeof(res->out[r]), "%s", x.out ? x.out : "");
+    free(x.out);
+  }
+  res->seconds = sp_now() - t0;
+}
+
+static void expect_survivors(int np, int victim, struct job_result *res, double max_seconds) {
+  for (int r = 0; r < np; r++) {
+    if (r == victim) continue;
+    cr_expect_eq(res->status[r], 0, "rank %d exited %d:\n%s", r, res->status[r], res->out[r]);
+    cr_expect(strstr(res->out[r], "a peer failed or aborted") != NULL, "rank %d:\n%s", r,
+              res->out[r]);
+  }
+  /* Detected through the rendezvous star, not by the 60 s timeout. */
+  cr_expect_lt(res->seconds, max_seconds, "took %.1f s", res->seconds);
+}
+
+#endif

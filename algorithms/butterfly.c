@@ -42,7 +42,9 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
   size_t n = s->count;
   struct fold f = fold_of(s->size);
   int r = s->rank;
-  if (s->size == 1 || n == 0) {
+  /* Count 0 still exchanges (empty) pieces, so that a rank disagreeing on the count is
+   * caught, not left waiting. */
+  if (s->size == 1) {
     zcoll__sched_copy(s, 0, n);
     return;
   }
@@ -50,7 +52,7 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
     int even = r - 1, other = real_of(&f, last_partner(&f, virt_of(&f, even)));
     zcoll__sched_send(s, even, ZCOLL_BUF_SRC, 0, n);
     zcoll__sched_recv_copy(s, even, 0, n);
-    zcoll__sched_recv_reduce(s, other, ZCOLL_BUF_DST, 0, n, 0);
+    zcoll__sched_recv_reduce(s, other, ZCOLL_BUF_DST, 0, n, 1);
     return;
   }
   int v = virt_of(&f, r), h = helper_of(&f, v), acc = ZCOLL_BUF_SRC;

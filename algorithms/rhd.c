@@ -14,7 +14,9 @@
  * input travels in the order the neighbour forwards it (the half given away first,
  * its own block last), and the result comes back in the order the doubling completes
  * it, so that both transfers overlap the steps instead of preceding and following them.
- * Empty ranges (count < p) are skipped on both sides alike.
+ * Empty ranges (count < p) are still exchanged, as empty pieces: every rank's program
+ * has the same shape whatever the count, so ranks that disagree on the count are caught
+ * by the length check on the first piece that differs instead of waiting forever.
  */
 #include "algorithms.h"
 
@@ -54,14 +56,14 @@ static struct halves halves_of(size_t count, const struct fold *f, int v, int i)
 }
 
 static void send(struct zcoll__sched *s, int peer, int buf, size_t off, size_t len) {
-  if (len) zcoll__sched_send(s, peer, buf, off, len);
+  zcoll__sched_send(s, peer, buf, off, len);
 }
 static void recv_reduce(struct zcoll__sched *s, int peer, int acc, size_t off, size_t len,
                         int final) {
-  if (len) zcoll__sched_recv_reduce(s, peer, acc, off, len, final);
+  zcoll__sched_recv_reduce(s, peer, acc, off, len, final);
 }
 static void recv_copy(struct zcoll__sched *s, int peer, size_t off, size_t len) {
-  if (len) zcoll__sched_recv_copy(s, peer, off, len);
+  zcoll__sched_recv_copy(s, peer, off, len);
 }
 
 /* The helper's side: its input out in forwarding order, the result back. */

@@ -37,7 +37,9 @@ static void tree_build(struct zcoll__sched *s, const struct zcoll__algo_params *
   int kids[TREE_MAX_CHILDREN], parent;
   int nkids = family(s->rank, s->size, arity_of(params), &parent, kids);
   size_t n = s->count;
-  if (s->size == 1 || n == 0) {
+  /* Count 0 still exchanges (empty) pieces, so that a rank disagreeing on the count is
+   * caught, not left waiting. */
+  if (s->size == 1) {
     zcoll__sched_copy(s, 0, n);
     return;
   }

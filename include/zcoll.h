@@ -127,9 +127,11 @@ ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
 /* ---- allreduce --------------------------------------------------------------------
  * Semantics follow MPI_Allreduce: every rank passes the same count, dtype and op;
  * sendbuf may be ZCOLL_IN_PLACE; buffers may have any alignment; count may be 0.
- * Ranks that disagree on count/dtype/op get ZCOLL_ERR_MISMATCH (or, where the
- * disagreeing rank is detected by another, ZCOLL_ERR_PEER_FAILED). After any error
- * other than ZCOLL_ERR_INVALID_ARG the communicator is unusable: destroy it. */
+ * Ranks that disagree on count/dtype/op get ZCOLL_ERR_MISMATCH where they notice and
+ * ZCOLL_ERR_PEER_FAILED where the news reaches them; a rank whose own exchanges all
+ * agreed may complete that call, but fails from its next call on -- a mismatch never
+ * yields silently wrong data. After any error other than ZCOLL_ERR_INVALID_ARG the
+ * communicator is unusable: destroy it. */
 ZCOLL_API zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                          size_t count, zcoll_dtype_t dtype, zcoll_op_t op);
 

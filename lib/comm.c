@@ -197,6 +197,7 @@ static zcoll_status_t setup_channels(zcoll_comm_t *comm) {
     goto out;
 
   comm->nchans = npeers;
+  if (comm->tl_ops->set_placement) comm->tl_ops->set_placement(comm->tl, zcoll__place, comm);
   comm->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*comm->chans));
   comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
   addr_ptrs = calloc((size_t)(npeers ? npeers : 1), sizeof(void *));

@@ -27,6 +27,7 @@
  */
 struct zcoll__slot {
   uint8_t arrived;
+  uint8_t placed; /* already in its final place: nothing to copy */
   uint32_t imm, len;
 };
 
@@ -94,7 +95,12 @@ struct zcoll_comm {
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
+  struct run *running;            /* the collective in progress, for the placement hook */
 };
+
+struct run;
+/* The transport's placement hook (arg: the communicator). */
+void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len);
 
 /* Runs one schedule to completion over the communicator's channels. */
 zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, int algo,

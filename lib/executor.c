@@ -30,6 +30,8 @@ struct zcoll__exec_state {
   size_t *issued; /* per op, sends: next element to put */
   uint8_t *finished;
   int *send_cur, *recv_cur, *chan; /* per schedule peer */
+  int *peer_of_chan;               /* channel -> schedule peer, -1 if not in this schedule */
+  int cap_chans;
 };
 
 struct run {
@@ -54,6 +56,7 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->send_cur);
   free(e->recv_cur);
   free(e->chan);
+  free(e->peer_of_chan);
   free(e);
 }
 
@@ -83,6 +86,12 @@ static zcoll_status_t exec_reserve(zcoll_comm_t *comm, int nops, int npeers) {
     if (c) e->chan = c;
     if (!a || !b || !c) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_peers = npeers;
+  }
+  if (comm->nchans > e->cap_chans) {
+    int *m = realloc(e->peer_of_chan, sizeof(int) * (size_t)comm->nchans);
+    if (!m) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+    e->peer_of_chan = m;
+    e->cap_chans = comm->nchans;
   }
   return ZCOLL_OK;
 }
@@ -214,13 +223,13 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
                          "signature %02x; expected %zu bytes, signature %02x): ranks called "
                          "zcoll_allreduce with different count, dtype, op or algorithm",
                          c->peer, sl->len, sig, len, r->sig);
-    const char *data = comm->recv_region ? c->recv + (size_t)slot * comm->slot_bytes : NULL;
+    const char *data = c->recv + (size_t)slot * comm->slot_bytes;
     char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
-    } else if (len) {
+    } else if (len && !sl->placed) {
       memcpy(dst, data, len);
     }
     if (t0)
@@ -267,9 +276,46 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
                        c->peer, ev->imm & ZCOLL_IMM_SEQ_MASK, ev->len,
                        c->recv_seq & ZCOLL_IMM_SEQ_MASK);
   sl->arrived = 1;
+  sl->placed = ev->placed;
   sl->imm = ev->imm;
   sl->len = ev->len;
   return ZCOLL_OK;
+}
+
+/* The placement hook: an arriving piece that this rank will only copy into the result
+ * (allgather-like steps) lands there directly when nothing still needs that range --
+ * saving the copy out of the slot. Anything else goes to its slot as usual. */
+void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len) {
+  zcoll_comm_t *comm = arg;
+  struct run *r = comm->running;
+  if (!r || (imm & ZCOLL_IMM_CREDIT) || peer < 0 || peer >= comm->size) return NULL;
+  int ci = comm->chan_of[peer];
+  int j = ci >= 0 ? r->e->peer_of_chan[ci] : -1;
+  if (j < 0 || ((imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff) != r->sig) return NULL;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__chan *c = &comm->chans[ci];
+  uint32_t ahead = ((imm & ZCOLL_IMM_SEQ_MASK) - c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
+  if (ahead >= (uint32_t)comm->depth) return NULL;
+  /* Walk this channel's receives from the one in progress to the piece that arrived. */
+  int cur = r->e->recv_cur[j], end = s->peer_sends[j + 1];
+  if (cur >= end) return NULL;
+  size_t a = r->e->pos[s->peer_ops[cur]];
+  for (;;) {
+    const struct zcoll__sop *o = &s->ops[s->peer_ops[cur]];
+    size_t b = piece_end(r, o, a);
+    if (!ahead) {
+      if (o->kind != ZCOLL_SOP_RECV_COPY || (b - a) * r->dsize != len || !deps_ready(r, o, a, b))
+        return NULL;
+      return r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    }
+    ahead--;
+    if (b == op_end(o)) {
+      if (++cur >= end) return NULL; /* the next collective's: not placeable yet */
+      a = s->ops[s->peer_ops[cur]].off;
+    } else {
+      a = b;
+    }
+  }
 }
 
 /* Harvests transport events; r is NULL when no schedule is running (drain). */
@@ -411,6 +457,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, 
     r.e->pos[i] = r.e->issued[i] = s->ops[i].off;
     r.e->finished[i] = 0;
   }
+  for (int c = 0; c < comm->nchans; c++) r.e->peer_of_chan[c] = -1;
   for (int j = 0; j < s->npeers; j++) {
     r.e->send_cur[j] = s->peer_sends[j];
     r.e->recv_cur[j] = s->peer_recvs[j];
@@ -419,23 +466,27 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, 
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
                          s->peers[j]);
     r.e->chan[j] = ci;
+    r.e->peer_of_chan[ci] = j;
   }
   struct idle id = {0, 0};
   int64_t started = comm->trace.f ? zcoll__trace_now() : 0;
+  comm->running = &r;
   while (r.remaining > 0) {
     int progress = 0;
-    if ((st = pump(comm, &r, &progress)) != ZCOLL_OK) return broken(comm, st);
-    for (int j = 0; j < s->npeers; j++) {
-      if ((st = do_recvs(&r, j, &progress)) != ZCOLL_OK) return broken(comm, st);
-      if ((st = do_sends(&r, j, &progress)) != ZCOLL_OK) return broken(comm, st);
+    if ((st = pump(comm, &r, &progress)) != ZCOLL_OK) break;
+    for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
+      if ((st = do_recvs(&r, j, &progress)) == ZCOLL_OK) st = do_sends(&r, j, &progress);
     }
+    if (st != ZCOLL_OK) break;
     do_local(&r, &progress);
     if (progress) {
       id.since_ns = 0;
       continue;
     }
-    if ((st = idle_wait(comm, &r, &id)) != ZCOLL_OK) return broken(comm, st);
+    if ((st = idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
   }
+  comm->running = NULL;
+  if (st != ZCOLL_OK) return broken(comm, st);
   if (started)
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, started, zcoll__trace_now(), -1,
                        count * r.dsize);

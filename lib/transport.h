@@ -33,9 +33,14 @@ struct zcoll_tl_event {
   int peer;              /* the rank at the other end */
   uint32_t imm;          /* ARRIVED: the writer's notification value */
   uint32_t len;          /* ARRIVED: bytes written */
+  uint8_t placed;        /* ARRIVED: the data went where the placement hook said */
   uint64_t cookie;       /* PUT_DONE: the put's cookie */
   zcoll_status_t status; /* PUT_DONE: ZCOLL_OK or why the put failed */
 };
+
+/* Where an arriving payload should land instead of the region the writer named, or NULL
+ * for there. Called by transports whose receiver places the data (see set_placement). */
+typedef void *(*zcoll_tl_place_fn)(void *arg, int peer, uint32_t imm, size_t len);
 
 struct zcoll_tl_params {
   int rank, size;
@@ -85,6 +90,10 @@ struct zcoll_tl_ops {
   /* ZCOLL_OK: armed, safe to sleep on event_fd. ZCOLL_IN_PROGRESS: events are
    * already pending, poll again instead of sleeping. */
   zcoll_status_t (*arm)(struct zcoll_tl *tl);
+  /* Optional (NULL where the writer places the data, as with RDMA): installs a hook
+   * that the transport asks before placing an arriving payload, so that data the
+   * receiver only copies can land in its final place directly. */
+  void (*set_placement)(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg);
 };
 
 extern const struct zcoll_tl_ops zcoll__tl_verbs;

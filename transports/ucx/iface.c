@@ -129,4 +129,5 @@ const struct zcoll_tl_ops zcoll__tl_ucx = {
     .poll = zcoll__ucx_poll,
     .event_fd = zcoll__ucx_event_fd,
     .arm = zcoll__ucx_arm,
+    .set_placement = zcoll__ucx_set_placement,
 };

@@ -89,8 +89,9 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
   return ZCOLL_OK;
 }
 
-static void arrived(struct zcoll_tl *tl, int peer, uint32_t imm, uint32_t len) {
-  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = peer, .imm = imm, .len = len};
+static void arrived(struct zcoll_tl *tl, int peer, uint32_t imm, uint32_t len, int placed) {
+  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = peer, .imm = imm, .len = len,
+                              .placed = (uint8_t)placed};
   zcoll__ucx_push(tl, &ev);
 }
 
@@ -99,7 +100,7 @@ static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_dat
   struct zcoll__ucx_op *op = user_data;
   struct zcoll_tl *tl = op->tl;
   if (s == UCS_OK)
-    arrived(tl, op->peer, op->hdr.imm, op->len);
+    arrived(tl, op->peer, op->hdr.imm, op->len, op->placed);
   else if (!tl->failed)
     tl->failed = zcoll__fail(zcoll__ucx_status(s), "ucx: receiving from rank %d failed: %s",
                              op->peer, ucs_status_string(s));
@@ -120,9 +121,12 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
     if (!mr || h.off > mr->len || length > mr->len - h.off || length > UINT32_MAX) goto bad;
     dst = mr->base + h.off;
   }
+  /* The receiver may know a better place: straight into the result. */
+  void *better = length && tl->place ? tl->place(tl->place_arg, h.src, h.imm, length) : NULL;
+  if (better) dst = better;
   if (!rndv) {
     if (length) memcpy(dst, data, length);
-    arrived(tl, h.src, h.imm, (uint32_t)length);
+    arrived(tl, h.src, h.imm, (uint32_t)length, better != NULL);
     return UCS_OK;
   }
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
@@ -134,6 +138,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   op->hdr = h;
   op->peer = h.src;
   op->len = (uint32_t)length;
+  op->placed = better != NULL;
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.recv_am = rndv_cb,
@@ -147,7 +152,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
                                ucs_status_string(UCS_PTR_STATUS(r)));
     zcoll__ucx_op_put(tl, op);
   } else if (r == NULL) {
-    arrived(tl, h.src, h.imm, (uint32_t)length);
+    arrived(tl, h.src, h.imm, (uint32_t)length, better != NULL);
     zcoll__ucx_op_put(tl, op);
   }
   return UCS_OK;
@@ -176,6 +181,11 @@ zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
 }
 
 int zcoll__ucx_event_fd(struct zcoll_tl *tl) { return tl->efd; }
+
+void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg) {
+  tl->place = fn;
+  tl->place_arg = arg;
+}
 
 zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl) {
   if (tl->q_len) return ZCOLL_IN_PROGRESS;

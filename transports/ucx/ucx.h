@@ -33,6 +33,7 @@ struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
   uint64_t cookie;
   int peer;
   uint32_t len;
+  uint8_t placed;
   struct zcoll__ucx_op *next;     /* free list */
   struct zcoll__ucx_op *all_next; /* every op ever made, freed at close even if a peer's
                                      failure left it in flight */
@@ -51,6 +52,8 @@ struct zcoll_tl {
   struct zcoll_tl_mr **regions; /* by id: where a header's region number points */
   uint32_t nregions;
   struct zcoll__ucx_op *free_ops, *all_ops;
+  zcoll_tl_place_fn place;
+  void *place_arg;
 };
 
 struct zcoll_ep {
@@ -97,6 +100,7 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
                               uint64_t cookie);
 zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
 int zcoll__ucx_event_fd(struct zcoll_tl *tl);
+void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg);
 zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl);
 
 #endif

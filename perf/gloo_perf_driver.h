@@ -36,7 +36,8 @@ struct gp_backend {
    * timing: Gloo's algorithm objects are made once and run many times */
   int (*prepare)(void *ctx, void *buf, size_t count, int dtype, int op);
   int (*run)(void *ctx);     /* one allreduce of the prepared buffer */
-  void (*release)(void *ctx); /* drop the prepared algorithm */
+  /* wait for every rank (a barrier), then drop the prepared algorithm */
+  int (*release)(void *ctx);
   int (*barrier)(void *ctx);
   int (*max_double)(void *ctx, double *v, size_t n); /* in place, over all ranks */
   int (*sum_u64)(void *ctx, uint64_t *v, size_t n);

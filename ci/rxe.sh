@@ -10,12 +10,13 @@
 #   ci/rxe.sh --selftest
 # Options:
 #   --np-devices N   1 or 2 rxe devices (default 2)
-#   --timeout S      guest mode: kill the guest after S seconds, exit 124 (default 2400)
+#   --timeout S      guest mode: kill the guest after S seconds (0: never), exit 124
+#                    (default 2400)
 #   --selftest       run ci/rxe/selftest.sh (devices, pingpong, ib_write_bw/lat) as COMMAND
 #   --shell          after COMMAND (if any), an interactive shell inside the environment
 #   --guest|--direct force a mode (default: direct if rdma_rxe loads, else guest)
 #   --rw DIR         guest mode: also share DIR writable (repeatable; the root is read-only)
-#   --env NAME       also pass environment variable NAME into the guest (repeatable)
+#   --env NAME[=VAL] also pass environment variable NAME into the guest (repeatable)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -97,7 +98,7 @@ if [ "$mode" = direct ]; then
   for m in rdma_rxe rdma_ucm veth; do
     [ -d "/sys/module/$m" ] || modprobe "$m"
   done
-  # shellcheck source=rxe/net.sh
+  # shellcheck source=/dev/null
   . "$here/rxe/net.sh"
   # One harness at a time per machine: the names and addresses are fixed.
   mkdir -p /run/lock
@@ -278,18 +279,24 @@ t0=$(date +%s.%N)
 if ((shell)); then
   # Interactive: the serial console on this terminal; Ctrl-A x quits qemu.
   qemu+=(-chardev "stdio,id=con,mux=on,signal=off" -serial chardev:con -mon "chardev=con,mode=readline")
-  timeout --foreground -k 10 "$timeout_s" "${qemu[@]}" 2>&1 | tee "$log" || true
+  set +e
+  timeout --foreground -k 10 "$timeout_s" "${qemu[@]}" 2>&1 | tee "$log"
   qst=${PIPESTATUS[0]}
+  set -e
 else
   : >"$log"
   qemu+=(-chardev "file,id=con,path=$log" -serial chardev:con)
   timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null >"$tmp/qemu.err" 2>&1 &
   qpid=$!
-  # Live output: the console, with the serial line's CRs dropped.
-  tail -n +1 -s 0.2 -f --pid="$qpid" "$log" | sed -u 's/\r$//' || true
+  # Live output: the console, with the serial line's CRs dropped. In the background, so
+  # that a signal to this script is handled at once (bash defers traps until a foreground
+  # command ends): `wait` returns on a trapped signal, and the trap kills qemu.
+  tail -n +1 -s 0.2 -f --pid="$qpid" "$log" | sed -u 's/\r$//' &
+  tpid=$!
   qst=0
   wait "$qpid" || qst=$?
   qpid=
+  wait "$tpid" || true # tail ends within 0.2 s of qemu
 fi
 t1=$(date +%s.%N)
 el=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')

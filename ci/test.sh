@@ -14,6 +14,12 @@ cmake --build build/ci -j"$jobs"
 echo "== test suite"
 ctest --test-dir build/ci --output-on-failure --timeout 1200
 
+echo "== verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
+# Inside the harness a missing device is a failure, not a skip.
+# --verbose: the log shows, per test, the devices and the transport each job ran on.
+ci/rxe.sh --rw build/ci -- env ZCOLL_TEST_REQUIRE_RDMA=1 \
+  build/ci/tests/test_verbs --jobs=1 -S --verbose=1
+
 echo "== zcoll_perf -c 1 on 4 ranks"
 build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
 

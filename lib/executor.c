@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -436,6 +437,21 @@ static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
 
 static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
   if (comm->broken == ZCOLL_OK) {
+    /* A transport error is often the echo of a peer that already gave up (its memory
+     * deregistered, its queue pairs gone): if the rendezvous brings that news within a
+     * moment, report the cause rather than the echo. */
+    if (st == ZCOLL_ERR_TRANSPORT || st == ZCOLL_ERR_PEER_FAILED) {
+      char echo[512];
+      snprintf(echo, sizeof(echo), "%s", zcoll__last_error());
+      struct pollfd fds[MAX_POLLFDS];
+      int n = zcoll__bootstrap_pollfds(comm->bs, fds, MAX_POLLFDS);
+      zcoll_status_t cause = ZCOLL_OK;
+      if (n > 0 && poll(fds, (nfds_t)n, 200) > 0) cause = zcoll__bootstrap_check(comm->bs);
+      if (cause != ZCOLL_OK)
+        st = cause;
+      else
+        zcoll__record_error(st, "%s", echo);
+    }
     comm->broken = st;
     zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
   }

@@ -1,7 +1,7 @@
 /*
  * The verbs transport on real RDMA devices (soft-RoCE in CI: ci/rxe.sh runs this suite
  * inside a guest whose kernel has rdma_rxe). Where no device exists the tests skip with
- * the reason -- unless ZCOLL_REQUIRE_RDMA=1 (set by the harness), where that is a failure,
+ * the reason -- unless ZCOLL_TEST_REQUIRE_RDMA=1 (set by the harness), where that is a failure,
  * so CI can never pass by skipping.
  */
 #include <criterion/criterion.h>
@@ -16,30 +16,39 @@ static void need_rdma(void) {
   struct ibv_device **d = ibv_get_device_list(&n);
   if (d) ibv_free_device_list(d);
   if (n > 0) return;
-  const char *req = getenv("ZCOLL_REQUIRE_RDMA");
+  const char *req = getenv("ZCOLL_TEST_REQUIRE_RDMA");
   if (req && strcmp(req, "1") == 0)
-    cr_assert_fail("ZCOLL_REQUIRE_RDMA=1 but no RDMA device is visible");
+    cr_assert_fail("ZCOLL_TEST_REQUIRE_RDMA=1 but no RDMA device is visible");
   cr_skip_test("no RDMA device here (ci/rxe.sh provides soft-RoCE ones)");
 }
 
-/* Smaller vectors than over UCX: the CI's RoCE devices are emulated. */
-#define VERBS_LARGE "1048576"
+/* Every algorithm (auto and each forced), p = 2..5; smaller vectors than over UCX: the
+ * CI's RoCE devices are emulated. Plain values only in parameters (Criterion runs each
+ * test in a fresh process). */
+static const char *const algos[] = {"auto", "ring", "butterfly", "rhd", "tree"};
+
+struct verbs_case {
+  int algo, size;
+};
 
 ParameterizedTestParameters(verbs, matrix) {
-  static int sizes[] = {2, 3, 4, 5};
-  return cr_make_param_array(int, sizes, sizeof(sizes) / sizeof(sizes[0]));
+  static struct verbs_case cases[5 * 4];
+  for (int a = 0; a < 5; a++)
+    for (int p = 2; p <= 5; p++) cases[a * 4 + p - 2] = (struct verbs_case){a, p};
+  return cr_make_param_array(struct verbs_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-ParameterizedTest(int *p, verbs, matrix, .timeout = 1500) {
+ParameterizedTest(struct verbs_case *c, verbs, matrix, .timeout = 1500) {
   need_rdma();
-  char np[16];
-  snprintf(np, sizeof(np), "%d", *p);
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), VERBS_LARGE,
-                        NULL};
-  const char *env[] = {"ZCOLL_TRANSPORT=verbs", NULL};
+  char np[16], algo[64];
+  snprintf(np, sizeof(np), "%d", c->size);
+  snprintf(algo, sizeof(algo), "ZCOLL_ALGO=%s", algos[c->algo]);
+  const char *large = c->algo == 0 ? "1048576" : "262144";
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), large, NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=verbs", algo, NULL};
   struct sp_result r = sp_run(argv, env, 1400);
-  cr_log_warn("verbs p=%d: %.1f s\n%s", *p, r.seconds, r.out);
-  cr_assert_eq(r.status, 0, "p=%d: exit %d\n%s", *p, r.status, r.out);
+  cr_log_info("verbs %s p=%d: %.1f s\n%s", algo, c->size, r.seconds, r.out);
+  cr_assert_eq(r.status, 0, "%s p=%d: exit %d\n%s", algo, c->size, r.status, r.out);
   cr_assert(strstr(r.out, "over verbs") && strstr(r.out, "every element exact on every rank"),
             "%s", r.out);
   free(r.out);
@@ -71,7 +80,7 @@ Test(verbs, peer_killed_mid_collective, .timeout = 300) {
   need_rdma();
   struct job_result res;
   run_job("verbs", 3, "1", "signal", "3000", &res);
-  for (int r = 0; r < 3; r++) cr_log_warn("rank %d: %d\n%s", r, res.status[r], res.out[r]);
+  for (int r = 0; r < 3; r++) cr_log_info("rank %d: %d\n%s", r, res.status[r], res.out[r]);
   cr_expect_eq(res.status[1], 128 + SIGALRM);
   /* Survivors learn of it through the rendezvous or a retry-exceeded completion, long
    * before the 60 s ZCOLL_TIMEOUT the job runs with. */

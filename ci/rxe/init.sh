@@ -25,6 +25,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 exec </dev/console >/dev/console 2>&1
+# shellcheck source=/dev/null
 . /zcoll-rxe/conf
 echo "zcoll-rxe guest: kernel up after $(cut -d' ' -f1 /proc/uptime) s"
 
@@ -45,6 +46,12 @@ mount -t proc proc /mnt/proc
 mount -t sysfs sysfs /mnt/sys
 mount -t devtmpfs devtmpfs /mnt/dev
 mkdir -p /mnt/dev/pts /mnt/dev/shm
+# What udev would add: bash's process substitution needs /dev/fd.
+ln -sf /proc/self/fd /mnt/dev/fd
+ln -sf /proc/self/fd/0 /mnt/dev/stdin
+ln -sf /proc/self/fd/1 /mnt/dev/stdout
+ln -sf /proc/self/fd/2 /mnt/dev/stderr
+ln -sf /proc/kcore /mnt/dev/core
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /mnt/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /mnt/dev/shm
 mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp
@@ -52,7 +59,8 @@ mount -t tmpfs -o mode=755 tmpfs /mnt/run
 while read -r p; do
   case $p in
     /tmp/?* | /run/?* | /dev/shm/?*)
-      mkdir -p "/mnt$p" && mount --bind "/host$p" "/mnt$p" || die "cannot bind $p" ;;
+      mkdir -p "/mnt$p"
+      mount --bind "/host$p" "/mnt$p" || die "cannot bind $p" ;;
   esac
 done </zcoll-rxe/keep
 # Writable shares go last: they may lie under /tmp or /run, which are guest tmpfs by now.

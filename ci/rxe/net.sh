@@ -12,19 +12,23 @@
 #   * accept_local=1 (and rp_filter=0) on both ends. rxe always transmits on its own netdev,
 #     so rxe1's packets to 10.77.0.1 do cross the pair; but they arrive on zrxe0 with a
 #     local source address, a "martian" the kernel drops unless accept_local is set.
-#   * policy routing: a rule ahead of the `local` table sends locally generated packets for
+#   * policy routing: rules ahead of the `local` table send locally generated packets for
 #     10.77.0.1 out of zrxe1 and for 10.77.0.2 out of zrxe0 (the `local` rule moves from
-#     pref 0 to pref 1000 to make room; it still handles received packets). Without it the
-#     RDMA CM (librdmacm, what zcoll's verbs transport connects with) resolves the peer's
-#     address to `lo`, calls it loopback and puts BOTH ends on the device that owns the
-#     destination address (rxe0 <-> rxe0, nothing on the wire), whatever the client bound.
-#     With it, rdma_resolve_addr from 10.77.0.2 picks rxe1 and the traffic crosses the pair;
-#     plain TCP/UDP between the two addresses crosses it too. A device talking to its own
-#     address still uses rxe's internal loopback (the route lookup names the device).
+#     pref 0 to pref 1000 to make room; it still handles everything else, received
+#     packets included). Without them the RDMA CM (librdmacm, what zcoll's verbs transport
+#     connects with) resolves the peer's address to `lo`, calls it loopback and puts BOTH
+#     ends on the device that owns the destination address (rxe0 <-> rxe0, nothing on the
+#     wire), whatever source the client bound. With them, rdma_resolve_addr resolves to
+#     (checked with a small librdmacm program):
+#        bound 10.77.0.2 -> 10.77.0.1: rxe1 (crosses)   unbound -> 10.77.0.1: rxe1 (crosses)
+#        bound 10.77.0.1 -> 10.77.0.2: rxe0 (crosses)   unbound -> 10.77.0.2: rxe0 (crosses)
+#        bound 10.77.0.1 -> 10.77.0.1: rxe0 (rxe loopback, as one NIC talking to itself)
+#     A bound source sets the output interface, and the table-177 route through the other
+#     end does not match it, so traffic to a device's own address stays local.
 #   * static neighbour entries, so that no ARP is needed.
-# Two namespaces (one veth end and its rxe device in each) do not work on 6.1: rxe opens its
-# UDP 4791 socket in the initial namespace only, and a device whose netdev moved to another
-# namespace disappears from `rdma link` (shared rdma namespace mode or not).
+# Two namespaces (one veth end and its rxe device in each) do not work on 6.1: moving the
+# netdev to another namespace removes its rxe device (`rdma link` no longer lists it, in
+# either namespace), and 6.1's rxe listens on UDP 4791 in the initial namespace only.
 
 ZR_SUBNET=${ZCOLL_RXE_SUBNET:-10.77.0}
 ZR_TABLE=${ZCOLL_RXE_TABLE:-177}
@@ -43,11 +47,11 @@ rxe_net_up() {
     echo 0 >"/proc/sys/net/ipv4/conf/${ZR_NETDEVS[i]}/rp_filter"
   done
   # rp_filter is the max of `all` and the device's value.
-  ZR_SAVED_RPF=$(</proc/sys/net/ipv4/conf/all/rp_filter)
+  read -r ZR_SAVED_RPF </proc/sys/net/ipv4/conf/all/rp_filter
   echo 0 >/proc/sys/net/ipv4/conf/all/rp_filter
   local mac0 mac1
-  mac0=$(<"/sys/class/net/${ZR_NETDEVS[0]}/address")
-  mac1=$(<"/sys/class/net/${ZR_NETDEVS[1]}/address")
+  read -r mac0 <"/sys/class/net/${ZR_NETDEVS[0]}/address"
+  read -r mac1 <"/sys/class/net/${ZR_NETDEVS[1]}/address"
   local batch=(
     "link set ${ZR_NETDEVS[0]} mtu 1500 up"
     "link set ${ZR_NETDEVS[1]} mtu 1500 up"
@@ -59,13 +63,16 @@ rxe_net_up() {
     "neigh replace ${ZR_ADDRS[1]} dev ${ZR_NETDEVS[0]} lladdr $mac1 nud permanent"
     "neigh replace ${ZR_ADDRS[0]} dev ${ZR_NETDEVS[1]} lladdr $mac0 nud permanent"
   )
-  if [[ $(ip rule show pref 0) == *'lookup local'* ]]; then
-    # First the new rule, then away with the old: local delivery never stops.
-    batch+=("rule add pref 1000 lookup local" "rule del pref 0 lookup local")
-    ZR_MOVED_LOCAL=1
+  # With one device there is nothing to cross to: no rules, and everything to 10.77.0.1
+  # (bound or not) is rxe0's loopback.
+  if ((n > 1)); then
+    if [[ $(ip rule show pref 0) == *'lookup local'* ]]; then
+      # First the new rule, then away with the old: local delivery never stops.
+      batch+=("rule add pref 1000 lookup local" "rule del pref 0 lookup local")
+    fi
+    batch+=("rule add pref 100 iif lo to ${ZR_ADDRS[0]} lookup $ZR_TABLE"
+      "rule add pref 100 iif lo to ${ZR_ADDRS[1]} lookup $ZR_TABLE")
   fi
-  batch+=("rule add pref 100 iif lo to ${ZR_ADDRS[0]} lookup $ZR_TABLE"
-    "rule add pref 100 iif lo to ${ZR_ADDRS[1]} lookup $ZR_TABLE")
   printf '%s\n' "${batch[@]}" | ip -batch -
   for ((i = 0; i < n; i++)); do
     rdma link add "${ZR_DEVS[i]}" type rxe netdev "${ZR_NETDEVS[i]}"
@@ -86,49 +93,65 @@ rxe_net_up() {
 rxe_gids_ready() {
   local i g
   for ((i = 0; i < $1; i++)); do
-    [ -r "/sys/class/infiniband/${ZR_DEVS[i]}/ports/1/gids/1" ] || return 1
-    g=$(<"/sys/class/infiniband/${ZR_DEVS[i]}/ports/1/gids/1")
+    read -r g <"/sys/class/infiniband/${ZR_DEVS[i]}/ports/1/gids/1" 2>/dev/null || return 1
     [[ $g == 0000:0000:0000:0000:0000:ffff:* ]] || return 1
   done
 }
 
-# rxe_net_down: undoes rxe_net_up as far as it got (safe to call more than once).
+# rxe_net_down: undoes rxe_net_up, or what a killed run left (safe to call any time, also
+# under set -e).
 rxe_net_down() {
   local i
   for i in 1 0; do
-    [ -e "/sys/class/infiniband/${ZR_DEVS[i]}" ] && rdma link delete "${ZR_DEVS[i]}" 2>/dev/null
+    if [ -e "/sys/class/infiniband/${ZR_DEVS[i]}" ]; then
+      rdma link delete "${ZR_DEVS[i]}" 2>/dev/null || true
+    fi
   done
   for i in 0 1; do
-    ip rule del pref 100 iif lo to "${ZR_ADDRS[i]}" lookup "$ZR_TABLE" 2>/dev/null
+    while ip rule del pref 100 iif lo to "${ZR_ADDRS[i]}" lookup "$ZR_TABLE" 2>/dev/null; do :; done
   done
-  if [ "${ZR_MOVED_LOCAL:-0}" = 1 ]; then
-    ip rule add pref 0 lookup local && ip rule del pref 1000 lookup local
-    ZR_MOVED_LOCAL=0
+  # `local` at pref 1000 and none at pref 0 is what rxe_net_up makes: put it back.
+  if [[ $(ip rule show pref 1000) == *'lookup local'* && $(ip rule show pref 0) != *'lookup local'* ]]; then
+    if ip rule add pref 0 lookup local; then ip rule del pref 1000 lookup local || true; fi
   fi
-  ip route flush table "$ZR_TABLE" 2>/dev/null
-  ip link del "${ZR_NETDEVS[0]}" 2>/dev/null
+  ip route flush table "$ZR_TABLE" 2>/dev/null || true
+  ip link del "${ZR_NETDEVS[0]}" 2>/dev/null || true
   if [ -n "${ZR_SAVED_RPF:-}" ]; then
-    echo "$ZR_SAVED_RPF" >/proc/sys/net/ipv4/conf/all/rp_filter
+    echo "$ZR_SAVED_RPF" >/proc/sys/net/ipv4/conf/all/rp_filter || true
     ZR_SAVED_RPF=
   fi
   return 0
 }
 
-# rxe_net_show: what the command will find (for the CI log).
+# rxe_net_show: what the command will find (for the CI log). Few forks, as above.
 rxe_net_show() {
-  local d p
+  local d p state g0 g1 line dev="" want=0
+  local -A mtu=()
   echo "== rdma link"
   rdma link show
   echo "== ibv_devices"
   ibv_devices
+  while read -r line; do # active_mtu of each device's first port
+    case $line in
+      hca_id:*) dev=${line#hca_id:} dev=${dev//[[:space:]]/} want=1 ;;
+      active_mtu:*)
+        if ((want)); then
+          read -r mtu["$dev"] _ <<<"${line#active_mtu:}" # "1024 (3)": the bytes
+          want=0
+        fi ;;
+    esac
+  done < <(ibv_devinfo 2>/dev/null)
   for d in /sys/class/infiniband/*; do
     [ -e "$d" ] || continue
     for p in "$d"/ports/*; do
-      echo "== ${d##*/} port ${p##*/}: $(cat "$p/state"), active_mtu $(ibv_devinfo -d "${d##*/}" -i "${p##*/}" 2>/dev/null | awk '/active_mtu/ {print $2; exit}'), gid[0] $(cat "$p/gids/0"), gid[1] $(cat "$p/gids/1" 2>/dev/null)"
+      read -r state <"$p/state"
+      read -r g0 <"$p/gids/0"
+      g1=
+      read -r g1 <"$p/gids/1" 2>/dev/null || true
+      echo "== ${d##*/} port ${p##*/}: $state, active_mtu ${mtu[${d##*/}]:-?}, gid[0] $g0, gid[1] $g1"
     done
   done
   echo "== addresses"
-  ip -br addr show dev "${ZR_NETDEVS[0]}"
-  ip -br addr show dev "${ZR_NETDEVS[1]}"
+  ip -br addr show type veth
   echo "ZCOLL_RXE=$ZCOLL_RXE ZCOLL_RXE_DEVS=\"$ZCOLL_RXE_DEVS\" ZCOLL_RXE_ADDRS=\"$ZCOLL_RXE_ADDRS\""
 }

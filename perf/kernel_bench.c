@@ -8,10 +8,9 @@
  * "avg/p" is the final AVG step (divides by p = 4); "oop" rows use a third buffer as
  * the destination.
  *
- * Build (from the source tree, after building the static library into build/):
- *   cc -O2 -I include -I lib perf/kernel_bench.c build/libzcoll_static.a \
- *      -lucp -luct -lucs -lm -lpthread
- * Run: ./a.out [generic|avx2|avx512] [size in KiB ...]
+ * Built with the project (target zcoll_kernel_bench, not installed):
+ *   cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release && cmake --build build/release
+ *   build/release/zcoll_kernel_bench [generic|avx2|avx512] [size in KiB ...]
  */
 #define _GNU_SOURCE
 #include <stdint.h>

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs inside ci/rxe.sh (rxe0 <-> rxe1 across a veth): perftest's raw RDMA WRITE
+# bandwidth and latency, then zcoll_perf over verbs on the same devices, and prints
+# zcoll's figures as ratios of the raw link's. Usage: perf/rxe_compare.sh (the host side).
+set -euo pipefail
+build=${1:?build directory}
+iters=${ZCOLL_RXE_BENCH_ITERS:-200}
+read -r addr0 _ <<<"${ZCOLL_RXE_ADDRS:-10.77.0.1 10.77.0.2}"
+
+# perftest pair: server on rxe0, client on rxe1; --report_gbits: 1e9 bits per second.
+pair() { # tool size extra...
+  local tool=$1 size=$2; shift 2
+  "$tool" -d rxe0 -x 1 -F -s "$size" "$@" >/dev/null 2>&1 &
+  local srv=$!
+  local out
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    if out=$("$tool" -d rxe1 -x 1 -F -s "$size" "$@" "$addr0" 2>&1); then break; fi
+    sleep 0.5 # the server may not listen yet
+  done
+  wait "$srv" || true
+  printf '%s\n' "$out"
+}
+
+declare -A raw_bw
+for size in 1048576 8388608; do
+  out=$(pair ib_write_bw "$size" -n "$iters" --report_gbits)
+  gbit=$(awk -v s="$size" '$1 == s {print $4}' <<<"$out")
+  raw_bw[$size]=$(awk -v g="$gbit" 'BEGIN {printf "%.4f", g / 8}') # GB/s
+  echo "ib_write_bw -x 1 -s $size: ${gbit} Gbit/s = ${raw_bw[$size]} GB/s"
+done
+out=$(pair ib_write_lat 8 -n 2000)
+read -r lat_typ lat_avg < <(awk '$1 == 8 {print $5, $6}' <<<"$out")
+echo "ib_write_lat -x 1 -s 8: typical ${lat_typ} us, average ${lat_avg} us"
+
+zout=$(ZCOLL_TRANSPORT=verbs "$build/zcoll_run" -np 2 "$build/zcoll_perf" -b 8 -e 8M -f 8 \
+  -n 20 -w 3 -c 1)
+printf '%s\n' "$zout"
+row() { awk -v s="$1" '$1 == s && $0 !~ /^#/ {print $6, $8}' <<<"$zout"; }
+read -r z8_time _ < <(row 8)
+read -r _ z1m_bw < <(row 1048576)
+read -r _ z8m_bw < <(row 8388608)
+echo
+echo "# zcoll over verbs, 2 ranks on rxe0/rxe1, against the raw link (same guest, same run)"
+printf '%-28s %12s %12s %8s\n' "" zcoll raw ratio
+awk -v z="$z1m_bw" -v r="${raw_bw[1048576]}" \
+  'BEGIN {printf "%-28s %12.4f %12.4f %8.2f\n", "busbw 1 MiB (GB/s)", z, r, z / r}'
+awk -v z="$z8m_bw" -v r="${raw_bw[8388608]}" \
+  'BEGIN {printf "%-28s %12.4f %12.4f %8.2f\n", "busbw 8 MiB (GB/s)", z, r, z / r}'
+awk -v z="$z8_time" -v r="$lat_typ" \
+  'BEGIN {printf "%-28s %12.2f %12.2f %8.2f\n", "8 B latency (us)", z, r, z / r}'

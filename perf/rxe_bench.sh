@@ -32,8 +32,8 @@ out=$(pair ib_write_lat 8 -n 2000)
 read -r lat_typ lat_avg < <(awk '$1 == 8 {print $5, $6}' <<<"$out")
 echo "ib_write_lat -x 1 -s 8: typical ${lat_typ} us, average ${lat_avg} us"
 
-zout=$(ZCOLL_TRANSPORT=verbs "$build/zcoll_run" -np 2 "$build/zcoll_perf" -b 8 -e 8M -f 8 \
-  -n 20 -w 3 -c 1)
+zperf() { ZCOLL_TRANSPORT=verbs "$build/zcoll_run" -np 2 "$build/zcoll_perf" -c 1 "$@"; }
+zout=$(zperf -b 8 -e 8 -n 200 -w 20; zperf -b 1M -e 8M -f 8 -n 10 -w 2)
 printf '%s\n' "$zout"
 row() { awk -v s="$1" '$1 == s && $0 !~ /^#/ {print $6, $8}' <<<"$zout"; }
 read -r z8_time _ < <(row 8)

@@ -68,8 +68,10 @@ static zcoll_status_t post_write(struct zcoll_ep *ep, struct ibv_send_wr *wr, ui
   uint32_t slot = (ep->wr_head + ep->wr_count) % (uint32_t)tl->sq_depth;
   ep->wrs[slot] = (struct zcoll__verbs_wr){cookie, (uint8_t)report};
   wr->wr_id = ((uint64_t)ep->index << 32) | slot;
-  /* Selective signalling: one signalled completion retires every earlier write. */
-  if (++ep->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || !report) {
+  /* Selective signalling: one signalled completion retires every earlier write. A
+   * write posted while none is signalled is signalled itself, so that light traffic
+   * needs no extra flush write (each costs a packet). */
+  if (++ep->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || !report || !ep->signal_pending) {
     wr->send_flags |= IBV_SEND_SIGNALED;
     ep->since_signal = 0;
     ep->signal_pending++;

@@ -1,26 +1,40 @@
 /*
  * The correctness matrix as real processes over UCX, launched with zcoll_run: every
- * dtype x op x placement, counts 0, 1, p-1, p+1, odd and 3 MiB, misaligned buffers,
- * for p = 1..8. Each rank checks every element against the independent reference.
+ * dtype x op x placement, counts 0, 1, p-1, p+1, odd and large, misaligned buffers,
+ * each element checked against the independent reference on every rank -- for the
+ * automatic choice (3 MiB vectors) and for every algorithm forced (1 MiB), p = 1..9.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
 #include "spawn.h"
 
+static const char *const algos[] = {"auto", "ring", "butterfly", "rhd", "tree"};
+#define NALGOS 5
+#define MAXP 9
+
+/* Plain values only: Criterion runs each test in a fresh process. */
+struct ucx_case {
+  int algo, size;
+};
+
 ParameterizedTestParameters(ucx, matrix) {
-  static int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8};
-  return cr_make_param_array(int, sizes, sizeof(sizes) / sizeof(sizes[0]));
+  static struct ucx_case cases[NALGOS * MAXP];
+  for (int a = 0; a < NALGOS; a++)
+    for (int p = 1; p <= MAXP; p++) cases[a * MAXP + p - 1] = (struct ucx_case){a, p};
+  return cr_make_param_array(struct ucx_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-ParameterizedTest(int *p, ucx, matrix, .timeout = 600) {
-  char np[16];
-  snprintf(np, sizeof(np), "%d", *p);
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), NULL};
-  const char *env[] = {"ZCOLL_TRANSPORT=ucx", NULL};
+ParameterizedTest(struct ucx_case *c, ucx, matrix, .timeout = 600) {
+  char np[16], algo[64];
+  snprintf(np, sizeof(np), "%d", c->size);
+  snprintf(algo, sizeof(algo), "ZCOLL_ALGO=%s", algos[c->algo]);
+  const char *large = c->algo == 0 ? "3145728" : "1048576";
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), large, NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=ucx", algo, NULL};
   struct sp_result r = sp_run(argv, env, 500);
-  cr_log_info("p=%d: %.1f s\n%s", *p, r.seconds, r.out);
-  cr_assert_eq(r.status, 0, "p=%d: exit %d\n%s", *p, r.status, r.out);
+  cr_log_info("%s p=%d: %.1f s\n%s", algo, c->size, r.seconds, r.out);
+  cr_assert_eq(r.status, 0, "%s p=%d: exit %d\n%s", algo, c->size, r.status, r.out);
   cr_assert(strstr(r.out, "every element exact on every rank") != NULL, "%s", r.out);
   cr_assert(strstr(r.out, "over ucx") != NULL, "%s", r.out);
   free(r.out);

@@ -159,8 +159,11 @@ ZCOLL_API zcoll_status_t zcoll_test(zcoll_request_t *req);
 ZCOLL_API zcoll_status_t zcoll_wait(zcoll_request_t *req);
 ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
 
-/* Explicit registration. Not implemented in this release: zcoll_mem_register returns
- * ZCOLL_ERR_UNSUPPORTED; unregistered buffers work everywhere, through staging. */
+/* Explicit registration (local, not collective). Over verbs, pieces sent from inside a
+ * registered region go straight from it, with no copy into staging; elsewhere it is
+ * accepted and changes nothing. The region must stay registered and valid while
+ * collectives use it; zcoll_comm_destroy releases registrations left behind.
+ * (Results still arrive through the communicator's receive slots in this release.) */
 ZCOLL_API zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len,
                                             zcoll_mr_t **mr);
 ZCOLL_API zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr);

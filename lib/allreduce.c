@@ -158,16 +158,3 @@ zcoll_status_t zcoll_wait(zcoll_request_t *req) { return no_request(req, "zcoll_
 zcoll_status_t zcoll_request_free(zcoll_request_t *req) {
   return no_request(req, "zcoll_request_free");
 }
-
-zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zcoll_mr_t **mr) {
-  (void)addr, (void)len;
-  if (mr) *mr = NULL;
-  return report(comm, zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                                  "zcoll_mem_register is not implemented in zcoll %s",
-                                  zcoll_version_string()));
-}
-
-zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
-  (void)mr;
-  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_deregister: no such registration");
-}

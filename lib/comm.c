@@ -255,6 +255,7 @@ out:
 }
 
 static void release(zcoll_comm_t *comm) {
+  zcoll__mr_release_all(comm); /* registrations the application left behind */
   for (int i = 0; comm->chans && i < comm->nchans; i++) {
     if (comm->chans[i].rkey) comm->tl_ops->rkey_release(comm->chans[i].rkey);
     free(comm->chans[i].slots);

@@ -96,6 +96,7 @@ struct zcoll_comm {
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
   struct run *running;            /* the collective in progress, for the placement hook */
+  struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
 };
 
 struct run;
@@ -107,6 +108,10 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, 
                               const void *src, void *dst, size_t count, zcoll_dtype_t dtype,
                               zcoll_op_t op);
 void zcoll__exec_free(struct zcoll__exec_state *e);
+/* The transport registration covering [addr, addr+len), or NULL (mr.c). */
+struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t len);
+void zcoll__mr_release_all(zcoll_comm_t *comm);
+
 /* Waits for every put to complete (before tearing the transport down). */
 zcoll_status_t zcoll__drain(zcoll_comm_t *comm);
 

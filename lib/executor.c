@@ -30,6 +30,7 @@ struct zcoll__exec_state {
   size_t *pos;    /* per op: progressed up to this element (send: source released) */
   size_t *issued; /* per op, sends: next element to put */
   uint8_t *finished;
+  struct zcoll_tl_mr **src_mr; /* per send op: the user registration it is put from */
   int *send_cur, *recv_cur, *chan; /* per schedule peer */
   int *peer_of_chan;               /* channel -> schedule peer, -1 if not in this schedule */
   int cap_chans;
@@ -54,6 +55,7 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->pos);
   free(e->issued);
   free(e->finished);
+  free(e->src_mr);
   free(e->send_cur);
   free(e->recv_cur);
   free(e->chan);
@@ -73,7 +75,9 @@ static zcoll_status_t exec_reserve(zcoll_comm_t *comm, int nops, int npeers) {
     if (issued) e->issued = issued;
     uint8_t *fin = realloc(e->finished, n);
     if (fin) e->finished = fin;
-    if (!pos || !issued || !fin)
+    struct zcoll_tl_mr **m = realloc(e->src_mr, n * sizeof(*m));
+    if (m) e->src_mr = m;
+    if (!pos || !issued || !fin || !m)
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_ops = nops;
   }
@@ -138,12 +142,17 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     if (!c->credits || c->inflight[slot].busy || !deps_ready(r, o, a, b)) break;
     const char *src = r->buf[o->buf] + a * r->dsize;
     size_t len = (b - a) * r->dsize;
-    struct zcoll_tl_mr *lmr = NULL;
+    /* Sources inside a user registration go out as they are (decided per op, so that
+     * an op's pieces are released in order); others through staging. */
+    if (a == o->off && r->staged)
+      r->e->src_mr[i] = o->count ? zcoll__mr_find(comm, src, o->count * r->dsize) : NULL;
+    struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
+    int stage = r->staged && !lmr;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
-    if (r->staged) {
-      char *stage = c->stage + (size_t)slot * comm->slot_bytes;
-      if (len) memcpy(stage, src, len);
-      src = stage;
+    if (stage) {
+      char *staging = c->stage + (size_t)slot * comm->slot_bytes;
+      if (len) memcpy(staging, src, len);
+      src = staging;
       lmr = comm->send_mr;
       if (t0) {
         int64_t t1 = zcoll__trace_now();
@@ -159,15 +168,15 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     if (st != ZCOLL_OK) return st;
     int last = b == op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
-    c->inflight[slot] = (struct zcoll__inflight){1, 0, r->staged ? -1 : i, b, t0, (uint32_t)len};
+    c->inflight[slot] = (struct zcoll__inflight){1, 0, stage ? -1 : i, b, t0, (uint32_t)len};
     c->credits--;
     c->send_seq++;
     r->e->issued[i] = b;
-    if (r->staged) r->e->pos[i] = b;
+    if (stage) r->e->pos[i] = b;
     *progress = 1;
     if (!last) continue;
     (*cur)++;
-    if (r->staged) finish_op(r, i);
+    if (stage) finish_op(r, i);
   }
   return ZCOLL_OK;
 }

@@ -17,6 +17,7 @@
 struct chk_stats {
   unsigned long cases, failures;
   char first[512];
+  int register_buffers; /* register both buffers with zcoll_mem_register around each call */
 };
 
 /* The counts every test uses for a job of `size` ranks: 0, 1, p-1, p+1, an odd one,
@@ -56,7 +57,16 @@ static inline int chk_one(zcoll_comm_t *comm, zcoll_dtype_t dt, zcoll_op_t op, s
   chk_fill(op, dt, in_place ? rbuf : sbuf, count, rank, salt);
   memcpy(copy, sbuf, bytes);
   st->cases++;
+  zcoll_mr_t *smr = NULL, *rmr = NULL;
+  if (st->register_buffers && (zcoll_mem_register(comm, sraw, total, &smr) != ZCOLL_OK ||
+                               zcoll_mem_register(comm, rraw, total, &rmr) != ZCOLL_OK)) {
+    snprintf(why, sizeof(why), "zcoll_mem_register: %s", zcoll_comm_last_error(comm));
+    chk_fail(st, "%s", why);
+  }
   zcoll_status_t rc = zcoll_allreduce(comm, in_place ? ZCOLL_IN_PLACE : sbuf, rbuf, count, dt, op);
+  if ((smr && zcoll_mem_deregister(smr) != ZCOLL_OK) ||
+      (rmr && zcoll_mem_deregister(rmr) != ZCOLL_OK))
+    chk_fail(st, "%s", "zcoll_mem_deregister failed");
   int stop = 0;
   if (rc != ZCOLL_OK) {
     snprintf(why, sizeof(why), "%s %s count %zu %s: %s: %s", zcoll_dtype_name(dt),

@@ -13,11 +13,13 @@
 /* Plain values only: Criterion runs each test in a fresh process, where pointers
  * into the parent's data would dangle. */
 struct matrix_case {
-  int size, chunk, depth;
+  int size, chunk, depth, reg; /* reg: buffers registered (sent without staging) */
 };
 
+static int registered;
+
 static void matrix_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
-  struct chk_stats st = {0, 0, ""};
+  struct chk_stats st = {0, 0, "", registered};
   chk_run_matrix(comm, (size_t)job->arg, &st);
   if (st.failures) rt_fail(job, rank, st.first);
 }
@@ -26,11 +28,13 @@ ParameterizedTestParameters(loopback, matrix) {
   static struct matrix_case cases[] = {
       {1, 4096, 4}, {2, 4096, 4}, {3, 4096, 2},  {4, 65536, 8}, {5, 4096, 3},
       {6, 1024, 2}, {7, 65536, 8}, {8, 8192, 4}, {9, 4096, 4},
+      {3, 4096, 3, 1}, {5, 65536, 4, 1},
   };
   return cr_make_param_array(struct matrix_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 ParameterizedTest(struct matrix_case *c, loopback, matrix, .timeout = 600) {
+  registered = c->reg;
   struct rt_job job = {.size = c->size, .body = matrix_body, .arg = (void *)((size_t)3 << 20)};
   char chunk[16], depth[16];
   snprintf(chunk, sizeof(chunk), "%d", c->chunk);
@@ -40,6 +44,6 @@ ParameterizedTest(struct matrix_case *c, loopback, matrix, .timeout = 600) {
   job.settings[1][0] = "PIPELINE_DEPTH";
   job.settings[1][1] = depth;
   unsigned long f = rt_run(&job);
-  cr_assert_eq(f, 0, "p=%d chunk=%d depth=%d: %lu failures; first: %s", c->size, c->chunk,
-               c->depth, f, job.first);
+  cr_assert_eq(f, 0, "p=%d chunk=%d depth=%d%s: %lu failures; first: %s", c->size, c->chunk,
+               c->depth, c->reg ? " registered" : "", f, job.first);
 }

@@ -66,9 +66,24 @@ Test(errors, unimplemented_calls_say_so) {
   cr_assert_null(req);
   EXPECT(zcoll_allreduce_init(comm, s, r, 1, ZCOLL_FLOAT32, ZCOLL_SUM, &req),
          ZCOLL_ERR_UNSUPPORTED, "not implemented");
-  zcoll_mr_t *mr;
-  EXPECT(zcoll_mem_register(comm, s, sizeof(s), &mr), ZCOLL_ERR_UNSUPPORTED, "not implemented");
   cr_assert_eq(zcoll_wait(NULL), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+}
+
+Test(errors, registration) {
+  zcoll_comm_t *comm = single();
+  float s[4] = {1, 2, 3, 4}, r[4];
+  zcoll_mr_t *mr = (zcoll_mr_t *)&comm;
+  EXPECT(zcoll_mem_register(comm, NULL, 16, &mr), ZCOLL_ERR_INVALID_ARG, "addr is NULL");
+  EXPECT(zcoll_mem_register(comm, s, 0, &mr), ZCOLL_ERR_INVALID_ARG, "len is 0");
+  cr_assert_eq(mr, (zcoll_mr_t *)&comm, "output set on failure");
+  cr_assert_eq(zcoll_mem_register(comm, s, sizeof(s), &mr), ZCOLL_OK);
+  cr_assert_eq(zcoll_allreduce(comm, s, r, 4, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_OK);
+  cr_assert(r[0] == 1 && r[3] == 4);
+  cr_assert_eq(zcoll_mem_deregister(mr), ZCOLL_OK);
+  cr_assert_eq(zcoll_mem_deregister(NULL), ZCOLL_ERR_INVALID_ARG);
+  /* A registration left behind is released with the communicator. */
+  cr_assert_eq(zcoll_mem_register(comm, r, sizeof(r), &mr), ZCOLL_OK);
   cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
 }
 

@@ -3,6 +3,8 @@
  *
  *   zcoll_run -np P allreduce_check [large_bytes]
  *
+ * With ZCOLL_TEST_REGISTER=1 every buffer is registered with zcoll_mem_register around
+ * each call (the zero-copy send path of transports that need registration).
  * Uses only <zcoll.h> and the library, like any application: it also builds outside
  * the tree with `cc allreduce_check.c $(pkg-config --cflags --libs zcoll)`. Exits 0
  * only if every element of every case on this rank was exact.
@@ -21,7 +23,9 @@ int main(int argc, char **argv) {
             zcoll_last_error());
     return 1;
   }
-  struct chk_stats st = {0, 0, ""};
+  struct chk_stats st = {0, 0, "", 0};
+  const char *reg = getenv("ZCOLL_TEST_REGISTER");
+  st.register_buffers = reg && reg[0] == '1';
   chk_run_matrix(comm, large, &st);
   int rank = zcoll_comm_rank(comm), size = zcoll_comm_size(comm);
   const char *tl = zcoll_comm_transport(comm);

@@ -1,0 +1,68 @@
+/* mr.c -- explicit registration: user regions pinned with the communicator's transport,
+ * so that pieces inside them are put straight from the user's memory, not staged. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+#include "log.h"
+
+struct zcoll_mr {
+  zcoll_comm_t *comm;
+  char *addr;
+  size_t len;
+  struct zcoll_tl_mr *tl_mr; /* NULL where the transport reads any memory */
+  struct zcoll_mr *next;
+};
+
+zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zcoll_mr_t **out) {
+  if (!comm || !addr || !len || !out)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: %s",
+                       !comm ? "comm is NULL" : !addr ? "addr is NULL" : !len ? "len is 0"
+                                                                             : "mr is NULL");
+  if ((uintptr_t)addr + len < (uintptr_t)addr)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: the range wraps around");
+  zcoll_mr_t *mr = calloc(1, sizeof(*mr));
+  if (!mr) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_mem_register: out of memory");
+  mr->comm = comm;
+  mr->addr = addr;
+  mr->len = len;
+  /* Transports that read any memory gain nothing from pinning it here. */
+  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
+    zcoll_status_t st = comm->tl_ops->mem_reg(comm->tl, addr, len, &mr->tl_mr);
+    if (st != ZCOLL_OK) {
+      snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
+      free(mr);
+      return st;
+    }
+  }
+  mr->next = comm->mrs;
+  comm->mrs = mr;
+  *out = mr;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
+  if (!mr) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_deregister: mr is NULL");
+  zcoll_mr_t **p = &mr->comm->mrs;
+  while (*p && *p != mr) p = &(*p)->next;
+  if (!*p)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_mem_deregister: not a registration of this communicator");
+  *p = mr->next;
+  if (mr->tl_mr) mr->comm->tl_ops->mem_dereg(mr->tl_mr);
+  free(mr);
+  return ZCOLL_OK;
+}
+
+struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t len) {
+  const char *a = addr;
+  for (zcoll_mr_t *mr = comm->mrs; mr; mr = mr->next)
+    if (mr->tl_mr && a >= mr->addr && len <= mr->len && (size_t)(a - mr->addr) <= mr->len - len)
+      return mr->tl_mr;
+  return NULL;
+}
+
+void zcoll__mr_release_all(zcoll_comm_t *comm) {
+  while (comm->mrs) zcoll_mem_deregister(comm->mrs);
+}

@@ -1,6 +1,7 @@
 /* mr.c -- explicit registration: user regions pinned with the communicator's transport,
  * so that pieces inside them are put straight from the user's memory, not staged. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,20 +17,26 @@ struct zcoll_mr {
 };
 
 zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zcoll_mr_t **out) {
+  zcoll_status_t st = ZCOLL_OK;
   if (!comm || !addr || !len || !out)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: %s",
-                       !comm ? "comm is NULL" : !addr ? "addr is NULL" : !len ? "len is 0"
-                                                                             : "mr is NULL");
-  if ((uintptr_t)addr + len < (uintptr_t)addr)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: the range wraps around");
-  zcoll_mr_t *mr = calloc(1, sizeof(*mr));
-  if (!mr) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_mem_register: out of memory");
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: %s",
+                     !comm ? "comm is NULL" : !addr ? "addr is NULL" : !len ? "len is 0"
+                                                                           : "mr is NULL");
+  else if ((uintptr_t)addr + len < (uintptr_t)addr)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: the range wraps around");
+  zcoll_mr_t *mr = st == ZCOLL_OK ? calloc(1, sizeof(*mr)) : NULL;
+  if (st == ZCOLL_OK && !mr)
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_mem_register: out of memory");
+  if (st != ZCOLL_OK) {
+    if (comm) snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
+    return st;
+  }
   mr->comm = comm;
   mr->addr = addr;
   mr->len = len;
   /* Transports that read any memory gain nothing from pinning it here. */
   if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
-    zcoll_status_t st = comm->tl_ops->mem_reg(comm->tl, addr, len, &mr->tl_mr);
+    st = comm->tl_ops->mem_reg(comm->tl, addr, len, &mr->tl_mr);
     if (st != ZCOLL_OK) {
       snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
       free(mr);

@@ -7,7 +7,8 @@ build=${1:?build directory}
 iters=${ZCOLL_RXE_BENCH_ITERS:-200}
 read -r addr0 _ <<<"${ZCOLL_RXE_ADDRS:-10.77.0.1 10.77.0.2}"
 
-# perftest pair: server on rxe0, client on rxe1; --report_gbits: 1e9 bits per second.
+# perftest pair: server on rxe0, client on rxe1. perftest's "MB/sec" is 2^20 bytes per
+# second (its MBS report format); converted to GB/s (1e9 B/s) like zcoll_perf's.
 pair() { # tool size extra...
   local tool=$1 size=$2; shift 2
   "$tool" -d rxe0 -x 1 -F -s "$size" "$@" >/dev/null 2>&1 &
@@ -23,10 +24,10 @@ pair() { # tool size extra...
 
 declare -A raw_bw
 for size in 1048576 8388608; do
-  out=$(pair ib_write_bw "$size" -n "$iters" --report_gbits)
-  gbit=$(awk -v s="$size" '$1 == s {print $4}' <<<"$out")
-  raw_bw[$size]=$(awk -v g="$gbit" 'BEGIN {printf "%.4f", g / 8}') # GB/s
-  echo "ib_write_bw -x 1 -s $size: ${gbit} Gbit/s = ${raw_bw[$size]} GB/s"
+  out=$(pair ib_write_bw "$size" -n "$iters")
+  mibs=$(awk -v s="$size" '$1 == s {print $4}' <<<"$out")
+  raw_bw[$size]=$(awk -v m="$mibs" 'BEGIN {printf "%.6f", m * 1048576 / 1e9}') # GB/s
+  echo "ib_write_bw -x 1 -s $size: average ${mibs} MiB/s = ${raw_bw[$size]} GB/s"
 done
 out=$(pair ib_write_lat 8 -n 2000)
 read -r lat_typ lat_avg < <(awk '$1 == 8 {print $5, $6}' <<<"$out")
@@ -35,7 +36,9 @@ echo "ib_write_lat -x 1 -s 8: typical ${lat_typ} us, average ${lat_avg} us"
 zperf() { ZCOLL_TRANSPORT=verbs "$build/zcoll_run" -np 2 "$build/zcoll_perf" -c 1 "$@"; }
 zout=$(zperf -b 8 -e 8 -n 200 -w 20; zperf -b 1M -e 8M -f 8 -n 10 -w 2)
 printf '%s\n' "$zout"
-row() { awk -v s="$1" '$1 == s && $0 !~ /^#/ {print $6, $8}' <<<"$zout"; }
+# busbw from the time column (the table rounds GB/s to 2 decimals): 2 ranks, so
+# busbw = algbw = bytes / time.
+row() { awk -v s="$1" '$1 == s && $0 !~ /^#/ {printf "%s %.6f\n", $6, s / $6 / 1e3}' <<<"$zout"; }
 read -r z8_time _ < <(row 8)
 read -r _ z1m_bw < <(row 1048576)
 read -r _ z8m_bw < <(row 8388608)
@@ -43,8 +46,8 @@ echo
 echo "# zcoll over verbs, 2 ranks on rxe0/rxe1, against the raw link (same guest, same run)"
 printf '%-28s %12s %12s %8s\n' "" zcoll raw ratio
 awk -v z="$z1m_bw" -v r="${raw_bw[1048576]}" \
-  'BEGIN {printf "%-28s %12.4f %12.4f %8.2f\n", "busbw 1 MiB (GB/s)", z, r, z / r}'
+  'BEGIN {printf "%-28s %12.5f %12.5f %8.2f\n", "busbw 1 MiB (GB/s)", z, r, z / r}'
 awk -v z="$z8m_bw" -v r="${raw_bw[8388608]}" \
-  'BEGIN {printf "%-28s %12.4f %12.4f %8.2f\n", "busbw 8 MiB (GB/s)", z, r, z / r}'
+  'BEGIN {printf "%-28s %12.5f %12.5f %8.2f\n", "busbw 8 MiB (GB/s)", z, r, z / r}'
 awk -v z="$z8_time" -v r="$lat_typ" \
   'BEGIN {printf "%-28s %12.2f %12.2f %8.2f\n", "8 B latency (us)", z, r, z / r}'

@@ -2,7 +2,7 @@
 """Draw ZCOLL_TRACE timelines as a PNG: one row per rank and pipeline stage.
 
     ZCOLL_TRACE=/tmp/tr zcoll_run -np 4 zcoll_perf -b 8M -e 8M -n 3 -w 1 -c 0
-    perf/trace_plot.py /tmp/tr -o pipeline.png           # the last allreduce
+    perf/trace_plot.py /tmp/tr -o pipeline.png           # the last of the largest allreduces
     perf/trace_plot.py /tmp/tr -o pipeline.png --all     # everything
 
 Overlap shows as bars of different stages at the same time on one rank: transfer of
@@ -41,16 +41,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("prefix", help="the ZCOLL_TRACE value used for the run")
     ap.add_argument("-o", "--output", default="pipeline.png")
-    ap.add_argument("--all", action="store_true", help="plot every collective, not the last")
+    ap.add_argument("--all", action="store_true",
+                    help="plot every collective, not only the last of the largest")
     args = ap.parse_args()
     ranks = load(args.prefix)
-    # The window: the last allreduce span common to the ranks (or everything).
+    # The window: the last of the largest allreduces (benchmarks end with tiny ones that
+    # combine their timings), over the ranks; or everything.
     lo, hi = None, None
     if not args.all:
         for evs in ranks.values():
             spans = [e for e in evs if e["name"] == "allreduce"]
             if spans:
-                last = spans[-1]
+                biggest = max(e["args"]["bytes"] for e in spans)
+                last = [e for e in spans if e["args"]["bytes"] == biggest][-1]
                 s, t = last["ts"], last["ts"] + last["dur"]
                 lo = s if lo is None else min(lo, s)
                 hi = t if hi is None else max(hi, t)

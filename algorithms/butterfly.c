@@ -15,32 +15,15 @@
  * costs log2(p2) + 1 latencies instead of log2(p2) + 2.
  */
 #include "algorithms.h"
-
-struct fold {
-  int p2, extra, steps;
-};
-
-static struct fold fold_of(int p) {
-  struct fold f = {1, 0, 0};
-  while (f.p2 * 2 <= p) f.p2 *= 2, f.steps++;
-  f.extra = p - f.p2;
-  return f;
-}
-
-/* Real rank of virtual rank v; its helper (-1 if none). */
-static int real_of(const struct fold *f, int v) { return v < f->extra ? 2 * v : v + f->extra; }
-static int helper_of(const struct fold *f, int v) { return v < f->extra ? 2 * v + 1 : -1; }
-
-static int is_helper(const struct fold *f, int r) { return r < 2 * f->extra && r % 2; }
-static int virt_of(const struct fold *f, int r) { return r < 2 * f->extra ? r / 2 : r - f->extra; }
+#include "fold.h"
 
 /* The virtual rank that a helper's even neighbour meets in the last step. */
-static int last_partner(const struct fold *f, int v) { return v ^ (f->p2 / 2); }
+static int last_partner(const struct zcoll__fold *f, int v) { return v ^ (f->p2 / 2); }
 
 static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
   (void)params;
   size_t n = s->count;
-  struct fold f = fold_of(s->size);
+  struct zcoll__fold f = zcoll__fold_of(s->size);
   int r = s->rank;
   /* Count 0 still exchanges (empty) pieces, so that a rank disagreeing on the count is
    * caught, not left waiting. */
@@ -48,14 +31,14 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
     zcoll__sched_copy(s, 0, n);
     return;
   }
-  if (is_helper(&f, r)) {
-    int even = r - 1, other = real_of(&f, last_partner(&f, virt_of(&f, even)));
+  if (zcoll__fold_is_helper(&f, r)) {
+    int even = r - 1, other = zcoll__fold_real(&f, last_partner(&f, zcoll__fold_virt(&f, even)));
     zcoll__sched_send(s, even, ZCOLL_BUF_SRC, 0, n);
     zcoll__sched_recv_copy(s, even, 0, n);
     zcoll__sched_recv_reduce(s, other, ZCOLL_BUF_DST, 0, n, 1);
     return;
   }
-  int v = virt_of(&f, r), h = helper_of(&f, v), acc = ZCOLL_BUF_SRC;
+  int v = zcoll__fold_virt(&f, r), h = zcoll__fold_helper(&f, v), acc = ZCOLL_BUF_SRC;
   if (h >= 0) {
     zcoll__sched_recv_reduce(s, h, ZCOLL_BUF_SRC, 0, n, 0);
     acc = ZCOLL_BUF_DST;
@@ -65,10 +48,10 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
     if (last) {
       /* Our helper takes our operand as its first, the partner's helper as its second. */
       if (h >= 0) zcoll__sched_send(s, h, acc, 0, n);
-      if (helper_of(&f, w) >= 0) zcoll__sched_send(s, helper_of(&f, w), acc, 0, n);
+      if (zcoll__fold_helper(&f, w) >= 0) zcoll__sched_send(s, zcoll__fold_helper(&f, w), acc, 0, n);
     }
-    zcoll__sched_send(s, real_of(&f, w), acc, 0, n);
-    zcoll__sched_recv_reduce(s, real_of(&f, w), acc, 0, n, last);
+    zcoll__sched_send(s, zcoll__fold_real(&f, w), acc, 0, n);
+    zcoll__sched_recv_reduce(s, zcoll__fold_real(&f, w), acc, 0, n, last);
     acc = ZCOLL_BUF_DST;
   }
 }
@@ -76,20 +59,20 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
 static int butterfly_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,
                            int max) {
   (void)params;
-  struct fold f = fold_of(size);
+  struct zcoll__fold f = zcoll__fold_of(size);
   int n = 0;
   if (size == 1) return 0;
-  if (is_helper(&f, rank)) {
+  if (zcoll__fold_is_helper(&f, rank)) {
     int even = rank - 1;
     if (n < max) out[n++] = even;
-    if (n < max) out[n++] = real_of(&f, last_partner(&f, virt_of(&f, even)));
+    if (n < max) out[n++] = zcoll__fold_real(&f, last_partner(&f, zcoll__fold_virt(&f, even)));
     return n;
   }
-  int v = virt_of(&f, rank);
-  if (helper_of(&f, v) >= 0 && n < max) out[n++] = helper_of(&f, v);
-  for (int k = 0; k < f.steps && n < max; k++) out[n++] = real_of(&f, v ^ (1 << k));
+  int v = zcoll__fold_virt(&f, rank);
+  if (zcoll__fold_helper(&f, v) >= 0 && n < max) out[n++] = zcoll__fold_helper(&f, v);
+  for (int k = 0; k < f.steps && n < max; k++) out[n++] = zcoll__fold_real(&f, v ^ (1 << k));
   int w = last_partner(&f, v);
-  if (helper_of(&f, w) >= 0 && n < max) out[n++] = helper_of(&f, w);
+  if (zcoll__fold_helper(&f, w) >= 0 && n < max) out[n++] = zcoll__fold_helper(&f, w);
   return n;
 }
 

@@ -19,19 +19,7 @@
  * by the length check on the first piece that differs instead of waiting forever.
  */
 #include "algorithms.h"
-
-struct fold {
-  int p2, extra, steps;
-};
-
-static struct fold fold_of(int p) {
-  struct fold f = {1, 0, 0};
-  while (f.p2 * 2 <= p) f.p2 *= 2, f.steps++;
-  f.extra = p - f.p2;
-  return f;
-}
-
-static int real_of(const struct fold *f, int v) { return v < f->extra ? 2 * v : v + f->extra; }
+#include "fold.h"
 
 /* Elements of blocks [b, b + nb) of p2. */
 static void span(size_t count, int p2, int b, int nb, size_t *off, size_t *len) {
@@ -46,7 +34,7 @@ struct halves {
   size_t keep_off, keep_len, give_off, give_len;
 };
 
-static struct halves halves_of(size_t count, const struct fold *f, int v, int i) {
+static struct halves halves_of(size_t count, const struct zcoll__fold *f, int v, int i) {
   int nb = f->p2 >> (i + 1), d = nb; /* blocks per half == the partner distance */
   int lo = v & ~(2 * nb - 1), keep = lo + (v & d ? nb : 0), give = lo + (v & d ? 0 : nb);
   struct halves h;
@@ -55,37 +43,26 @@ static struct halves halves_of(size_t count, const struct fold *f, int v, int i)
   return h;
 }
 
-static void send(struct zcoll__sched *s, int peer, int buf, size_t off, size_t len) {
-  zcoll__sched_send(s, peer, buf, off, len);
-}
-static void recv_reduce(struct zcoll__sched *s, int peer, int acc, size_t off, size_t len,
-                        int final) {
-  zcoll__sched_recv_reduce(s, peer, acc, off, len, final);
-}
-static void recv_copy(struct zcoll__sched *s, int peer, size_t off, size_t len) {
-  zcoll__sched_recv_copy(s, peer, off, len);
-}
-
 /* The helper's side: its input out in forwarding order, the result back. */
-static void helper_build(struct zcoll__sched *s, const struct fold *f, int even) {
+static void helper_build(struct zcoll__sched *s, const struct zcoll__fold *f, int even) {
   int v = even / 2;
   size_t off, len;
   for (int i = 0; i < f->steps; i++) {
     struct halves h = halves_of(s->count, f, v, i);
-    send(s, even, ZCOLL_BUF_SRC, h.give_off, h.give_len);
+    zcoll__sched_send(s, even, ZCOLL_BUF_SRC, h.give_off, h.give_len);
   }
   zcoll__block(s->count, f->p2, v, &off, &len);
-  send(s, even, ZCOLL_BUF_SRC, off, len);
-  recv_copy(s, even, off, len);
+  zcoll__sched_send(s, even, ZCOLL_BUF_SRC, off, len);
+  zcoll__sched_recv_copy(s, even, off, len);
   for (int i = f->steps - 1; i >= 0; i--) {
     struct halves h = halves_of(s->count, f, v, i);
-    recv_copy(s, even, h.give_off, h.give_len);
+    zcoll__sched_recv_copy(s, even, h.give_off, h.give_len);
   }
 }
 
 static void rhd_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
   (void)params;
-  struct fold f = fold_of(s->size);
+  struct zcoll__fold f = zcoll__fold_of(s->size);
   int r = s->rank;
   if (s->size == 1) {
     zcoll__sched_copy(s, 0, s->count);
@@ -101,40 +78,40 @@ static void rhd_build(struct zcoll__sched *s, const struct zcoll__algo_params *p
   if (helper >= 0) {
     for (int i = 0; i < f.steps; i++) {
       struct halves h = halves_of(s->count, &f, v, i);
-      recv_reduce(s, helper, ZCOLL_BUF_SRC, h.give_off, h.give_len, 0);
+      zcoll__sched_recv_reduce(s, helper, ZCOLL_BUF_SRC, h.give_off, h.give_len, 0);
     }
     zcoll__block(s->count, f.p2, v, &off, &len);
-    recv_reduce(s, helper, ZCOLL_BUF_SRC, off, len, 0);
+    zcoll__sched_recv_reduce(s, helper, ZCOLL_BUF_SRC, off, len, 0);
     acc = ZCOLL_BUF_DST;
   }
   for (int i = 0; i < f.steps; i++) {
     struct halves h = halves_of(s->count, &f, v, i);
-    int q = real_of(&f, v ^ (f.p2 >> (i + 1)));
-    send(s, q, i ? ZCOLL_BUF_DST : acc, h.give_off, h.give_len);
-    recv_reduce(s, q, i ? ZCOLL_BUF_DST : acc, h.keep_off, h.keep_len, i == f.steps - 1);
+    int q = zcoll__fold_real(&f, v ^ (f.p2 >> (i + 1)));
+    zcoll__sched_send(s, q, i ? ZCOLL_BUF_DST : acc, h.give_off, h.give_len);
+    zcoll__sched_recv_reduce(s, q, i ? ZCOLL_BUF_DST : acc, h.keep_off, h.keep_len, i == f.steps - 1);
   }
   zcoll__block(s->count, f.p2, v, &off, &len);
-  if (helper >= 0) send(s, helper, ZCOLL_BUF_DST, off, len);
+  if (helper >= 0) zcoll__sched_send(s, helper, ZCOLL_BUF_DST, off, len);
   for (int i = f.steps - 1; i >= 0; i--) {
     struct halves h = halves_of(s->count, &f, v, i);
-    int q = real_of(&f, v ^ (f.p2 >> (i + 1)));
-    send(s, q, ZCOLL_BUF_DST, h.keep_off, h.keep_len);
-    recv_copy(s, q, h.give_off, h.give_len);
-    if (helper >= 0) send(s, helper, ZCOLL_BUF_DST, h.give_off, h.give_len);
+    int q = zcoll__fold_real(&f, v ^ (f.p2 >> (i + 1)));
+    zcoll__sched_send(s, q, ZCOLL_BUF_DST, h.keep_off, h.keep_len);
+    zcoll__sched_recv_copy(s, q, h.give_off, h.give_len);
+    if (helper >= 0) zcoll__sched_send(s, helper, ZCOLL_BUF_DST, h.give_off, h.give_len);
   }
 }
 
 static int rhd_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,
                      int max) {
   (void)params;
-  struct fold f = fold_of(size);
+  struct zcoll__fold f = zcoll__fold_of(size);
   int n = 0;
   if (rank < 2 * f.extra) {
     if (n < max) out[n++] = rank ^ 1;
     if (rank % 2) return n;
   }
   int v = rank < 2 * f.extra ? rank / 2 : rank - f.extra;
-  for (int i = 0; i < f.steps && n < max; i++) out[n++] = real_of(&f, v ^ (1 << i));
+  for (int i = 0; i < f.steps && n < max; i++) out[n++] = zcoll__fold_real(&f, v ^ (1 << i));
   return n;
 }
 

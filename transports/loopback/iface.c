@@ -37,7 +37,7 @@ void zcoll__lb_unref(struct zcoll_tl *tl) {
   if (!last) return;
   close(tl->efd);
   pthread_mutex_destroy(&tl->lock);
-  free(tl->q);
+  zcoll__evq_free(&tl->evq);
   free(tl);
 }
 

@@ -14,14 +14,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "evq.h"
 #include "transport.h"
 
 struct zcoll_tl {
   int rank, size;
   int efd;
   pthread_mutex_t lock; /* guards the event queue: peers push into it */
-  struct zcoll_tl_event *q;
-  size_t q_head, q_len, q_cap;
+  struct zcoll__evq evq; /* events raised by callbacks, harvested by poll */
   zcoll_status_t failed;
   struct zcoll_ep **eps;
   int neps;

@@ -8,22 +8,12 @@
 #include "loopback.h"
 
 zcoll_status_t zcoll__lb_push_locked(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
-  if (tl->q_len == tl->q_cap) {
-    size_t ncap = tl->q_cap ? tl->q_cap * 2 : 64;
-    struct zcoll_tl_event *nq = malloc(ncap * sizeof(*nq));
-    if (!nq) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory queueing an event");
-    for (size_t i = 0; i < tl->q_len; i++) nq[i] = tl->q[(tl->q_head + i) % tl->q_cap];
-    free(tl->q);
-    tl->q = nq;
-    tl->q_cap = ncap;
-    tl->q_head = 0;
-  }
-  tl->q[(tl->q_head + tl->q_len++) % tl->q_cap] = *ev;
+  zcoll_status_t st = zcoll__evq_push(&tl->evq, ev);
   uint64_t one = 1;
   /* The counter only fails when it would overflow, and then the owner is awake. */
   ssize_t w = write(tl->efd, &one, sizeof(one));
   (void)w;
-  return ZCOLL_OK;
+  return st;
 }
 
 zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
@@ -59,15 +49,9 @@ zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_
 }
 
 zcoll_status_t zcoll__lb_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
-  int k = 0;
   pthread_mutex_lock(&tl->lock);
-  while (k < max && tl->q_len) {
-    ev[k++] = tl->q[tl->q_head];
-    tl->q_head = (tl->q_head + 1) % tl->q_cap;
-    tl->q_len--;
-  }
+  *n = zcoll__evq_pop(&tl->evq, ev, max);
   pthread_mutex_unlock(&tl->lock);
-  *n = k;
   return ZCOLL_OK;
 }
 
@@ -80,7 +64,7 @@ zcoll_status_t zcoll__lb_arm(struct zcoll_tl *tl) {
   while (read(tl->efd, &v, sizeof(v)) < 0 && errno == EINTR) {
   }
   pthread_mutex_lock(&tl->lock);
-  size_t pending = tl->q_len;
+  size_t pending = tl->evq.len;
   pthread_mutex_unlock(&tl->lock);
   return pending ? ZCOLL_IN_PROGRESS : ZCOLL_OK;
 }

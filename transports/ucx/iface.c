@@ -45,7 +45,7 @@ static void ucx_close(struct zcoll_tl *tl) {
     free(op);
   }
   free(tl->regions);
-  free(tl->q);
+  zcoll__evq_free(&tl->evq);
   free(tl);
 }
 

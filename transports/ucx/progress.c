@@ -7,22 +7,9 @@
 #include "ucx.h"
 
 zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
-  if (tl->q_len == tl->q_cap) {
-    size_t ncap = tl->q_cap ? tl->q_cap * 2 : 64;
-    struct zcoll_tl_event *nq = malloc(ncap * sizeof(*nq));
-    if (!nq) {
-      if (!tl->failed)
-        tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory queueing an event");
-      return tl->failed;
-    }
-    for (size_t i = 0; i < tl->q_len; i++) nq[i] = tl->q[(tl->q_head + i) % tl->q_cap];
-    free(tl->q);
-    tl->q = nq;
-    tl->q_cap = ncap;
-    tl->q_head = 0;
-  }
-  tl->q[(tl->q_head + tl->q_len++) % tl->q_cap] = *ev;
-  return ZCOLL_OK;
+  zcoll_status_t st = zcoll__evq_push(&tl->evq, ev);
+  if (st != ZCOLL_OK && !tl->failed) tl->failed = st;
+  return st;
 }
 
 struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl) {
@@ -168,15 +155,9 @@ bad:
 
 zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
   /* Progress until the worker is idle or we have a batch to hand back. */
-  while (tl->q_len < (size_t)max && ucp_worker_progress(tl->worker)) {
+  while (tl->evq.len < (size_t)max && ucp_worker_progress(tl->worker)) {
   }
-  int k = 0;
-  while (k < max && tl->q_len) {
-    ev[k++] = tl->q[tl->q_head];
-    tl->q_head = (tl->q_head + 1) % tl->q_cap;
-    tl->q_len--;
-  }
-  *n = k;
+  *n = zcoll__evq_pop(&tl->evq, ev, max);
   return tl->failed;
 }
 
@@ -188,7 +169,7 @@ void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *a
 }
 
 zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl) {
-  if (tl->q_len) return ZCOLL_IN_PROGRESS;
+  if (tl->evq.len) return ZCOLL_IN_PROGRESS;
   ucs_status_t s = ucp_worker_arm(tl->worker);
   if (s == UCS_ERR_BUSY) return ZCOLL_IN_PROGRESS;
   if (s != UCS_OK)

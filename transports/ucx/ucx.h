@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <ucp/api/ucp.h>
 
+#include "evq.h"
 #include "transport.h"
 
 #define ZCOLL_UCX_AM_ID 0x2c
@@ -44,8 +45,7 @@ struct zcoll_tl {
   ucp_context_h ctx;
   ucp_worker_h worker;
   int efd;
-  struct zcoll_tl_event *q; /* events raised by callbacks, harvested by poll */
-  size_t q_head, q_len, q_cap;
+  struct zcoll__evq evq; /* events raised by callbacks, harvested by poll */
   zcoll_status_t failed;
   struct zcoll_ep **eps;
   int neps;

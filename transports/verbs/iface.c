@@ -141,7 +141,7 @@ static void verbs_close(struct zcoll_tl *tl) {
   if (tl->listen_id) rdma_destroy_id(tl->listen_id);
   if (tl->cm_ch) rdma_destroy_event_channel(tl->cm_ch);
   if (tl->epfd >= 0) close(tl->epfd);
-  free(tl->q);
+  zcoll__evq_free(&tl->evq);
   free(tl);
 }
 

@@ -23,21 +23,9 @@ zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s) {
 }
 
 zcoll_status_t zcoll__verbs_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
-  if (tl->q_len == tl->q_cap) {
-    size_t ncap = tl->q_cap ? tl->q_cap * 2 : 256;
-    struct zcoll_tl_event *nq = malloc(ncap * sizeof(*nq));
-    if (!nq) {
-      if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
-      return tl->failed;
-    }
-    for (size_t i = 0; i < tl->q_len; i++) nq[i] = tl->q[(tl->q_head + i) % tl->q_cap];
-    free(tl->q);
-    tl->q = nq;
-    tl->q_cap = ncap;
-    tl->q_head = 0;
-  }
-  tl->q[(tl->q_head + tl->q_len++) % tl->q_cap] = *ev;
-  return ZCOLL_OK;
+  zcoll_status_t st = zcoll__evq_push(&tl->evq, ev);
+  if (st != ZCOLL_OK && !tl->failed) tl->failed = st;
+  return st;
 }
 
 zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n) {
@@ -145,7 +133,7 @@ static void fail_wc(struct zcoll_tl *tl, const struct ibv_wc *wc, struct zcoll_e
 static int drain_cq(struct zcoll_tl *tl, size_t want) {
   struct ibv_wc wc[32];
   int total = 0;
-  while (tl->q_len < want) {
+  while (tl->evq.len < want) {
     int n = ibv_poll_cq(tl->cq, 32, wc);
     if (n < 0) {
       if (!tl->failed)
@@ -219,13 +207,7 @@ zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev,
   }
   drain_cq(tl, (size_t)max);
   flush_tails(tl);
-  int k = 0;
-  while (k < max && tl->q_len) {
-    ev[k++] = tl->q[tl->q_head];
-    tl->q_head = (tl->q_head + 1) % tl->q_cap;
-    tl->q_len--;
-  }
-  *n = k;
+  *n = zcoll__evq_pop(&tl->evq, ev, max);
   return tl->failed;
 }
 
@@ -234,10 +216,10 @@ int zcoll__verbs_event_fd(struct zcoll_tl *tl) { return tl->epfd; }
 zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl) {
   check_events(tl);
   if (tl->failed) return tl->failed;
-  if (tl->q_len) return ZCOLL_IN_PROGRESS;
+  if (tl->evq.len) return ZCOLL_IN_PROGRESS;
   if (ibv_req_notify_cq(tl->cq, 0))
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_req_notify_cq: %s", strerror(errno));
   /* A completion that slipped in before the request would not wake us: look again. */
-  if (drain_cq(tl, 1) || tl->q_len) return ZCOLL_IN_PROGRESS;
+  if (drain_cq(tl, 1) || tl->evq.len) return ZCOLL_IN_PROGRESS;
   return ZCOLL_OK;
 }

@@ -17,6 +17,7 @@
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 
+#include "evq.h"
 #include "transport.h"
 
 #define ZCOLL_VERBS_SIGNAL_EVERY 16 /* unsignalled writes between two signalled ones */
@@ -52,8 +53,7 @@ struct zcoll_tl {
   int epfd; /* epoll over the completion channel, async events and CM events */
   uint32_t max_inline;
   int sq_depth, rq_depth;
-  struct zcoll_tl_event *q; /* events decoded from completions, handed out by poll */
-  size_t q_head, q_len, q_cap;
+  struct zcoll__evq evq; /* events raised by callbacks, harvested by poll */
   zcoll_status_t failed;
   struct zcoll_ep **eps;
   int neps;

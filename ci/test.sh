@@ -4,7 +4,7 @@
 # Usage: ci/test.sh          (from anywhere; installs missing Debian packages as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ci/deps.sh
+ci/deps.sh openmpi-bin  # mpirun: the launcher tests start a job with it
 jobs=$(nproc)
 t0=$SECONDS
 

@@ -46,13 +46,15 @@ struct zcoll__chan {
   struct zcoll_tl_rkey *rkey; /* the peer's receive region */
   uint64_t roff;              /* our slot ring inside it */
   /* sending */
-  uint32_t send_seq;   /* next piece number */
+  /* Piece numbers are 64-bit so that seq % depth never jumps at a wrap (a 32-bit
+   * counter would after 4 billion pieces: an hour of 1 us allreduces). */
+  uint64_t send_seq;   /* next piece number */
   uint32_t credits;    /* free slots at the peer */
-  uint32_t tail_seq;   /* oldest piece whose PUT_DONE we await */
+  uint64_t tail_seq;   /* oldest piece whose PUT_DONE we await */
   struct zcoll__inflight *inflight; /* depth entries, by seq % depth */
   char *stage;         /* our send staging ring (transports without PUT_ANY) */
   /* receiving */
-  uint32_t recv_seq;   /* next piece number to consume */
+  uint64_t recv_seq;   /* next piece number to consume */
   uint32_t unreturned; /* consumed pieces whose credit the peer has not got back */
   struct zcoll__slot *slots;
   char *recv;          /* our receive ring for this peer's pieces */

@@ -138,7 +138,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     int i = s->peer_ops[*cur];
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->issued[i], b = piece_end(r, o, a);
-    uint32_t slot = c->send_seq % (uint32_t)comm->depth;
+    uint32_t slot = (uint32_t)(c->send_seq % (uint64_t)comm->depth);
     if (!c->credits || c->inflight[slot].busy || !deps_ready(r, o, a, b)) break;
     const char *src = r->buf[o->buf] + a * r->dsize;
     size_t len = (b - a) * r->dsize;
@@ -160,8 +160,8 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
         t0 = t1;
       }
     }
-    uint32_t imm = (c->send_seq & ZCOLL_IMM_SEQ_MASK) | (r->sig << ZCOLL_IMM_SIG_SHIFT);
-    uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | c->send_seq;
+    uint32_t imm = ((uint32_t)c->send_seq & ZCOLL_IMM_SEQ_MASK) | (r->sig << ZCOLL_IMM_SIG_SHIFT);
+    uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
     zcoll_status_t st = comm->tl_ops->put(c->ep, src, lmr, c->rkey,
                                           c->roff + (uint64_t)slot * comm->slot_bytes, len, imm,
                                           cookie);
@@ -183,11 +183,11 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
 
 static void put_done(zcoll_comm_t *comm, struct run *r, uint64_t cookie) {
   struct zcoll__chan *c = &comm->chans[cookie >> 32];
-  uint32_t seq = (uint32_t)cookie;
-  c->inflight[seq % (uint32_t)comm->depth].done = 1;
+  uint32_t slot = (uint32_t)cookie; /* the cookie carries the slot, not the 64-bit seq */
+  if (slot < (uint32_t)comm->depth) c->inflight[slot].done = 1;
   /* Sources are released in order, so an op's position is a prefix. */
   while (c->tail_seq != c->send_seq) {
-    struct zcoll__inflight *f = &c->inflight[c->tail_seq % (uint32_t)comm->depth];
+    struct zcoll__inflight *f = &c->inflight[c->tail_seq % (uint64_t)comm->depth];
     if (!f->done) break;
     if (f->issued_ns)
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__trace_now(),
@@ -222,7 +222,7 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     int i = s->peer_ops[*cur];
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->pos[i], b = piece_end(r, o, a);
-    uint32_t slot = c->recv_seq % (uint32_t)comm->depth;
+    uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
     struct zcoll__slot *sl = &c->slots[slot];
     if (!sl->arrived || !deps_ready(r, o, a, b)) break;
     size_t len = (b - a) * r->dsize;
@@ -277,14 +277,14 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
                          c->peer);
     return ZCOLL_OK;
   }
-  uint32_t ahead = ((ev->imm & ZCOLL_IMM_SEQ_MASK) - c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
-  struct zcoll__slot *sl = &c->slots[(c->recv_seq + ahead) % (uint32_t)comm->depth];
+  uint32_t ahead = ((ev->imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
+  struct zcoll__slot *sl = &c->slots[(c->recv_seq + ahead) % (uint64_t)comm->depth];
   if (ahead >= (uint32_t)comm->depth || sl->arrived || ev->len > comm->slot_bytes)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                        "protocol violation by rank %d: piece %u of %u bytes while expecting "
                        "piece %u",
                        c->peer, ev->imm & ZCOLL_IMM_SEQ_MASK, ev->len,
-                       c->recv_seq & ZCOLL_IMM_SEQ_MASK);
+                       (uint32_t)c->recv_seq & ZCOLL_IMM_SEQ_MASK);
   sl->arrived = 1;
   sl->placed = ev->placed;
   sl->imm = ev->imm;
@@ -304,7 +304,7 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len) {
   if (j < 0 || ((imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff) != r->sig) return NULL;
   const struct zcoll__sched *s = r->s;
   struct zcoll__chan *c = &comm->chans[ci];
-  uint32_t ahead = ((imm & ZCOLL_IMM_SEQ_MASK) - c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
+  uint32_t ahead = ((imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
   if (ahead >= (uint32_t)comm->depth) return NULL;
   /* Walk this channel's receives from the one in progress to the piece that arrived. */
   int cur = r->e->recv_cur[j], end = s->peer_sends[j + 1];

@@ -29,46 +29,6 @@ _Static_assert(PT_INT8 == 0 && PT_FLOAT16 == 6 && PT_BFLOAT16 == 7 && PT_FLOAT32
                    PT_AVG == 4,
                "perf_table.h's enums moved: update gloo_allreduce_perf.cc");
 
-/* ---- AVG: the division after the sum ---------------------------------------------- */
-
-static float half_to_float(uint16_t h)
-{
-  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  float v;
-  if (e == 0)
-    v = ldexpf((float)m, -24);
-  else if (e == 31)
-    v = m ? NAN : INFINITY;
-  else
-    v = ldexpf((float)(m | 0x400), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-#define DIVIDE(type, buf, count, p)                                                       \
-  do {                                                                                    \
-    type *x_ = (type *)(buf);                                                             \
-    for (size_t i_ = 0; i_ < (count); i_++) x_[i_] = (type)(x_[i_] / (p));                \
-  } while (0)
-
-static void divide(void *buf, size_t count, enum pt_dtype t, int p)
-{
-  switch (t) {
-  case PT_INT8: DIVIDE(int8_t, buf, count, p); break;
-  case PT_UINT8: DIVIDE(uint8_t, buf, count, p); break;
-  case PT_INT32: DIVIDE(int32_t, buf, count, p); break;
-  case PT_UINT32: DIVIDE(uint32_t, buf, count, (uint32_t)p); break;
-  case PT_INT64: DIVIDE(int64_t, buf, count, (int64_t)p); break;
-  case PT_UINT64: DIVIDE(uint64_t, buf, count, (uint64_t)p); break;
-  case PT_FLOAT32: DIVIDE(float, buf, count, (float)p); break;
-  case PT_FLOAT64: DIVIDE(double, buf, count, (double)p); break;
-  case PT_FLOAT16: {
-    uint16_t *x = buf;
-    for (size_t i = 0; i < count; i++) x[i] = pt_f32_to_f16(half_to_float(x[i]) / (float)p);
-  } break;
-  default: break;
-  }
-}
-
 struct gp_run {
   const struct gp_backend *be;
   int rank, nranks;
@@ -81,7 +41,7 @@ struct gp_run {
 static int one(const struct gp_run *r)
 {
   if (r->be->run(r->be->ctx)) return -1;
-  if (r->op == PT_AVG) divide(r->buf, r->count, r->t, r->nranks);
+  if (r->op == PT_AVG) pt_divide(r->buf, r->count, r->t, r->nranks);
   return 0;
 }
 

@@ -62,27 +62,6 @@ static int mpi_fail(const struct mpi_ctx *c, const char *what, int err)
   return -1;
 }
 
-#define DIVIDE(type, buf, count, p)                                                       \
-  do {                                                                                    \
-    type *x_ = (type *)(buf);                                                             \
-    for (size_t i_ = 0; i_ < (count); i_++) x_[i_] = (type)(x_[i_] / (p));                \
-  } while (0)
-
-/* AVG: the sum divided by the number of ranks, as the reference computes it. */
-static void divide(void *buf, size_t count, enum pt_dtype t, int p)
-{
-  switch (t) {
-  case PT_INT8: DIVIDE(int8_t, buf, count, p); break;
-  case PT_UINT8: DIVIDE(uint8_t, buf, count, p); break;
-  case PT_INT32: DIVIDE(int32_t, buf, count, p); break;
-  case PT_UINT32: DIVIDE(uint32_t, buf, count, (uint32_t)p); break;
-  case PT_INT64: DIVIDE(int64_t, buf, count, (int64_t)p); break;
-  case PT_UINT64: DIVIDE(uint64_t, buf, count, (uint64_t)p); break;
-  case PT_FLOAT32: DIVIDE(float, buf, count, (float)p); break;
-  case PT_FLOAT64: DIVIDE(double, buf, count, (double)p); break;
-  default: break;
-  }
-}
 
 static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
                          enum pt_dtype t, enum pt_op op)
@@ -95,7 +74,7 @@ static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t c
   int err = MPI_Allreduce(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count, mpi_dtype(t),
                           mpi_op(op), MPI_COMM_WORLD);
   if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Allreduce", err);
-  if (op == PT_AVG) divide(recvbuf, count, t, c->nranks);
+  if (op == PT_AVG) pt_divide(recvbuf, count, t, c->nranks);
   return 0;
 }
 

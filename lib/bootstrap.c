@@ -187,8 +187,9 @@ static int root_hello(struct zcoll__bootstrap *bs, int fd, const char *key, zcol
   void *payload;
   uint32_t len;
   char reason[160];
-  if (zcoll__sock_recv_msg(fd, 4096, zcoll__deadline(HELLO_READ_S), &type, &payload, &len,
-                           &version) != ZCOLL_OK) {
+  /* Called once the connection is readable: the rest of a hello follows at once. */
+  if (zcoll__sock_recv_msg(fd, 4096, zcoll__deadline(1.0), &type, &payload, &len, &version) !=
+      ZCOLL_OK) {
     zcoll_log_warn("bootstrap: dropped a connection that did not send a valid hello");
     return -1;
   }
@@ -234,46 +235,81 @@ static int root_hello(struct zcoll__bootstrap *bs, int fd, const char *key, zcol
   return rank;
 }
 
+/* Connections accepted but not yet introduced: read concurrently, so that silent or
+ * slow ones cannot hold up the ranks behind them. */
+#define MAX_PENDING 64
+
+struct pending {
+  int fd;
+  int64_t since;
+};
+
+static void drop_pending(struct pending *pend, int *npend, int i) {
+  close(pend[i].fd);
+  pend[i] = pend[--*npend];
+}
+
 static zcoll_status_t root_accept_all(struct zcoll__bootstrap *bs, int lfd, const char *key) {
   int64_t deadline = zcoll__deadline(bs->timeout);
-  int joined = 1;
-  while (joined < bs->size) {
-    struct pollfd p = {.fd = lfd, .events = POLLIN};
-    int64_t left = deadline == INT64_MAX ? -1 : deadline - zcoll__now_ms();
-    if (left < -1) left = 0;
-    int rc = poll(&p, 1, left > 1000000 ? 1000000 : (int)left);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: poll: %s", strerror(errno));
-    if (rc == 0) {
-      if (zcoll__now_ms() < deadline) continue;
-      return zcoll__fail(ZCOLL_ERR_TIMEOUT,
-                         "bootstrap: only %d of %d ranks connected within %.0f s (ZCOLL_TIMEOUT)",
-                         joined, bs->size, bs->timeout);
+  struct pending pend[MAX_PENDING];
+  struct pollfd fds[MAX_PENDING + 1];
+  int joined = 1, npend = 0;
+  zcoll_status_t st = ZCOLL_OK;
+  while (joined < bs->size && st == ZCOLL_OK) {
+    int64_t now = zcoll__now_ms();
+    if (now >= deadline) {
+      st = zcoll__fail(ZCOLL_ERR_TIMEOUT,
+                       "bootstrap: only %d of %d ranks connected within %.0f s (ZCOLL_TIMEOUT)",
+                       joined, bs->size, bs->timeout);
+      break;
     }
+    for (int i = npend - 1; i >= 0; i--)
+      if (now - pend[i].since > (int64_t)(HELLO_READ_S * 1000)) {
+        zcoll_log_warn("bootstrap: dropped a connection that sent no hello in %.0f s",
+                       HELLO_READ_S);
+        drop_pending(pend, &npend, i);
+      }
+    fds[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+    for (int i = 0; i < npend; i++) fds[i + 1] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
+    int64_t left = deadline == INT64_MAX ? 1000 : deadline - now;
+    int rc = poll(fds, (nfds_t)(npend + 1), left > 1000 ? 1000 : (int)left);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) {
+      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: poll: %s", strerror(errno));
+      break;
+    }
+    /* Hellos first (back to front: dropping swaps in the last entry). */
+    for (int i = npend - 1; i >= 0 && st == ZCOLL_OK; i--) {
+      if (!fds[i + 1].revents) continue;
+      int fd = pend[i].fd;
+      pend[i] = pend[--npend];
+      int r = root_hello(bs, fd, key, &st);
+      if (r >= 0) {
+        bs->kid[r].fd = fd;
+        joined++;
+      } else {
+        close(fd);
+      }
+    }
+    if (st != ZCOLL_OK || !(fds[0].revents & POLLIN)) continue;
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
-      return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s", strerror(errno));
+      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s", strerror(errno));
+      break;
     }
     zcoll__sock_tune(fd);
-    zcoll_status_t st = ZCOLL_OK;
-    int r = root_hello(bs, fd, key, &st);
-    if (r == -2) {
-      close(fd);
-      for (int i = 1; i < bs->size; i++)
-        if (bs->kid[i].fd >= 0)
-          zcoll__sock_send_msg(bs->kid[i].fd, MSG_REJECT, "rank 0 gave up: inconsistent job", 33,
-                               zcoll__deadline(1));
-      return st;
-    }
-    if (r < 0) {
-      close(fd);
-      continue;
-    }
-    bs->kid[r].fd = fd;
-    joined++;
+    /* Past the cap, the oldest stranger makes room: real ranks speak at once. */
+    if (npend == MAX_PENDING) drop_pending(pend, &npend, 0);
+    pend[npend++] = (struct pending){fd, zcoll__now_ms()};
   }
-  return ZCOLL_OK;
+  while (npend) drop_pending(pend, &npend, 0);
+  if (st == ZCOLL_ERR_BOOTSTRAP && joined < bs->size)
+    for (int i = 1; i < bs->size; i++)
+      if (bs->kid[i].fd >= 0)
+        zcoll__sock_send_msg(bs->kid[i].fd, MSG_REJECT, "rank 0 gave up: inconsistent job", 33,
+                             zcoll__deadline(1));
+  return st;
 }
 
 /* ---- every rank ------------------------------------------------------------------ */
@@ -468,29 +504,37 @@ void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, 
   }
 }
 
-static void graceful_leave(struct zcoll__bootstrap *bs) {
+static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs) {
   int64_t deadline = zcoll__deadline(bs->timeout);
   if (bs->rank != 0) {
-    if (zcoll__sock_send_msg(bs->fd, MSG_BYE, NULL, 0, deadline) != ZCOLL_OK) return;
+    if (zcoll__sock_send_msg(bs->fd, MSG_BYE, NULL, 0, deadline) != ZCOLL_OK)
+      return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost rank 0 while leaving");
     uint16_t type;
     void *payload;
     uint32_t len;
     /* Rank 0 answers once everyone has said goodbye: a final barrier. */
-    if (zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len, NULL) == ZCOLL_OK)
-      free(payload);
-    return;
+    zcoll_status_t st =
+        zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len, NULL);
+    if (st != ZCOLL_OK)
+      return fail_sticky(bs, st == ZCOLL_ERR_TIMEOUT ? st : ZCOLL_ERR_PEER_FAILED,
+                         "rank 0 did not confirm the final barrier");
+    if (type == MSG_ABORT) st = take_abort(bs, 0, payload, len);
+    free(payload);
+    return st;
   }
-  if (root_pump(bs, MSG_BYE, deadline) != ZCOLL_OK) return;
+  zcoll_status_t st = root_pump(bs, MSG_BYE, deadline);
+  if (st != ZCOLL_OK) return st;
   for (int r = 1; r < bs->size; r++) {
     zcoll__sock_send_msg(bs->kid[r].fd, MSG_BYE_ACK, NULL, 0, deadline);
     bs->kid[r].gone = 1;
   }
+  return ZCOLL_OK;
 }
 
 zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs, int graceful) {
   if (!bs) return ZCOLL_OK;
   zcoll_status_t st = bs->failed;
-  if (graceful && !bs->failed && bs->size > 1) graceful_leave(bs);
+  if (graceful && !bs->failed && bs->size > 1) st = graceful_leave(bs);
   if (bs->fd >= 0) close(bs->fd);
   if (bs->kid) {
     for (int r = 1; r < bs->size; r++) {

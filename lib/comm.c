@@ -272,6 +272,7 @@ static void release(zcoll_comm_t *comm) {
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
+  free(comm->pollfds);
   zcoll__trace_close(&comm->trace);
   zcoll__selector_free(&comm->selector);
   zcoll_config_free(comm->cfg);
@@ -291,6 +292,10 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if ((st = resolve_rank(comm->cfg)) != ZCOLL_OK) goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
+  if (!(comm->pollfds = calloc((size_t)comm->size + 1, sizeof(*comm->pollfds)))) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
+    goto fail;
+  }
   zcoll__log_set_rank(comm->rank);
   comm->algo_params.tree_arity = comm->cfg->tree_arity;
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);

@@ -5,6 +5,7 @@
 #define ZCOLL_COMM_H
 
 #include <stddef.h>
+#include <poll.h>
 #include <stdint.h>
 
 #include "algorithms/algorithms.h"
@@ -99,6 +100,7 @@ struct zcoll_comm {
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
   struct run *running;            /* the collective in progress, for the placement hook */
   struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
+  struct pollfd *pollfds;         /* size + 1: the transport's and every bootstrap socket */
 };
 
 struct run;

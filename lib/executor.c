@@ -23,7 +23,6 @@
 
 #define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
-#define MAX_POLLFDS 64
 
 struct zcoll__exec_state {
   int cap_ops, cap_peers;
@@ -420,7 +419,8 @@ static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
                          waiting_on(r));
   }
   int tl_fd = comm->tl_ops->event_fd(comm->tl);
-  int sleep = tl_fd >= 0 && idle_ns >= (int64_t)(comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
+  int sleep = tl_fd >= 0 &&
+              idle_ns >= ((int64_t)comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
   if (!sleep) {
     if (check) {
       zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
@@ -429,16 +429,17 @@ static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
     sched_yield();
     return ZCOLL_OK;
   }
-  struct pollfd fds[MAX_POLLFDS];
+  /* Every rank's socket (rank 0 watches them all), and the 10 ms check regardless. */
+  struct pollfd *fds = comm->pollfds;
   zcoll_status_t st = comm->tl_ops->arm(comm->tl);
   if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
   if (st != ZCOLL_OK) return st;
   fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
-  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 1, MAX_POLLFDS - 1);
+  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 1, comm->size);
   int rc = poll(fds, (nfds_t)(1 + nbs), 10);
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
-  int bs_news = 0;
+  int bs_news = check;
   for (int k = 1; k < 1 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
   if (bs_news) return zcoll__bootstrap_check(comm->bs);
   return ZCOLL_OK;
@@ -452,10 +453,10 @@ static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
     if (st == ZCOLL_ERR_TRANSPORT || st == ZCOLL_ERR_PEER_FAILED) {
       char echo[512];
       snprintf(echo, sizeof(echo), "%s", zcoll__last_error());
-      struct pollfd fds[MAX_POLLFDS];
-      int n = zcoll__bootstrap_pollfds(comm->bs, fds, MAX_POLLFDS);
+      int n = zcoll__bootstrap_pollfds(comm->bs, comm->pollfds, comm->size + 1);
       zcoll_status_t cause = ZCOLL_OK;
-      if (n > 0 && poll(fds, (nfds_t)n, 200) > 0) cause = zcoll__bootstrap_check(comm->bs);
+      if (n > 0 && poll(comm->pollfds, (nfds_t)n, 200) > 0)
+        cause = zcoll__bootstrap_check(comm->bs);
       if (cause != ZCOLL_OK)
         st = cause;
       else

@@ -25,6 +25,8 @@ static inline double sp_now_(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+#define RT_MAX_RANKS 128
+
 struct rt_job;
 typedef void (*rt_body)(struct rt_job *job, int rank, zcoll_comm_t *comm);
 
@@ -37,6 +39,9 @@ struct rt_job {
   pthread_mutex_t lock;
   unsigned long failures;
   char first[600];
+  char all[2048];           /* every failure message, concatenated */
+  const char *key_of_rank1; /* if set: rank 1's ZCOLL_JOB_KEY (tests of the rendezvous) */
+  char released[RT_MAX_RANKS]; /* set by a body that aborted (released) its communicator */
 };
 
 struct rt_rank {
@@ -47,6 +52,8 @@ struct rt_rank {
 static inline void rt_fail(struct rt_job *job, int rank, const char *msg) {
   pthread_mutex_lock(&job->lock);
   if (!job->failures) snprintf(job->first, sizeof(job->first), "rank %d: %s", rank, msg);
+  size_t used = strlen(job->all);
+  snprintf(job->all + used, sizeof(job->all) - used, "rank %d: %s\n", rank, msg);
   job->failures++;
   pthread_mutex_unlock(&job->lock);
 }
@@ -77,6 +84,8 @@ static inline void *rt_main(void *arg) {
   ok &= zcoll_config_set(cfg, "SPIN_US", "0") == ZCOLL_OK;
   for (int i = 0; i < 16 && job->settings[i][0]; i++)
     ok &= zcoll_config_set(cfg, job->settings[i][0], job->settings[i][1]) == ZCOLL_OK;
+  if (me->rank == 1 && job->key_of_rank1)
+    ok &= zcoll_config_set(cfg, "JOB_KEY", job->key_of_rank1) == ZCOLL_OK;
   if (!ok) {
     rt_fail(job, me->rank, zcoll_last_error());
     zcoll_config_free(cfg);
@@ -92,15 +101,35 @@ static inline void *rt_main(void *arg) {
     return NULL;
   }
   job->body(job, me->rank, comm);
-  if ((rc = zcoll_comm_destroy(comm)) != ZCOLL_OK) rt_fail(job, me->rank, "zcoll_comm_destroy failed");
+  if (!job->released[me->rank] && (rc = zcoll_comm_destroy(comm)) != ZCOLL_OK)
+    rt_fail(job, me->rank, "zcoll_comm_destroy failed");
   return NULL;
+}
+
+/* Runs job->body on job->size ranks over the listening socket job->lfd (port
+ * job->port) made by the caller; returns the number of failures recorded. */
+static inline unsigned long rt_run_prepared(struct rt_job *job) {
+  pthread_mutex_init(&job->lock, NULL);
+  job->failures = 0;
+  job->first[0] = '\0';
+  job->all[0] = '\0';
+  pthread_t th[RT_MAX_RANKS];
+  struct rt_rank ranks[RT_MAX_RANKS];
+  if (job->size > RT_MAX_RANKS) {
+    snprintf(job->first, sizeof(job->first), "at most %d ranks", RT_MAX_RANKS);
+    return 1;
+  }
+  for (int r = 0; r < job->size; r++) {
+    ranks[r] = (struct rt_rank){job, r};
+    pthread_create(&th[r], NULL, rt_main, &ranks[r]);
+  }
+  for (int r = 0; r < job->size; r++) pthread_join(th[r], NULL);
+  pthread_mutex_destroy(&job->lock);
+  return job->failures;
 }
 
 /* Runs job->body on job->size ranks; returns the number of failures recorded. */
 static inline unsigned long rt_run(struct rt_job *job) {
-  pthread_mutex_init(&job->lock, NULL);
-  job->failures = 0;
-  job->first[0] = '\0';
   /* The rendezvous socket is made here and handed to rank 0, as zcoll_run does. */
   job->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -111,15 +140,7 @@ static inline unsigned long rt_run(struct rt_job *job) {
     return 1;
   }
   job->port = ntohs(a.sin_port);
-  pthread_t th[64];
-  struct rt_rank ranks[64];
-  for (int r = 0; r < job->size; r++) {
-    ranks[r] = (struct rt_rank){job, r};
-    pthread_create(&th[r], NULL, rt_main, &ranks[r]);
-  }
-  for (int r = 0; r < job->size; r++) pthread_join(th[r], NULL);
-  pthread_mutex_destroy(&job->lock);
-  return job->failures;
+  return rt_run_prepared(job);
 }
 
 #endif

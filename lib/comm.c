@@ -166,7 +166,7 @@ static zcoll_status_t setup_channels(zcoll_comm_t *comm) {
                      comm->region_bytes);
     goto out;
   }
-  if ((st = comm->tl_ops->mem_reg(comm->tl, comm->recv_region, comm->region_bytes,
+  if ((st = comm->tl_ops->mem_reg(comm->tl, comm->recv_region, comm->region_bytes, 1,
                                   &comm->recv_mr)) != ZCOLL_OK)
     goto out;
   if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
@@ -175,7 +175,7 @@ static zcoll_status_t setup_channels(zcoll_comm_t *comm) {
                        comm->region_bytes);
       goto out;
     }
-    if ((st = comm->tl_ops->mem_reg(comm->tl, comm->send_region, comm->region_bytes,
+    if ((st = comm->tl_ops->mem_reg(comm->tl, comm->send_region, comm->region_bytes, 0,
                                     &comm->send_mr)) != ZCOLL_OK)
       goto out;
   }
@@ -279,6 +279,8 @@ static void release(zcoll_comm_t *comm) {
   free(comm);
 }
 
+static zcoll_status_t job_alive(void *bs) { return zcoll__bootstrap_check(bs); }
+
 zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__clear_error();
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
@@ -308,7 +310,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   /* Oversubscribed ranks must not spin: the rank that has work needs the core. */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int oversubscribed = comm->cfg->local_size > 0 && cores > 0 && comm->cfg->local_size > cores;
-  if (oversubscribed && !getenv("ZCOLL_SPIN_US")) {
+  if (oversubscribed && !zcoll__config_explicit(comm->cfg, "SPIN_US")) {
     zcoll_log_info("%d local ranks on %ld cores: not spinning while waiting",
                    comm->cfg->local_size, cores);
     comm->cfg->spin_us = 0;
@@ -318,7 +320,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                                        comm->cfg->timeout};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   if ((st = zcoll__transport_select(comm->cfg, &comm->tl_ops)) != ZCOLL_OK) goto fail_abort;
-  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg, oversubscribed};
+  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg, oversubscribed, job_alive,
+                               comm->bs};
   if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;
   if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
   /* Nobody starts (and could fail and leave) before every rank is connected. */

@@ -239,6 +239,7 @@ static zcoll_status_t set_field(zcoll_config_t *cfg, const struct field *f, cons
   memcpy((char *)cfg + f->offset, scratch, f->size);
   free(cfg->text[f - fields]);
   cfg->text[f - fields] = copy;
+  cfg->explicit_[f - fields] = strcmp(origin, " (built-in default)") != 0;
   return ZCOLL_OK;
 }
 
@@ -320,6 +321,11 @@ int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entrie
     entries[i].doc = fields[i].doc;
   }
   return ZCOLL_CONFIG_NFIELDS;
+}
+
+int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name) {
+  const struct field *f = find_field(name);
+  return f && cfg->explicit_[f - fields];
 }
 
 /* A private deep copy, so that a communicator keeps its settings whatever the caller

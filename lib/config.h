@@ -34,10 +34,14 @@ struct zcoll_config {
   int spin_us;
   int yield_us;
   char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
+  unsigned char explicit_[ZCOLL_CONFIG_NFIELDS]; /* set from the environment or code */
 };
 
 /* Validates an algorithm name for the ALGO field; defined by algorithms/. */
 int zcoll__algo_name_valid(const char *name);
+
+/* Was the field set from the environment or code (not left at its default)? */
+int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name);
 
 /* A private deep copy (communicators keep their own). */
 zcoll_status_t zcoll__config_dup(const zcoll_config_t *src, zcoll_config_t **out);

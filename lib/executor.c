@@ -464,6 +464,14 @@ static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
     }
     comm->broken = st;
     zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
+    if (comm->tl_ops->quiesce) {
+      char why[512];
+      snprintf(why, sizeof(why), "%s", zcoll__last_error());
+      zcoll__log_mute(1); /* cancellations report errors of their own: not news */
+      comm->tl_ops->quiesce(comm->tl);
+      zcoll__log_mute(0);
+      zcoll__record_error(st, "%s", why);
+    }
   }
   return st;
 }

@@ -36,7 +36,7 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
   mr->len = len;
   /* Transports that read any memory gain nothing from pinning it here. */
   if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
-    st = comm->tl_ops->mem_reg(comm->tl, addr, len, &mr->tl_mr);
+    st = comm->tl_ops->mem_reg(comm->tl, addr, len, 0, &mr->tl_mr);
     if (st != ZCOLL_OK) {
       snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
       free(mr);

@@ -2,6 +2,7 @@
 #include "sock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -79,6 +80,33 @@ static zcoll_status_t resolve(const char *hostport, int passive, struct addrinfo
   return ZCOLL_OK;
 }
 
+/* connect(2) bounded by the deadline (a blocking one waits minutes on a silent host). */
+static int connect_within(int fd, const struct sockaddr *a, socklen_t len, int64_t deadline) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK)) return -1;
+  int rc = connect(fd, a, len);
+  if (rc && errno == EINPROGRESS) {
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    int64_t left = deadline == INT64_MAX ? 5000 : deadline - zcoll__now_ms();
+    if (left < 0) left = 0;
+    rc = poll(&p, 1, left > 5000 ? 5000 : (int)left);
+    if (rc == 0) {
+      errno = ETIMEDOUT;
+      return -1;
+    }
+    int err = 0;
+    socklen_t el = sizeof(err);
+    if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el)) return -1;
+    if (err) {
+      errno = err;
+      return -1;
+    }
+    rc = 0;
+  }
+  if (rc == 0 && fcntl(fd, F_SETFL, fl)) return -1;
+  return rc;
+}
+
 zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *out) {
   struct addrinfo *res;
   zcoll_status_t st = resolve(hostport, 0, &res);
@@ -91,7 +119,7 @@ zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *
         last_errno = errno;
         continue;
       }
-      if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+      if (connect_within(fd, ai->ai_addr, ai->ai_addrlen, deadline) == 0) {
         zcoll__sock_tune(fd);
         freeaddrinfo(res);
         *out = fd;

@@ -48,6 +48,10 @@ struct zcoll_tl_params {
   /* Ranks outnumber cores here: waiting ranks should sleep, so offer a descriptor even
    * if that costs per-message overhead. Otherwise waiting ranks poll. */
   int oversubscribed;
+  /* For long waits inside the transport (connection setup): ZCOLL_OK while the job is
+   * alive, else why not -- so that a rank failing elsewhere ends the wait. */
+  zcoll_status_t (*alive)(void *arg);
+  void *alive_arg;
 };
 
 struct zcoll_tl_ops {
@@ -66,7 +70,10 @@ struct zcoll_tl_ops {
    * fills eps[i] for ranks[i]. */
   zcoll_status_t (*connect)(struct zcoll_tl *tl, int n, const int *ranks,
                             const void *const *addrs, const size_t *lens, struct zcoll_ep **eps);
-  zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, struct zcoll_tl_mr **mr);
+  /* remote: peers may write into it (receive slots); otherwise it is only a source, and
+   * no peer gets write access to it (staging, user buffers). */
+  zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, int remote,
+                            struct zcoll_tl_mr **mr);
   void (*mem_dereg)(struct zcoll_tl_mr *mr);
   /* A blob (at most *len bytes on input) that lets a peer write into mr. */
   zcoll_status_t (*rkey_pack)(struct zcoll_tl_mr *mr, void *buf, size_t *len);
@@ -94,6 +101,10 @@ struct zcoll_tl_ops {
    * that the transport asks before placing an arriving payload, so that data the
    * receiver only copies can land in its final place directly. */
   void (*set_placement)(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg);
+  /* Optional: after a failure, stops every operation still reading or writing memory
+   * the transport does not own (the user's buffers), so that an error returned to the
+   * application is the end of zcoll touching them. Bounded in time. */
+  void (*quiesce)(struct zcoll_tl *tl);
 };
 
 extern const struct zcoll_tl_ops zcoll__tl_verbs;

@@ -40,6 +40,7 @@ struct zcoll_ep {
 struct zcoll_tl_mr {
   char *base;
   size_t len;
+  int remote; /* peers may write into it: only such regions have a key */
 };
 
 struct zcoll_tl_rkey {
@@ -62,7 +63,7 @@ void zcoll__lb_unref(struct zcoll_tl *tl);
 zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                  const void *const *addrs, const size_t *lens,
                                  struct zcoll_ep **eps);
-zcoll_status_t zcoll__lb_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+zcoll_status_t zcoll__lb_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                  struct zcoll_tl_mr **mr);
 void zcoll__lb_mem_dereg(struct zcoll_tl_mr *mr);
 zcoll_status_t zcoll__lb_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len);

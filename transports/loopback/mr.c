@@ -5,13 +5,14 @@
 #include "log.h"
 #include "loopback.h"
 
-zcoll_status_t zcoll__lb_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+zcoll_status_t zcoll__lb_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                  struct zcoll_tl_mr **out) {
   (void)tl;
   struct zcoll_tl_mr *mr = malloc(sizeof(*mr));
   if (!mr) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory");
   mr->base = addr;
   mr->len = len;
+  mr->remote = remote;
   *out = mr;
   return ZCOLL_OK;
 }
@@ -19,6 +20,8 @@ zcoll_status_t zcoll__lb_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
 void zcoll__lb_mem_dereg(struct zcoll_tl_mr *mr) { free(mr); }
 
 zcoll_status_t zcoll__lb_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
+  if (!mr->remote)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "loopback: a local-only region has no remote key");
   struct zcoll_tl_rkey k = {mr->base, mr->len};
   if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "loopback: rkey buffer short");
   memcpy(buf, &k, sizeof(k));

@@ -130,4 +130,5 @@ const struct zcoll_tl_ops zcoll__tl_ucx = {
     .event_fd = zcoll__ucx_event_fd,
     .arm = zcoll__ucx_arm,
     .set_placement = zcoll__ucx_set_placement,
+    .quiesce = zcoll__ucx_quiesce,
 };

@@ -6,7 +6,7 @@
 #include "log.h"
 #include "ucx.h"
 
-zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                   struct zcoll_tl_mr **out) {
   uint32_t id = 0;
   while (id < tl->nregions && tl->regions[id]) id++;
@@ -18,7 +18,7 @@ zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
   }
   struct zcoll_tl_mr *mr = malloc(sizeof(*mr));
   if (!mr) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
-  *mr = (struct zcoll_tl_mr){tl, id, addr, len};
+  *mr = (struct zcoll_tl_mr){tl, id, addr, len, remote};
   tl->regions[id] = mr;
   *out = mr;
   return ZCOLL_OK;

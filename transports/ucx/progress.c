@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sock.h"
 #include "ucx.h"
 
 zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {
@@ -23,6 +24,8 @@ struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl) {
     return NULL;
   }
   op->tl = tl;
+  op->active = 0;
+  op->req = NULL;
   return op;
 }
 
@@ -42,6 +45,7 @@ static void put_completed(struct zcoll__ucx_op *op, ucs_status_t s) {
 }
 
 static void send_cb(void *request, ucs_status_t s, void *user_data) {
+  ((struct zcoll__ucx_op *)user_data)->active = 0;
   put_completed(user_data, s);
   ucp_request_free(request);
 }
@@ -72,7 +76,12 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
     return zcoll__fail(zcoll__ucx_status(s), "ucx: send to rank %d failed: %s", ep->peer,
                        ucs_status_string(s));
   }
-  if (r == NULL) put_completed(op, UCS_OK);
+  if (r == NULL) {
+    put_completed(op, UCS_OK);
+  } else {
+    op->req = r;
+    op->active = 1;
+  }
   return ZCOLL_OK;
 }
 
@@ -86,6 +95,7 @@ static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_dat
   (void)length;
   struct zcoll__ucx_op *op = user_data;
   struct zcoll_tl *tl = op->tl;
+  op->active = 0;
   if (s == UCS_OK)
     arrived(tl, op->peer, op->hdr.imm, op->len, op->placed);
   else if (!tl->failed)
@@ -105,7 +115,8 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   char *dst = NULL;
   if (length) {
     struct zcoll_tl_mr *mr = h.region < tl->nregions ? tl->regions[h.region] : NULL;
-    if (!mr || h.off > mr->len || length > mr->len - h.off || length > UINT32_MAX) goto bad;
+    if (!mr || !mr->remote || h.off > mr->len || length > mr->len - h.off || length > UINT32_MAX)
+      goto bad;
     dst = mr->base + h.off;
   }
   /* The receiver may know a better place: straight into the result. */
@@ -141,6 +152,9 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   } else if (r == NULL) {
     arrived(tl, h.src, h.imm, (uint32_t)length, better != NULL);
     zcoll__ucx_op_put(tl, op);
+  } else {
+    op->req = r;
+    op->active = 1;
   }
   return UCS_OK;
 bad:
@@ -162,6 +176,21 @@ zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
 }
 
 int zcoll__ucx_event_fd(struct zcoll_tl *tl) { return tl->efd; }
+
+void zcoll__ucx_quiesce(struct zcoll_tl *tl) {
+  /* Sends read the user's buffers and rendezvous receives may write into them: cancel
+   * them and let their callbacks run, so that none outlives the error we return. */
+  for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next)
+    if (op->active && op->req) ucp_request_cancel(tl->worker, op->req);
+  int64_t deadline = zcoll__deadline(1.0);
+  for (;;) {
+    int busy = 0;
+    for (struct zcoll__ucx_op *op = tl->all_ops; op && !busy; op = op->all_next) busy = op->active;
+    if (!busy || zcoll__now_ms() >= deadline) break;
+    ucp_worker_progress(tl->worker);
+  }
+  tl->evq.len = 0; /* what the cancellations reported is of no further use */
+}
 
 void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg) {
   tl->place = fn;

@@ -35,6 +35,8 @@ struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
   int peer;
   uint32_t len;
   uint8_t placed;
+  uint8_t active;  /* a UCX request is in flight for it */
+  void *req;
   struct zcoll__ucx_op *next;     /* free list */
   struct zcoll__ucx_op *all_next; /* every op ever made, freed at close even if a peer's
                                      failure left it in flight */
@@ -68,6 +70,7 @@ struct zcoll_tl_mr {
   uint32_t id;
   char *base;
   size_t len;
+  int remote; /* peers may write into it */
 };
 
 struct zcoll_tl_rkey {
@@ -88,7 +91,7 @@ zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   const void *const *addrs, const size_t *lens,
                                   struct zcoll_ep **eps);
 void zcoll__ucx_close_eps(struct zcoll_tl *tl);
-zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                   struct zcoll_tl_mr **mr);
 void zcoll__ucx_mem_dereg(struct zcoll_tl_mr *mr);
 zcoll_status_t zcoll__ucx_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len);
@@ -101,6 +104,7 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
 zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
 int zcoll__ucx_event_fd(struct zcoll_tl *tl);
 void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg);
+void zcoll__ucx_quiesce(struct zcoll_tl *tl);
 zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl);
 
 #endif

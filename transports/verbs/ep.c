@@ -66,7 +66,7 @@ static struct zcoll_ep *ep_of_rank(struct zcoll_ep **eps, int n, int rank) {
 /* Handles one CM event during connection setup; *done counts established peers. */
 static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
                                   struct zcoll_ep **eps, int n, const struct zcoll__verbs_addr *pa,
-                                  int *done) {
+                                  int *done, struct rdma_cm_id **rejected) {
   struct zcoll_ep *ep = e->event == RDMA_CM_EVENT_CONNECT_REQUEST ? NULL : e->id->context;
   switch (e->event) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -102,6 +102,7 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
     reject:
       zcoll_log_warn("verbs: rejected an unexpected connection request");
       rdma_reject(e->id, NULL, 0);
+      *rejected = e->id; /* destroyed once the event is acknowledged */
       return ZCOLL_OK;
     }
     case RDMA_CM_EVENT_ESTABLISHED:
@@ -176,11 +177,17 @@ zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks
                        n, tl->cfg->timeout);
       break;
     }
-    if (poll(&p, 1, left > 1000 ? 1000 : (int)left) <= 0) continue;
+    if (poll(&p, 1, left > 1000 ? 1000 : (int)left) <= 0) {
+      /* A rank that failed elsewhere will never connect: do not wait out the timeout. */
+      if (tl->alive && (st = tl->alive(tl->alive_arg)) != ZCOLL_OK) break;
+      continue;
+    }
     struct rdma_cm_event *e;
     while (st == ZCOLL_OK && rdma_get_cm_event(tl->cm_ch, &e) == 0) {
-      st = setup_event(tl, e, tl->eps, n, pa, &done);
+      struct rdma_cm_id *rejected = NULL;
+      st = setup_event(tl, e, tl->eps, n, pa, &done, &rejected);
       rdma_ack_cm_event(e);
+      if (rejected) rdma_destroy_id(rejected);
     }
   }
   free(pa);
@@ -200,6 +207,10 @@ zcoll_status_t zcoll__verbs_cm_events(struct zcoll_tl *tl) {
                                  rdma_event_str(e->event), ep && ep != (void *)tl ? ep->peer : -1);
     } else if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
       rdma_reject(e->id, NULL, 0); /* setup is over: nobody else may join */
+      struct rdma_cm_id *id = e->id;
+      rdma_ack_cm_event(e);
+      rdma_destroy_id(id);
+      continue;
     }
     rdma_ack_cm_event(e);
   }

@@ -156,6 +156,8 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
   tl->rank = p->rank;
   tl->size = p->size;
   tl->cfg = p->cfg;
+  tl->alive = p->alive;
+  tl->alive_arg = p->alive_arg;
   tl->epfd = -1;
   zcoll_status_t st = zcoll__verbs_pick_device(p->cfg, p->rank, tl->dev_name,
                                                sizeof(tl->dev_name), &tl->port, &tl->ip);
@@ -233,4 +235,5 @@ const struct zcoll_tl_ops zcoll__tl_verbs = {
     .poll = zcoll__verbs_poll,
     .event_fd = zcoll__verbs_event_fd,
     .arm = zcoll__verbs_arm,
+    .quiesce = zcoll__verbs_quiesce,
 };

@@ -6,11 +6,13 @@
 #include "log.h"
 #include "verbs.h"
 
-zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                     struct zcoll_tl_mr **out) {
   struct zcoll_tl_mr *mr = malloc(sizeof(*mr));
   if (!mr) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
-  mr->mr = ibv_reg_mr(tl->pd, addr, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  /* Only receive slots are writable by peers; sources are registered for local use. */
+  mr->mr = ibv_reg_mr(tl->pd, addr, len,
+                      IBV_ACCESS_LOCAL_WRITE | (remote ? IBV_ACCESS_REMOTE_WRITE : 0));
   if (!mr->mr) {
     int e = errno;
     free(mr);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sock.h"
 #include "verbs.h"
 
 #define WR_RECV (1ull << 63)
@@ -152,8 +153,9 @@ static int drain_cq(struct zcoll_tl *tl, size_t want) {
         struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->peer,
                                     .imm = ntohl(wc[i].imm_data), .len = wc[i].byte_len};
         zcoll__verbs_push(tl, &ev);
-        if (--ep->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth)
-          zcoll__verbs_post_recvs(ep, ZCOLL_VERBS_RECV_BATCH);
+        if (--ep->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth &&
+            zcoll__verbs_post_recvs(ep, ZCOLL_VERBS_RECV_BATCH) != ZCOLL_OK && !tl->failed)
+          tl->failed = ZCOLL_ERR_TRANSPORT; /* out of receives, the peer would stall */
       } else {
         retire(ep, (uint32_t)wc[i].wr_id);
       }
@@ -212,6 +214,35 @@ zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev,
 }
 
 int zcoll__verbs_event_fd(struct zcoll_tl *tl) { return tl->epfd; }
+
+void zcoll__verbs_quiesce(struct zcoll_tl *tl) {
+  /* Writes from registered user memory may still be reading it: put every queue pair
+   * into the error state, which flushes all its work requests, and reap the flushes. */
+  for (int i = 0; i < tl->neps; i++) {
+    struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+    if (tl->eps[i]->qp) ibv_modify_qp(tl->eps[i]->qp, &a, IBV_QP_STATE);
+    tl->eps[i]->failed = 1;
+  }
+  int64_t deadline = zcoll__deadline(1.0);
+  for (;;) {
+    int busy = 0;
+    for (int i = 0; i < tl->neps && !busy; i++) busy = tl->eps[i]->wr_count != 0;
+    if (!busy || zcoll__now_ms() >= deadline) break;
+    struct ibv_wc wc[32];
+    int n = ibv_poll_cq(tl->cq, 32, wc);
+    for (int k = 0; k < n; k++) {
+      if (wc[k].wr_id & WR_RECV) continue;
+      uint32_t idx = (uint32_t)((wc[k].wr_id >> 32) & 0x7fffffff);
+      if (idx < (uint32_t)tl->neps && tl->eps[idx]->wr_count) {
+        /* Flushed writes complete one by one, signalled or not. */
+        struct zcoll_ep *ep = tl->eps[idx];
+        ep->wr_head = (ep->wr_head + 1) % (uint32_t)tl->sq_depth;
+        ep->wr_count--;
+      }
+    }
+  }
+  tl->evq.len = 0;
+}
 
 zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl) {
   check_events(tl);

@@ -39,6 +39,8 @@ struct zcoll__verbs_conn { /* private data of a connection request */
 struct zcoll_tl {
   int rank, size;
   const zcoll_config_t *cfg;
+  zcoll_status_t (*alive)(void *arg);
+  void *alive_arg;
   char dev_name[64];
   uint8_t port;
   struct sockaddr_in ip; /* the device's IPv4 address */
@@ -101,7 +103,7 @@ zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks
                                     const void *const *addrs, const size_t *lens,
                                     struct zcoll_ep **eps);
 void zcoll__verbs_close_eps(struct zcoll_tl *tl);
-zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
+zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                     struct zcoll_tl_mr **mr);
 void zcoll__verbs_mem_dereg(struct zcoll_tl_mr *mr);
 zcoll_status_t zcoll__verbs_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len);
@@ -113,6 +115,7 @@ zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zco
                                 uint32_t imm, uint64_t cookie);
 zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
 int zcoll__verbs_event_fd(struct zcoll_tl *tl);
+void zcoll__verbs_quiesce(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl);
 
 /* Device choice (iface.c): the RDMA device and port to use, and its IPv4 address. */

@@ -105,7 +105,7 @@ struct zcoll_comm {
 
 struct run;
 /* The transport's placement hook (arg: the communicator). */
-void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len);
+void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final);
 
 /* Runs one schedule to completion over the communicator's channels. */
 zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, int algo,

@@ -291,35 +291,42 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
   return ZCOLL_OK;
 }
 
-/* The placement hook: an arriving piece that this rank will only copy into the result
- * (allgather-like steps) lands there directly when nothing still needs that range --
- * saving the copy out of the slot. Anything else goes to its slot as usual. */
-void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len) {
+/* The placement hook: the receiver, not the writer, decides where a piece lands -- the
+ * slot its sequence number implies, checked to be free; or, for a piece this rank will
+ * only copy into the result (allgather-like steps) and whose range nothing still reads
+ * or writes, the result itself, which saves the copy out of the slot. */
+void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   zcoll_comm_t *comm = arg;
-  struct run *r = comm->running;
-  if (!r || (imm & ZCOLL_IMM_CREDIT) || peer < 0 || peer >= comm->size) return NULL;
+  *final = 0;
+  if ((imm & ZCOLL_IMM_CREDIT) || peer < 0 || peer >= comm->size || len > comm->slot_bytes)
+    return NULL;
   int ci = comm->chan_of[peer];
-  int j = ci >= 0 ? r->e->peer_of_chan[ci] : -1;
-  if (j < 0 || ((imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff) != r->sig) return NULL;
-  const struct zcoll__sched *s = r->s;
+  if (ci < 0) return NULL;
   struct zcoll__chan *c = &comm->chans[ci];
   uint32_t ahead = ((imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
-  if (ahead >= (uint32_t)comm->depth) return NULL;
+  uint64_t idx = (c->recv_seq + ahead) % (uint64_t)comm->depth;
+  if (ahead >= (uint32_t)comm->depth || c->slots[idx].arrived) return NULL;
+  char *slot = c->recv + idx * comm->slot_bytes;
+  struct run *r = comm->running;
+  int j = r ? r->e->peer_of_chan[ci] : -1;
+  if (j < 0 || ((imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff) != r->sig) return slot;
+  const struct zcoll__sched *s = r->s;
   /* Walk this channel's receives from the one in progress to the piece that arrived. */
   int cur = r->e->recv_cur[j], end = s->peer_sends[j + 1];
-  if (cur >= end) return NULL;
+  if (cur >= end) return slot;
   size_t a = r->e->pos[s->peer_ops[cur]];
   for (;;) {
     const struct zcoll__sop *o = &s->ops[s->peer_ops[cur]];
     size_t b = piece_end(r, o, a);
     if (!ahead) {
       if (o->kind != ZCOLL_SOP_RECV_COPY || (b - a) * r->dsize != len || !deps_ready(r, o, a, b))
-        return NULL;
+        return slot;
+      *final = 1;
       return r->buf[ZCOLL_BUF_DST] + a * r->dsize;
     }
     ahead--;
     if (b == op_end(o)) {
-      if (++cur >= end) return NULL; /* the next collective's: not placeable yet */
+      if (++cur >= end) return slot; /* the next collective's: not placeable yet */
       a = s->ops[s->peer_ops[cur]].off;
     } else {
       a = b;

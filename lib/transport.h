@@ -38,9 +38,11 @@ struct zcoll_tl_event {
   zcoll_status_t status; /* PUT_DONE: ZCOLL_OK or why the put failed */
 };
 
-/* Where an arriving payload should land instead of the region the writer named, or NULL
- * for there. Called by transports whose receiver places the data (see set_placement). */
-typedef void *(*zcoll_tl_place_fn)(void *arg, int peer, uint32_t imm, size_t len);
+/* Where an arriving payload of len > 0 lands, decided by the receiver from the
+ * notification alone (the writer's offset is not trusted): its slot, or (*final = 1) its
+ * final place in the result. NULL: no such piece is expected -- a protocol violation; the
+ * transport drops the data and fails. For transports whose receiver places the data. */
+typedef void *(*zcoll_tl_place_fn)(void *arg, int peer, uint32_t imm, size_t len, int *final);
 
 struct zcoll_tl_params {
   int rank, size;
@@ -98,8 +100,9 @@ struct zcoll_tl_ops {
    * already pending, poll again instead of sleeping. */
   zcoll_status_t (*arm)(struct zcoll_tl *tl);
   /* Optional (NULL where the writer places the data, as with RDMA): installs a hook
-   * that the transport asks before placing an arriving payload, so that data the
-   * receiver only copies can land in its final place directly. */
+   * that the transport asks where each arriving payload goes, so that a peer cannot
+   * aim at another peer's slots and data the receiver only copies lands in its final
+   * place directly. */
   void (*set_placement)(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg);
   /* Optional: after a failure, stops every operation still reading or writing memory
    * the transport does not own (the user's buffers), so that an error returned to the

@@ -113,18 +113,19 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   if (header_length != sizeof(h)) goto bad;
   memcpy(&h, header, sizeof(h));
   char *dst = NULL;
-  if (length) {
+  int final = 0;
+  if (length > UINT32_MAX) goto bad;
+  if (length && tl->place) {
+    /* The receiver says where, from the notification: the writer's offset is ignored. */
+    if (!(dst = tl->place(tl->place_arg, h.src, h.imm, length, &final))) goto bad;
+  } else if (length) {
     struct zcoll_tl_mr *mr = h.region < tl->nregions ? tl->regions[h.region] : NULL;
-    if (!mr || !mr->remote || h.off > mr->len || length > mr->len - h.off || length > UINT32_MAX)
-      goto bad;
+    if (!mr || !mr->remote || h.off > mr->len || length > mr->len - h.off) goto bad;
     dst = mr->base + h.off;
   }
-  /* The receiver may know a better place: straight into the result. */
-  void *better = length && tl->place ? tl->place(tl->place_arg, h.src, h.imm, length) : NULL;
-  if (better) dst = better;
   if (!rndv) {
     if (length) memcpy(dst, data, length);
-    arrived(tl, h.src, h.imm, (uint32_t)length, better != NULL);
+    arrived(tl, h.src, h.imm, (uint32_t)length, final);
     return UCS_OK;
   }
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
@@ -136,7 +137,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   op->hdr = h;
   op->peer = h.src;
   op->len = (uint32_t)length;
-  op->placed = better != NULL;
+  op->placed = (uint8_t)final;
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.recv_am = rndv_cb,
@@ -150,7 +151,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
                                ucs_status_string(UCS_PTR_STATUS(r)));
     zcoll__ucx_op_put(tl, op);
   } else if (r == NULL) {
-    arrived(tl, h.src, h.imm, (uint32_t)length, better != NULL);
+    arrived(tl, h.src, h.imm, (uint32_t)length, final);
     zcoll__ucx_op_put(tl, op);
   } else {
     op->req = r;

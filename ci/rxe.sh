@@ -267,36 +267,75 @@ printf 'ZR_TOKEN=%s\nZR_HOSTNAME=%q\nZR_SHELL=%s\nZR_MSIZE=%s\n' \
 (cd "$ird" && find . -print0 | cpio --null -o -H newc --quiet) >"$tmp/initrd.cpio"
 
 # ---- boot ----------------------------------------------------------------------------
-# Software emulation (TCG) only: -enable-kvm hangs at boot on these machines.
+# Software emulation (TCG) only: -enable-kvm hangs at boot on these machines. The kernel
+# logs in full to its own serial line (ttyS1, boot.log); init.sh and the command write to
+# ttyS0 (console.log), so the command's output stays clean and a boot that stalls can be
+# shown. A TCG boot has been seen to stall before init on a busy CI machine (once in a
+# couple of dozen runs, nothing on either console for 40 min): if the devices are not
+# ready within the boot limit (the command has not started), the guest is killed, its
+# kernel log shown, and booted afresh.
+boot_limit=${ZCOLL_RXE_BOOT_LIMIT:-240} boot_tries=${ZCOLL_RXE_BOOT_TRIES:-3}
 qemu=(qemu-system-x86_64 -accel tcg -machine pc -cpu max -smp "${ZCOLL_RXE_SMP:-2}"
   -m "${ZCOLL_RXE_MEM:-4G}" -nodefaults -no-user-config -display none -no-reboot
   -kernel "$vmlinuz" -initrd "$tmp/initrd.cpio"
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off rdinit=/init ${ZCOLL_RXE_APPEND:-}"
   "${qemu_shares[@]}")
-log=$tmp/console.log
+log=$tmp/console.log boot=$tmp/boot.log
 echo "$me: guest mode: booting Debian kernel $kver under qemu (TCG), $ndev rxe device(s), timeout ${timeout_s}s"
-t0=$(date +%s.%N)
 if ((shell)); then
   # Interactive: the serial console on this terminal; Ctrl-A x quits qemu.
-  qemu+=(-chardev "stdio,id=con,mux=on,signal=off" -serial chardev:con -mon "chardev=con,mode=readline")
+  qemu+=(-append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off rdinit=/init ${ZCOLL_RXE_APPEND:-}"
+    -chardev "stdio,id=con,mux=on,signal=off" -serial chardev:con -mon "chardev=con,mode=readline")
+  t0=$(date +%s.%N)
   set +e
   timeout --foreground -k 10 "$timeout_s" "${qemu[@]}" 2>&1 | tee "$log"
   qst=${PIPESTATUS[0]}
   set -e
 else
-  : >"$log"
-  qemu+=(-chardev "file,id=con,path=$log" -serial chardev:con)
-  timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null >"$tmp/qemu.err" 2>&1 &
-  qpid=$!
-  # Live output: the console, with the serial line's CRs dropped. In the background, so
-  # that a signal to this script is handled at once (bash defers traps until a foreground
-  # command ends): `wait` returns on a trapped signal, and the trap kills qemu.
-  tail -n +1 -s 0.2 -f --pid="$qpid" "$log" | sed -u 's/\r$//' &
-  tpid=$!
-  qst=0
-  wait "$qpid" || qst=$?
-  qpid=
-  wait "$tpid" || true # tail ends within 0.2 s of qemu
+  qemu+=(-append "console=ttyS1 loglevel=6 panic=-1 mitigations=off rdinit=/init zr_out=ttyS0 ${ZCOLL_RXE_APPEND:-}"
+    -chardev "file,id=con,path=$log" -serial chardev:con
+    -chardev "file,id=klog,path=$boot" -serial chardev:klog)
+  try=1
+  while :; do
+    : >"$log"
+    : >"$boot"
+    t0=$(date +%s.%N)
+    timeout -k 10 "$timeout_s" "${qemu[@]}" </dev/null >"$tmp/qemu.err" 2>&1 &
+    qpid=$!
+    # Live output: the console, with the serial line's CRs dropped. In the background, so
+    # that a signal to this script is handled promptly (bash defers traps until a
+    # foreground command ends; the 1 s sleeps below are the longest wait).
+    tail -n +1 -s 0.2 -f --pid="$qpid" "$log" | sed -u 's/\r$//' &
+    tpid=$!
+    stalled=0 waited=0
+    while kill -0 "$qpid" 2>/dev/null; do
+      if ((waited >= boot_limit)) && ! grep -q 'zcoll-rxe guest: devices ready' "$log"; then
+        stalled=1
+        break
+      fi
+      sleep 1 & wait $! || true
+      waited=$((waited + 1))
+    done
+    if ((stalled)); then
+      echo "$me: attempt $try: the guest was not ready within ${boot_limit}s; the kernel's last words:" >&2
+      tail -n 25 "$boot" | sed 's/\r$//; s/^/  | /' >&2
+      kill -TERM "$qpid" 2>/dev/null || true
+      qst=0
+      wait "$qpid" || qst=$?
+      qpid=
+      wait "$tpid" || true
+      if ((try >= boot_tries)); then
+        echo "$me: gave up after $try boots" >&2
+        exit 125
+      fi
+      try=$((try + 1))
+      continue
+    fi
+    qst=0
+    wait "$qpid" || qst=$?
+    qpid=
+    wait "$tpid" || true # tail ends within 0.2 s of qemu
+    break
+  done
 fi
 t1=$(date +%s.%N)
 el=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
@@ -304,14 +343,22 @@ if [ -s "$tmp/qemu.err" ]; then
   echo "$me: qemu said:"
   cat "$tmp/qemu.err"
 fi
+show_klog() {
+  [ -s "$boot" ] || return 0
+  echo "$me: the guest kernel's last words:" >&2
+  tail -n 25 "$boot" | sed 's/\r$//; s/^/  | /' >&2
+}
 if [ "$qst" -eq 124 ] || [ "$qst" -eq 137 ]; then
   echo "$me: the guest did not finish within ${timeout_s}s: killed" >&2
+  show_klog
   exit 124
 fi
 st=$(tr -d '\r' <"$log" | sed -n "s/^ZCOLL-RXE-EXIT:$token:\([0-9][0-9]*\)\$/\1/p" | tail -n1)
 if [ -z "$st" ]; then
   echo "$me: the guest stopped without reporting an exit status (qemu exit $qst) after ${el}s" >&2
+  show_klog
   exit 125
 fi
 echo "$me: guest finished in ${el}s; command exit status $st"
+[ "$st" -eq 0 ] || show_klog
 exit "$st"

@@ -17,7 +17,7 @@ ctest --test-dir build/ci --output-on-failure --timeout 1200
 echo "== verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # Inside the harness a missing device is a failure, not a skip.
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
-ci/rxe.sh --rw build/ci -- env ZCOLL_TEST_REQUIRE_RDMA=1 \
+ci/rxe.sh --rw build/ci --timeout 1500 -- env ZCOLL_TEST_REQUIRE_RDMA=1 \
   build/ci/tests/test_verbs --jobs=1 -S --verbose=1
 
 echo "== zcoll_perf -c 1 on 4 ranks"
@@ -34,7 +34,7 @@ echo "== verbs under ASan+UBSan on soft-RoCE (registered-buffer matrix, device e
 # The whole verbs matrix under the sanitizers in an emulated guest takes ~11 min; this
 # subset covers every dtype x op over verbs (p = 3) and the error paths in ~1 min.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ci/rxe.sh --rw build/asan --env ASAN_OPTIONS --env UBSAN_OPTIONS -- \
+  ci/rxe.sh --rw build/asan --timeout 900 --env ASAN_OPTIONS --env UBSAN_OPTIONS -- \
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/asan/tests/test_verbs --jobs=1 -S --verbose=1 \
   --filter 'verbs/[rbap]*'
 

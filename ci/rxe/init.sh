@@ -24,7 +24,11 @@ die() {
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-exec </dev/console >/dev/console 2>&1
+# Our output on the serial line ci/rxe.sh names (zr_out=, from the kernel command line),
+# apart from the kernel's own log; /dev/console when run by hand.
+out=/dev/console
+[ -n "${zr_out:-}" ] && [ -c "/dev/$zr_out" ] && out=/dev/$zr_out
+exec <"$out" >"$out" 2>&1
 # shellcheck source=/dev/null
 . /zcoll-rxe/conf
 echo "zcoll-rxe guest: kernel up after $(cut -d' ' -f1 /proc/uptime) s"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "node.h"
 
 #define MAX_PEERS_PER_ALGO 256
 
@@ -161,7 +162,11 @@ static zcoll_status_t setup_channels(zcoll_comm_t *comm) {
   /* Regions: one receive ring per peer, and send staging if the transport needs it. */
   size_t ring = comm->slot_bytes * (size_t)comm->depth;
   comm->region_bytes = ring * (size_t)(npeers ? npeers : 1);
-  if (!(comm->recv_region = map_region(comm->region_bytes))) {
+  if (comm->tl_ops->mem_alloc) {
+    void *p = NULL;
+    if ((st = comm->tl_ops->mem_alloc(comm->tl, comm->region_bytes, &p)) != ZCOLL_OK) goto out;
+    comm->recv_region = p;
+  } else if (!(comm->recv_region = map_region(comm->region_bytes))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of receive slots: %m",
                      comm->region_bytes);
     goto out;
@@ -281,6 +286,29 @@ static void release(zcoll_comm_t *comm) {
 
 static zcoll_status_t job_alive(void *bs) { return zcoll__bootstrap_check(bs); }
 
+/* Whether every rank runs on this host, in this PID namespace: one round of the
+ * rendezvous, and only when the transport choice depends on it. */
+static zcoll_status_t on_one_node(zcoll_comm_t *comm, int *one) {
+  *one = 0;
+  if (comm->cfg->transport != ZCOLL_TL_AUTO && comm->cfg->transport != ZCOLL_TL_SHM)
+    return ZCOLL_OK;
+  char mine[64] = {0};
+  zcoll__node_id(mine, sizeof(mine), comm->rank);
+  char *all = malloc(sizeof(mine) * (size_t)comm->size);
+  if (!all) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  zcoll_status_t st = zcoll__bootstrap_allgather(comm->bs, mine, sizeof(mine), all);
+  if (st == ZCOLL_OK) {
+    *one = 1;
+    for (int r = 0; r < comm->size && *one; r++)
+      if (memcmp(all + (size_t)r * sizeof(mine), mine, sizeof(mine)) != 0) {
+        *one = 0;
+        zcoll_log_debug("rank %d is on another host (%.64s)", r, all + (size_t)r * sizeof(mine));
+      }
+  }
+  free(all);
+  return st;
+}
+
 zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__clear_error();
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
@@ -319,7 +347,10 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                                        comm->cfg->root_fd, comm->cfg->job_key,
                                        comm->cfg->timeout};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
-  if ((st = zcoll__transport_select(comm->cfg, &comm->tl_ops)) != ZCOLL_OK) goto fail_abort;
+  int one_node;
+  if ((st = on_one_node(comm, &one_node)) != ZCOLL_OK) goto fail_abort;
+  if ((st = zcoll__transport_select(comm->cfg, one_node, &comm->tl_ops)) != ZCOLL_OK)
+    goto fail_abort;
   struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg, oversubscribed, job_alive,
                                comm->bs};
   if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;

@@ -119,8 +119,8 @@ static int parse_enum(const char *text, void *dst, const char *const *names, int
 
 static int parse_transport(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   (void)size;
-  static const char *const names[] = {"auto", "verbs", "ucx", "loopback"};
-  return parse_enum(text, dst, names, 4, why, why_len);
+  static const char *const names[] = {"auto", "verbs", "ucx", "loopback", "shm"};
+  return parse_enum(text, dst, names, 5, why, why_len);
 }
 
 static int parse_progress(const char *text, void *dst, size_t size, char *why, size_t why_len) {
@@ -192,7 +192,8 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       root_fd, parse_rank),
     F("JOB_KEY", "", "shared secret of the job; connections with another key are rejected",
       job_key, parse_string),
-    F("TRANSPORT", "auto", "auto|verbs|ucx|loopback (loopback: ranks are threads of one process)",
+    F("TRANSPORT", "auto", "auto|shm|verbs|ucx|loopback (auto: shm if every rank is on this host, else "
+      "verbs where an RDMA device is up, else ucx; loopback: ranks are threads of one process)",
       transport, parse_transport),
     F("IB_DEV", "", "RDMA device as name[:port]; empty: the first active one", ib_dev,
       parse_string),

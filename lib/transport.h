@@ -72,6 +72,11 @@ struct zcoll_tl_ops {
    * fills eps[i] for ranks[i]. */
   zcoll_status_t (*connect)(struct zcoll_tl *tl, int n, const int *ranks,
                             const void *const *addrs, const size_t *lens, struct zcoll_ep **eps);
+  /* Optional: len bytes of memory for a region peers will write into (receive slots),
+   * for transports whose peers reach it through a shared mapping rather than a NIC.
+   * NULL: the core maps anonymous memory. Either way the core registers it with
+   * mem_reg(remote = 1) and, after close, releases it with munmap(addr, len). */
+  zcoll_status_t (*mem_alloc)(struct zcoll_tl *tl, size_t len, void **addr);
   /* remote: peers may write into it (receive slots); otherwise it is only a source, and
    * no peer gets write access to it (staging, user buffers). */
   zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, int remote,
@@ -110,12 +115,15 @@ struct zcoll_tl_ops {
   void (*quiesce)(struct zcoll_tl *tl);
 };
 
+extern const struct zcoll_tl_ops zcoll__tl_shm;
 extern const struct zcoll_tl_ops zcoll__tl_verbs;
 extern const struct zcoll_tl_ops zcoll__tl_ucx;
 extern const struct zcoll_tl_ops zcoll__tl_loopback;
 
 /* Picks the transport the configuration asks for (auto: the first whose probe
- * succeeds, in order of preference). */
-zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg, const struct zcoll_tl_ops **ops);
+ * succeeds, in order of preference). one_node: every rank of the job runs on this host
+ * (in this PID namespace), which the shared-memory transport needs. */
+zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg, int one_node,
+                                       const struct zcoll_tl_ops **ops);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * The correctness matrix as real processes over UCX, launched with zcoll_run: every
+ * The correctness matrix as real processes over one transport (ZCOLL_TEST_TL: this
+ * file is built once per transport, as test_allreduce_<tl>), launched with zcoll_run: every
  * dtype x op x placement, counts 0, 1, p-1, p+1, odd and large, misaligned buffers,
  * each element checked against the independent reference on every rank -- for the
  * automatic choice (3 MiB vectors) and for every algorithm forced (1 MiB), p = 1..9.
@@ -9,33 +10,37 @@
 
 #include "spawn.h"
 
+#ifndef ZCOLL_TEST_TL
+#error "build with -DZCOLL_TEST_TL=\"ucx\" (or another transport)"
+#endif
+
 static const char *const algos[] = {"auto", "ring", "butterfly", "rhd", "tree"};
 #define NALGOS 5
 #define MAXP 9
 
 /* Plain values only: Criterion runs each test in a fresh process. */
-struct ucx_case {
+struct tl_case {
   int algo, size;
 };
 
-ParameterizedTestParameters(ucx, matrix) {
-  static struct ucx_case cases[NALGOS * MAXP];
+ParameterizedTestParameters(procs, matrix) {
+  static struct tl_case cases[NALGOS * MAXP];
   for (int a = 0; a < NALGOS; a++)
-    for (int p = 1; p <= MAXP; p++) cases[a * MAXP + p - 1] = (struct ucx_case){a, p};
-  return cr_make_param_array(struct ucx_case, cases, sizeof(cases) / sizeof(cases[0]));
+    for (int p = 1; p <= MAXP; p++) cases[a * MAXP + p - 1] = (struct tl_case){a, p};
+  return cr_make_param_array(struct tl_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-ParameterizedTest(struct ucx_case *c, ucx, matrix, .timeout = 600) {
+ParameterizedTest(struct tl_case *c, procs, matrix, .timeout = 600) {
   char np[16], algo[64];
   snprintf(np, sizeof(np), "%d", c->size);
   snprintf(algo, sizeof(algo), "ZCOLL_ALGO=%s", algos[c->algo]);
   const char *large = c->algo == 0 ? "3145728" : "1048576";
   const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), large, NULL};
-  const char *env[] = {"ZCOLL_TRANSPORT=ucx", algo, NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=" ZCOLL_TEST_TL, algo, NULL};
   struct sp_result r = sp_run(argv, env, 500);
   cr_log_info("%s p=%d: %.1f s\n%s", algo, c->size, r.seconds, r.out);
   cr_assert_eq(r.status, 0, "%s p=%d: exit %d\n%s", algo, c->size, r.status, r.out);
   cr_assert(strstr(r.out, "every element exact on every rank") != NULL, "%s", r.out);
-  cr_assert(strstr(r.out, "over ucx") != NULL, "%s", r.out);
+  cr_assert(strstr(r.out, "over " ZCOLL_TEST_TL) != NULL, "%s", r.out);
   free(r.out);
 }

@@ -1,0 +1,125 @@
+/* iface.c -- shared-memory transport: instance lifecycle and the ops table. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "node.h"
+#include "shm.h"
+
+static zcoll_status_t shm_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
+  (void)cfg;
+  /* Everything the transport relies on, tried on ourselves: a memfd reopened through
+   * /proc is exactly how peers will reach our memory. */
+  int fd = memfd_create("zcoll-probe", MFD_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, why_len, "memfd_create: %s", strerror(errno));
+    return ZCOLL_ERR_UNSUPPORTED;
+  }
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+  int again = open(path, O_RDWR | O_CLOEXEC);
+  int err = errno;
+  close(fd);
+  if (again < 0) {
+    snprintf(why, why_len, "cannot reopen a memfd through %s: %s", path, strerror(err));
+    return ZCOLL_ERR_UNSUPPORTED;
+  }
+  close(again);
+  return ZCOLL_OK;
+}
+
+static void shm_close(struct zcoll_tl *tl) {
+  if (!tl) return;
+  for (int i = 0; i < tl->neps; i++) zcoll__shm_ep_free(tl->eps[i]);
+  free(tl->eps);
+  /* The regions themselves are the core's to unmap; their memfds are ours. */
+  for (int i = 0; i < tl->nallocs; i++) close(tl->allocs[i].fd);
+  free(tl->allocs);
+  if (tl->inbox) munmap(tl->inbox, tl->inbox_bytes);
+  if (tl->inbox_fd >= 0) close(tl->inbox_fd);
+  if (tl->wake[0] >= 0) close(tl->wake[0]);
+  if (tl->wake[1] >= 0) close(tl->wake[1]);
+  zcoll__evq_free(&tl->evq);
+  free(tl);
+}
+
+static zcoll_status_t shm_open_tl(const struct zcoll_tl_params *p, struct zcoll_tl **out) {
+  struct zcoll_tl *tl = calloc(1, sizeof(*tl));
+  if (!tl) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory");
+  tl->rank = p->rank;
+  tl->size = p->size;
+  tl->inbox_fd = tl->wake[0] = tl->wake[1] = -1;
+  zcoll__node_id(tl->node, sizeof(tl->node), p->rank);
+  zcoll_status_t st;
+  if (pipe2(tl->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: pipe: %m");
+    goto fail;
+  }
+  /* The inbox: a ring for every rank that might write to us. Pages of rings nobody
+   * uses are never touched, so a large job costs address space, not memory. */
+  tl->inbox_bytes = sizeof(struct zcoll__shm_inbox) +
+                    (size_t)p->size * sizeof(struct zcoll__shm_ring);
+  if ((tl->inbox_fd = memfd_create("zcoll-inbox", MFD_CLOEXEC)) < 0) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: memfd_create: %m");
+    goto fail;
+  }
+  if (ftruncate(tl->inbox_fd, (off_t)tl->inbox_bytes) != 0) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot size a %zu-byte inbox: %m",
+                     tl->inbox_bytes);
+    goto fail;
+  }
+  void *m = mmap(NULL, tl->inbox_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, tl->inbox_fd, 0);
+  if (m == MAP_FAILED) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot map a %zu-byte inbox: %m",
+                     tl->inbox_bytes);
+    goto fail;
+  }
+  tl->inbox = m;
+  tl->inbox->magic = ZCOLL_SHM_MAGIC;
+  tl->inbox->size = (uint32_t)p->size;
+  *out = tl;
+  return ZCOLL_OK;
+fail:
+  shm_close(tl);
+  return st;
+}
+
+static zcoll_status_t shm_address(struct zcoll_tl *tl, void *buf, size_t *len) {
+  struct zcoll__shm_addr a = {.magic = ZCOLL_SHM_MAGIC,
+                              .pid = (int32_t)getpid(),
+                              .rank = tl->rank,
+                              .inbox_fd = tl->inbox_fd,
+                              .wake_fd = tl->wake[1],
+                              .inbox_bytes = tl->inbox_bytes};
+  memcpy(a.node, tl->node, sizeof(a.node));
+  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: address buffer short");
+  memcpy(buf, &a, sizeof(a));
+  *len = sizeof(a);
+  return ZCOLL_OK;
+}
+
+const struct zcoll_tl_ops zcoll__tl_shm = {
+    .name = "shm",
+    .caps = ZCOLL_TL_CAP_PUT_ANY,
+    .default_chunk_bytes = 128 * 1024,
+    .probe = shm_probe,
+    .open = shm_open_tl,
+    .close = shm_close,
+    .address = shm_address,
+    .connect = zcoll__shm_connect,
+    .mem_alloc = zcoll__shm_mem_alloc,
+    .mem_reg = zcoll__shm_mem_reg,
+    .mem_dereg = zcoll__shm_mem_dereg,
+    .rkey_pack = zcoll__shm_rkey_pack,
+    .rkey_unpack = zcoll__shm_rkey_unpack,
+    .rkey_release = zcoll__shm_rkey_release,
+    .put = zcoll__shm_put,
+    .poll = zcoll__shm_poll,
+    .event_fd = zcoll__shm_event_fd,
+    .arm = zcoll__shm_arm,
+};

@@ -1,0 +1,136 @@
+/* progress.c -- shared-memory transport: puts, notifications, polling and sleeping. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "shm.h"
+
+/* Publishes one notification into the peer's ring; 0 if the ring is full. */
+static int ring_push(struct zcoll__shm_ring *r, uint64_t ent) {
+  uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+  uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (tail - head >= ZCOLL_SHM_RING) return 0;
+  r->ent[tail % ZCOLL_SHM_RING] = ent;
+  /* Release: the payload (written before) and the entry are visible before the tail. */
+  atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
+  return 1;
+}
+
+static void wake(struct zcoll_ep *ep) {
+  /* Pairs with the fence in arm(): either the peer sees our entry before it sleeps,
+   * or we see its flag here. */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&ep->peer_inbox->sleeping, memory_order_relaxed)) {
+    char b = 1;
+    /* EAGAIN: the pipe is full, so it is readable already. */
+    if (write(ep->wake_fd, &b, 1) < 0 && errno != EAGAIN) {
+      /* The peer is gone or its pipe closed: the bootstrap reports the death. */
+    }
+  }
+}
+
+/* Moves what the full ring held back into it, oldest first; 1 if anything moved. */
+static int flush_backlog(struct zcoll_ep *ep) {
+  int moved = 0;
+  while (ep->backlog && ring_push(ep->out, ep->backlog->ent)) {
+    struct zcoll__shm_pending *p = ep->backlog;
+    ep->backlog = p->next;
+    if (!ep->backlog) ep->backlog_tail = &ep->backlog;
+    free(p);
+    moved = 1;
+  }
+  return moved;
+}
+
+static zcoll_status_t notify(struct zcoll_ep *ep, uint64_t ent) {
+  if (ep->backlog) flush_backlog(ep); /* order: older notifications first */
+  if (!ep->backlog && ring_push(ep->out, ent)) {
+    wake(ep);
+    return ZCOLL_OK;
+  }
+  struct zcoll__shm_pending *p = malloc(sizeof(*p));
+  if (!p) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory queueing a notification");
+  p->ent = ent;
+  p->next = NULL;
+  *ep->backlog_tail = p;
+  ep->backlog_tail = &p->next;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                              struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                              uint64_t cookie) {
+  (void)lmr; /* any source will do: the copy is ours */
+  if (len > UINT32_MAX)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: a %zu-byte put is over the 4 GiB limit", len);
+  if (len) {
+    if (!rkey || roff > rkey->len || len > rkey->len - roff)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "shm: a %zu-byte put at offset %llu is outside rank %d's region", len,
+                         (unsigned long long)roff, ep->peer);
+    memcpy(rkey->base + roff, src, len);
+  }
+  zcoll_status_t st = notify(ep, (uint64_t)imm | (uint64_t)len << 32);
+  if (st != ZCOLL_OK) return st;
+  /* The copy is done: src may be reused at once. */
+  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = cookie,
+                              .status = ZCOLL_OK};
+  return zcoll__evq_push(&ep->tl->evq, &ev);
+}
+
+zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
+  *n = 0;
+  if (tl->armed) {
+    /* Awake again: writers need not knock any more; empty the pipe so that it only
+     * turns readable for news that comes after the next arm(). */
+    tl->armed = 0;
+    atomic_store_explicit(&tl->inbox->sleeping, 0, memory_order_relaxed);
+    char buf[256];
+    while (read(tl->wake[0], buf, sizeof(buf)) > 0) {
+    }
+  }
+  for (int i = 0; i < tl->neps; i++)
+    if (tl->eps[i]->backlog && flush_backlog(tl->eps[i])) wake(tl->eps[i]);
+  *n = zcoll__evq_pop(&tl->evq, ev, max);
+  /* Arrivals, a few per peer per round and starting with a different peer each time,
+   * so that one busy peer cannot starve the others. */
+  for (int k = 0; k < tl->neps && *n < max; k++) {
+    struct zcoll_ep *ep = tl->eps[(tl->next_ep + k) % tl->neps];
+    struct zcoll__shm_ring *r = ep->in;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
+    if (head == tail) continue;
+    while (head != tail && *n < max) {
+      uint64_t e = r->ent[head % ZCOLL_SHM_RING];
+      ev[(*n)++] = (struct zcoll_tl_event){.kind = ZCOLL_TL_EV_ARRIVED,
+                                           .peer = ep->peer,
+                                           .imm = (uint32_t)e,
+                                           .len = (uint32_t)(e >> 32)};
+      head++;
+    }
+    /* Release: the entries are read before the writer may overwrite them. */
+    atomic_store_explicit(&r->head, head, memory_order_release);
+  }
+  if (tl->neps) tl->next_ep = (tl->next_ep + 1) % tl->neps;
+  return ZCOLL_OK;
+}
+
+int zcoll__shm_event_fd(struct zcoll_tl *tl) { return tl->wake[0]; }
+
+zcoll_status_t zcoll__shm_arm(struct zcoll_tl *tl) {
+  if (tl->evq.len) return ZCOLL_IN_PROGRESS;
+  for (int i = 0; i < tl->neps; i++)
+    if (tl->eps[i]->backlog) return ZCOLL_IN_PROGRESS; /* retried by polling, not by a wake */
+  tl->armed = 1;
+  atomic_store_explicit(&tl->inbox->sleeping, 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst); /* pairs with wake() */
+  for (int i = 0; i < tl->neps; i++) {
+    struct zcoll__shm_ring *r = tl->eps[i]->in;
+    if (atomic_load_explicit(&r->tail, memory_order_relaxed) !=
+        atomic_load_explicit(&r->head, memory_order_relaxed))
+      return ZCOLL_IN_PROGRESS;
+  }
+  return ZCOLL_OK;
+}

@@ -1,0 +1,147 @@
+/*
+ * shm.h -- the shared-memory transport: every rank on one host.
+ *
+ * A put is one memcpy by the writer straight into the receiver's slot, which lives in
+ * a memfd the receiver allocated (mem_alloc) and the writer mapped; then an 8-byte
+ * notification (imm, len) goes into a single-producer/single-consumer ring in the
+ * receiver's inbox -- another memfd, with one ring per sender. No syscall, no page
+ * pinning and no rendezvous round trip on the data path, which is where UCX's
+ * shared-memory rendezvous (a CMA pull per piece, requested by the receiver) spent the
+ * time at 1-32 MiB. The cost of the design: the writer does the copy, so a put blocks
+ * its caller for the copy (a 256 KiB piece: ~5 us).
+ *
+ * Peers reach each other's memfds through /proc/<pid>/fd/<n> (same host, same PID
+ * namespace, same user: the ptrace "read" check, which Yama does not restrict), so
+ * nothing is named in /dev/shm and nothing is left behind when a rank dies.
+ *
+ * Waiting: a rank that wants to sleep sets `sleeping` in its inbox (arm) and sleeps on
+ * a pipe; a writer that publishes a notification and then sees the flag writes a byte
+ * into the pipe's write end, opened through /proc as well (an eventfd cannot be
+ * reopened that way). Both sides fence between their store and their load, so one of
+ * them always sees the other (Dekker); a spinning receiver costs writers nothing.
+ */
+#ifndef ZCOLL_TL_SHM_H
+#define ZCOLL_TL_SHM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "evq.h"
+#include "transport.h"
+
+#define ZCOLL_SHM_MAGIC 0x7a636f6c6c73686dull /* "zcollshm" */
+/* Notifications in flight per sender: the executor's credits bound data pieces and
+ * credit returns to the pipeline depth each, so 256 only fills with depths past 100;
+ * then the writer keeps the overflow locally (backlog) until the receiver drains. */
+#define ZCOLL_SHM_RING 256u
+
+struct zcoll__shm_ring {
+  _Alignas(64) _Atomic uint64_t tail; /* next entry the sender writes */
+  _Alignas(64) _Atomic uint64_t head; /* next entry the receiver reads */
+  _Alignas(64) uint64_t ent[ZCOLL_SHM_RING]; /* imm | (uint64_t)len << 32 */
+};
+
+struct zcoll__shm_inbox {
+  uint64_t magic;
+  uint32_t size; /* ranks in the job: one ring per possible sender */
+  uint32_t pad;
+  _Alignas(64) _Atomic uint32_t sleeping; /* the owner is (about to be) asleep on its pipe */
+  _Alignas(64) struct zcoll__shm_ring ring[]; /* indexed by the sender's rank */
+};
+
+#define ZCOLL_SHM_NODE_ID 64
+
+/* What peers need to reach us (the transport address). */
+struct zcoll__shm_addr {
+  uint64_t magic;
+  int32_t pid, rank;
+  int32_t inbox_fd, wake_fd; /* descriptors in process pid */
+  uint64_t inbox_bytes;
+  char node[ZCOLL_SHM_NODE_ID];
+};
+
+struct zcoll__shm_pending { /* a notification the receiver's full ring could not take */
+  uint64_t ent;
+  struct zcoll__shm_pending *next;
+};
+
+struct zcoll__shm_alloc { /* a region mem_alloc made: its memfd stays open for peers */
+  char *base;
+  size_t len;
+  int fd;
+};
+
+struct zcoll_tl {
+  int rank, size;
+  struct zcoll__shm_inbox *inbox;
+  size_t inbox_bytes;
+  int inbox_fd;
+  int wake[2]; /* pipe: [0] is our event_fd, peers write into [1] */
+  int armed;   /* we set inbox->sleeping; poll clears it and drains the pipe */
+  struct zcoll__evq evq; /* PUT_DONE events (puts complete at once) */
+  struct zcoll_ep **eps; /* connected peers, in connect order */
+  int neps, next_ep;     /* next_ep: where polling starts, for fairness */
+  struct zcoll__shm_alloc *allocs;
+  int nallocs;
+  char node[ZCOLL_SHM_NODE_ID];
+};
+
+struct zcoll_ep {
+  struct zcoll_tl *tl;
+  int peer;
+  pid_t pid;
+  struct zcoll__shm_inbox *peer_inbox; /* mapped */
+  size_t peer_inbox_bytes;
+  struct zcoll__shm_ring *out; /* our ring in the peer's inbox */
+  struct zcoll__shm_ring *in;  /* the peer's ring in ours */
+  int wake_fd;                 /* the peer's pipe, write end */
+  struct zcoll__shm_pending *backlog, **backlog_tail;
+};
+
+struct zcoll_tl_mr {
+  struct zcoll_tl *tl;
+  char *base;
+  size_t len;
+  int fd;  /* the memfd behind a remote region (-1: a source only) */
+  size_t off; /* base's offset in that memfd */
+  int remote;
+};
+
+struct zcoll_tl_rkey {
+  char *map;    /* the peer's memfd, mapped from its start */
+  size_t maplen;
+  char *base;   /* the region within it */
+  size_t len;
+};
+
+struct zcoll__shm_rkey_blob {
+  uint64_t magic;
+  int32_t fd, pad;
+  uint64_t off, len;
+};
+
+/* Opens a descriptor of process pid through /proc ("what" names it in errors). */
+zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int peer, const char *what,
+                                       int *out);
+
+zcoll_status_t zcoll__shm_connect(struct zcoll_tl *tl, int n, const int *ranks,
+                                  const void *const *addrs, const size_t *lens,
+                                  struct zcoll_ep **eps);
+void zcoll__shm_ep_free(struct zcoll_ep *ep);
+zcoll_status_t zcoll__shm_mem_alloc(struct zcoll_tl *tl, size_t len, void **addr);
+zcoll_status_t zcoll__shm_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
+                                  struct zcoll_tl_mr **mr);
+void zcoll__shm_mem_dereg(struct zcoll_tl_mr *mr);
+zcoll_status_t zcoll__shm_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len);
+zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size_t len,
+                                      struct zcoll_tl_rkey **rkey);
+void zcoll__shm_rkey_release(struct zcoll_tl_rkey *rkey);
+zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
+                              struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                              uint64_t cookie);
+zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
+int zcoll__shm_event_fd(struct zcoll_tl *tl);
+zcoll_status_t zcoll__shm_arm(struct zcoll_tl *tl);
+
+#endif

@@ -87,7 +87,11 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's inbox is not a zcoll inbox", rank);
     goto fail;
   }
-  if ((st = zcoll__shm_open_peer_fd(a.pid, a.wake_fd, O_WRONLY | O_NONBLOCK, rank, "wake-up pipe",
+  /* Read-write although we only write: while we hold a reading end, writing never
+   * raises SIGPIPE -- which would kill this process when the peer dies, since a library
+   * must not change the application's signal dispositions. (A pipe opened through /proc
+   * behaves as a FIFO, where Linux allows O_RDWR.) */
+  if ((st = zcoll__shm_open_peer_fd(a.pid, a.wake_fd, O_RDWR | O_NONBLOCK, rank, "wake-up pipe",
                                     &ep->wake_fd)) != ZCOLL_OK)
     goto fail;
   ep->out = &ep->peer_inbox->ring[tl->rank];

@@ -24,10 +24,10 @@ static void wake(struct zcoll_ep *ep) {
   atomic_thread_fence(memory_order_seq_cst);
   if (atomic_load_explicit(&ep->peer_inbox->sleeping, memory_order_relaxed)) {
     char b = 1;
-    /* EAGAIN: the pipe is full, so it is readable already. */
-    if (write(ep->wake_fd, &b, 1) < 0 && errno != EAGAIN) {
-      /* The peer is gone or its pipe closed: the bootstrap reports the death. */
-    }
+    /* EAGAIN: the pipe is full, so it is readable already (or its owner died and
+     * nobody drains it: the rendezvous reports the death). */
+    if (write(ep->wake_fd, &b, 1) < 0 && errno != EAGAIN)
+      zcoll_log_debug("shm: waking rank %d: %s", ep->peer, strerror(errno));
   }
 }
 

@@ -1,0 +1,196 @@
+/*
+ * The shared-memory transport on its own, between two real processes (a parent and a
+ * forked child, addresses and keys exchanged over pipes): data and notifications in
+ * order past the ring's capacity, a writer that outlives a sleeping receiver, and the
+ * errors for bad regions, keys and puts.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../transports/shm/shm.h"
+
+static struct zcoll_tl *open_rank(int rank) {
+  struct zcoll_tl_params p = {.rank = rank, .size = 2};
+  struct zcoll_tl *tl = NULL;
+  cr_assert_eq(zcoll__tl_shm.open(&p, &tl), ZCOLL_OK, "%s", zcoll_last_error());
+  return tl;
+}
+
+static void send_blob(int fd, const void *b, size_t n) {
+  uint32_t len = (uint32_t)n;
+  cr_assert_eq(write(fd, &len, sizeof(len)), (ssize_t)sizeof(len));
+  cr_assert_eq(write(fd, b, n), (ssize_t)n);
+}
+
+static size_t recv_blob(int fd, void *b, size_t cap) {
+  uint32_t len;
+  cr_assert_eq(read(fd, &len, sizeof(len)), (ssize_t)sizeof(len));
+  cr_assert_leq(len, cap);
+  size_t got = 0;
+  while (got < len) {
+    ssize_t k = read(fd, (char *)b + got, len - got);
+    cr_assert_gt(k, 0);
+    got += (size_t)k;
+  }
+  return len;
+}
+
+/* Both sides connect to each other (a receiver polls only peers it connected to). */
+static struct zcoll_ep *connect_pair(struct zcoll_tl *tl, int peer, int to, int from) {
+  char mine[256], theirs[256];
+  size_t n = sizeof(mine);
+  cr_assert_eq(zcoll__tl_shm.address(tl, mine, &n), ZCOLL_OK);
+  send_blob(to, mine, n);
+  size_t m = recv_blob(from, theirs, sizeof(theirs));
+  const void *addrs[1] = {theirs};
+  size_t lens[1] = {m};
+  struct zcoll_ep *ep = NULL;
+  cr_assert_eq(zcoll__tl_shm.connect(tl, 1, &peer, addrs, lens, &ep), ZCOLL_OK, "%s",
+               zcoll_last_error());
+  return ep;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#define NPUTS 1000 /* about four times the ring */
+#define PIECE 64
+
+/* The writer puts NPUTS pieces (every third a bare notification) before the receiver
+ * looks: the ring fills, the rest waits in the writer's backlog and must still arrive
+ * in order, each piece's bytes in place when its notification does. */
+Test(shm, data_and_notifications_in_order_past_the_ring, .timeout = 60) {
+  int down[2], up[2]; /* parent -> child, child -> parent */
+  cr_assert_eq(pipe(down), 0);
+  cr_assert_eq(pipe(up), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) { /* the writer: rank 1 */
+    struct zcoll_tl *tl = open_rank(1);
+    struct zcoll_ep *ep = connect_pair(tl, 0, up[1], down[0]);
+    char key[256];
+    size_t kn = recv_blob(down[0], key, sizeof(key));
+    struct zcoll_tl_rkey *rk = NULL;
+    if (zcoll__tl_shm.rkey_unpack(ep, key, kn, &rk) != ZCOLL_OK) _exit(2);
+    /* Outside the region: refused. */
+    char src[PIECE];
+    if (zcoll__tl_shm.put(ep, src, NULL, rk, rk->len - 1, 2, 7, 0) != ZCOLL_ERR_INVALID_ARG)
+      _exit(3);
+    for (int i = 0; i < NPUTS; i++) {
+      memset(src, (char)i, sizeof(src));
+      size_t len = i % 3 ? PIECE : 0;
+      if (zcoll__tl_shm.put(ep, src, NULL, rk, (uint64_t)i * PIECE, len, (uint32_t)i,
+                            (uint64_t)i) != ZCOLL_OK)
+        _exit(4);
+    }
+    if (!ep->backlog) _exit(5); /* the ring should be full by now */
+    if (write(up[1], "d", 1) != 1) _exit(6);
+    /* Every put completed locally, in order; poll until the backlog drained. */
+    struct zcoll_tl_event ev[64];
+    int done = 0, n;
+    double t0 = now();
+    while ((done < NPUTS || ep->backlog) && now() - t0 < 30) {
+      if (zcoll__tl_shm.poll(tl, ev, 64, &n) != ZCOLL_OK) _exit(7);
+      for (int k = 0; k < n; k++)
+        if (ev[k].kind != ZCOLL_TL_EV_PUT_DONE || ev[k].cookie != (uint64_t)done++) _exit(8);
+    }
+    int ok = done == NPUTS && !ep->backlog;
+    zcoll__tl_shm.rkey_release(rk);
+    zcoll__tl_shm.close(tl);
+    _exit(ok ? 0 : 9);
+  }
+  struct zcoll_tl *tl = open_rank(0);
+  connect_pair(tl, 1, down[1], up[0]);
+  void *slots = NULL;
+  size_t bytes = (size_t)NPUTS * PIECE;
+  cr_assert_eq(zcoll__tl_shm.mem_alloc(tl, bytes, &slots), ZCOLL_OK);
+  struct zcoll_tl_mr *mr = NULL;
+  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, slots, bytes, 1, &mr), ZCOLL_OK);
+  char key[256];
+  size_t kn = sizeof(key);
+  cr_assert_eq(zcoll__tl_shm.rkey_pack(mr, key, &kn), ZCOLL_OK);
+  send_blob(down[1], key, kn);
+  char done;
+  cr_assert_eq(read(up[0], &done, 1), 1, "the writer failed before it finished putting");
+  int next = 0;
+  double t0 = now();
+  while (next < NPUTS && now() - t0 < 30) {
+    struct zcoll_tl_event ev[16];
+    int n;
+    cr_assert_eq(zcoll__tl_shm.poll(tl, ev, 16, &n), ZCOLL_OK);
+    for (int k = 0; k < n; k++, next++) {
+      cr_assert_eq(ev[k].kind, ZCOLL_TL_EV_ARRIVED);
+      cr_assert_eq(ev[k].peer, 1);
+      cr_assert_eq(ev[k].imm, (uint32_t)next, "notification %u where %d was due", ev[k].imm, next);
+      cr_assert_eq(ev[k].len, next % 3 ? PIECE : 0);
+      const unsigned char *at = (const unsigned char *)slots + (size_t)next * PIECE;
+      for (int b = 0; b < (int)ev[k].len; b++)
+        cr_assert_eq(at[b], (unsigned char)next, "piece %d byte %d", next, b);
+    }
+  }
+  cr_assert_eq(next, NPUTS, "only %d of %d notifications arrived", next, NPUTS);
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: status %d", status);
+  zcoll__tl_shm.mem_dereg(mr);
+  zcoll__tl_shm.close(tl);
+  munmap(slots, bytes);
+}
+
+/* The receiver went to sleep (its flag set) and died; a put to it must still return,
+ * and must not kill the writer with SIGPIPE. */
+Test(shm, writer_outlives_a_sleeping_receiver, .timeout = 60) {
+  int down[2], up[2];
+  cr_assert_eq(pipe(down), 0);
+  cr_assert_eq(pipe(up), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    struct zcoll_tl *tl = open_rank(1);
+    connect_pair(tl, 0, up[1], down[0]);
+    if (zcoll__tl_shm.arm(tl) != ZCOLL_OK) _exit(2);
+    char go;
+    if (read(down[0], &go, 1) != 1) _exit(3);
+    _exit(0); /* asleep, as far as the writer can tell */
+  }
+  struct zcoll_tl *tl = open_rank(0);
+  struct zcoll_ep *ep = connect_pair(tl, 1, down[1], up[0]);
+  cr_assert_eq(write(down[1], "g", 1), 1);
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(ep->peer_inbox->sleeping, "the receiver did not say it sleeps");
+  signal(SIGPIPE, SIG_DFL); /* as in an application that never touched it */
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(zcoll__tl_shm.put(ep, NULL, NULL, NULL, 0, 0, 1, 0), ZCOLL_OK);
+  zcoll__tl_shm.close(tl);
+}
+
+Test(shm, bad_regions_and_keys_are_errors) {
+  struct zcoll_tl *tl = open_rank(0);
+  char plain[64];
+  struct zcoll_tl_mr *mr = NULL;
+  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, plain, sizeof(plain), 1, &mr), ZCOLL_ERR_INVALID_ARG);
+  cr_assert(strstr(zcoll_last_error(), "mem_alloc"), "%s", zcoll_last_error());
+  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, plain, sizeof(plain), 0, &mr), ZCOLL_OK);
+  char key[64];
+  size_t kn = sizeof(key);
+  cr_assert_eq(zcoll__tl_shm.rkey_pack(mr, key, &kn), ZCOLL_ERR_INVALID_ARG);
+  zcoll__tl_shm.mem_dereg(mr);
+  /* An address from nobody: a clear error, not a crash. */
+  char junk[sizeof(struct zcoll__shm_addr)] = {0};
+  const void *addrs[1] = {junk};
+  size_t lens[1] = {sizeof(junk)};
+  int peer = 1;
+  struct zcoll_ep *ep = NULL;
+  cr_assert_eq(zcoll__tl_shm.connect(tl, 1, &peer, addrs, lens, &ep), ZCOLL_ERR_TRANSPORT);
+  cr_assert(strstr(zcoll_last_error(), "malformed"), "%s", zcoll_last_error());
+  zcoll__tl_shm.close(tl);
+}

@@ -45,18 +45,25 @@ static int flush_backlog(struct zcoll_ep *ep) {
 }
 
 static zcoll_status_t notify(struct zcoll_ep *ep, uint64_t ent) {
-  if (ep->backlog) flush_backlog(ep); /* order: older notifications first */
+  /* Older notifications first; whatever reaches the ring, from the backlog or not,
+   * must be followed by a knock in case the receiver sleeps. */
+  int moved = ep->backlog ? flush_backlog(ep) : 0;
+  zcoll_status_t st = ZCOLL_OK;
   if (!ep->backlog && ring_push(ep->out, ent)) {
-    wake(ep);
-    return ZCOLL_OK;
+    moved = 1;
+  } else {
+    struct zcoll__shm_pending *p = malloc(sizeof(*p));
+    if (p) {
+      p->ent = ent;
+      p->next = NULL;
+      *ep->backlog_tail = p;
+      ep->backlog_tail = &p->next;
+    } else {
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory queueing a notification");
+    }
   }
-  struct zcoll__shm_pending *p = malloc(sizeof(*p));
-  if (!p) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory queueing a notification");
-  p->ent = ent;
-  p->next = NULL;
-  *ep->backlog_tail = p;
-  ep->backlog_tail = &p->next;
-  return ZCOLL_OK;
+  if (moved) wake(ep);
+  return st;
 }
 
 zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,

@@ -439,7 +439,13 @@ static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   /* Every rank's socket (rank 0 watches them all), and the 10 ms check regardless. */
   struct pollfd *fds = comm->pollfds;
   zcoll_status_t st = comm->tl_ops->arm(comm->tl);
-  if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
+  if (st == ZCOLL_IN_PROGRESS) {
+    /* Work pending inside the transport (a queue to flush): poll again, but still
+     * hand over the core and hear failure news while it lasts. */
+    if (check && (st = zcoll__bootstrap_check(comm->bs)) != ZCOLL_OK) return st;
+    sched_yield();
+    return ZCOLL_OK;
+  }
   if (st != ZCOLL_OK) return st;
   fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
   int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 1, comm->size);

@@ -19,8 +19,10 @@ void zcoll__node_id(char *buf, size_t len, int rank) {
   struct stat st;
   unsigned long long ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
   const char *split = getenv("ZCOLL_TEST_SPLIT_NODES");
+  /* The user too: ranks of different users cannot open each other's /proc/<pid>/fd. */
+  unsigned uid = (unsigned)geteuid();
   if (split && strcmp(split, "1") == 0)
-    snprintf(buf, len, "%.36s/%llx/r%d", boot, ns, rank);
+    snprintf(buf, len, "%.36s/%llx/%u/r%d", boot, ns, uid, rank);
   else
-    snprintf(buf, len, "%.36s/%llx", boot, ns);
+    snprintf(buf, len, "%.36s/%llx/%u", boot, ns, uid);
 }

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-/* The kernel's boot id plus the PID namespace, as text. ZCOLL_TEST_SPLIT_NODES=1 adds
+/* The kernel's boot id, the PID namespace and the effective user, as text. ZCOLL_TEST_SPLIT_NODES=1 adds
  * the rank, so that tests can play a job whose every rank is on its own host. */
 void zcoll__node_id(char *buf, size_t len, int rank);
 

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -61,7 +62,7 @@ static double now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-#define NPUTS 1000 /* about four times the ring */
+#define NPUTS 1000 /* about twice the ring */
 #define PIECE 64
 
 /* The writer puts NPUTS pieces (every third a bare notification) before the receiver
@@ -192,5 +193,17 @@ Test(shm, bad_regions_and_keys_are_errors) {
   struct zcoll_ep *ep = NULL;
   cr_assert_eq(zcoll__tl_shm.connect(tl, 1, &peer, addrs, lens, &ep), ZCOLL_ERR_TRANSPORT);
   cr_assert(strstr(zcoll_last_error(), "malformed"), "%s", zcoll_last_error());
+  /* A well-formed address whose "inbox" is an ordinary file: refused, never mapped. */
+  FILE *f = tmpfile();
+  cr_assert(f);
+  struct zcoll__shm_addr a = {.magic = ZCOLL_SHM_MAGIC, .pid = (int32_t)getpid(), .rank = 1,
+                              .inbox_fd = fileno(f), .wake_fd = fileno(f),
+                              .inbox_bytes = tl->inbox_bytes};
+  memcpy(a.node, tl->node, sizeof(a.node));
+  addrs[0] = &a;
+  lens[0] = sizeof(a);
+  cr_assert_eq(zcoll__tl_shm.connect(tl, 1, &peer, addrs, lens, &ep), ZCOLL_ERR_TRANSPORT);
+  cr_assert(strstr(zcoll_last_error(), "is not what it should be"), "%s", zcoll_last_error());
+  fclose(f);
   zcoll__tl_shm.close(tl);
 }

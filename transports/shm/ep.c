@@ -11,10 +11,12 @@
 #include "log.h"
 #include "shm.h"
 
-zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int peer, const char *what,
-                                       int *out) {
+zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int is_pipe, int peer,
+                                       const char *what, int *out) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+  /* O_NOFOLLOW does not apply to /proc's magic links; what the descriptor is gets
+   * checked below, so that a wrong or reused number cannot make us write into a file. */
   int f = open(path, flags | O_CLOEXEC);
   if (f < 0) {
     zcoll_status_t st = errno == ENOENT || errno == ESRCH ? ZCOLL_ERR_PEER_FAILED
@@ -24,6 +26,14 @@ zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int peer, c
                        "every rank on one host, in one PID namespace, as one user; "
                        "ZCOLL_TRANSPORT=ucx works across them)",
                        peer, what, path);
+  }
+  /* A pipe for waking, a memfd (which has seals; other files do not) for memory. */
+  struct stat sb;
+  int ok = fstat(f, &sb) == 0 && (is_pipe ? S_ISFIFO(sb.st_mode) : fcntl(f, F_GET_SEALS) >= 0);
+  if (!ok) {
+    close(f);
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's %s (%s) is not what it should be", peer,
+                       what, path);
   }
   *out = f;
   return ZCOLL_OK;
@@ -67,7 +77,7 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
   ep->wake_fd = -1;
   ep->backlog_tail = &ep->backlog;
   int fd = -1;
-  zcoll_status_t st = zcoll__shm_open_peer_fd(a.pid, a.inbox_fd, O_RDWR, rank, "inbox", &fd);
+  zcoll_status_t st = zcoll__shm_open_peer_fd(a.pid, a.inbox_fd, O_RDWR, 0, rank, "inbox", &fd);
   if (st != ZCOLL_OK) goto fail;
   struct stat sb;
   if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != a.inbox_bytes) {
@@ -91,7 +101,7 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
    * raises SIGPIPE -- which would kill this process when the peer dies, since a library
    * must not change the application's signal dispositions. (A pipe opened through /proc
    * behaves as a FIFO, where Linux allows O_RDWR.) */
-  if ((st = zcoll__shm_open_peer_fd(a.pid, a.wake_fd, O_RDWR | O_NONBLOCK, rank, "wake-up pipe",
+  if ((st = zcoll__shm_open_peer_fd(a.pid, a.wake_fd, O_RDWR | O_NONBLOCK, 1, rank, "wake-up pipe",
                                     &ep->wake_fd)) != ZCOLL_OK)
     goto fail;
   ep->out = &ep->peer_inbox->ring[tl->rank];

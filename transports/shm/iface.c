@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -13,8 +14,14 @@
 
 static zcoll_status_t shm_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
   (void)cfg;
-  /* Everything the transport relies on, tried on ourselves: a memfd reopened through
-   * /proc is exactly how peers will reach our memory. */
+  /* A process that is not dumpable (setuid, or prctl) keeps its /proc/<pid>/fd from
+   * everyone else: peers could not reach our memory. */
+  if (prctl(PR_GET_DUMPABLE) != 1) {
+    snprintf(why, why_len, "this process is not dumpable, so peers cannot open its memfds");
+    return ZCOLL_ERR_UNSUPPORTED;
+  }
+  /* Everything else the transport relies on, tried on ourselves: a memfd reopened
+   * through /proc is exactly how peers will reach our memory. */
   int fd = memfd_create("zcoll-probe", MFD_CLOEXEC);
   if (fd < 0) {
     snprintf(why, why_len, "memfd_create: %s", strerror(errno));

@@ -74,7 +74,7 @@ zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size
   if (b.magic != ZCOLL_SHM_MAGIC || b.off > SIZE_MAX - b.len)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d sent a malformed key", ep->peer);
   int fd;
-  zcoll_status_t st = zcoll__shm_open_peer_fd(ep->pid, b.fd, O_RDWR, ep->peer, "slots", &fd);
+  zcoll_status_t st = zcoll__shm_open_peer_fd(ep->pid, b.fd, O_RDWR, 0, ep->peer, "slots", &fd);
   if (st != ZCOLL_OK) return st;
   /* Map from the file's start (offsets need page alignment) through the region's end;
    * a region that claims more than the file holds would fault on access: refuse it. */

@@ -7,10 +7,12 @@
 #include "log.h"
 #include "shm.h"
 
-/* Publishes one notification into the peer's ring; 0 if the ring is full. */
+/* Publishes one notification into the peer's ring; 0 if the ring is full, -1 if the
+ * peer's side of it makes no sense (a head past our tail). */
 static int ring_push(struct zcoll__shm_ring *r, uint64_t ent) {
   uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+  if (head > tail) return -1;
   if (tail - head >= ZCOLL_SHM_RING) return 0;
   r->ent[tail % ZCOLL_SHM_RING] = ent;
   /* Release: the payload (written before) and the entry are visible before the tail. */
@@ -34,7 +36,7 @@ static void wake(struct zcoll_ep *ep) {
 /* Moves what the full ring held back into it, oldest first; 1 if anything moved. */
 static int flush_backlog(struct zcoll_ep *ep) {
   int moved = 0;
-  while (ep->backlog && ring_push(ep->out, ep->backlog->ent)) {
+  while (ep->backlog && ring_push(ep->out, ep->backlog->ent) > 0) {
     struct zcoll__shm_pending *p = ep->backlog;
     ep->backlog = p->next;
     if (!ep->backlog) ep->backlog_tail = &ep->backlog;
@@ -49,7 +51,11 @@ static zcoll_status_t notify(struct zcoll_ep *ep, uint64_t ent) {
    * must be followed by a knock in case the receiver sleeps. */
   int moved = ep->backlog ? flush_backlog(ep) : 0;
   zcoll_status_t st = ZCOLL_OK;
-  if (!ep->backlog && ring_push(ep->out, ent)) {
+  int pushed = ep->backlog ? 0 : ring_push(ep->out, ent);
+  if (pushed < 0) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's notification ring is corrupt",
+                     ep->peer);
+  } else if (pushed) {
     moved = 1;
   } else {
     struct zcoll__shm_pending *p = malloc(sizeof(*p));

@@ -31,10 +31,17 @@
 #include "transport.h"
 
 #define ZCOLL_SHM_MAGIC 0x7a636f6c6c73686dull /* "zcollshm" */
-/* Notifications in flight per sender: the executor's credits bound data pieces and
- * credit returns to the pipeline depth each, so 256 only fills with depths past 100;
- * then the writer keeps the overflow locally (backlog) until the receiver drains. */
-#define ZCOLL_SHM_RING 256u
+/* Notifications in flight per sender: the executor's credits bound them to the
+ * pipeline depth (at most 256) plus a couple of credit returns, so a ring of 512 never
+ * fills under the executor. Should it (another user of the transport), the writer keeps
+ * the overflow locally (backlog) and flushes it from put() and poll(). */
+#define ZCOLL_SHM_RING 512u
+#define ZCOLL_SHM_MAX_DEPTH 256 /* ZCOLL_PIPELINE_DEPTH's upper bound (config.c) */
+_Static_assert(ZCOLL_SHM_RING >= 2 * ZCOLL_SHM_MAX_DEPTH, "the ring must hold a full pipeline");
+/* Lock-free is what makes these atomics work between processes: a lock-based fallback
+ * would lock in each process separately. */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+               "the shm transport needs lock-free 32- and 64-bit atomics");
 
 struct zcoll__shm_ring {
   _Alignas(64) _Atomic uint64_t tail; /* next entry the sender writes */
@@ -121,9 +128,10 @@ struct zcoll__shm_rkey_blob {
   uint64_t off, len;
 };
 
-/* Opens a descriptor of process pid through /proc ("what" names it in errors). */
-zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int peer, const char *what,
-                                       int *out);
+/* Opens a descriptor of process pid through /proc ("what" names it in errors) and
+ * checks that it is a pipe (is_pipe) or a memfd. */
+zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int is_pipe, int peer,
+                                       const char *what, int *out);
 
 zcoll_status_t zcoll__shm_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   const void *const *addrs, const size_t *lens,

@@ -31,18 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zcoll_run_output.h"
+
 #define MAX_RANKS 4096
 #define GRACE_NS (2 * 1000000000LL)  /* SIGTERM -> SIGKILL; also the output drain limit */
-#define READ_CHUNK 65536
-
-struct stream {           /* one rank's stdout or stderr pipe (--tag-output only) */
-  int fd;                 /* read end; -1 once closed */
-  int out_fd;             /* where its lines go: 1 or 2 */
-  int rank;
-  char *buf;              /* the partial line carried over between reads */
-  size_t len, cap;
-};
-
 struct rank {
   pid_t pid;              /* also the process group id */
   bool exited;
@@ -66,9 +58,7 @@ struct launcher {
   int open_streams;
   struct pollfd *pfds;
   struct stream **pfd_stream;
-  char *scratch;          /* output assembly buffer */
-  size_t scratch_cap;
-  bool broken_out[3];     /* output fd failed: discard what would go there */
+  struct zr_output out;   /* --tag-output: line assembly and broken output fds */
   bool terminating, killed, swept;
   int exit_code;
   int64_t job_deadline, kill_deadline, drain_deadline;  /* 0: not armed */
@@ -111,13 +101,6 @@ static void *xcalloc(size_t n, size_t size) {
   if (!p)
     die("out of memory");
   return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q)
-    die("out of memory");
-  return q;
 }
 
 /* Option value: "--opt VALUE", or "--opt=VALUE" for long options. */
@@ -379,89 +362,6 @@ static void launch(struct launcher *L) {
   L->listen_fd = -1;
 }
 
-static void write_out(struct launcher *L, int fd, const char *p, size_t n) {
-  while (n > 0 && !L->broken_out[fd]) {
-    ssize_t w = write(fd, p, n);
-    if (w >= 0) {
-      p += w;
-      n -= (size_t)w;
-    } else if (errno == EAGAIN) {  /* someone made our stdout non-blocking */
-      struct pollfd pf = {.fd = fd, .events = POLLOUT};
-      if (poll(&pf, 1, -1) < 0 && errno != EINTR)
-        die("poll");
-    } else if (errno != EINTR) {
-      int e = errno;
-      L->broken_out[fd] = true;
-      if (!L->broken_out[STDERR_FILENO])
-        fprintf(stderr, "zcoll_run: writing rank output to fd %d: %s; discarding it\n", fd,
-                strerror(e));
-    }
-  }
-}
-
-/* Write buf[0..n) (whole lines; the last may lack its '\n') with "[rank] " prefixes,
- * in one write, so lines of different ranks never mix. */
-static void emit_lines(struct launcher *L, struct stream *s, const char *buf, size_t n) {
-  char prefix[16];
-  int pl = snprintf(prefix, sizeof prefix, "[%d] ", s->rank);
-  size_t lines = 0;
-  for (const char *p = buf; p < buf + n; lines++) {
-    const char *nl = memchr(p, '\n', (size_t)(buf + n - p));
-    p = nl ? nl + 1 : buf + n;
-  }
-  size_t need = n + lines * ((size_t)pl + 1);
-  if (need > L->scratch_cap) {
-    L->scratch = xrealloc(L->scratch, need);
-    L->scratch_cap = need;
-  }
-  char *o = L->scratch;
-  for (const char *p = buf; p < buf + n;) {
-    const char *nl = memchr(p, '\n', (size_t)(buf + n - p));
-    size_t len = nl ? (size_t)(nl - p) : (size_t)(buf + n - p);
-    memcpy(o, prefix, (size_t)pl);
-    memcpy(o + pl, p, len);
-    o[pl + len] = '\n';
-    o += (size_t)pl + len + 1;
-    p += len + (nl ? 1 : 0);
-  }
-  write_out(L, s->out_fd, L->scratch, (size_t)(o - L->scratch));
-}
-
-static void close_stream(struct launcher *L, struct stream *s) {
-  if (s->len > 0)
-    emit_lines(L, s, s->buf, s->len);  /* a partial last line is still a line */
-  close(s->fd);
-  s->fd = -1;
-  free(s->buf);
-  s->buf = NULL;
-  s->len = s->cap = 0;
-  L->open_streams--;
-}
-
-static void read_stream(struct launcher *L, struct stream *s) {
-  if (s->cap - s->len < READ_CHUNK) {  /* grow geometrically: lines can be long */
-    s->cap = s->len + READ_CHUNK > 2 * s->cap ? s->len + READ_CHUNK : 2 * s->cap;
-    s->buf = xrealloc(s->buf, s->cap);
-  }
-  ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN))
-    return;
-  if (n < 0)
-    fprintf(stderr, "zcoll_run: read output of rank %d: %s\n", s->rank, strerror(errno));
-  if (n <= 0) {
-    close_stream(L, s);
-    return;
-  }
-  const char *nl = memrchr(s->buf + s->len, '\n', (size_t)n);
-  s->len += (size_t)n;
-  if (!nl)
-    return;
-  size_t whole = (size_t)(nl - s->buf) + 1;
-  emit_lines(L, s, s->buf, whole);
-  memmove(s->buf, s->buf + whole, s->len - whole);
-  s->len -= whole;
-}
-
 static void check_ranks(struct launcher *L) {
   for (int r = 0; r < L->started; r++) {
     struct rank *rk = &L->ranks[r];
@@ -561,13 +461,15 @@ static void run_loop(struct launcher *L) {
       die("poll");
     for (nfds_t k = 1; ready > 0 && k < n; k++)
       if (L->pfds[k].revents)
-        read_stream(L, L->pfd_stream[k]);
+        L->open_streams -= zr_read_stream(&L->out, L->pfd_stream[k]);
     if (ready > 0 && L->pfds[0].revents)
       handle_signals(L);
   }
   for (int k = 0; L->tag && k < 2 * L->started; k++)
-    if (L->streams[k].fd >= 0)
-      close_stream(L, &L->streams[k]);  /* held open by an escaped descendant */
+    if (L->streams[k].fd >= 0) {  /* held open by an escaped descendant */
+      zr_close_stream(&L->out, &L->streams[k]);
+      L->open_streams--;
+    }
   for (int r = 0; r < L->started; r++)
     while (waitpid(L->ranks[r].pid, NULL, 0) < 0)
       if (errno != EINTR)
@@ -602,7 +504,7 @@ int main(int argc, char **argv) {
   free(L.streams);
   free(L.pfds);
   free(L.pfd_stream);
-  free(L.scratch);
+  free(L.out.scratch);
   close(L.sig_fd);
   return L.exit_code;
 }

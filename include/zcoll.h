@@ -6,8 +6,24 @@
  * message that zcoll_comm_last_error() returns (zcoll_last_error() for calls that have
  * no communicator yet).
  *
- * Threading: a communicator is used by one thread at a time. Distinct communicators
- * may be used concurrently from distinct threads.
+ * Threading: a communicator is used by one thread at a time; a call made while another
+ * thread is inside a call on the same communicator returns ZCOLL_ERR_INVALID_ARG ("used
+ * concurrently") at once and changes nothing. Distinct communicators may be used
+ * concurrently from distinct threads. The exceptions are zcoll_comm_revoke (any thread,
+ * and async-signal-safe) and zcoll_comm_abort (any thread, not a signal handler), which
+ * exist to interrupt a call blocked on another thread.
+ *
+ * What an error means for a communicator: ZCOLL_ERR_INVALID_ARG for a concurrent call
+ * leaves it as it was. Any other error from a collective -- an argument error included,
+ * because the other ranks have made that collective call and cannot finish it -- breaks
+ * it for good: the peers are told (ZCOLL_ERR_MISMATCH or ZCOLL_ERR_PEER_FAILED, naming
+ * this rank), every later call returns the error, and the only thing left to do is
+ * zcoll_comm_destroy (or zcoll_comm_abort). Once a call has returned an error, zcoll
+ * writes nothing more into that call's buffers.
+ *
+ * fork(): a communicator belongs to the process that created it. In a child forked
+ * afterwards every call on it returns ZCOLL_ERR_INVALID_ARG, and zcoll_comm_destroy
+ * (or abort) only frees the child's copy of the memory, without talking to anyone.
  */
 #ifndef ZCOLL_H
 #define ZCOLL_H
@@ -117,9 +133,19 @@ ZCOLL_API int zcoll_comm_rank(const zcoll_comm_t *comm);
 ZCOLL_API int zcoll_comm_size(const zcoll_comm_t *comm);
 /* Collective: waits for every rank, then releases everything. NULL is accepted. */
 ZCOLL_API zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm);
-/* Local: tells every peer to give up (they see ZCOLL_ERR_PEER_FAILED), then releases
- * this rank's resources. The communicator must not be used afterwards. */
+/* Local: tells every peer to give up (they see ZCOLL_ERR_PEER_FAILED naming this rank
+ * within about a second), then releases this rank's resources. May be called from a
+ * thread other than one blocked in a call on comm (a watchdog): that call returns
+ * ZCOLL_ERR_PEER_FAILED within ~10 ms, and abort frees the communicator only after it
+ * has left (if it has not within 10 s, abort returns ZCOLL_ERR_TIMEOUT and frees
+ * nothing). The communicator must not be used, nor a new call started on it, once abort
+ * may have begun; not async-signal-safe (use zcoll_comm_revoke in a signal handler). */
 ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
+/* Async-signal-safe, from any thread: marks comm revoked and wakes the call blocked on
+ * it, which returns ZCOLL_ERR_PEER_FAILED within ~10 ms and tells the peers; every later
+ * call fails too. Frees nothing: destroy (or abort) comm afterwards, from a thread where
+ * no call on it is running. */
+ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transport chosen at init: "ucx", "verbs", "loopback". */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
@@ -127,11 +153,16 @@ ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
 /* ---- allreduce --------------------------------------------------------------------
  * Semantics follow MPI_Allreduce: every rank passes the same count, dtype and op;
  * sendbuf may be ZCOLL_IN_PLACE; buffers may have any alignment; count may be 0.
- * Ranks that disagree on count/dtype/op get ZCOLL_ERR_MISMATCH where they notice and
- * ZCOLL_ERR_PEER_FAILED where the news reaches them; a rank whose own exchanges all
- * agreed may complete that call, but fails from its next call on -- a mismatch never
- * yields silently wrong data. After any error other than ZCOLL_ERR_INVALID_ARG the
- * communicator is unusable: destroy it. */
+ * Every collective carries its number on the communicator and a 64-bit fingerprint of
+ * what it is (count, dtype, op, algorithm and its parameters), checked by every receiver
+ * before it reduces or delivers any data from that peer. Ranks that disagree on a call,
+ * or are out of step (one skipped a call), get ZCOLL_ERR_MISMATCH where they notice and
+ * an error (ZCOLL_ERR_MISMATCH or ZCOLL_ERR_PEER_FAILED) where the news reaches them; a
+ * rank whose own exchanges all agreed may complete that call (its data is right), but
+ * fails from its next call on -- a mismatch never yields silently wrong data. An
+ * argument error (ZCOLL_ERR_INVALID_ARG, e.g. recvbuf NULL) counts as this rank's call of
+ * that collective and breaks the communicator: the others get ZCOLL_ERR_MISMATCH naming
+ * this rank and the reason, rather than pairing their call with this rank's next one. */
 ZCOLL_API zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                          size_t count, zcoll_dtype_t dtype, zcoll_op_t op);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "guard.h"
 #include "log.h"
 
 /* Records the failure for zcoll_comm_last_error and returns it. */
@@ -24,8 +25,8 @@ static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype
                        why_len);
 }
 
-static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t count,
+                                 zcoll_dtype_t dtype, zcoll_op_t op) {
   if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown dtype %d", (int)dtype);
   if ((unsigned)op >= ZCOLL_OP_COUNT)
@@ -44,6 +45,10 @@ static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *
                          "allreduce: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce "
                          "in place");
   }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t check_usable(zcoll_comm_t *comm) {
   if (comm->broken) {
     /* Already reported when it happened: record it for this call, do not log again. */
     char why[sizeof(comm->last_error)];
@@ -52,6 +57,19 @@ static zcoll_status_t check_args(zcoll_comm_t *comm, const void *sendbuf, void *
                                "the communicator is unusable after an earlier error: %s", why);
   }
   return ZCOLL_OK;
+}
+
+/* A collective this rank cannot make is one the others cannot finish: rather than let
+ * them wait (or, worse, pair their call with this rank's next one), the argument error
+ * revokes the communicator and tells them, naming this rank and the reason. */
+static zcoll_status_t poison(zcoll_comm_t *comm, zcoll_status_t st) {
+  char why[512];
+  snprintf(why, sizeof(why), "rank %d's collective #%llu failed its argument checks: %s",
+           comm->rank, (unsigned long long)comm->ordinal, zcoll__last_error());
+  comm->ordinal++;
+  comm->broken = st;
+  zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_MISMATCH, why);
+  return st;
 }
 
 /* Schedules depend on (algorithm, count, in place) only: cache the last few so that
@@ -87,11 +105,12 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                               size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
-  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: comm is NULL");
-  zcoll_status_t st = check_args(comm, sendbuf, recvbuf, count, dtype, op);
-  if (st != ZCOLL_OK) return report(comm, st);
+static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  zcoll_status_t st = check_usable(comm);
+  if (st != ZCOLL_OK) return st;
+  if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK)
+    return poison(comm, st);
   int in_place = sendbuf == ZCOLL_IN_PLACE;
   char why[256] = "";
   int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
@@ -104,8 +123,20 @@ zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *re
   if (built)
     zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
                    comm->size, zcoll__algos[algo]->name, why);
-  st = zcoll__execute(comm, s, algo, in_place ? recvbuf : sendbuf, recvbuf, count, dtype, op);
-  return report(comm, st);
+  struct zcoll__coll_desc desc = {ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op,
+                                  (uint8_t)algo, (uint32_t)comm->algo_params.tree_arity, -1,
+                                  count};
+  return zcoll__execute(comm, s, &desc, in_place ? recvbuf : sendbuf, recvbuf);
+}
+
+zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                               size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: comm is NULL");
+  zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce");
+  if (st != ZCOLL_OK) return st; /* the thread inside owns comm->last_error */
+  st = report(comm, allreduce(comm, sendbuf, recvbuf, count, dtype, op));
+  zcoll__leave(comm);
+  return st;
 }
 
 zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "log.h"
 #include "node.h"
 
@@ -244,7 +246,9 @@ static zcoll_status_t setup_channels(zcoll_comm_t *comm) {
     if (comm->send_region) c->stage = comm->send_region + (size_t)i * ring;
     c->slots = calloc((size_t)comm->depth, sizeof(*c->slots));
     c->inflight = calloc((size_t)comm->depth, sizeof(*c->inflight));
-    if (!c->slots || !c->inflight) {
+    if (!comm->send_region)
+      c->small = malloc((size_t)comm->depth * (ZCOLL_CHAN_HDR_BYTES + ZCOLL_CHAN_MERGE_MAX));
+    if (!c->slots || !c->inflight || (!comm->send_region && !c->small)) {
       st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
       goto out;
     }
@@ -259,17 +263,23 @@ out:
   return st;
 }
 
-static void release(zcoll_comm_t *comm) {
-  zcoll__mr_release_all(comm); /* registrations the application left behind */
+/* local: in a child forked after init, where the transport's resources are the parent's
+ * (its queue pairs, its UCX worker, its peers' mappings): free our memory, close our
+ * descriptors, and touch nothing the parent still uses. */
+static void release(zcoll_comm_t *comm, int local) {
+  zcoll__mr_release_all(comm, local); /* registrations the application left behind */
   for (int i = 0; comm->chans && i < comm->nchans; i++) {
-    if (comm->chans[i].rkey) comm->tl_ops->rkey_release(comm->chans[i].rkey);
+    if (comm->chans[i].rkey && !local) comm->tl_ops->rkey_release(comm->chans[i].rkey);
     free(comm->chans[i].slots);
     free(comm->chans[i].inflight);
+    free(comm->chans[i].small);
   }
-  if (comm->recv_mr) comm->tl_ops->mem_dereg(comm->recv_mr);
-  if (comm->send_mr) comm->tl_ops->mem_dereg(comm->send_mr);
-  /* Endpoints go with the instance, before the memory they might still write. */
-  if (comm->tl) comm->tl_ops->close(comm->tl);
+  if (!local) {
+    if (comm->recv_mr) comm->tl_ops->mem_dereg(comm->recv_mr);
+    if (comm->send_mr) comm->tl_ops->mem_dereg(comm->send_mr);
+    /* Endpoints go with the instance, before the memory they might still write. */
+    if (comm->tl) comm->tl_ops->close(comm->tl);
+  }
   if (comm->recv_region) munmap(comm->recv_region, comm->region_bytes);
   if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
   free(comm->chans);
@@ -278,6 +288,7 @@ static void release(zcoll_comm_t *comm) {
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
   free(comm->pollfds);
+  if (comm->wake_fd >= 0) close(comm->wake_fd);
   zcoll__trace_close(&comm->trace);
   zcoll__selector_free(&comm->selector);
   zcoll_config_free(comm->cfg);
@@ -314,6 +325,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
   zcoll_comm_t *comm = calloc(1, sizeof(*comm));
   if (!comm) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
+  comm->wake_fd = -1;
+  comm->fork_gen = zcoll__guard_fork_gen();
   zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &comm->cfg) : zcoll_config_create(&comm->cfg);
   if (st != ZCOLL_OK) {
     free(comm);
@@ -322,8 +335,12 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if ((st = resolve_rank(comm->cfg)) != ZCOLL_OK) goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
-  if (!(comm->pollfds = calloc((size_t)comm->size + 1, sizeof(*comm->pollfds)))) {
+  if (!(comm->pollfds = calloc((size_t)comm->size + 2, sizeof(*comm->pollfds)))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
+    goto fail;
+  }
+  if ((comm->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot create an eventfd for the communicator: %m");
     goto fail;
   }
   zcoll__log_set_rank(comm->rank);
@@ -371,7 +388,7 @@ fail_abort:
   zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
 fail:
   zcoll__bootstrap_destroy(comm->bs, 0);
-  release(comm);
+  release(comm, 0);
   return st;
 }
 
@@ -387,9 +404,23 @@ const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {
   return comm ? comm->last_error : zcoll__last_error();
 }
 
+/* In a forked child: say nothing to anyone (closing our copies of the sockets sends
+ * nothing while the parent holds them too), free what is ours. */
+static zcoll_status_t release_in_child(zcoll_comm_t *comm) {
+  zcoll__bootstrap_destroy(comm->bs, 0);
+  release(comm, 1);
+  return ZCOLL_OK;
+}
+
 zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
   if (!comm) return ZCOLL_OK;
-  zcoll_status_t st = ZCOLL_OK;
+  if (zcoll__guard_forked(comm)) return release_in_child(comm);
+  zcoll_status_t st = zcoll__enter(comm, "zcoll_comm_destroy");
+  if (st != ZCOLL_OK) return st;
+  if (atomic_load(&comm->revoked) && comm->broken == ZCOLL_OK) {
+    comm->broken = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
+    zcoll__bootstrap_abort(comm->bs, comm->broken, "zcoll_comm_revoke was called");
+  }
   if (comm->broken == ZCOLL_OK) {
     /* Our puts must be done before the peers free what they write into, and theirs
      * before we free ours: drain, then meet everyone once more. */
@@ -398,14 +429,27 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
   }
   zcoll_status_t bst = zcoll__bootstrap_destroy(comm->bs, comm->broken == ZCOLL_OK && st == ZCOLL_OK);
   if (st == ZCOLL_OK && comm->broken == ZCOLL_OK) st = bst;
-  release(comm);
+  release(comm, 0);
   return st;
 }
 
+/* How long abort waits for a call on another thread to notice the revoke and leave; it
+ * notices within 10 ms unless its thread is not scheduled. */
+#define ABORT_WAIT_S 10.0
+
 zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_abort: comm is NULL");
+  if (zcoll__guard_forked(comm)) return release_in_child(comm);
+  zcoll_comm_revoke(comm);
+  if (!zcoll__guard_wait_out(comm, ABORT_WAIT_S))
+    /* Freeing under a call that is still running would crash it: leak instead. */
+    return zcoll__fail(ZCOLL_ERR_TIMEOUT,
+                       "zcoll_comm_abort: the call on another thread did not return within "
+                       "%.0f s; the communicator is revoked but not freed",
+                       ABORT_WAIT_S);
+  atomic_store(&comm->inside, 2); /* whoever comes now is refused, not let in */
   zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_PEER_FAILED, "zcoll_comm_abort was called");
   zcoll__bootstrap_destroy(comm->bs, 0);
-  release(comm);
+  release(comm, 0);
   return ZCOLL_OK;
 }

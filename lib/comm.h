@@ -4,6 +4,7 @@
 #ifndef ZCOLL_COMM_H
 #define ZCOLL_COMM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <poll.h>
 #include <stdint.h>
@@ -11,59 +12,11 @@
 #include "algorithms/algorithms.h"
 #include "algorithms/select.h"
 #include "bootstrap.h"
+#include "channel.h"
 #include "config.h"
 #include "schedule.h"
 #include "trace.h"
 #include "transport.h"
-
-/*
- * A channel carries pieces (chunks) between this rank and one peer, both ways.
- *
- * Each rank owns, per peer, a ring of `depth` receive slots of `slot_bytes` in one
- * registered region; the peer writes piece number `seq` into slot seq % depth and
- * may do so only while it holds a credit for that slot. The receiver hands credits
- * back (a zero-length put whose immediate has ZCOLL_IMM_CREDIT set) after it has
- * consumed pieces. Sequence numbers run on across collectives, so a fast rank may
- * already write the next collective's pieces into free slots.
- */
-struct zcoll__slot {
-  uint8_t arrived;
-  uint8_t placed; /* already in its final place: nothing to copy */
-  uint32_t imm, len;
-};
-
-struct zcoll__inflight { /* a piece we put and whose PUT_DONE we await */
-  uint8_t busy;
-  uint8_t done;
-  int op;         /* the SEND op it belongs to, -1 once the op no longer cares */
-  size_t end;     /* the op's position once this piece's source is released */
-  int64_t issued_ns; /* for the trace */
-  uint32_t bytes;
-};
-
-struct zcoll__chan {
-  int peer;
-  struct zcoll_ep *ep;
-  struct zcoll_tl_rkey *rkey; /* the peer's receive region */
-  uint64_t roff;              /* our slot ring inside it */
-  /* sending */
-  /* Piece numbers are 64-bit so that seq % depth never jumps at a wrap (a 32-bit
-   * counter would after 4 billion pieces: an hour of 1 us allreduces). */
-  uint64_t send_seq;   /* next piece number */
-  uint32_t credits;    /* free slots at the peer */
-  uint64_t tail_seq;   /* oldest piece whose PUT_DONE we await */
-  struct zcoll__inflight *inflight; /* depth entries, by seq % depth */
-  char *stage;         /* our send staging ring (transports without PUT_ANY) */
-  /* receiving */
-  uint64_t recv_seq;   /* next piece number to consume */
-  uint32_t unreturned; /* consumed pieces whose credit the peer has not got back */
-  struct zcoll__slot *slots;
-  char *recv;          /* our receive ring for this peer's pieces */
-};
-
-#define ZCOLL_IMM_CREDIT 0x80000000u
-#define ZCOLL_IMM_SEQ_MASK 0xffffu
-#define ZCOLL_IMM_SIG_SHIFT 16
 
 struct zcoll__sched_cache_entry {
   int used;
@@ -94,27 +47,37 @@ struct zcoll_comm {
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];
-  uint64_t ncolls;
+  uint64_t ncolls;  /* schedule cache clock */
+  /* The next collective's number: every rank counts its collective calls alike (an
+   * argument error counts too, see allreduce.c), and the wire header carries it. */
+  uint64_t ordinal;
+  /* Entry guard (guard.c): one thread inside at a time; revoke and abort may come
+   * from any thread, revoke from a signal handler too. */
+  atomic_int inside;
+  atomic_int revoked;
+  int wake_fd;       /* eventfd that revoke writes: a sleeping call wakes at once */
+  unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
   struct run *running;            /* the collective in progress, for the placement hook */
   struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
-  struct pollfd *pollfds;         /* size + 1: the transport's and every bootstrap socket */
+  struct pollfd *pollfds;         /* size + 2: the transport's, the wake fd, every bootstrap socket */
 };
 
 struct run;
 /* The transport's placement hook (arg: the communicator). */
 void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final);
 
-/* Runs one schedule to completion over the communicator's channels. */
-zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, int algo,
-                              const void *src, void *dst, size_t count, zcoll_dtype_t dtype,
-                              zcoll_op_t op);
+/* Runs one schedule to completion over the communicator's channels: collective number
+ * comm->ordinal (which it advances), described by desc. */
+zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
+                              const struct zcoll__coll_desc *desc, const void *src, void *dst);
 void zcoll__exec_free(struct zcoll__exec_state *e);
 /* The transport registration covering [addr, addr+len), or NULL (mr.c). */
 struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t len);
-void zcoll__mr_release_all(zcoll_comm_t *comm);
+/* local: in a forked child, leave the transport's registrations to the parent. */
+void zcoll__mr_release_all(zcoll_comm_t *comm, int local);
 
 /* Waits for every put to complete (before tearing the transport down). */
 zcoll_status_t zcoll__drain(zcoll_comm_t *comm);

@@ -9,6 +9,7 @@
  * block while later chunks of the same block are still arriving and being reduced.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ struct zcoll__exec_state {
   struct zcoll_tl_mr **src_mr; /* per send op: the user registration it is put from */
   int *send_cur, *recv_cur, *chan; /* per schedule peer */
   int *peer_of_chan;               /* channel -> schedule peer, -1 if not in this schedule */
+  uint8_t *hdr_sent, *hdr_seen;    /* per schedule peer: this collective's header */
+  int64_t *awaited_ns;             /* per schedule peer: waiting on it since (0: not) */
   int cap_chans;
 };
 
@@ -43,7 +46,8 @@ struct run {
   size_t dsize, chunk;
   zcoll_dtype_t dtype;
   zcoll_op_t op;
-  uint32_t sig;
+  uint64_t ordinal;              /* this collective's number on the communicator */
+  struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
   int staged; /* the transport reads only registered memory: stage sends */
   int remaining;
   int local_cur;
@@ -59,6 +63,9 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->recv_cur);
   free(e->chan);
   free(e->peer_of_chan);
+  free(e->hdr_sent);
+  free(e->hdr_seen);
+  free(e->awaited_ns);
   free(e);
 }
 
@@ -88,7 +95,13 @@ static zcoll_status_t exec_reserve(zcoll_comm_t *comm, int nops, int npeers) {
     if (b) e->recv_cur = b;
     int *c = realloc(e->chan, n * sizeof(int));
     if (c) e->chan = c;
-    if (!a || !b || !c) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+    uint8_t *hs = realloc(e->hdr_sent, n), *hr = hs ? realloc(e->hdr_seen, n) : NULL;
+    if (hs) e->hdr_sent = hs;
+    if (hr) e->hdr_seen = hr;
+    int64_t *aw = realloc(e->awaited_ns, n * sizeof(int64_t));
+    if (aw) e->awaited_ns = aw;
+    if (!a || !b || !c || !hs || !hr || !aw)
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_peers = npeers;
   }
   if (comm->nchans > e->cap_chans) {
@@ -128,6 +141,34 @@ static void finish_op(struct run *r, int i) {
 
 /* ---- sending ------------------------------------------------------------------------ */
 
+/* Where a piece we copy before putting it waits for its PUT_DONE, and the registration
+ * that covers it (NULL with PUT_ANY). */
+static char *stage_buf(const struct run *r, const struct zcoll__chan *c, uint32_t slot,
+                       struct zcoll_tl_mr **lmr) {
+  *lmr = r->staged ? r->comm->send_mr : NULL;
+  return r->staged ? c->stage + (size_t)slot * r->comm->slot_bytes
+                   : c->small + (size_t)slot * (ZCOLL_CHAN_HDR_BYTES + ZCOLL_CHAN_MERGE_MAX);
+}
+
+/* This collective's header, alone in a slot: the first piece is too big to carry it. */
+static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, uint32_t slot) {
+  zcoll_comm_t *comm = r->comm;
+  struct zcoll_tl_mr *lmr;
+  char *buf = stage_buf(r, c, slot, &lmr);
+  zcoll__chan_hdr_write(buf, r->ordinal, &r->desc);
+  uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
+  zcoll_status_t st = comm->tl_ops->put(c->ep, buf, lmr, c->rkey,
+                                        c->roff + (uint64_t)slot * comm->slot_bytes,
+                                        ZCOLL_CHAN_HDR_BYTES,
+                                        zcoll__imm_piece(c->send_seq, r->ordinal, 1), cookie);
+  if (st != ZCOLL_OK) return st;
+  c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, 0, 0, ZCOLL_CHAN_HDR_BYTES};
+  c->credits--;
+  c->send_seq++;
+  r->e->hdr_sent[j] = 1;
+  return ZCOLL_OK;
+}
+
 static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
@@ -138,33 +179,44 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->issued[i], b = piece_end(r, o, a);
     uint32_t slot = (uint32_t)(c->send_seq % (uint64_t)comm->depth);
-    if (!c->credits || c->inflight[slot].busy || !deps_ready(r, o, a, b)) break;
-    const char *src = r->buf[o->buf] + a * r->dsize;
+    if (!c->credits || c->inflight[slot].busy) break;
     size_t len = (b - a) * r->dsize;
+    int hdr = !r->e->hdr_sent[j];
+    if (hdr && !zcoll__chan_hdr_merges(len, comm->slot_bytes)) {
+      zcoll_status_t st = put_header(r, j, c, slot);
+      if (st != ZCOLL_OK) return st;
+      *progress = 1;
+      continue;
+    }
+    if (!deps_ready(r, o, a, b)) break;
+    const char *src = r->buf[o->buf] + a * r->dsize;
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
     if (a == o->off && r->staged)
       r->e->src_mr[i] = o->count ? zcoll__mr_find(comm, src, o->count * r->dsize) : NULL;
     struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
-    int stage = r->staged && !lmr;
+    /* A piece that carries the header is copied behind it, so it is staged too. */
+    int stage = (r->staged && !lmr) || hdr;
+    size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (stage) {
-      char *staging = c->stage + (size_t)slot * comm->slot_bytes;
-      if (len) memcpy(staging, src, len);
+      char *staging = stage_buf(r, c, slot, &lmr);
+      if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc);
+      if (len) memcpy(staging + off, src, len);
       src = staging;
-      lmr = comm->send_mr;
       if (t0) {
         int64_t t1 = zcoll__trace_now();
         zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COPY_IN, t0, t1, c->peer, len);
         t0 = t1;
       }
     }
-    uint32_t imm = ((uint32_t)c->send_seq & ZCOLL_IMM_SEQ_MASK) | (r->sig << ZCOLL_IMM_SIG_SHIFT);
+    uint32_t imm = zcoll__imm_piece(c->send_seq, r->ordinal, hdr);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
     zcoll_status_t st = comm->tl_ops->put(c->ep, src, lmr, c->rkey,
-                                          c->roff + (uint64_t)slot * comm->slot_bytes, len, imm,
-                                          cookie);
+                                          c->roff + (uint64_t)slot * comm->slot_bytes, len + off,
+                                          imm, cookie);
     if (st != ZCOLL_OK) return st;
+    r->e->hdr_sent[j] = 1;
     int last = b == op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
     c->inflight[slot] = (struct zcoll__inflight){1, 0, stage ? -1 : i, b, t0, (uint32_t)len};
@@ -211,6 +263,44 @@ static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) 
   return st;
 }
 
+/* A consumed slot is free again; its credit goes back in batches. */
+static zcoll_status_t consume(zcoll_comm_t *comm, struct zcoll__chan *c, struct zcoll__slot *sl) {
+  sl->arrived = 0;
+  sl->data_off = 0;
+  c->recv_seq++;
+  c->unreturned++;
+  if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) return return_credits(comm, c);
+  return ZCOLL_OK;
+}
+
+/* The first piece of this collective from the peer: its header must say that the peer
+ * is at the same collective and calls it alike, before any of its data is used. */
+static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
+                                  struct zcoll__slot *sl, size_t first_len, int *consumed) {
+  zcoll_comm_t *comm = r->comm;
+  uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
+  *consumed = 0;
+  if (!(sl->imm & ZCOLL_IMM_HDR))
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "collectives out of step: rank %d sent a piece of a collective already "
+                       "under way (its number ends in %u) where this rank's collective #%llu "
+                       "should start (a rank skipped a call, or made one more)",
+                       c->peer, zcoll__imm_ord(sl->imm), (unsigned long long)r->ordinal);
+  zcoll_status_t st = zcoll__chan_hdr_check(c->recv + (size_t)slot * comm->slot_bytes, sl->len,
+                                            c->peer, r->ordinal, &r->desc);
+  if (st != ZCOLL_OK) return st;
+  r->e->hdr_seen[j] = 1;
+  sl->data_off = ZCOLL_CHAN_HDR_BYTES;
+  if (zcoll__chan_hdr_merges(first_len, comm->slot_bytes)) return ZCOLL_OK;
+  if (sl->len != ZCOLL_CHAN_HDR_BYTES)
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "rank %d sent a header of %u bytes where one of %u was due (protocol "
+                       "mismatch)",
+                       c->peer, sl->len, ZCOLL_CHAN_HDR_BYTES);
+  *consumed = 1;
+  return consume(comm, c, sl);
+}
+
 static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
@@ -223,16 +313,27 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     size_t a = r->e->pos[i], b = piece_end(r, o, a);
     uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
     struct zcoll__slot *sl = &c->slots[slot];
-    if (!sl->arrived || !deps_ready(r, o, a, b)) break;
+    if (!sl->arrived) break;
     size_t len = (b - a) * r->dsize;
-    uint32_t sig = (sl->imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff;
-    if (sig != r->sig || sl->len != len)
+    if (!r->e->hdr_seen[j]) {
+      int consumed;
+      zcoll_status_t st = take_header(r, j, c, sl, len, &consumed);
+      if (st != ZCOLL_OK) return st;
+      if (consumed) {
+        r->e->awaited_ns[j] = 0;
+        *progress = 1;
+        continue;
+      }
+    }
+    if (!deps_ready(r, o, a, b)) break;
+    if (zcoll__imm_ord(sl->imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK) ||
+        !(sl->imm & ZCOLL_IMM_HDR) != !sl->data_off || sl->len != len + sl->data_off)
       return zcoll__fail(ZCOLL_ERR_MISMATCH,
-                         "rank %d's collective does not match this rank's (piece of %u bytes, "
-                         "signature %02x; expected %zu bytes, signature %02x): ranks called "
-                         "zcoll_allreduce with different count, dtype, op or algorithm",
-                         c->peer, sl->len, sig, len, r->sig);
-    const char *data = c->recv + (size_t)slot * comm->slot_bytes;
+                         "rank %d's collective #%llu does not match this rank's: a piece of %u "
+                         "bytes (collective number ending in %u) where %zu bytes were due",
+                         c->peer, (unsigned long long)r->ordinal, sl->len - sl->data_off,
+                         zcoll__imm_ord(sl->imm), len);
+    const char *data = c->recv + (size_t)slot * comm->slot_bytes + sl->data_off;
     char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
@@ -246,15 +347,11 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
                          o->kind == ZCOLL_SOP_RECV_REDUCE ? ZCOLL_STAGE_REDUCE
                                                           : ZCOLL_STAGE_COPY_OUT,
                          t0, zcoll__trace_now(), c->peer, len);
-    sl->arrived = 0;
-    c->recv_seq++;
-    c->unreturned++;
     r->e->pos[i] = b;
+    r->e->awaited_ns[j] = 0;
     *progress = 1;
-    if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) {
-      zcoll_status_t st = return_credits(comm, c);
-      if (st != ZCOLL_OK) return st;
-    }
+    zcoll_status_t st = consume(comm, c, sl);
+    if (st != ZCOLL_OK) return st;
     if (b == op_end(o)) {
       finish_op(r, i);
       (*cur)++;
@@ -276,9 +373,9 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
                          c->peer);
     return ZCOLL_OK;
   }
-  uint32_t ahead = ((ev->imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
-  struct zcoll__slot *sl = &c->slots[(c->recv_seq + ahead) % (uint64_t)comm->depth];
-  if (ahead >= (uint32_t)comm->depth || sl->arrived || ev->len > comm->slot_bytes)
+  struct zcoll__slot *sl =
+      zcoll__chan_slot_for(c, comm->depth, comm->slot_bytes, ev->imm, ev->len, NULL);
+  if (!sl)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                        "protocol violation by rank %d: piece %u of %u bytes while expecting "
                        "piece %u",
@@ -286,6 +383,7 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
                        (uint32_t)c->recv_seq & ZCOLL_IMM_SEQ_MASK);
   sl->arrived = 1;
   sl->placed = ev->placed;
+  sl->data_off = 0;
   sl->imm = ev->imm;
   sl->len = ev->len;
   return ZCOLL_OK;
@@ -303,13 +401,17 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   int ci = comm->chan_of[peer];
   if (ci < 0) return NULL;
   struct zcoll__chan *c = &comm->chans[ci];
-  uint32_t ahead = ((imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
-  uint64_t idx = (c->recv_seq + ahead) % (uint64_t)comm->depth;
-  if (ahead >= (uint32_t)comm->depth || c->slots[idx].arrived) return NULL;
-  char *slot = c->recv + idx * comm->slot_bytes;
+  uint32_t ahead;
+  struct zcoll__slot *sl = zcoll__chan_slot_for(c, comm->depth, comm->slot_bytes, imm, len, &ahead);
+  if (!sl) return NULL;
+  char *slot = c->recv + (size_t)(sl - c->slots) * comm->slot_bytes;
   struct run *r = comm->running;
   int j = r ? r->e->peer_of_chan[ci] : -1;
-  if (j < 0 || ((imm >> ZCOLL_IMM_SIG_SHIFT) & 0xff) != r->sig) return slot;
+  /* Only data of a collective whose header from this peer has been checked goes to the
+   * user's buffer; headers, and anything else, to the slot. */
+  if (j < 0 || (imm & ZCOLL_IMM_HDR) || !r->e->hdr_seen[j] ||
+      zcoll__imm_ord(imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK))
+    return slot;
   const struct zcoll__sched *s = r->s;
   /* Walk this channel's receives from the one in progress to the piece that arrived. */
   int cur = r->e->recv_cur[j], end = s->peer_sends[j + 1];
@@ -388,13 +490,46 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Names the peer we are most likely stuck on, for the timeout message. */
+/* Is this rank waiting on schedule peer j: for its next piece, or for a credit? */
+static int stuck_on(const struct run *r, int j) {
+  const struct zcoll__chan *c = &r->comm->chans[r->e->chan[j]];
+  if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] &&
+      !c->slots[c->recv_seq % (uint64_t)r->comm->depth].arrived)
+    return 1;
+  return r->e->send_cur[j] < r->s->peer_recvs[j] && !c->credits;
+}
+
+/* Notes, every 10 ms of idleness, since when each peer keeps us waiting (reset when a
+ * piece of it is consumed). */
+static void note_waits(const struct run *r, int64_t now) {
+  if (!r) return;
+  for (int j = 0; j < r->s->npeers; j++) {
+    if (!stuck_on(r, j))
+      r->e->awaited_ns[j] = 0;
+    else if (!r->e->awaited_ns[j])
+      r->e->awaited_ns[j] = now;
+  }
+}
+
+/* The peer to blame for a timeout: the one awaited longest. A stopped rank's neighbours
+ * wait on it first; ranks further on wait on them later. */
 static int waiting_on(const struct run *r) {
   if (!r) return -1;
+  int best = -1;
   for (int j = 0; j < r->s->npeers; j++)
+    if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best]))
+      best = j;
+  for (int j = 0; best < 0 && j < r->s->npeers; j++)
     if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] || r->e->send_cur[j] < r->s->peer_recvs[j])
-      return r->s->peers[j];
-  return -1;
+      best = j;
+  return best < 0 ? -1 : r->s->peers[best];
+}
+
+static zcoll_status_t revoked(zcoll_comm_t *comm) {
+  return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                     "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort "
+                     "called while this call was waiting)",
+                     comm->rank);
 }
 
 /* Nothing moved. Three phases, because a piece is often microseconds away but ranks may
@@ -402,6 +537,7 @@ static int waiting_on(const struct run *r) {
  * (ZCOLL_YIELD_US) so a runnable peer gets it at once, then sleep on the transport's and
  * the bootstrap's descriptors. Failure news and the deadline are checked every 10 ms. */
 static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
+  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
   if (id->since_ns && (++id->calls & 15)) {
     if (id->since_ns < 0) sched_yield(); /* past the spin phase */
     return ZCOLL_OK;
@@ -419,6 +555,7 @@ static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   int check = t - id->last_check_ns >= 10000000;
   if (check) {
     id->last_check_ns = t;
+    note_waits(r, t);
     double timeout = comm->cfg->timeout;
     if (timeout > 0 && idle_ns > (int64_t)(timeout * 1e9))
       return zcoll__fail(ZCOLL_ERR_TIMEOUT,
@@ -448,12 +585,14 @@ static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   }
   if (st != ZCOLL_OK) return st;
   fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
-  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 1, comm->size);
-  int rc = poll(fds, (nfds_t)(1 + nbs), 10);
+  fds[1] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
+  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 2, comm->size);
+  int rc = poll(fds, (nfds_t)(2 + nbs), 10);
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
+  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
   int bs_news = check;
-  for (int k = 1; k < 1 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
+  for (int k = 2; k < 2 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
   if (bs_news) return zcoll__bootstrap_check(comm->bs);
   return ZCOLL_OK;
 }
@@ -463,7 +602,8 @@ static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
     /* A transport error is often the echo of a peer that already gave up (its memory
      * deregistered, its queue pairs gone): if the rendezvous brings that news within a
      * moment, report the cause rather than the echo. */
-    if (st == ZCOLL_ERR_TRANSPORT || st == ZCOLL_ERR_PEER_FAILED) {
+    if ((st == ZCOLL_ERR_TRANSPORT || st == ZCOLL_ERR_PEER_FAILED) &&
+        !atomic_load(&comm->revoked)) {
       char echo[512];
       snprintf(echo, sizeof(echo), "%s", zcoll__last_error());
       int n = zcoll__bootstrap_pollfds(comm->bs, comm->pollfds, comm->size + 1);
@@ -489,24 +629,22 @@ static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
   return st;
 }
 
-zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, int algo,
-                              const void *src, void *dst, size_t count, zcoll_dtype_t dtype,
-                              zcoll_op_t op) {
+zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
+                              const struct zcoll__coll_desc *desc, const void *src, void *dst) {
+  /* The number is taken whatever happens next: ranks count calls, not successes. */
+  uint64_t ordinal = comm->ordinal++;
   zcoll_status_t st = exec_reserve(comm, s->nops, s->npeers);
   if (st != ZCOLL_OK) return st;
-  struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype, .op = op};
+  zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
+  size_t count = (size_t)desc->count;
+  struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype,
+                  .op = (zcoll_op_t)desc->op, .ordinal = ordinal, .desc = *desc};
   r.buf[ZCOLL_BUF_SRC] = (char *)src;
   r.buf[ZCOLL_BUF_DST] = dst;
   r.dsize = zcoll_dtype_size(dtype);
   r.chunk = comm->slot_bytes / r.dsize;
   r.staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
   r.remaining = s->nops;
-  /* Eight bits that differ, with high probability, between collectives that ranks
-   * disagree on: checked on every piece, so a mismatch is caught, not reduced. */
-  uint64_t h = 1469598103934665603ull;
-  uint64_t words[4] = {count, (uint64_t)dtype, (uint64_t)op, (uint64_t)algo};
-  for (int k = 0; k < 4; k++) h = (h ^ words[k]) * 1099511628211ull;
-  r.sig = (uint32_t)((h ^ (h >> 8) ^ (h >> 16) ^ (h >> 24) ^ (h >> 32) ^ (h >> 48)) & 0xff);
   for (int i = 0; i < s->nops; i++) {
     r.e->pos[i] = r.e->issued[i] = s->ops[i].off;
     r.e->finished[i] = 0;
@@ -515,6 +653,8 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s, 
   for (int j = 0; j < s->npeers; j++) {
     r.e->send_cur[j] = s->peer_sends[j];
     r.e->recv_cur[j] = s->peer_recvs[j];
+    r.e->hdr_sent[j] = r.e->hdr_seen[j] = 0;
+    r.e->awaited_ns[j] = 0;
     int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
     if (ci < 0)
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",

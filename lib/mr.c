@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "guard.h"
 #include "log.h"
 
 struct zcoll_mr {
@@ -31,6 +32,10 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
     if (comm) snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
     return st;
   }
+  if ((st = zcoll__enter(comm, "zcoll_mem_register")) != ZCOLL_OK) {
+    free(mr);
+    return st;
+  }
   mr->comm = comm;
   mr->addr = addr;
   mr->len = len;
@@ -39,27 +44,41 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
     st = comm->tl_ops->mem_reg(comm->tl, addr, len, 0, &mr->tl_mr);
     if (st != ZCOLL_OK) {
       snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
+      zcoll__leave(comm);
       free(mr);
       return st;
     }
   }
   mr->next = comm->mrs;
   comm->mrs = mr;
+  zcoll__leave(comm);
   *out = mr;
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
-  if (!mr) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_deregister: mr is NULL");
+/* local: in a forked child, where the transport's state is the parent's to release. */
+static void mr_free(zcoll_mr_t *mr, int local) {
   zcoll_mr_t **p = &mr->comm->mrs;
   while (*p && *p != mr) p = &(*p)->next;
-  if (!*p)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "zcoll_mem_deregister: not a registration of this communicator");
-  *p = mr->next;
-  if (mr->tl_mr) mr->comm->tl_ops->mem_dereg(mr->tl_mr);
+  if (*p) *p = mr->next;
+  if (mr->tl_mr && !local) mr->comm->tl_ops->mem_dereg(mr->tl_mr);
   free(mr);
-  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
+  if (!mr) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_deregister: mr is NULL");
+  zcoll_comm_t *comm = mr->comm;
+  zcoll_status_t st = zcoll__enter(comm, "zcoll_mem_deregister");
+  if (st != ZCOLL_OK) return st;
+  zcoll_mr_t **p = &comm->mrs;
+  while (*p && *p != mr) p = &(*p)->next;
+  if (!*p)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "zcoll_mem_deregister: not a registration of this communicator");
+  else
+    mr_free(mr, 0);
+  zcoll__leave(comm);
+  return st;
 }
 
 struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t len) {
@@ -70,6 +89,6 @@ struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t 
   return NULL;
 }
 
-void zcoll__mr_release_all(zcoll_comm_t *comm) {
-  while (comm->mrs) zcoll_mem_deregister(comm->mrs);
+void zcoll__mr_release_all(zcoll_comm_t *comm, int local) {
+  while (comm->mrs) mr_free(comm->mrs, local);
 }

@@ -1,0 +1,105 @@
+/* channel.c -- the wire protocol's encoding and checks (the layout is in channel.h). */
+#include "channel.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "algorithms/algorithms.h"
+#include "log.h"
+
+#define ZCOLL_CHAN_MAGIC 0x7a636f6cu /* "zcol" */
+#define ZCOLL_CHAN_VERSION 1u
+
+static uint64_t mix(uint64_t h, uint64_t x) {
+  /* splitmix64's finalizer over an FNV-style chain: every input bit reaches every
+   * output bit, so two descriptions that differ anywhere collide with odds 2^-64. */
+  h = (h ^ x) * 0x100000001b3ull;
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = mix(h, d->kind);
+  h = mix(h, d->dtype);
+  h = mix(h, d->op);
+  h = mix(h, d->algo);
+  h = mix(h, d->arity);
+  h = mix(h, (uint64_t)(int64_t)d->root);
+  return mix(h, d->count);
+}
+
+void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d) {
+  struct zcoll__chan_hdr h;
+  memset(&h, 0, sizeof(h)); /* no stray bytes of our stack on the wire */
+  h.magic = ZCOLL_CHAN_MAGIC;
+  h.version = ZCOLL_CHAN_VERSION;
+  h.ordinal = ordinal;
+  h.fingerprint = zcoll__coll_fingerprint(d);
+  h.desc = *d;
+  memset(buf, 0, ZCOLL_CHAN_HDR_BYTES);
+  memcpy(buf, &h, sizeof(h));
+}
+
+static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
+  const char *algo = d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?";
+  if (d->kind != ZCOLL_COLL_ALLREDUCE) {
+    snprintf(buf, len, "collective kind %u", d->kind);
+    return;
+  }
+  const char *dt = d->dtype < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->dtype) : "?";
+  const char *op = d->op < ZCOLL_OP_COUNT ? zcoll_op_name(d->op) : "?";
+  if (strcmp(algo, "tree") == 0)
+    snprintf(buf, len, "allreduce(count %llu, %s, %s, tree of arity %u)",
+             (unsigned long long)d->count, dt, op, d->arity);
+  else
+    snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt, op,
+             algo);
+}
+
+zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,
+                                     const struct zcoll__coll_desc *mine) {
+  struct zcoll__chan_hdr h;
+  if (len < ZCOLL_CHAN_HDR_BYTES)
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "rank %d sent a collective header of %zu bytes (protocol mismatch: "
+                       "different zcoll versions?)",
+                       peer, len);
+  memcpy(&h, buf, sizeof(h));
+  if (h.magic != ZCOLL_CHAN_MAGIC || h.version != ZCOLL_CHAN_VERSION)
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "rank %d sent a collective header of another protocol (magic %08x, "
+                       "version %u; this rank speaks %08x version %u)",
+                       peer, h.magic, h.version, ZCOLL_CHAN_MAGIC, ZCOLL_CHAN_VERSION);
+  char theirs[128], ours[128];
+  describe(theirs, sizeof(theirs), &h.desc);
+  describe(ours, sizeof(ours), mine);
+  if (h.ordinal != ordinal)
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "collectives out of step: rank %d is at its collective #%llu, %s, while "
+                       "this rank is at #%llu, %s (a rank skipped a call, or made one more)",
+                       peer, (unsigned long long)h.ordinal, theirs, (unsigned long long)ordinal,
+                       ours);
+  if (h.fingerprint != zcoll__coll_fingerprint(mine) ||
+      h.fingerprint != zcoll__coll_fingerprint(&h.desc))
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "collective #%llu differs between ranks: rank %d called %s, this rank "
+                       "%s (fingerprints %016llx and %016llx)",
+                       (unsigned long long)ordinal, peer, theirs, ours,
+                       (unsigned long long)h.fingerprint,
+                       (unsigned long long)zcoll__coll_fingerprint(mine));
+  return ZCOLL_OK;
+}
+
+struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
+                                         size_t slot_bytes, uint32_t imm, size_t len,
+                                         uint32_t *ahead) {
+  uint32_t a = ((imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
+  struct zcoll__slot *sl = &c->slots[(c->recv_seq + a) % (uint64_t)depth];
+  if (a >= (uint32_t)depth || sl->arrived || len > slot_bytes) return NULL;
+  if (ahead) *ahead = a;
+  return sl;
+}

@@ -1,0 +1,143 @@
+/*
+ * channel.h -- the wire protocol between two ranks, written down once.
+ *
+ * A channel carries pieces (chunks) between this rank and one peer, both ways.
+ *
+ * Slots. Each rank owns, per peer, a ring of `depth` receive slots of `slot_bytes` in one
+ * registered region; the peer writes piece number `seq` into slot seq % depth and may do
+ * so only while it holds a credit for that slot. Piece numbers run on across
+ * collectives, so a fast rank may already write the next collective's pieces into free
+ * slots.
+ *
+ * Credits. The receiver hands credits back after it has consumed pieces: a zero-length
+ * put whose immediate has ZCOLL_IMM_CREDIT set and the number of freed slots in its low
+ * 16 bits.
+ *
+ * The immediate (the 32-bit notification of a put that carries a piece):
+ *
+ *   bit  31      0 (1 is a credit return, above)
+ *   bit  30      HDR: the piece starts with a collective header (below)
+ *   bits 16..29  the low 14 bits of the collective's ordinal
+ *   bits  0..15  the piece's number on this channel, mod 2^16
+ *
+ * Collective header. The first piece of every collective on every channel and direction
+ * starts with a struct zcoll__chan_hdr padded to ZCOLL_CHAN_HDR_BYTES: the collective's
+ * ordinal (its number on the communicator, the same on every rank) and what it is (kind,
+ * count, dtype, op, algorithm, its parameters) with a 64-bit fingerprint of all that.
+ * The receiver checks it before it reduces or delivers any data of that collective from
+ * that peer, so ranks that disagree on a call, or are out of step, get
+ * ZCOLL_ERR_MISMATCH rather than each other's data -- whatever the count. The pieces that
+ * follow carry the ordinal's low bits, so a piece of another collective cannot pass for
+ * one of this one.
+ *
+ * A first piece whose payload is small goes with the header in one put (header, then
+ * payload, in one slot); otherwise the header goes alone, in a slot of its own, and the
+ * payload pieces follow. Both ends decide it the same way (zcoll__chan_hdr_merges).
+ */
+#ifndef ZCOLL_CHANNEL_H
+#define ZCOLL_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport.h"
+#include "zcoll.h"
+
+#define ZCOLL_IMM_CREDIT 0x80000000u
+#define ZCOLL_IMM_HDR 0x40000000u
+#define ZCOLL_IMM_SEQ_MASK 0xffffu
+#define ZCOLL_IMM_ORD_SHIFT 16
+#define ZCOLL_IMM_ORD_MASK 0x3fffu
+
+/* Room the header takes at the start of a slot: a cache line, so that the payload after
+ * it stays aligned for the reduction kernels. The smallest slot (ZCOLL_CHUNK_BYTES=64)
+ * still holds a header alone. */
+#define ZCOLL_CHAN_HDR_BYTES 64u
+/* A first piece up to this many payload bytes travels with its header. */
+#define ZCOLL_CHAN_MERGE_MAX (1024u - ZCOLL_CHAN_HDR_BYTES)
+
+enum { ZCOLL_COLL_ALLREDUCE = 1 };
+
+/* What a collective is: ranks must agree on all of it. */
+struct zcoll__coll_desc {
+  uint8_t kind, dtype, op, algo;
+  uint32_t arity; /* parameters of the algorithm that shape the schedule */
+  int32_t root;   /* -1 where the kind has no root */
+  uint64_t count;
+};
+
+struct zcoll__chan_hdr {
+  uint32_t magic; /* ZCOLL_CHAN_MAGIC: what follows is a header of this version */
+  uint32_t version;
+  uint64_t ordinal;
+  uint64_t fingerprint;
+  struct zcoll__coll_desc desc;
+};
+_Static_assert(sizeof(struct zcoll__chan_hdr) <= ZCOLL_CHAN_HDR_BYTES, "header outgrew its room");
+
+struct zcoll__slot {
+  uint8_t arrived;
+  uint8_t placed;    /* already in its final place: nothing to copy */
+  uint8_t data_off;  /* where the payload starts: past a header already checked */
+  uint32_t imm, len;
+};
+
+struct zcoll__inflight { /* a piece we put and whose PUT_DONE we await */
+  uint8_t busy;
+  uint8_t done;
+  int op;            /* the SEND op it belongs to, -1 once the op no longer cares */
+  size_t end;        /* the op's position once this piece's source is released */
+  int64_t issued_ns; /* for the trace */
+  uint32_t bytes;
+};
+
+struct zcoll__chan {
+  int peer;
+  struct zcoll_ep *ep;
+  struct zcoll_tl_rkey *rkey; /* the peer's receive region */
+  uint64_t roff;              /* our slot ring inside it */
+  /* sending */
+  /* Piece numbers are 64-bit so that seq % depth never jumps at a wrap (a 32-bit
+   * counter would after 4 billion pieces: an hour of 1 us allreduces). */
+  uint64_t send_seq;   /* next piece number */
+  uint32_t credits;    /* free slots at the peer */
+  uint64_t tail_seq;   /* oldest piece whose PUT_DONE we await */
+  struct zcoll__inflight *inflight; /* depth entries, by seq % depth */
+  char *stage;         /* our send staging ring (transports without PUT_ANY) */
+  char *small;         /* headers and the small pieces they carry, by slot (PUT_ANY) */
+  /* receiving */
+  uint64_t recv_seq;   /* next piece number to consume */
+  uint32_t unreturned; /* consumed pieces whose credit the peer has not got back */
+  struct zcoll__slot *slots;
+  char *recv;          /* our receive ring for this peer's pieces */
+};
+
+static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, int hdr) {
+  return ((uint32_t)seq & ZCOLL_IMM_SEQ_MASK) |
+         (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) |
+         (hdr ? ZCOLL_IMM_HDR : 0);
+}
+static inline uint32_t zcoll__imm_ord(uint32_t imm) {
+  return (imm >> ZCOLL_IMM_ORD_SHIFT) & ZCOLL_IMM_ORD_MASK;
+}
+
+/* Does the first piece of `len` payload bytes travel with its header? */
+static inline int zcoll__chan_hdr_merges(size_t len, size_t slot_bytes) {
+  return len <= ZCOLL_CHAN_MERGE_MAX && len + ZCOLL_CHAN_HDR_BYTES <= slot_bytes;
+}
+
+uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d);
+/* Writes the header of collective `ordinal` described by d into buf (HDR_BYTES). */
+void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d);
+/* Checks a header that `peer` sent against this rank's collective: ZCOLL_OK, or
+ * ZCOLL_ERR_MISMATCH with a message that says what differs. */
+zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,
+                                     const struct zcoll__coll_desc *mine);
+
+/* The slot an arriving piece (not a credit) takes, or NULL if it breaks the protocol
+ * (not within the window of free slots, too long). */
+struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
+                                         size_t slot_bytes, uint32_t imm, size_t len,
+                                         uint32_t *ahead);
+
+#endif

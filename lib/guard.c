@@ -1,0 +1,68 @@
+/* guard.c -- one thread at a time, no forked children, revoke from anywhere. */
+#include "guard.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "log.h"
+
+static atomic_uint fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* Runs in the child of every fork: a counter, not a pid, so that the check on every
+ * call is a load rather than a system call (glibc no longer caches getpid). */
+static void in_child(void) { atomic_fetch_add(&fork_gen, 1); }
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, in_child); }
+
+unsigned zcoll__guard_fork_gen(void) {
+  pthread_once(&fork_once, register_fork_handler);
+  return atomic_load(&fork_gen);
+}
+
+int zcoll__guard_forked(const zcoll_comm_t *comm) {
+  return atomic_load_explicit(&fork_gen, memory_order_relaxed) != comm->fork_gen;
+}
+
+zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
+  if (zcoll__guard_forked(comm))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "%s: called in a child process forked after zcoll_comm_init (pid %ld): a "
+                       "communicator belongs to the process that created it; create a new one "
+                       "in the child (zcoll_comm_destroy here only releases local memory)",
+                       fn, (long)getpid());
+  int idle = 0;
+  if (!atomic_compare_exchange_strong(&comm->inside, &idle, 1))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "%s: the communicator is used concurrently by another thread (one call at "
+                       "a time per communicator; use one communicator per thread)",
+                       fn);
+  return ZCOLL_OK;
+}
+
+void zcoll__leave(zcoll_comm_t *comm) { atomic_store(&comm->inside, 0); }
+
+int zcoll__guard_wait_out(zcoll_comm_t *comm, double seconds) {
+  struct timespec nap = {0, 1000000};
+  for (double waited = 0; atomic_load(&comm->inside); waited += 1e-3) {
+    if (waited >= seconds) return 0;
+    nanosleep(&nap, NULL);
+  }
+  return 1;
+}
+
+/* Async-signal-safe: an atomic store and a write(2). The call inside (if any) sees the
+ * flag at its next idle check or wakes on the eventfd, tells the peers and returns. */
+zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm) {
+  if (!comm) return ZCOLL_ERR_INVALID_ARG;
+  atomic_store(&comm->revoked, 1);
+  uint64_t one = 1;
+  if (comm->wake_fd >= 0) {
+    ssize_t rc = write(comm->wake_fd, &one, sizeof(one));
+    (void)rc; /* a full counter already wakes the sleeper */
+  }
+  return ZCOLL_OK;
+}

@@ -1,0 +1,31 @@
+/*
+ * guard.h -- who may be inside a communicator, and when it must refuse.
+ *
+ * Every public call on a communicator enters through zcoll__enter and leaves through
+ * zcoll__leave: one thread at a time (a second one is refused, not queued: two threads
+ * interleaving collectives on one communicator would make the ranks disagree on their
+ * order), never from a child forked after the communicator was created (its transport
+ * state belongs to the parent), and not after a revoke. zcoll_comm_revoke and
+ * zcoll_comm_abort are the exceptions: they may come from any thread while a call is
+ * inside, and they are what makes a blocked call return.
+ */
+#ifndef ZCOLL_GUARD_H
+#define ZCOLL_GUARD_H
+
+#include "zcoll.h"
+
+struct zcoll_comm;
+
+/* Which fork generation this process is: increases in every child forked after the
+ * first communicator was created (registers the fork handler on first use). */
+unsigned zcoll__guard_fork_gen(void);
+/* Is this process a child forked after comm was created? */
+int zcoll__guard_forked(const struct zcoll_comm *comm);
+/* ZCOLL_OK: the caller is now the one thread inside comm. Otherwise why not (nothing is
+ * recorded in comm: the thread inside owns it). */
+zcoll_status_t zcoll__enter(struct zcoll_comm *comm, const char *fn);
+void zcoll__leave(struct zcoll_comm *comm);
+/* Waits up to `seconds` for the thread inside (if any) to leave; 0 if it did not. */
+int zcoll__guard_wait_out(struct zcoll_comm *comm, double seconds);
+
+#endif

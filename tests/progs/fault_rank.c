@@ -1,0 +1,196 @@
+/*
+ * fault_rank -- one rank of a job in which one rank (the victim) misbehaves, for the
+ * fault matrix (tests/test_faults.c). Every rank runs a stream of allreduces whose
+ * results it checks element by element against values computed here, independently of
+ * zcoll; what it prints is what the test asserts on:
+ *
+ *   rank R call K: STATUS after S s: MESSAGE      one line per call that returned
+ *   rank R WRONG call K element I: GOT want WANT  an OK call with wrong data
+ *   rank R child: STATUS: MESSAGE                 (fork) what the child saw
+ *   rank R thread: STATUS: MESSAGE                (two-threads) the second thread's call
+ *
+ *   fault_rank FAULT VICTIM [COUNT]
+ *
+ * FAULT: none, mismatch-op (victim calls MAX where the others SUM), mismatch-dtype
+ * (int32 where the others float32), mismatch-count (one element more), invalid-arg
+ * (victim's call 0 has recvbuf NULL; it carries on), skew (victim makes an extra call of
+ * count 0 first), abort-thread (a watchdog thread calls zcoll_comm_abort 300 ms into the
+ * victim's blocked call 1), revoke-signal (a SIGALRM handler calls zcoll_comm_revoke
+ * 300 ms into it), two-threads (a second thread calls while the victim's call 1 is
+ * blocked), sigstop (the victim stops itself before call 1), fork (the victim forks
+ * after call 0; the child tries a call and destroys).
+ * The rank after the victim sleeps 1.5 s before call 1 so that the victim's call blocks.
+ * Exits 0 unless something is wrong in a way only this process can see.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zcoll.h"
+
+#define CALLS 3
+
+static zcoll_comm_t *g_comm;
+static double g_t0;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void nap(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+/* Rank r's element i in call k: small integers, exact in float32 and int32 sums. */
+static const char *name(zcoll_status_t st) {
+  switch (st) {
+#define NAME_(n, text) \
+  case ZCOLL_##n:      \
+    return "ZCOLL_" #n;
+    ZCOLL_STATUS_MAP(NAME_)
+#undef NAME_
+  }
+  return "?";
+}
+
+static int value(int r, int k, size_t i) { return (r + 1) + 10 * k + (int)(i % 7); }
+
+static void on_alarm(int sig) {
+  (void)sig;
+  zcoll_comm_revoke(g_comm); /* async-signal-safe by contract */
+}
+
+static void *watchdog(void *arg) {
+  (void)arg;
+  nap(0.3);
+  zcoll_status_t st = zcoll_comm_abort(g_comm);
+  printf("watchdog: abort returned %s\n", name(st));
+  fflush(stdout);
+  return NULL;
+}
+
+static void *second_thread(void *arg) {
+  float *buf = arg;
+  nap(0.3);
+  zcoll_status_t st = zcoll_allreduce(g_comm, ZCOLL_IN_PLACE, buf, 1, ZCOLL_FLOAT32, ZCOLL_SUM);
+  printf("rank %d thread: %s: %s\n", zcoll_comm_rank(g_comm), name(st),
+         zcoll_last_error());
+  fflush(stdout);
+  return NULL;
+}
+
+static int check(int rank, int size, int k, const void *buf, size_t count, zcoll_dtype_t dt,
+                 zcoll_op_t op) {
+  for (size_t i = 0; i < count; i++) {
+    long want = op == ZCOLL_MAX ? value(size - 1, k, i) : 0;
+    for (int r = 0; op == ZCOLL_SUM && r < size; r++) want += value(r, k, i);
+    long got = dt == ZCOLL_INT32 ? ((const int *)buf)[i] : (long)((const float *)buf)[i];
+    if (got != want) {
+      printf("rank %d WRONG call %d element %zu: %ld want %ld\n", rank, k, i, got, want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  const char *fault = argv[1];
+  int victim = atoi(argv[2]);
+  size_t count = argc > 3 ? strtoul(argv[3], NULL, 10) : 4096;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (zcoll_comm_init(&g_comm, NULL) != ZCOLL_OK) {
+    printf("init: %s\n", zcoll_last_error());
+    return 1;
+  }
+  int rank = zcoll_comm_rank(g_comm), size = zcoll_comm_size(g_comm);
+  int me = rank == victim, next = rank == (victim + 1) % size;
+  void *sbuf = calloc(count + 1, 8), *rbuf = calloc(count + 1, 8);
+  float spare[1] = {1};
+  pthread_t th;
+  int joined = 1;
+  g_t0 = now();
+  for (int k = 0; k < CALLS; k++) {
+    zcoll_dtype_t dt = ZCOLL_FLOAT32;
+    zcoll_op_t op = ZCOLL_SUM;
+    size_t n = count;
+    void *recv = rbuf;
+    if (me && k == 0) {
+      if (!strcmp(fault, "mismatch-op")) op = ZCOLL_MAX;
+      if (!strcmp(fault, "mismatch-dtype")) dt = ZCOLL_INT32;
+      if (!strcmp(fault, "mismatch-count")) n = count + 1;
+      if (!strcmp(fault, "invalid-arg")) recv = NULL;
+      if (!strcmp(fault, "skew")) {
+        zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, rbuf, 0, dt, op);
+        printf("rank %d call -1: %s after %.3f s: %s\n", rank, name(st),
+               now() - g_t0, zcoll_comm_last_error(g_comm));
+      }
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (dt == ZCOLL_INT32)
+        ((int *)sbuf)[i] = value(rank, k, i);
+      else
+        ((float *)sbuf)[i] = (float)value(rank, k, i);
+    }
+    if (k == 1) {
+      if (next && strcmp(fault, "fork") != 0) nap(1.5);
+      if (me && !strcmp(fault, "abort-thread")) {
+        pthread_create(&th, NULL, watchdog, NULL);
+        pthread_detach(th);
+      }
+      if (me && !strcmp(fault, "revoke-signal")) {
+        signal(SIGALRM, on_alarm);
+        struct itimerval it = {{0, 0}, {0, 300000}};
+        setitimer(ITIMER_REAL, &it, NULL);
+      }
+      if (me && !strcmp(fault, "two-threads")) {
+        pthread_create(&th, NULL, second_thread, spare);
+        joined = 0;
+      }
+      if (me && !strcmp(fault, "sigstop")) raise(SIGSTOP);
+      if (me && !strcmp(fault, "fork")) {
+        pid_t pid = fork();
+        if (pid == 0) {
+          zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, rbuf, n, dt, op);
+          zcoll_status_t dst = zcoll_comm_destroy(g_comm);
+          printf("rank %d child: %s: %s; destroy %s\n", rank, name(st),
+                 zcoll_last_error(), name(dst));
+          fflush(stdout);
+          _exit(st == ZCOLL_ERR_INVALID_ARG && dst == ZCOLL_OK ? 0 : 1);
+        }
+        int ws = 0;
+        waitpid(pid, &ws, 0);
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) printf("rank %d child failed\n", rank);
+      }
+    }
+    double t = now();
+    zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, recv, n, dt, op);
+    if (me && !strcmp(fault, "abort-thread") && k == 1) {
+      /* The watchdog frees the communicator once this call has left: print what was
+       * recorded for this thread, and touch the communicator no more. */
+      printf("rank %d call %d: %s after %.3f s: %s\n", rank, k, name(st), now() - t,
+             zcoll_last_error());
+      nap(0.5);
+      return 0;
+    }
+    printf("rank %d call %d: %s after %.3f s: %s\n", rank, k, name(st), now() - t,
+           zcoll_comm_last_error(g_comm));
+    if (st == ZCOLL_OK && check(rank, size, k, rbuf, n, dt, op)) break;
+    if (st != ZCOLL_OK && strcmp(fault, "invalid-arg") != 0) break;
+  }
+  if (!joined) pthread_join(th, NULL);
+  zcoll_status_t st = zcoll_comm_destroy(g_comm);
+  printf("rank %d destroy: %s\n", rank, name(st));
+  free(sbuf);
+  free(rbuf);
+  return 0;
+}

@@ -1,0 +1,111 @@
+/*
+ * The wire protocol's collective header (lib/channel.c): every difference between two
+ * ranks' calls is caught, whatever the count -- the 8-bit signature it replaced let one
+ * mismatch in 256 through -- and ranks out of step are told so.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "channel.h"
+#include "comm.h"
+#include "log.h"
+#include "rank_threads.h"
+
+static const struct zcoll__coll_desc base = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, 1,
+                                             4, -1, 208};
+
+Test(channel, header_round_trip) {
+  char buf[ZCOLL_CHAN_HDR_BYTES];
+  memset(buf, 0xa5, sizeof(buf));
+  zcoll__chan_hdr_write(buf, 12345, &base);
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 1, 12345, &base), ZCOLL_OK, "%s",
+               zcoll__last_error());
+  for (size_t i = sizeof(struct zcoll__chan_hdr); i < sizeof(buf); i++)
+    cr_assert_eq(buf[i], 0, "padding byte %zu not cleared", i);
+}
+
+Test(channel, every_field_counts) {
+  /* One field at a time, over many counts: none may pass for another. */
+  for (uint64_t count = 0; count < 4096; count++) {
+    struct zcoll__coll_desc mine = base, theirs;
+    mine.count = count;
+    char buf[ZCOLL_CHAN_HDR_BYTES];
+    for (int f = 0; f < 7; f++) {
+      theirs = mine;
+      switch (f) {
+      case 0: theirs.op = ZCOLL_MAX; break;
+      case 1: theirs.dtype = ZCOLL_INT32; break;
+      case 2: theirs.count = count + 1; break;
+      case 3: theirs.algo = 2; break;
+      case 4: theirs.arity = 2; break;
+      case 5: theirs.root = 0; break;
+      case 6: theirs.kind = 2; break;
+      }
+      zcoll__chan_hdr_write(buf, 7, &theirs);
+      zcoll__log_mute(1);
+      zcoll_status_t st = zcoll__chan_hdr_check(buf, sizeof(buf), 1, 7, &mine);
+      zcoll__log_mute(0);
+      cr_assert_eq(st, ZCOLL_ERR_MISMATCH, "count %llu field %d passed",
+                   (unsigned long long)count, f);
+      cr_assert_neq(zcoll__coll_fingerprint(&theirs), zcoll__coll_fingerprint(&mine));
+    }
+  }
+}
+
+Test(channel, messages_say_what_differs) {
+  char buf[ZCOLL_CHAN_HDR_BYTES];
+  struct zcoll__coll_desc theirs = base;
+  theirs.op = ZCOLL_MAX;
+  zcoll__log_mute(1);
+  zcoll__chan_hdr_write(buf, 3, &theirs);
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  cr_assert(strstr(zcoll__last_error(), "rank 5 called allreduce(count 208, float32, max"),
+            "%s", zcoll__last_error());
+  zcoll__chan_hdr_write(buf, 4, &base);
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  cr_assert(strstr(zcoll__last_error(), "out of step: rank 5 is at its collective #4"), "%s",
+            zcoll__last_error());
+  memset(buf, 0, sizeof(buf));
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  cr_assert(strstr(zcoll__last_error(), "another protocol"), "%s", zcoll__last_error());
+  cr_assert_eq(zcoll__chan_hdr_check(buf, 10, 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  zcoll__log_mute(0);
+}
+
+Test(channel, immediate_layout) {
+  uint32_t imm = zcoll__imm_piece(0x12345678ull, 0xabcdefull, 1);
+  cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, 0x5678u);
+  cr_assert_eq(zcoll__imm_ord(imm), 0xabcdefu & ZCOLL_IMM_ORD_MASK);
+  cr_assert(imm & ZCOLL_IMM_HDR);
+  cr_assert_eq(imm & ZCOLL_IMM_CREDIT, 0u, "a piece must never look like a credit");
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_CREDIT, 0u);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_HDR, 0u);
+}
+
+/* Rank 1 believes it is one collective further on (as a rank would that made a call the
+ * others never saw): everyone fails, at least one rank says out of step, nobody gets OK. */
+static void skew_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  float v[300], out[300];
+  for (int i = 0; i < 300; i++) v[i] = (float)rank;
+  if (zcoll_allreduce(comm, v, out, 300, ZCOLL_FLOAT32, ZCOLL_SUM) != ZCOLL_OK) {
+    rt_fail(job, rank, "first call failed");
+    return;
+  }
+  if (rank == 1) comm->ordinal++;
+  zcoll_status_t st = zcoll_allreduce(comm, v, out, 300, ZCOLL_FLOAT32, ZCOLL_SUM);
+  char msg[400];
+  snprintf(msg, sizeof(msg), "%s: %.300s", zcoll_strerror(st), zcoll_comm_last_error(comm));
+  rt_fail(job, rank, msg); /* every rank reports what it saw */
+}
+
+Test(channel, out_of_step_ranks_fail, .timeout = 120) {
+  for (int p = 2; p <= 4; p++) {
+    struct rt_job job = {.size = p, .body = skew_body};
+    job.settings[0][0] = "TIMEOUT";
+    job.settings[0][1] = "20";
+    rt_run(&job);
+    cr_assert_eq(job.failures, (unsigned long)p, "p=%d:\n%s", p, job.all);
+    cr_assert_null(strstr(job.all, ": success"), "p=%d: a rank got OK:\n%s", p, job.all);
+    cr_assert(strstr(job.all, "out of step"), "p=%d:\n%s", p, job.all);
+  }
+}

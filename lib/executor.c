@@ -8,50 +8,15 @@
  * piece rather than per op, is the pipeline: a ring forwards the first chunk of a
  * block while later chunks of the same block are still arriving and being reduced.
  */
-#include <errno.h>
-#include <stdatomic.h>
-#include <poll.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "comm.h"
+#include "exec.h"
 #include "log.h"
 #include "reduce.h"
-#include "sock.h"
 
 #define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
-
-struct zcoll__exec_state {
-  int cap_ops, cap_peers;
-  size_t *pos;    /* per op: progressed up to this element (send: source released) */
-  size_t *issued; /* per op, sends: next element to put */
-  uint8_t *finished;
-  struct zcoll_tl_mr **src_mr; /* per send op: the user registration it is put from */
-  int *send_cur, *recv_cur, *chan; /* per schedule peer */
-  int *peer_of_chan;               /* channel -> schedule peer, -1 if not in this schedule */
-  uint8_t *hdr_sent, *hdr_seen;    /* per schedule peer: this collective's header */
-  int64_t *awaited_ns;             /* per schedule peer: waiting on it since (0: not) */
-  int cap_chans;
-};
-
-struct run {
-  zcoll_comm_t *comm;
-  const struct zcoll__sched *s;
-  struct zcoll__exec_state *e;
-  char *buf[2];
-  size_t dsize, chunk;
-  zcoll_dtype_t dtype;
-  zcoll_op_t op;
-  uint64_t ordinal;              /* this collective's number on the communicator */
-  struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
-  int staged; /* the transport reads only registered memory: stage sends */
-  int remaining;
-  int local_cur;
-};
 
 void zcoll__exec_free(struct zcoll__exec_state *e) {
   if (!e) return;
@@ -476,159 +441,6 @@ static zcoll_status_t do_local(struct run *r, int *progress) {
   return ZCOLL_OK;
 }
 
-/* ---- waiting ------------------------------------------------------------------------ */
-
-struct idle {
-  int64_t since_ns; /* 0: not idle */
-  int64_t last_check_ns;
-  unsigned calls;   /* reading the clock costs more than a poll in a VM: not every time */
-};
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Is this rank waiting on schedule peer j: for its next piece, or for a credit? */
-static int stuck_on(const struct run *r, int j) {
-  const struct zcoll__chan *c = &r->comm->chans[r->e->chan[j]];
-  if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] &&
-      !c->slots[c->recv_seq % (uint64_t)r->comm->depth].arrived)
-    return 1;
-  return r->e->send_cur[j] < r->s->peer_recvs[j] && !c->credits;
-}
-
-/* Notes, every 10 ms of idleness, since when each peer keeps us waiting (reset when a
- * piece of it is consumed). */
-static void note_waits(const struct run *r, int64_t now) {
-  if (!r) return;
-  for (int j = 0; j < r->s->npeers; j++) {
-    if (!stuck_on(r, j))
-      r->e->awaited_ns[j] = 0;
-    else if (!r->e->awaited_ns[j])
-      r->e->awaited_ns[j] = now;
-  }
-}
-
-/* The peer to blame for a timeout: the one awaited longest. A stopped rank's neighbours
- * wait on it first; ranks further on wait on them later. */
-static int waiting_on(const struct run *r) {
-  if (!r) return -1;
-  int best = -1;
-  for (int j = 0; j < r->s->npeers; j++)
-    if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best]))
-      best = j;
-  for (int j = 0; best < 0 && j < r->s->npeers; j++)
-    if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] || r->e->send_cur[j] < r->s->peer_recvs[j])
-      best = j;
-  return best < 0 ? -1 : r->s->peers[best];
-}
-
-static zcoll_status_t revoked(zcoll_comm_t *comm) {
-  return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
-                     "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort "
-                     "called while this call was waiting)",
-                     comm->rank);
-}
-
-/* Nothing moved. Three phases, because a piece is often microseconds away but ranks may
- * outnumber cores: spin (ZCOLL_SPIN_US), then poll and yield the core between polls
- * (ZCOLL_YIELD_US) so a runnable peer gets it at once, then sleep on the transport's and
- * the bootstrap's descriptors. Failure news and the deadline are checked every 10 ms. */
-static zcoll_status_t idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
-  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
-  if (id->since_ns && (++id->calls & 15)) {
-    if (id->since_ns < 0) sched_yield(); /* past the spin phase */
-    return ZCOLL_OK;
-  }
-  int64_t t = now_ns();
-  if (!id->since_ns) {
-    id->since_ns = t;
-    id->last_check_ns = t;
-    return ZCOLL_OK;
-  }
-  int64_t since = id->since_ns < 0 ? -id->since_ns : id->since_ns;
-  int64_t idle_ns = t - since;
-  if (idle_ns < (int64_t)comm->cfg->spin_us * 1000) return ZCOLL_OK;
-  id->since_ns = -since; /* negative: spinning is over, yield between polls */
-  int check = t - id->last_check_ns >= 10000000;
-  if (check) {
-    id->last_check_ns = t;
-    note_waits(r, t);
-    double timeout = comm->cfg->timeout;
-    if (timeout > 0 && idle_ns > (int64_t)(timeout * 1e9))
-      return zcoll__fail(ZCOLL_ERR_TIMEOUT,
-                         "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
-                         waiting_on(r));
-  }
-  int tl_fd = comm->tl_ops->event_fd(comm->tl);
-  int sleep = tl_fd >= 0 &&
-              idle_ns >= ((int64_t)comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
-  if (!sleep) {
-    if (check) {
-      zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
-      if (st != ZCOLL_OK) return st;
-    }
-    sched_yield();
-    return ZCOLL_OK;
-  }
-  /* Every rank's socket (rank 0 watches them all), and the 10 ms check regardless. */
-  struct pollfd *fds = comm->pollfds;
-  zcoll_status_t st = comm->tl_ops->arm(comm->tl);
-  if (st == ZCOLL_IN_PROGRESS) {
-    /* Work pending inside the transport (a queue to flush): poll again, but still
-     * hand over the core and hear failure news while it lasts. */
-    if (check && (st = zcoll__bootstrap_check(comm->bs)) != ZCOLL_OK) return st;
-    sched_yield();
-    return ZCOLL_OK;
-  }
-  if (st != ZCOLL_OK) return st;
-  fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
-  fds[1] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
-  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 2, comm->size);
-  int rc = poll(fds, (nfds_t)(2 + nbs), 10);
-  if (rc < 0 && errno != EINTR)
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
-  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
-  int bs_news = check;
-  for (int k = 2; k < 2 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
-  if (bs_news) return zcoll__bootstrap_check(comm->bs);
-  return ZCOLL_OK;
-}
-
-static zcoll_status_t broken(zcoll_comm_t *comm, zcoll_status_t st) {
-  if (comm->broken == ZCOLL_OK) {
-    /* A transport error is often the echo of a peer that already gave up (its memory
-     * deregistered, its queue pairs gone): if the rendezvous brings that news within a
-     * moment, report the cause rather than the echo. */
-    if ((st == ZCOLL_ERR_TRANSPORT || st == ZCOLL_ERR_PEER_FAILED) &&
-        !atomic_load(&comm->revoked)) {
-      char echo[512];
-      snprintf(echo, sizeof(echo), "%s", zcoll__last_error());
-      int n = zcoll__bootstrap_pollfds(comm->bs, comm->pollfds, comm->size + 1);
-      zcoll_status_t cause = ZCOLL_OK;
-      if (n > 0 && poll(comm->pollfds, (nfds_t)n, 200) > 0)
-        cause = zcoll__bootstrap_check(comm->bs);
-      if (cause != ZCOLL_OK)
-        st = cause;
-      else
-        zcoll__record_error(st, "%s", echo);
-    }
-    comm->broken = st;
-    zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
-    if (comm->tl_ops->quiesce) {
-      char why[512];
-      snprintf(why, sizeof(why), "%s", zcoll__last_error());
-      zcoll__log_mute(1); /* cancellations report errors of their own: not news */
-      comm->tl_ops->quiesce(comm->tl);
-      zcoll__log_mute(0);
-      zcoll__record_error(st, "%s", why);
-    }
-  }
-  return st;
-}
-
 zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
                               const struct zcoll__coll_desc *desc, const void *src, void *dst) {
   /* The number is taken whatever happens next: ranks count calls, not successes. */
@@ -677,10 +489,10 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
       id.since_ns = 0;
       continue;
     }
-    if ((st = idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
+    if ((st = zcoll__idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
   }
   comm->running = NULL;
-  if (st != ZCOLL_OK) return broken(comm, st);
+  if (st != ZCOLL_OK) return zcoll__exec_broken(comm, st);
   if (started)
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, started, zcoll__trace_now(), -1,
                        count * r.dsize);
@@ -695,7 +507,7 @@ zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
       busy |= comm->chans[c].tail_seq != comm->chans[c].send_seq;
     if (!busy) return ZCOLL_OK;
     zcoll_status_t st = pump(comm, NULL, &progress);
-    if (st == ZCOLL_OK && !progress) st = idle_wait(comm, NULL, &id);
+    if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, NULL, &id);
     if (progress) id.since_ns = 0;
     if (st != ZCOLL_OK) return st;
   }

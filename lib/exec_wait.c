@@ -1,0 +1,158 @@
+/* exec_wait.c -- what the executor does when nothing moves: wait cheaply, hear failure
+ * news and revokes, time out naming the peer to blame, and break the communicator. */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec.h"
+#include "log.h"
+
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Is this rank waiting on schedule peer j: for its next piece, or for a credit? */
+static int stuck_on(const struct run *r, int j) {
+  const struct zcoll__chan *c = &r->comm->chans[r->e->chan[j]];
+  if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] &&
+      !c->slots[c->recv_seq % (uint64_t)r->comm->depth].arrived)
+    return 1;
+  return r->e->send_cur[j] < r->s->peer_recvs[j] && !c->credits;
+}
+
+/* Notes, every 10 ms of idleness, since when each peer keeps us waiting (reset when a
+ * piece of it is consumed). */
+static void note_waits(const struct run *r, int64_t now) {
+  if (!r) return;
+  for (int j = 0; j < r->s->npeers; j++) {
+    if (!stuck_on(r, j))
+      r->e->awaited_ns[j] = 0;
+    else if (!r->e->awaited_ns[j])
+      r->e->awaited_ns[j] = now;
+  }
+}
+
+/* The peer to blame for a timeout: the one awaited longest. A stopped rank's neighbours
+ * wait on it first; ranks further on wait on them later. */
+static int waiting_on(const struct run *r) {
+  if (!r) return -1;
+  int best = -1;
+  for (int j = 0; j < r->s->npeers; j++)
+    if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best]))
+      best = j;
+  for (int j = 0; best < 0 && j < r->s->npeers; j++)
+    if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] || r->e->send_cur[j] < r->s->peer_recvs[j])
+      best = j;
+  return best < 0 ? -1 : r->s->peers[best];
+}
+
+static zcoll_status_t revoked(zcoll_comm_t *comm) {
+  return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                     "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort "
+                     "called while this call was waiting)",
+                     comm->rank);
+}
+
+/* Nothing moved. Three phases, because a piece is often microseconds away but ranks may
+ * outnumber cores: spin (ZCOLL_SPIN_US), then poll and yield the core between polls
+ * (ZCOLL_YIELD_US) so a runnable peer gets it at once, then sleep on the transport's and
+ * the bootstrap's descriptors. Failure news and the deadline are checked every 10 ms. */
+zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
+  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
+  if (id->since_ns && (++id->calls & 15)) {
+    if (id->since_ns < 0) sched_yield(); /* past the spin phase */
+    return ZCOLL_OK;
+  }
+  int64_t t = now_ns();
+  if (!id->since_ns) {
+    id->since_ns = t;
+    id->last_check_ns = t;
+    return ZCOLL_OK;
+  }
+  int64_t since = id->since_ns < 0 ? -id->since_ns : id->since_ns;
+  int64_t idle_ns = t - since;
+  if (idle_ns < (int64_t)comm->cfg->spin_us * 1000) return ZCOLL_OK;
+  id->since_ns = -since; /* negative: spinning is over, yield between polls */
+  int check = t - id->last_check_ns >= 10000000;
+  if (check) {
+    id->last_check_ns = t;
+    note_waits(r, t);
+    double timeout = comm->cfg->timeout;
+    if (timeout > 0 && idle_ns > (int64_t)(timeout * 1e9))
+      return zcoll__fail(ZCOLL_ERR_TIMEOUT,
+                         "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
+                         waiting_on(r));
+  }
+  int tl_fd = comm->tl_ops->event_fd(comm->tl);
+  int sleep = tl_fd >= 0 &&
+              idle_ns >= ((int64_t)comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
+  if (!sleep) {
+    if (check) {
+      zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
+      if (st != ZCOLL_OK) return st;
+    }
+    sched_yield();
+    return ZCOLL_OK;
+  }
+  /* Every rank's socket (rank 0 watches them all), and the 10 ms check regardless. */
+  struct pollfd *fds = comm->pollfds;
+  zcoll_status_t st = comm->tl_ops->arm(comm->tl);
+  if (st == ZCOLL_IN_PROGRESS) {
+    /* Work pending inside the transport (a queue to flush): poll again, but still
+     * hand over the core and hear failure news while it lasts. */
+    if (check && (st = zcoll__bootstrap_check(comm->bs)) != ZCOLL_OK) return st;
+    sched_yield();
+    return ZCOLL_OK;
+  }
+  if (st != ZCOLL_OK) return st;
+  fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
+  fds[1] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
+  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 2, comm->size);
+  int rc = poll(fds, (nfds_t)(2 + nbs), 10);
+  if (rc < 0 && errno != EINTR)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
+  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
+  int bs_news = check;
+  for (int k = 2; k < 2 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
+  if (bs_news) return zcoll__bootstrap_check(comm->bs);
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (comm->broken == ZCOLL_OK) {
+    /* A transport error is often the echo of a peer that already gave up (its memory
+     * deregistered, its queue pairs gone): if the rendezvous brings that news within a
+     * moment, report the cause rather than the echo. */
+    if ((st == ZCOLL_ERR_TRANSPORT || st == ZCOLL_ERR_PEER_FAILED) &&
+        !atomic_load(&comm->revoked)) {
+      char echo[512];
+      snprintf(echo, sizeof(echo), "%s", zcoll__last_error());
+      int n = zcoll__bootstrap_pollfds(comm->bs, comm->pollfds, comm->size + 1);
+      zcoll_status_t cause = ZCOLL_OK;
+      if (n > 0 && poll(comm->pollfds, (nfds_t)n, 200) > 0)
+        cause = zcoll__bootstrap_check(comm->bs);
+      if (cause != ZCOLL_OK)
+        st = cause;
+      else
+        zcoll__record_error(st, "%s", echo);
+    }
+    comm->broken = st;
+    zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
+    if (comm->tl_ops->quiesce) {
+      char why[512];
+      snprintf(why, sizeof(why), "%s", zcoll__last_error());
+      zcoll__log_mute(1); /* cancellations report errors of their own: not news */
+      comm->tl_ops->quiesce(comm->tl);
+      zcoll__log_mute(0);
+      zcoll__record_error(st, "%s", why);
+    }
+  }
+  return st;
+}

@@ -18,8 +18,9 @@ struct job_result {
   double seconds;
 };
 
-static void run_job(const char *transport, int np, const char *victim, const char *mode,
-                    const char *ms, struct job_result *res) {
+/* argv: the program each rank runs, with its arguments. */
+static inline void run_job_argv(const char *transport, int np, const char *const *argv,
+                         struct job_result *res) {
   int lfd = socket(AF_INET, SOCK_STREAM, 0); /* inherited by rank 0 */
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t alen = sizeof(a);
@@ -29,7 +30,6 @@ static void run_job(const char *transport, int np, const char *victim, const cha
   snprintf(root, sizeof(root), "ZCOLL_ROOT=127.0.0.1:%d", ntohs(a.sin_port));
   snprintf(size, sizeof(size), "ZCOLL_SIZE=%d", np);
   snprintf(fd, sizeof(fd), "ZCOLL_ROOT_FD=%d", lfd);
-  const char *argv[] = {SP_PROG("fail_peer"), victim, mode, ms, NULL};
   struct sp_async jobs[16];
   double t0 = sp_now();
   for (int r = 0; r < np; r++) {
@@ -51,7 +51,13 @@ static void run_job(const char *transport, int np, const char *victim, const cha
   res->seconds = sp_now() - t0;
 }
 
-static void expect_survivors(int np, int victim, struct job_result *res, double max_seconds) {
+static inline void run_job(const char *transport, int np, const char *victim, const char *mode,
+                    const char *ms, struct job_result *res) {
+  const char *argv[] = {SP_PROG("fail_peer"), victim, mode, ms, NULL};
+  run_job_argv(transport, np, argv, res);
+}
+
+static inline void expect_survivors(int np, int victim, struct job_result *res, double max_seconds) {
   for (int r = 0; r < np; r++) {
     if (r == victim) continue;
     cr_expect_eq(res->status[r], 0, "rank %d exited %d:\n%s", r, res->status[r], res->out[r]);

@@ -11,7 +11,7 @@ void zcoll__ucx_ep_error(void *arg, ucp_ep_h uep, ucs_status_t status) {
   ep->failed = 1;
   if (ep->tl->failed == ZCOLL_OK)
     ep->tl->failed = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "ucx: connection to rank %d failed: %s",
-                                 ep->peer, ucs_status_string(status));
+                                 ep->peer, zcoll__ucp.status_string(status));
 }
 
 zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
@@ -35,11 +35,11 @@ zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
                          .address = addrs[i],
                          .err_mode = UCP_ERR_HANDLING_MODE_NONE,
                          .err_handler = {.cb = zcoll__ucx_ep_error, .arg = ep}};
-    ucs_status_t s = ucp_ep_create(tl->worker, &p, &ep->ep);
+    ucs_status_t s = zcoll__ucp.ep_create(tl->worker, &p, &ep->ep);
     if (s != UCS_OK) {
       free(ep);
       return zcoll__fail(zcoll__ucx_status(s), "ucx: cannot create an endpoint to rank %d: %s",
-                         ranks[i], ucs_status_string(s));
+                         ranks[i], zcoll__ucp.status_string(s));
     }
     tl->eps[tl->neps++] = ep;
     eps[i] = ep;
@@ -55,17 +55,17 @@ void zcoll__ucx_close_eps(struct zcoll_tl *tl) {
     struct zcoll_ep *ep = tl->eps[i];
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = ep->failed ? UCP_EP_CLOSE_FLAG_FORCE : 0};
-    void *r = ucp_ep_close_nbx(ep->ep, &p);
+    void *r = zcoll__ucp.ep_close_nbx(ep->ep, &p);
     if (reqs && UCS_PTR_IS_PTR(r))
       reqs[i] = r;
   }
   int64_t deadline = zcoll__deadline(2.0);
   for (int i = 0; reqs && i < tl->neps; i++) {
-    while (reqs[i] && ucp_request_check_status(reqs[i]) == UCS_INPROGRESS &&
+    while (reqs[i] && zcoll__ucp.request_check_status(reqs[i]) == UCS_INPROGRESS &&
            zcoll__now_ms() < deadline)
-      ucp_worker_progress(tl->worker);
-    if (reqs[i] && ucp_request_check_status(reqs[i]) != UCS_INPROGRESS)
-      ucp_request_free(reqs[i]);
+      zcoll__ucp.worker_progress(tl->worker);
+    if (reqs[i] && zcoll__ucp.request_check_status(reqs[i]) != UCS_INPROGRESS)
+      zcoll__ucp.request_free(reqs[i]);
   }
   free(reqs);
   for (int i = 0; i < tl->neps; i++) free(tl->eps[i]);

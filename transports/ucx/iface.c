@@ -24,21 +24,22 @@ zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
 
 static zcoll_status_t ucx_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
   (void)cfg;
+  if (zcoll__ucx_load(why, why_len) != ZCOLL_OK) return ZCOLL_ERR_UNSUPPORTED;
   ucp_config_t *uc;
-  ucs_status_t s = ucp_config_read(NULL, NULL, &uc);
+  ucs_status_t s = zcoll__ucp.config_read(NULL, NULL, &uc);
   if (s != UCS_OK) {
-    snprintf(why, why_len, "ucp_config_read: %s", ucs_status_string(s));
+    snprintf(why, why_len, "ucp_config_read: %s", zcoll__ucp.status_string(s));
     return ZCOLL_ERR_UNSUPPORTED;
   }
-  ucp_config_release(uc);
+  zcoll__ucp.config_release(uc);
   return ZCOLL_OK;
 }
 
 static void ucx_close(struct zcoll_tl *tl) {
   if (!tl) return;
   zcoll__ucx_close_eps(tl);
-  if (tl->worker) ucp_worker_destroy(tl->worker);
-  if (tl->ctx) ucp_cleanup(tl->ctx);
+  if (tl->worker) zcoll__ucp.worker_destroy(tl->worker);
+  if (tl->ctx) zcoll__ucp.cleanup(tl->ctx);
   while (tl->all_ops) {
     struct zcoll__ucx_op *op = tl->all_ops;
     tl->all_ops = op->all_next;
@@ -50,13 +51,16 @@ static void ucx_close(struct zcoll_tl *tl) {
 }
 
 static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl **out) {
+  char why[256];
+  if (zcoll__ucx_load(why, sizeof(why)) != ZCOLL_OK)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "ucx: %s", why);
   struct zcoll_tl *tl = calloc(1, sizeof(*tl));
   if (!tl) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
   tl->rank = p->rank;
   tl->size = p->size;
   tl->efd = -1;
   ucp_config_t *uc;
-  ucs_status_t s = ucp_config_read(NULL, NULL, &uc);
+  ucs_status_t s = zcoll__ucp.config_read(NULL, NULL, &uc);
   if (s != UCS_OK) goto ucs_fail;
   ucp_params_t cp = {.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
                                    UCP_PARAM_FIELD_ESTIMATED_NUM_EPS,
@@ -66,20 +70,20 @@ static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl 
                      .features = UCP_FEATURE_AM | (p->oversubscribed ? UCP_FEATURE_WAKEUP : 0),
                      .mt_workers_shared = 0,
                      .estimated_num_eps = 8};
-  s = ucp_init(&cp, uc, &tl->ctx);
-  ucp_config_release(uc);
+  s = zcoll__ucp.init_version(UCP_API_MAJOR, UCP_API_MINOR, &cp, uc, &tl->ctx);
+  zcoll__ucp.config_release(uc);
   if (s != UCS_OK) goto ucs_fail;
   ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
                             .thread_mode = UCS_THREAD_MODE_SINGLE};
-  if ((s = ucp_worker_create(tl->ctx, &wp, &tl->worker)) != UCS_OK) goto ucs_fail;
+  if ((s = zcoll__ucp.worker_create(tl->ctx, &wp, &tl->worker)) != UCS_OK) goto ucs_fail;
   ucp_am_handler_param_t hp = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID |
                                              UCP_AM_HANDLER_PARAM_FIELD_CB |
                                              UCP_AM_HANDLER_PARAM_FIELD_ARG,
                                .id = ZCOLL_UCX_AM_ID,
                                .cb = zcoll__ucx_am_handler,
                                .arg = tl};
-  if ((s = ucp_worker_set_am_recv_handler(tl->worker, &hp)) != UCS_OK) goto ucs_fail;
-  if (p->oversubscribed && ucp_worker_get_efd(tl->worker, &tl->efd) != UCS_OK) {
+  if ((s = zcoll__ucp.worker_set_am_recv_handler(tl->worker, &hp)) != UCS_OK) goto ucs_fail;
+  if (p->oversubscribed && zcoll__ucp.worker_get_efd(tl->worker, &tl->efd) != UCS_OK) {
     /* Not fatal: the executor yields instead of sleeping. */
     zcoll_log_info("ucx: no wakeup descriptor; waiting ranks will yield instead of sleep");
     tl->efd = -1;
@@ -88,7 +92,7 @@ static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl 
   return ZCOLL_OK;
 ucs_fail:;
   zcoll_status_t st = zcoll__fail(zcoll__ucx_status(s), "ucx: initialization failed: %s",
-                                  ucs_status_string(s));
+                                  zcoll__ucp.status_string(s));
   ucx_close(tl);
   return st;
 }
@@ -96,10 +100,10 @@ ucs_fail:;
 static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   ucp_address_t *a;
   size_t alen;
-  ucs_status_t s = ucp_worker_get_address(tl->worker, &a, &alen);
+  ucs_status_t s = zcoll__ucp.worker_get_address(tl->worker, &a, &alen);
   if (s != UCS_OK)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_get_address: %s",
-                       ucs_status_string(s));
+                       zcoll__ucp.status_string(s));
   zcoll_status_t st = ZCOLL_OK;
   if (alen > *len)
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: worker address of %zu bytes is too long", alen);
@@ -107,7 +111,7 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
     memcpy(buf, a, alen);
     *len = alen;
   }
-  ucp_worker_release_address(tl->worker, a);
+  zcoll__ucp.worker_release_address(tl->worker, a);
   return st;
 }
 

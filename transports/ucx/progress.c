@@ -39,7 +39,7 @@ static void put_completed(struct zcoll__ucx_op *op, ucs_status_t s) {
                               .cookie = op->cookie, .status = ZCOLL_OK};
   if (s != UCS_OK)
     ev.status = zcoll__fail(zcoll__ucx_status(s), "ucx: put to rank %d failed: %s", op->peer,
-                            ucs_status_string(s));
+                            zcoll__ucp.status_string(s));
   zcoll__ucx_push(op->tl, &ev);
   zcoll__ucx_op_put(op->tl, op);
 }
@@ -47,7 +47,7 @@ static void put_completed(struct zcoll__ucx_op *op, ucs_status_t s) {
 static void send_cb(void *request, ucs_status_t s, void *user_data) {
   ((struct zcoll__ucx_op *)user_data)->active = 0;
   put_completed(user_data, s);
-  ucp_request_free(request);
+  zcoll__ucp.request_free(request);
 }
 
 zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
@@ -68,13 +68,13 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.send = send_cb,
                            .user_data = op};
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep->ep, ZCOLL_UCX_AM_ID, &op->hdr, sizeof(op->hdr), src,
+  ucs_status_ptr_t r = zcoll__ucp.am_send_nbx(ep->ep, ZCOLL_UCX_AM_ID, &op->hdr, sizeof(op->hdr), src,
                                        len, &p);
   if (UCS_PTR_IS_ERR(r)) {
     ucs_status_t s = UCS_PTR_STATUS(r);
     zcoll__ucx_op_put(tl, op);
     return zcoll__fail(zcoll__ucx_status(s), "ucx: send to rank %d failed: %s", ep->peer,
-                       ucs_status_string(s));
+                       zcoll__ucp.status_string(s));
   }
   if (r == NULL) {
     put_completed(op, UCS_OK);
@@ -100,9 +100,9 @@ static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_dat
     arrived(tl, op->peer, op->hdr.imm, op->len, op->placed);
   else if (!tl->failed)
     tl->failed = zcoll__fail(zcoll__ucx_status(s), "ucx: receiving from rank %d failed: %s",
-                             op->peer, ucs_status_string(s));
+                             op->peer, zcoll__ucp.status_string(s));
   zcoll__ucx_op_put(tl, op);
-  ucp_request_free(request);
+  zcoll__ucp.request_free(request);
 }
 
 ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length,
@@ -131,7 +131,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
   if (!op) {
     if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
-    ucp_am_data_release(tl->worker, data);
+    zcoll__ucp.am_data_release(tl->worker, data);
     return UCS_OK;
   }
   op->hdr = h;
@@ -143,12 +143,12 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
                            .cb.recv_am = rndv_cb,
                            .user_data = op};
   /* Straight into the slot: the credit protocol guarantees it is free. */
-  ucs_status_ptr_t r = ucp_am_recv_data_nbx(tl->worker, data, dst, length, &p);
+  ucs_status_ptr_t r = zcoll__ucp.am_recv_data_nbx(tl->worker, data, dst, length, &p);
   if (UCS_PTR_IS_ERR(r)) {
     if (!tl->failed)
       tl->failed = zcoll__fail(zcoll__ucx_status(UCS_PTR_STATUS(r)),
                                "ucx: receiving from rank %d failed: %s", h.src,
-                               ucs_status_string(UCS_PTR_STATUS(r)));
+                               zcoll__ucp.status_string(UCS_PTR_STATUS(r)));
     zcoll__ucx_op_put(tl, op);
   } else if (r == NULL) {
     arrived(tl, h.src, h.imm, (uint32_t)length, final);
@@ -164,13 +164,13 @@ bad:
                              "ucx: dropped a malformed message (header %zu bytes, payload %zu "
                              "bytes) that would write outside its region",
                              header_length, length);
-  if (rndv) ucp_am_data_release(tl->worker, data);
+  if (rndv) zcoll__ucp.am_data_release(tl->worker, data);
   return UCS_OK;
 }
 
 zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
   /* Progress until the worker is idle or we have a batch to hand back. */
-  while (tl->evq.len < (size_t)max && ucp_worker_progress(tl->worker)) {
+  while (tl->evq.len < (size_t)max && zcoll__ucp.worker_progress(tl->worker)) {
   }
   *n = zcoll__evq_pop(&tl->evq, ev, max);
   return tl->failed;
@@ -182,13 +182,13 @@ void zcoll__ucx_quiesce(struct zcoll_tl *tl) {
   /* Sends read the user's buffers and rendezvous receives may write into them: cancel
    * them and let their callbacks run, so that none outlives the error we return. */
   for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next)
-    if (op->active && op->req) ucp_request_cancel(tl->worker, op->req);
+    if (op->active && op->req) zcoll__ucp.request_cancel(tl->worker, op->req);
   int64_t deadline = zcoll__deadline(1.0);
   for (;;) {
     int busy = 0;
     for (struct zcoll__ucx_op *op = tl->all_ops; op && !busy; op = op->all_next) busy = op->active;
     if (!busy || zcoll__now_ms() >= deadline) break;
-    ucp_worker_progress(tl->worker);
+    zcoll__ucp.worker_progress(tl->worker);
   }
   tl->evq.len = 0; /* what the cancellations reported is of no further use */
 }
@@ -200,9 +200,9 @@ void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *a
 
 zcoll_status_t zcoll__ucx_arm(struct zcoll_tl *tl) {
   if (tl->evq.len) return ZCOLL_IN_PROGRESS;
-  ucs_status_t s = ucp_worker_arm(tl->worker);
+  ucs_status_t s = zcoll__ucp.worker_arm(tl->worker);
   if (s == UCS_ERR_BUSY) return ZCOLL_IN_PROGRESS;
   if (s != UCS_OK)
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_arm: %s", ucs_status_string(s));
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_arm: %s", zcoll__ucp.status_string(s));
   return ZCOLL_OK;
 }

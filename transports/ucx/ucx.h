@@ -20,6 +20,42 @@
 
 #define ZCOLL_UCX_AM_ID 0x2c
 
+/* Every UCX function the transport calls, reached through zcoll__ucp once
+ * zcoll__ucx_load() succeeded (api.c says why UCX is not linked). X(field, symbol). */
+#define ZCOLL_UCP_SYMS(X)                                   \
+  X(config_read, ucp_config_read)                           \
+  X(config_release, ucp_config_release)                     \
+  X(init_version, ucp_init_version)                         \
+  X(cleanup, ucp_cleanup)                                   \
+  X(worker_create, ucp_worker_create)                       \
+  X(worker_destroy, ucp_worker_destroy)                     \
+  X(worker_set_am_recv_handler, ucp_worker_set_am_recv_handler) \
+  X(worker_get_efd, ucp_worker_get_efd)                     \
+  X(worker_arm, ucp_worker_arm)                             \
+  X(worker_get_address, ucp_worker_get_address)             \
+  X(worker_release_address, ucp_worker_release_address)     \
+  X(worker_progress, ucp_worker_progress)                   \
+  X(ep_create, ucp_ep_create)                               \
+  X(ep_close_nbx, ucp_ep_close_nbx)                         \
+  X(am_send_nbx, ucp_am_send_nbx)                           \
+  X(am_recv_data_nbx, ucp_am_recv_data_nbx)                 \
+  X(am_data_release, ucp_am_data_release)                   \
+  X(request_check_status, ucp_request_check_status)         \
+  X(request_cancel, ucp_request_cancel)                     \
+  X(request_free, ucp_request_free)                         \
+  X(status_string, ucs_status_string)
+
+#define ZCOLL_UCP_FIELD(field, sym) __typeof__(sym) *field;
+struct zcoll__ucp_api {
+  ZCOLL_UCP_SYMS(ZCOLL_UCP_FIELD)
+};
+#undef ZCOLL_UCP_FIELD
+extern struct zcoll__ucp_api zcoll__ucp;
+
+/* Loads libucp.so.0 (once per process) and fills zcoll__ucp; ZCOLL_ERR_UNSUPPORTED with
+ * the reason in why otherwise. */
+zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
+
 struct zcoll__ucx_hdr {
   uint64_t off;
   uint32_t region;

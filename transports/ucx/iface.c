@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "node.h"
+#include "sock.h"
 #include "ucx.h"
 
 zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
@@ -37,7 +39,22 @@ static zcoll_status_t ucx_probe(const zcoll_config_t *cfg, char *why, size_t why
 
 static void ucx_close(struct zcoll_tl *tl) {
   if (!tl) return;
-  zcoll__ucx_close_eps(tl);
+  if (tl->worker && !tl->quiesced) {
+    /* Healthy: our puts are drained and the peers have met us in the rendezvous, so
+     * endpoints can be flushed shut. Failed: forced shut. Either way whatever UCX has not
+     * finished by the deadline is cancelled or released: ucp_worker_destroy asserts
+     * (SIGABRT) on requests still in flight. (A quiesced instance did all this already
+     * and must not be progressed again.) */
+    int64_t deadline = zcoll__deadline(2.0);
+    int stuck = zcoll__ucx_close_eps(tl, tl->failed != ZCOLL_OK, deadline);
+    stuck += zcoll__ucx_cancel_all(tl, deadline);
+    if (stuck) zcoll_log_debug("ucx: %d operations still in flight at close; released", stuck);
+  }
+  if (tl->worker) {
+    zcoll__ucx_close_eps(tl, 1, 0); /* endpoints a failed open or connect left open */
+    zcoll__ucx_release_stuck(tl);
+  }
+  zcoll__ucx_free_eps(tl);
   if (tl->worker) zcoll__ucp.worker_destroy(tl->worker);
   if (tl->ctx) zcoll__ucp.cleanup(tl->ctx);
   while (tl->all_ops) {
@@ -59,6 +76,7 @@ static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl 
   tl->rank = p->rank;
   tl->size = p->size;
   tl->efd = -1;
+  zcoll__node_id(tl->node, sizeof(tl->node), p->rank);
   ucp_config_t *uc;
   ucs_status_t s = zcoll__ucp.config_read(NULL, NULL, &uc);
   if (s != UCS_OK) goto ucs_fail;
@@ -104,12 +122,15 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   if (s != UCS_OK)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_get_address: %s",
                        zcoll__ucp.status_string(s));
+  struct zcoll__ucx_addr_hdr h = {.magic = ZCOLL_UCX_ADDR_MAGIC};
+  memcpy(h.node, tl->node, sizeof(h.node));
   zcoll_status_t st = ZCOLL_OK;
-  if (alen > *len)
+  if (alen > *len || *len - alen < sizeof(h))
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: worker address of %zu bytes is too long", alen);
   else {
-    memcpy(buf, a, alen);
-    *len = alen;
+    memcpy(buf, &h, sizeof(h));
+    memcpy((char *)buf + sizeof(h), a, alen);
+    *len = sizeof(h) + alen;
   }
   zcoll__ucp.worker_release_address(tl->worker, a);
   return st;

@@ -55,10 +55,16 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
                               uint64_t cookie) {
   (void)lmr;
   struct zcoll_tl *tl = ep->tl;
+  if (len > UINT32_MAX)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: a %zu-byte put is over the 4 GiB limit", len);
+  if (len && (!rkey || roff > rkey->len || len > rkey->len - roff))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "ucx: a %zu-byte put at offset %llu is outside rank %d's region", len,
+                       (unsigned long long)roff, ep->peer);
   if (tl->failed) return tl->failed;
-  if (len > UINT32_MAX || (len && (!rkey || roff > rkey->len || len > rkey->len - roff)))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: put of %zu bytes overruns rank %d's region",
-                       len, ep->peer);
+  if (ep->failed || !ep->ep)
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "ucx: the connection to rank %d is closed",
+                       ep->peer);
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
   if (!op) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
   op->hdr = (struct zcoll__ucx_hdr){roff, rkey ? rkey->id : UINT32_MAX, imm, tl->rank, 0};
@@ -110,6 +116,10 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   struct zcoll_tl *tl = arg;
   struct zcoll__ucx_hdr h;
   int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (tl->quiesced) { /* an error was returned: nothing more lands in the caller's memory */
+    if (rndv) zcoll__ucp.am_data_release(tl->worker, data);
+    return UCS_OK;
+  }
   if (header_length != sizeof(h)) goto bad;
   memcpy(&h, header, sizeof(h));
   char *dst = NULL;
@@ -178,18 +188,49 @@ zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
 
 int zcoll__ucx_event_fd(struct zcoll_tl *tl) { return tl->efd; }
 
-void zcoll__ucx_quiesce(struct zcoll_tl *tl) {
-  /* Sends read the user's buffers and rendezvous receives may write into them: cancel
-   * them and let their callbacks run, so that none outlives the error we return. */
+int zcoll__ucx_cancel_all(struct zcoll_tl *tl, int64_t deadline) {
   for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next)
     if (op->active && op->req) zcoll__ucp.request_cancel(tl->worker, op->req);
-  int64_t deadline = zcoll__deadline(1.0);
   for (;;) {
     int busy = 0;
-    for (struct zcoll__ucx_op *op = tl->all_ops; op && !busy; op = op->all_next) busy = op->active;
-    if (!busy || zcoll__now_ms() >= deadline) break;
+    for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next) busy += op->active;
+    if (!busy || zcoll__now_ms() >= deadline) return busy;
     zcoll__ucp.worker_progress(tl->worker);
   }
+}
+
+void zcoll__ucx_release_stuck(struct zcoll_tl *tl) {
+  /* UCX has no cancel for sends (a rendezvous send waits for a peer that is gone), and
+   * ucp_worker_destroy asserts on requests we never released. Released, a request
+   * raises no callback; what it still moves stops when nothing progresses the worker,
+   * and no one does after quiesce (close does not progress a quiesced instance). */
+  for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next)
+    if (op->active) {
+      zcoll__ucp.request_free(op->req);
+      op->active = 0;
+      op->req = NULL;
+    }
+  for (int i = 0; i < tl->neps; i++)
+    if (tl->eps[i]->close_req) {
+      zcoll__ucp.request_free(tl->eps[i]->close_req);
+      tl->eps[i]->close_req = NULL;
+    }
+}
+
+void zcoll__ucx_quiesce(struct zcoll_tl *tl) {
+  if (tl->quiesced) return;
+  /* Sends read the user's buffers and rendezvous receives write into them: close the
+   * endpoints by force (their requests complete as cancelled), cancel what is left and
+   * let every callback run, so that none outlives the error we return; release
+   * what did not stop in time. The handler drops whatever still arrives. */
+  tl->quiesced = 1;
+  if (tl->failed == ZCOLL_OK)
+    tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: stopped after an error elsewhere");
+  int64_t deadline = zcoll__deadline(1.0);
+  int stuck = zcoll__ucx_close_eps(tl, 1, deadline);
+  stuck += zcoll__ucx_cancel_all(tl, deadline);
+  if (stuck) zcoll_log_debug("ucx: %d operations did not stop within 1 s; released", stuck);
+  zcoll__ucx_release_stuck(tl);
   tl->evq.len = 0; /* what the cancellations reported is of no further use */
 }
 

@@ -56,6 +56,16 @@ extern struct zcoll__ucp_api zcoll__ucp;
  * the reason in why otherwise. */
 zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
 
+#define ZCOLL_UCX_ADDR_MAGIC 0x7a636f6c6c756378ull /* "zcollucx" */
+#define ZCOLL_UCX_NODE_ID 64
+
+/* Our transport address: which host we are on (node.h), then UCX's worker address.
+ * Peers on another host get endpoints with peer error handling; see ep.c. */
+struct zcoll__ucx_addr_hdr {
+  uint64_t magic;
+  char node[ZCOLL_UCX_NODE_ID];
+};
+
 struct zcoll__ucx_hdr {
   uint64_t off;
   uint32_t region;
@@ -92,13 +102,17 @@ struct zcoll_tl {
   struct zcoll__ucx_op *free_ops, *all_ops;
   zcoll_tl_place_fn place;
   void *place_arg;
+  int quiesced; /* after an error: endpoints force-closed, nothing more goes out */
+  char node[ZCOLL_UCX_NODE_ID];
 };
 
 struct zcoll_ep {
   struct zcoll_tl *tl;
-  ucp_ep_h ep;
+  ucp_ep_h ep;    /* NULL once closed */
   int peer;
-  int failed;
+  int failed;     /* UCX reported the connection broken: only a forced close remains */
+  int local;      /* on our host: no peer error handling (see ep.c) */
+  void *close_req; /* a close UCX has not finished */
 };
 
 struct zcoll_tl_mr {
@@ -126,7 +140,17 @@ void zcoll__ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status);
 zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   const void *const *addrs, const size_t *lens,
                                   struct zcoll_ep **eps);
-void zcoll__ucx_close_eps(struct zcoll_tl *tl);
+/* Closes every endpoint (force: without flushing, which completes their requests as
+ * cancelled; a failed one always), progressing until done or the deadline (ms, see
+ * sock.h). Returns how many closes UCX has not finished. */
+int zcoll__ucx_close_eps(struct zcoll_tl *tl, int force, int64_t deadline);
+/* Frees the endpoint structures (after close_eps). */
+void zcoll__ucx_free_eps(struct zcoll_tl *tl);
+/* Cancels every request in flight and progresses until their callbacks ran or the
+ * deadline; returns how many are still in flight. */
+int zcoll__ucx_cancel_all(struct zcoll_tl *tl, int64_t deadline);
+/* Hands back to UCX every request still in flight (no callback will name it again). */
+void zcoll__ucx_release_stuck(struct zcoll_tl *tl);
 zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                   struct zcoll_tl_mr **mr);
 void zcoll__ucx_mem_dereg(struct zcoll_tl_mr *mr);

@@ -5,6 +5,8 @@
  * errors for bad regions, keys and puts.
  */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,5 +207,92 @@ Test(shm, bad_regions_and_keys_are_errors) {
   cr_assert_eq(zcoll__tl_shm.connect(tl, 1, &peer, addrs, lens, &ep), ZCOLL_ERR_TRANSPORT);
   cr_assert(strstr(zcoll_last_error(), "is not what it should be"), "%s", zcoll_last_error());
   fclose(f);
+  zcoll__tl_shm.close(tl);
+}
+
+/* Two instances of this process, rank 0 connected to rank 1: keys can then be forged
+ * against a peer that really exists. */
+static struct zcoll_ep *connect_to_self(struct zcoll_tl *tl0, struct zcoll_tl *tl1) {
+  char addr[256];
+  size_t n = sizeof(addr);
+  cr_assert_eq(zcoll__tl_shm.address(tl1, addr, &n), ZCOLL_OK);
+  const void *addrs[1] = {addr};
+  size_t lens[1] = {n};
+  int peer = 1;
+  struct zcoll_ep *ep = NULL;
+  cr_assert_eq(zcoll__tl_shm.connect(tl0, 1, &peer, addrs, lens, &ep), ZCOLL_OK, "%s",
+               zcoll_last_error());
+  return ep;
+}
+
+static zcoll_status_t unpack_forged(struct zcoll_ep *ep, int fd, uint64_t len) {
+  struct zcoll__shm_rkey_blob b = {ZCOLL_SHM_MAGIC, fd, 0, 0, len};
+  struct zcoll_tl_rkey *rk = NULL;
+  zcoll_status_t st = zcoll__tl_shm.rkey_unpack(ep, &b, sizeof(b), &rk);
+  if (st == ZCOLL_OK) zcoll__tl_shm.rkey_release(rk);
+  return st;
+}
+
+/* A peer's key must name one of its own zcoll memfds: a /dev/shm file, a memfd of
+ * another name (or another instance's token) are refused; so is a region larger than
+ * this host's memory. */
+Test(shm, keys_must_name_the_peers_own_memfds) {
+  struct zcoll_tl *tl0 = open_rank(0), *tl1 = open_rank(1);
+  struct zcoll_ep *ep = connect_to_self(tl0, tl1);
+  char name[64];
+  snprintf(name, sizeof(name), "/zcoll-test-%d", (int)getpid());
+  int shmfd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  cr_assert_geq(shmfd, 0);
+  shm_unlink(name);
+  cr_assert_eq(ftruncate(shmfd, 4096), 0);
+  cr_assert_eq(unpack_forged(ep, shmfd, 4096), ZCOLL_ERR_TRANSPORT);
+  cr_assert(strstr(zcoll_last_error(), "is not what it should be"), "%s", zcoll_last_error());
+  int other = memfd_create("zcoll-0000000000000000-slots", MFD_CLOEXEC);
+  cr_assert_geq(other, 0);
+  cr_assert_eq(ftruncate(other, 4096), 0);
+  cr_assert_eq(unpack_forged(ep, other, 4096), ZCOLL_ERR_TRANSPORT);
+  /* rank 1's own slots: accepted; claiming more than the host has: refused. */
+  void *slots = NULL;
+  cr_assert_eq(zcoll__tl_shm.mem_alloc(tl1, 4096, &slots), ZCOLL_OK);
+  cr_assert_eq(unpack_forged(ep, tl1->allocs[0].fd, 4096), ZCOLL_OK, "%s", zcoll_last_error());
+  cr_assert_eq(unpack_forged(ep, tl1->allocs[0].fd, zcoll__shm_max_region() + 1),
+               ZCOLL_ERR_TRANSPORT);
+  cr_assert(strstr(zcoll_last_error(), "memory"), "%s", zcoll_last_error());
+  close(shmfd);
+  close(other);
+  zcoll__tl_shm.close(tl0);
+  zcoll__tl_shm.close(tl1);
+  munmap(slots, 4096);
+}
+
+/* A peer dies while we sleep on the event_fd with nothing else going on: its pidfd
+ * wakes us within a second, and poll names it. */
+Test(shm, a_dead_peer_wakes_the_event_fd, .timeout = 30) {
+  int down[2], up[2];
+  cr_assert_eq(pipe(down), 0);
+  cr_assert_eq(pipe(up), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    struct zcoll_tl *tl = open_rank(1);
+    connect_pair(tl, 0, up[1], down[0]);
+    char go;
+    if (read(down[0], &go, 1) != 1) _exit(3);
+    _exit(0); /* no close, no goodbye */
+  }
+  struct zcoll_tl *tl = open_rank(0);
+  connect_pair(tl, 1, down[1], up[0]);
+  struct zcoll_tl_event ev[4];
+  int n;
+  cr_assert_eq(zcoll__tl_shm.poll(tl, ev, 4, &n), ZCOLL_OK);
+  cr_assert_eq(zcoll__tl_shm.arm(tl), ZCOLL_OK);
+  double t0 = now();
+  cr_assert_eq(write(down[1], "g", 1), 1);
+  struct pollfd pf = {zcoll__tl_shm.event_fd(tl), POLLIN, 0};
+  cr_assert_eq(poll(&pf, 1, 1000), 1, "the event_fd stayed quiet after the peer died");
+  cr_assert_lt(now() - t0, 1.0);
+  cr_assert_eq(zcoll__tl_shm.poll(tl, ev, 4, &n), ZCOLL_ERR_PEER_FAILED);
+  cr_assert(strstr(zcoll_last_error(), "rank 1"), "%s", zcoll_last_error());
+  waitpid(pid, NULL, 0);
   zcoll__tl_shm.close(tl);
 }

@@ -5,36 +5,76 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "shm.h"
 
-zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int is_pipe, int peer,
-                                       const char *what, int *out) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-  /* O_NOFOLLOW does not apply to /proc's magic links; what the descriptor is gets
-   * checked below, so that a wrong or reused number cannot make us write into a file. */
-  int f = open(path, flags | O_CLOEXEC);
-  if (f < 0) {
-    zcoll_status_t st = errno == ENOENT || errno == ESRCH ? ZCOLL_ERR_PEER_FAILED
-                                                          : ZCOLL_ERR_TRANSPORT;
-    return zcoll__fail(st,
-                       "shm: cannot open rank %d's %s through %s: %m (the shm transport needs "
-                       "every rank on one host, in one PID namespace, as one user; "
-                       "ZCOLL_TRANSPORT=ucx works across them)",
-                       peer, what, path);
+static int pidfd_open_(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+static int pidfd_getfd_(int pidfd, int fd) { return (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0); }
+
+/* A memfd of the peer's making: its link reads "/memfd:zcoll-<token>-..." (a memfd
+ * carries its name; no other file has a name of that form and seals). */
+static int is_peer_memfd(int f, uint64_t token) {
+  char link[64], path[ZCOLL_SHM_NAME_LEN + 16], want[ZCOLL_SHM_NAME_LEN];
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", f);
+  ssize_t n = readlink(link, path, sizeof(path) - 1);
+  if (n < 0) return 0;
+  path[n] = '\0';
+  int w = snprintf(want, sizeof(want), "/memfd:zcoll-%016llx-", (unsigned long long)token);
+  return strncmp(path, want, (size_t)w) == 0 && fcntl(f, F_GET_SEALS) >= 0;
+}
+
+zcoll_status_t zcoll__shm_open_peer_fd(struct zcoll_ep *ep, int fd, int is_pipe, const char *what,
+                                       int *out) {
+  int f = -1;
+  const char *how = "pidfd_getfd";
+  /* The peer's own descriptor, through its pidfd: no name lookup, no race with a pid
+   * reused by another process. Refused (EPERM: ptrace attach is restricted; ENOSYS:
+   * Linux < 5.6), /proc is the way. The wake-up pipe always goes through /proc: it
+   * must be reopened read-write (below), and pidfd_getfd would hand us the peer's
+   * write-only end. */
+  if (!is_pipe && ep->pidfd >= 0) {
+    f = pidfd_getfd_(ep->pidfd, fd);
+    if (f < 0 && errno != EPERM && errno != EACCES && errno != ENOSYS) {
+      zcoll_status_t st = errno == ESRCH ? ZCOLL_ERR_PEER_FAILED : ZCOLL_ERR_TRANSPORT;
+      return zcoll__fail(st, "shm: cannot get rank %d's %s (descriptor %d of pid %d): %m", ep->peer,
+                         what, fd, (int)ep->pid);
+    }
   }
-  /* A pipe for waking, a memfd (which has seals; other files do not) for memory. */
+  char path[64];
+  if (f < 0) {
+    how = "/proc";
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)ep->pid, fd);
+    /* Read-write for the pipe too: while we hold a reading end, writing never raises
+     * SIGPIPE -- which would kill this process when the peer dies, since a library must
+     * not change the application's signal dispositions. (A pipe opened through /proc
+     * behaves as a FIFO, where Linux allows O_RDWR.) O_NOFOLLOW does not apply to
+     * /proc's magic links; what the descriptor is gets checked below. */
+    f = open(path, O_RDWR | O_CLOEXEC | (is_pipe ? O_NONBLOCK : 0));
+    if (f < 0) {
+      zcoll_status_t st = errno == ENOENT || errno == ESRCH ? ZCOLL_ERR_PEER_FAILED
+                                                            : ZCOLL_ERR_TRANSPORT;
+      return zcoll__fail(st,
+                         "shm: cannot open rank %d's %s through %s: %m (the shm transport needs "
+                         "every rank on one host, in one PID namespace, as one user; "
+                         "ZCOLL_TRANSPORT=ucx works across them)",
+                         ep->peer, what, path);
+    }
+  }
   struct stat sb;
-  int ok = fstat(f, &sb) == 0 && (is_pipe ? S_ISFIFO(sb.st_mode) : fcntl(f, F_GET_SEALS) >= 0);
+  int ok = fstat(f, &sb) == 0 && (is_pipe ? S_ISFIFO(sb.st_mode) : is_peer_memfd(f, ep->token));
   if (!ok) {
     close(f);
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's %s (%s) is not what it should be", peer,
-                       what, path);
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "shm: rank %d's %s (descriptor %d of pid %d, by %s) is not what it "
+                       "should be",
+                       ep->peer, what, fd, (int)ep->pid, how);
   }
+  zcoll_log_debug("shm: rank %d's %s by %s", ep->peer, what, how);
   *out = f;
   return ZCOLL_OK;
 }
@@ -43,6 +83,7 @@ void zcoll__shm_ep_free(struct zcoll_ep *ep) {
   if (!ep) return;
   if (ep->peer_inbox) munmap(ep->peer_inbox, ep->peer_inbox_bytes);
   if (ep->wake_fd >= 0) close(ep->wake_fd);
+  if (ep->pidfd >= 0) close(ep->pidfd);
   for (struct zcoll__shm_pending *p = ep->backlog, *next; p; p = next) {
     next = p->next;
     free(p);
@@ -74,11 +115,27 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
   ep->tl = tl;
   ep->peer = rank;
   ep->pid = a.pid;
-  ep->wake_fd = -1;
+  ep->token = a.token;
+  ep->wake_fd = ep->pidfd = -1;
   ep->backlog_tail = &ep->backlog;
+  /* First the pidfd: the process it names is the one whose descriptors we take, and
+   * its death wakes our event_fd. ENOSYS (Linux < 5.3): the rendezvous reports deaths. */
+  zcoll_status_t st;
+  ep->pidfd = pidfd_open_(a.pid);
+  if (ep->pidfd < 0 && errno != ENOSYS) {
+    st = zcoll__fail(errno == ESRCH ? ZCOLL_ERR_PEER_FAILED : ZCOLL_ERR_TRANSPORT,
+                     "shm: pidfd_open of rank %d (pid %d): %m", rank, (int)a.pid);
+    goto fail;
+  }
+  if (ep->pidfd >= 0 && tl->epfd >= 0) {
+    struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)rank + 1};
+    if (epoll_ctl(tl->epfd, EPOLL_CTL_ADD, ep->pidfd, &e) != 0) {
+      st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: epoll_ctl: %m");
+      goto fail;
+    }
+  }
   int fd = -1;
-  zcoll_status_t st = zcoll__shm_open_peer_fd(a.pid, a.inbox_fd, O_RDWR, 0, rank, "inbox", &fd);
-  if (st != ZCOLL_OK) goto fail;
+  if ((st = zcoll__shm_open_peer_fd(ep, a.inbox_fd, 0, "inbox", &fd)) != ZCOLL_OK) goto fail;
   struct stat sb;
   if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != a.inbox_bytes) {
     close(fd);
@@ -97,12 +154,7 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's inbox is not a zcoll inbox", rank);
     goto fail;
   }
-  /* Read-write although we only write: while we hold a reading end, writing never
-   * raises SIGPIPE -- which would kill this process when the peer dies, since a library
-   * must not change the application's signal dispositions. (A pipe opened through /proc
-   * behaves as a FIFO, where Linux allows O_RDWR.) */
-  if ((st = zcoll__shm_open_peer_fd(a.pid, a.wake_fd, O_RDWR | O_NONBLOCK, 1, rank, "wake-up pipe",
-                                    &ep->wake_fd)) != ZCOLL_OK)
+  if ((st = zcoll__shm_open_peer_fd(ep, a.wake_fd, 1, "wake-up pipe", &ep->wake_fd)) != ZCOLL_OK)
     goto fail;
   ep->out = &ep->peer_inbox->ring[tl->rank];
   ep->in = &tl->inbox->ring[rank];

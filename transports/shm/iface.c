@@ -4,13 +4,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "node.h"
 #include "shm.h"
+
+int zcoll__shm_memfd(uint64_t token, const char *what, size_t len) {
+  char name[ZCOLL_SHM_NAME_LEN];
+  snprintf(name, sizeof(name), "zcoll-%016llx-%s", (unsigned long long)token, what);
+  int fd = memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)len) != 0) {
+    int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+uint64_t zcoll__shm_max_region(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)1 << 40;
+}
+
+static uint64_t random_token(void) {
+  uint64_t t;
+  if (getrandom(&t, sizeof(t), GRND_NONBLOCK) == (ssize_t)sizeof(t)) return t;
+  struct timespec ts; /* no entropy yet: unique enough to tell memfds apart */
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
+}
 
 static zcoll_status_t shm_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
   (void)cfg;
@@ -51,6 +81,7 @@ static void shm_close(struct zcoll_tl *tl) {
   if (tl->inbox_fd >= 0) close(tl->inbox_fd);
   if (tl->wake[0] >= 0) close(tl->wake[0]);
   if (tl->wake[1] >= 0) close(tl->wake[1]);
+  if (tl->epfd >= 0) close(tl->epfd);
   zcoll__evq_free(&tl->evq);
   free(tl);
 }
@@ -60,23 +91,27 @@ static zcoll_status_t shm_open_tl(const struct zcoll_tl_params *p, struct zcoll_
   if (!tl) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory");
   tl->rank = p->rank;
   tl->size = p->size;
-  tl->inbox_fd = tl->wake[0] = tl->wake[1] = -1;
+  tl->inbox_fd = tl->wake[0] = tl->wake[1] = tl->epfd = -1;
+  tl->token = random_token();
   zcoll__node_id(tl->node, sizeof(tl->node), p->rank);
   zcoll_status_t st;
   if (pipe2(tl->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: pipe: %m");
     goto fail;
   }
+  /* The event_fd: the wake-up pipe now, the peers' pidfds as they connect. */
+  struct epoll_event e = {.events = EPOLLIN, .data.u32 = 0};
+  if ((tl->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+      epoll_ctl(tl->epfd, EPOLL_CTL_ADD, tl->wake[0], &e) != 0) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: epoll: %m");
+    goto fail;
+  }
   /* The inbox: a ring for every rank that might write to us. Pages of rings nobody
    * uses are never touched, so a large job costs address space, not memory. */
   tl->inbox_bytes = sizeof(struct zcoll__shm_inbox) +
                     (size_t)p->size * sizeof(struct zcoll__shm_ring);
-  if ((tl->inbox_fd = memfd_create("zcoll-inbox", MFD_CLOEXEC)) < 0) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: memfd_create: %m");
-    goto fail;
-  }
-  if (ftruncate(tl->inbox_fd, (off_t)tl->inbox_bytes) != 0) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot size a %zu-byte inbox: %m",
+  if ((tl->inbox_fd = zcoll__shm_memfd(tl->token, "inbox", tl->inbox_bytes)) < 0) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot make a %zu-byte inbox: %m",
                      tl->inbox_bytes);
     goto fail;
   }
@@ -102,9 +137,10 @@ static zcoll_status_t shm_address(struct zcoll_tl *tl, void *buf, size_t *len) {
                               .rank = tl->rank,
                               .inbox_fd = tl->inbox_fd,
                               .wake_fd = tl->wake[1],
-                              .inbox_bytes = tl->inbox_bytes};
+                              .inbox_bytes = tl->inbox_bytes,
+                              .token = tl->token};
   memcpy(a.node, tl->node, sizeof(a.node));
-  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: address buffer short");
+  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: address buffer short");
   memcpy(buf, &a, sizeof(a));
   *len = sizeof(a);
   return ZCOLL_OK;

@@ -14,12 +14,8 @@ zcoll_status_t zcoll__shm_mem_alloc(struct zcoll_tl *tl, size_t len, void **addr
   struct zcoll__shm_alloc *a = realloc(tl->allocs, sizeof(*a) * (size_t)(tl->nallocs + 1));
   if (!a) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory");
   tl->allocs = a;
-  int fd = memfd_create("zcoll-slots", MFD_CLOEXEC);
-  if (fd < 0) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: memfd_create: %m");
-  if (ftruncate(fd, (off_t)len) != 0) {
-    close(fd);
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot size %zu bytes of slots: %m", len);
-  }
+  int fd = zcoll__shm_memfd(tl->token, "slots", len);
+  if (fd < 0) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot make %zu bytes of slots: %m", len);
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) {
     close(fd);
@@ -60,7 +56,7 @@ void zcoll__shm_mem_dereg(struct zcoll_tl_mr *mr) { free(mr); }
 zcoll_status_t zcoll__shm_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
   if (!mr->remote) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: a source region has no key");
   struct zcoll__shm_rkey_blob b = {ZCOLL_SHM_MAGIC, mr->fd, 0, mr->off, mr->len};
-  if (*len < sizeof(b)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: key buffer short");
+  if (*len < sizeof(b)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: key buffer short");
   memcpy(buf, &b, sizeof(b));
   *len = sizeof(b);
   return ZCOLL_OK;
@@ -73,8 +69,15 @@ zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size
   memcpy(&b, buf, sizeof(b));
   if (b.magic != ZCOLL_SHM_MAGIC || b.off > SIZE_MAX - b.len)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d sent a malformed key", ep->peer);
+  uint64_t cap = zcoll__shm_max_region();
+  if (b.off > cap || b.len > cap - b.off)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "shm: rank %d advertises a %llu-byte receive region at offset %llu, more "
+                       "than this host's %llu bytes of memory",
+                       ep->peer, (unsigned long long)b.len, (unsigned long long)b.off,
+                       (unsigned long long)cap);
   int fd;
-  zcoll_status_t st = zcoll__shm_open_peer_fd(ep->pid, b.fd, O_RDWR, 0, ep->peer, "slots", &fd);
+  zcoll_status_t st = zcoll__shm_open_peer_fd(ep, b.fd, 0, "slots", &fd);
   if (st != ZCOLL_OK) return st;
   /* Map from the file's start (offsets need page alignment) through the region's end;
    * a region that claims more than the file holds would fault on access: refuse it. */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -93,8 +94,29 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
   return zcoll__evq_push(&ep->tl->evq, &ev);
 }
 
+/* A peer's pidfd turns readable when it dies: one epoll_wait(0) over them all. */
+static zcoll_status_t check_peers(struct zcoll_tl *tl) {
+  tl->polls = 0;
+  struct epoll_event e[16];
+  int k = epoll_wait(tl->epfd, e, 16, 0);
+  for (int i = 0; i < k; i++) {
+    if (!e[i].data.u32) continue; /* the wake-up pipe */
+    int rank = (int)e[i].data.u32 - 1;
+    pid_t pid = 0;
+    for (int j = 0; j < tl->neps; j++)
+      if (tl->eps[j]->peer == rank) pid = tl->eps[j]->pid;
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", rank, (int)pid);
+  }
+  return ZCOLL_OK;
+}
+
 zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
   *n = 0;
+  /* After a sleep (the event_fd may have woken us for a death), and now and then. */
+  if (tl->epfd >= 0 && (tl->armed || ++tl->polls >= ZCOLL_SHM_DEATH_POLLS)) {
+    zcoll_status_t st = check_peers(tl);
+    if (st != ZCOLL_OK) return st;
+  }
   if (tl->armed) {
     /* Awake again: writers need not knock any more; empty the pipe so that it only
      * turns readable for news that comes after the next arm(). */
@@ -130,7 +152,7 @@ zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
   return ZCOLL_OK;
 }
 
-int zcoll__shm_event_fd(struct zcoll_tl *tl) { return tl->wake[0]; }
+int zcoll__shm_event_fd(struct zcoll_tl *tl) { return tl->epfd >= 0 ? tl->epfd : tl->wake[0]; }
 
 zcoll_status_t zcoll__shm_arm(struct zcoll_tl *tl) {
   if (tl->evq.len) return ZCOLL_IN_PROGRESS;

@@ -10,9 +10,15 @@
  * time at 1-32 MiB. The cost of the design: the writer does the copy, so a put blocks
  * its caller for the copy (a 256 KiB piece: ~5 us).
  *
- * Peers reach each other's memfds through /proc/<pid>/fd/<n> (same host, same PID
- * namespace, same user: the ptrace "read" check, which Yama does not restrict), so
- * nothing is named in /dev/shm and nothing is left behind when a rank dies.
+ * Peers reach each other's memfds with pidfd_getfd() (Linux >= 5.6; it needs the
+ * ptrace "attach" right, which Yama may restrict) or else through /proc/<pid>/fd/<n>
+ * (same host, same PID namespace, same user: the ptrace "read" check), so nothing is
+ * named in /dev/shm and nothing is left behind when a rank dies. Either way a
+ * descriptor is used only if it is a memfd named "zcoll-<token>-..." with the random
+ * token the peer put in its address: a wrong or reused number, or any other file,
+ * is refused. A pidfd per peer turns a peer's death into an event of our event_fd (an
+ * epoll set of the wake-up pipe and the pidfds), so a rank blocked on a dead peer
+ * fails within a moment even when nothing else happens.
  *
  * Waiting: a rank that wants to sleep sets `sleeping` in its inbox (arm) and sleeps on
  * a pipe; a writer that publishes a notification and then sees the flag writes a byte
@@ -58,6 +64,12 @@ struct zcoll__shm_inbox {
 };
 
 #define ZCOLL_SHM_NODE_ID 64
+/* memfd names: "zcoll-<16 hex digits of token>-<what>" */
+#define ZCOLL_SHM_NAME_LEN 48
+
+/* Dead peers are looked for every ZCOLL_SHM_DEATH_POLLS polls (and after every sleep): one
+ * epoll_wait(0) for dead peers, a syscall the data path should not pay every time. */
+#define ZCOLL_SHM_DEATH_POLLS 1024
 
 /* What peers need to reach us (the transport address). */
 struct zcoll__shm_addr {
@@ -65,6 +77,7 @@ struct zcoll__shm_addr {
   int32_t pid, rank;
   int32_t inbox_fd, wake_fd; /* descriptors in process pid */
   uint64_t inbox_bytes;
+  uint64_t token; /* in the names of its memfds */
   char node[ZCOLL_SHM_NODE_ID];
 };
 
@@ -84,7 +97,10 @@ struct zcoll_tl {
   struct zcoll__shm_inbox *inbox;
   size_t inbox_bytes;
   int inbox_fd;
-  int wake[2]; /* pipe: [0] is our event_fd, peers write into [1] */
+  int wake[2]; /* pipe: peers write into [1] */
+  int epfd;    /* our event_fd: wake[0] and every peer's pidfd */
+  uint64_t token;
+  unsigned polls; /* since the last check for dead peers */
   int armed;   /* we set inbox->sleeping; poll clears it and drains the pipe */
   struct zcoll__evq evq; /* PUT_DONE events (puts complete at once) */
   struct zcoll_ep **eps; /* connected peers, in connect order */
@@ -98,6 +114,8 @@ struct zcoll_ep {
   struct zcoll_tl *tl;
   int peer;
   pid_t pid;
+  int pidfd;    /* readable once the peer has died; -1 if the kernel has no pidfds */
+  uint64_t token;
   struct zcoll__shm_inbox *peer_inbox; /* mapped */
   size_t peer_inbox_bytes;
   struct zcoll__shm_ring *out; /* our ring in the peer's inbox */
@@ -128,10 +146,16 @@ struct zcoll__shm_rkey_blob {
   uint64_t off, len;
 };
 
-/* Opens a descriptor of process pid through /proc ("what" names it in errors) and
- * checks that it is a pipe (is_pipe) or a memfd. */
-zcoll_status_t zcoll__shm_open_peer_fd(pid_t pid, int fd, int flags, int is_pipe, int peer,
-                                       const char *what, int *out);
+/* Makes a memfd named "zcoll-<token>-<what>" of len bytes. */
+int zcoll__shm_memfd(uint64_t token, const char *what, size_t len);
+/* The largest receive region a peer may advertise: more than the host's memory is a
+ * lie or a corruption, and would only fail later, as a fault on access. */
+uint64_t zcoll__shm_max_region(void);
+/* Gets ep's peer's descriptor fd ("what" names it in errors): a memfd of the peer's
+ * (pidfd_getfd, else /proc), or with is_pipe its wake-up pipe (through /proc, O_RDWR:
+ * see ep.c), checked for being what it should. */
+zcoll_status_t zcoll__shm_open_peer_fd(struct zcoll_ep *ep, int fd, int is_pipe, const char *what,
+                                       int *out);
 
 zcoll_status_t zcoll__shm_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   const void *const *addrs, const size_t *lens,

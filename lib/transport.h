@@ -6,6 +6,27 @@
  * registered region and the peer learns of it from a notification (the 32-bit
  * immediate) delivered only after the data is in place. Nothing here knows about
  * collectives; the executor (executor.c) drives every algorithm over these calls.
+ *
+ * Statuses, the same from every transport (each op below may add its own cases):
+ *   ZCOLL_ERR_INVALID_ARG  the caller broke this contract: a put outside the key's region
+ *                          or over 4 GiB, a source outside lmr where it must be
+ *                          registered, an output buffer too short for an address or key,
+ *                          a remote registration of memory the transport cannot expose, a
+ *                          key asked of a source-only region, a rank that cannot be a peer.
+ *                          Checked first: such a call fails alike on a broken instance.
+ *   ZCOLL_ERR_NO_MEMORY    allocating or mapping local memory failed.
+ *   ZCOLL_ERR_UNSUPPORTED  probe/open/connect: the transport cannot run here, or cannot
+ *                          reach that peer (another host for shm).
+ *   ZCOLL_ERR_TRANSPORT    the network or a peer's data said no: a malformed address or
+ *                          key, a peer descriptor or region that is not what it claims, a
+ *                          refused resource, an error completion that is not a lost peer,
+ *                          a message that would write outside its region.
+ *   ZCOLL_ERR_PEER_FAILED  a peer is lost (its process died, its connection broke): from
+ *                          connect, put and poll, with the rank named in the message.
+ *   ZCOLL_ERR_TIMEOUT      only where the transport itself waits (connection setup).
+ * After poll has returned an error the instance is broken: put and poll keep failing,
+ * quiesce (if any) stops what still touches the caller's memory, and close releases
+ * everything without waiting on the lost peer -- and never aborts the process.
  */
 #ifndef ZCOLL_TRANSPORT_H
 #define ZCOLL_TRANSPORT_H
@@ -63,7 +84,8 @@ struct zcoll_tl_ops {
   /* Can this transport run here? ZCOLL_ERR_UNSUPPORTED with a reason if not. */
   zcoll_status_t (*probe)(const zcoll_config_t *cfg, char *why, size_t why_len);
   zcoll_status_t (*open)(const struct zcoll_tl_params *p, struct zcoll_tl **tl);
-  /* Releases every endpoint, registration and rkey of the instance too. */
+  /* Releases every endpoint, registration and rkey of the instance too. Bounded in time
+   * (a flush to a lost peer is given up on) and safe on a broken instance. */
   void (*close)(struct zcoll_tl *tl);
   /* The blob peers need to reach us; the bootstrap exchanges it (at most *len bytes
    * on input). */
@@ -91,12 +113,15 @@ struct zcoll_tl_ops {
    * rkey's region at roff. The peer gets ARRIVED(imm, len) once the data is in place;
    * we get PUT_DONE(cookie) once src may be reused. len 0 (src, lmr and rkey may be
    * NULL) sends the notification alone. Notifications from one peer arrive in the
-   * order of the puts. */
+   * order of the puts. INVALID_ARG for a caller's mistake (above), PEER_FAILED if the
+   * peer is known lost, the instance's error if it is broken. */
   zcoll_status_t (*put)(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                         struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                         uint64_t cookie);
   /* Non-blocking: makes progress and harvests up to max events into ev; *n events
-   * were filled. An error status means the instance is broken (a peer is lost). */
+   * were filled. An error status means the instance is broken: PEER_FAILED naming the
+   * rank when a peer is lost, TRANSPORT for anything else. A failed put is also (or
+   * instead) PUT_DONE with that put's status. */
   zcoll_status_t (*poll)(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
   /* Blocking support: a descriptor that turns readable when events arrive after a
    * successful arm(); -1 if the transport cannot block (the executor then yields). */

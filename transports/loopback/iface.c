@@ -65,7 +65,7 @@ static void lb_close(struct zcoll_tl *tl) {
 
 static zcoll_status_t lb_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   struct zcoll__lb_addr a = {getpid(), tl};
-  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "loopback: address buffer short");
+  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "loopback: address buffer short");
   memcpy(buf, &a, sizeof(a));
   *len = sizeof(a);
   return ZCOLL_OK;

@@ -21,9 +21,9 @@ void zcoll__lb_mem_dereg(struct zcoll_tl_mr *mr) { free(mr); }
 
 zcoll_status_t zcoll__lb_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
   if (!mr->remote)
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "loopback: a local-only region has no remote key");
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "loopback: a local-only region has no remote key");
   struct zcoll_tl_rkey k = {mr->base, mr->len};
-  if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "loopback: rkey buffer short");
+  if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "loopback: rkey buffer short");
   memcpy(buf, &k, sizeof(k));
   *len = sizeof(k);
   return ZCOLL_OK;

@@ -22,10 +22,10 @@ zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_
   if (len) {
     const char *s = src;
     if (!lmr || s < lmr->base || len > lmr->len || (size_t)(s - lmr->base) > lmr->len - len)
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                          "loopback: put source of %zu bytes is not inside its registration", len);
     if (!rkey || roff > rkey->len || len > rkey->len - roff)
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                          "loopback: put of %zu bytes at offset %llu overruns rank %d's region",
                          len, (unsigned long long)roff, ep->peer);
   }

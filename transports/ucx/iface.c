@@ -126,7 +126,8 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   memcpy(h.node, tl->node, sizeof(h.node));
   zcoll_status_t st = ZCOLL_OK;
   if (alen > *len || *len - alen < sizeof(h))
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: worker address of %zu bytes is too long", alen);
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: worker address of %zu bytes is too long",
+                     alen);
   else {
     memcpy(buf, &h, sizeof(h));
     memcpy((char *)buf + sizeof(h), a, alen);

@@ -32,7 +32,7 @@ void zcoll__ucx_mem_dereg(struct zcoll_tl_mr *mr) {
 
 zcoll_status_t zcoll__ucx_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
   struct zcoll_tl_rkey k = {mr->id, mr->len};
-  if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: rkey buffer too short");
+  if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: rkey buffer too short");
   memcpy(buf, &k, sizeof(k));
   *len = sizeof(k);
   return ZCOLL_OK;

@@ -32,7 +32,7 @@ void zcoll__verbs_mem_dereg(struct zcoll_tl_mr *mr) {
 
 zcoll_status_t zcoll__verbs_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
   struct zcoll_tl_rkey k = {(uintptr_t)mr->mr->addr, mr->mr->length, mr->mr->rkey};
-  if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rkey buffer too short");
+  if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: rkey buffer too short");
   memcpy(buf, &k, sizeof(k));
   *len = sizeof(k);
   return ZCOLL_OK;

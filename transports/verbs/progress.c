@@ -80,15 +80,16 @@ zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zco
                                 struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len,
                                 uint32_t imm, uint64_t cookie) {
   struct zcoll_tl *tl = ep->tl;
-  if (tl->failed) return tl->failed;
-  if (ep->failed) return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: rank %d is gone", ep->peer);
+  /* The caller's mistakes first (INVALID_ARG), then the instance's state (transport.h). */
   if (len > UINT32_MAX || (len && (!rkey || roff > rkey->len || len > rkey->len - roff)))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: a write of %zu bytes overruns rank %d's region",
-                       len, ep->peer);
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "verbs: a write of %zu bytes overruns rank %d's region", len, ep->peer);
   int inl = len && len <= tl->max_inline;
   if (len && !inl && !lmr)
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: a write of %zu bytes from unregistered memory",
-                       len);
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "verbs: a write of %zu bytes from unregistered memory", len);
+  if (tl->failed) return tl->failed;
+  if (ep->failed) return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: rank %d is gone", ep->peer);
   struct ibv_sge sge = {(uintptr_t)src, (uint32_t)len, lmr ? lmr->mr->lkey : 0};
   struct ibv_send_wr wr = {.sg_list = &sge,
                            .num_sge = len ? 1 : 0,

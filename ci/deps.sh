@@ -2,7 +2,7 @@
 # Installs the Debian packages zcoll needs that are missing (nothing if all are there).
 # Usage: ci/deps.sh [extra packages...]
 set -euo pipefail
-need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev "$@")
+need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev "$@")
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

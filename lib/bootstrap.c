@@ -2,6 +2,7 @@
 #include "bootstrap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,22 +10,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "bootstrap_auth.h"
+#include "bootstrap_handshake.h"
 #include "log.h"
 #include "sock.h"
 
-enum {
-  MSG_HELLO = 1, /* rank -> 0: u32 rank, u32 size, u32 keylen, key */
-  MSG_WELCOME,   /* 0 -> rank */
-  MSG_REJECT,    /* 0 -> rank: reason text */
-  MSG_GATHER,    /* rank -> 0: contribution */
-  MSG_GATHERED,  /* 0 -> rank: every contribution */
-  MSG_ABORT,     /* either way: u32 origin, u32 status, text */
-  MSG_BYE,       /* rank -> 0: leaving */
-  MSG_BYE_ACK    /* 0 -> rank: everybody is leaving */
-};
+/* Message types of bootstrap_wire.h, which lays them out. */
+#define MSG_REJECT ZCOLL_BS_REJECT
+#define MSG_GATHER ZCOLL_BS_GATHER
+#define MSG_GATHERED ZCOLL_BS_GATHERED
+#define MSG_ABORT ZCOLL_BS_ABORT
+#define MSG_BYE ZCOLL_BS_BYE
+#define MSG_BYE_ACK ZCOLL_BS_BYE_ACK
 
 #define MAX_MSG (64u << 20)
-#define HELLO_READ_S 5.0 /* a connection that says nothing this long is a stray */
+/* Descriptors rank 0 needs beyond one per rank: strangers being admitted, the
+ * listening socket, the transport's own. */
+#define FD_SLACK (ZCOLL_BS_MAX_PENDING + 64)
 
 struct kid { /* rank 0's view of one other rank */
   int fd;
@@ -41,11 +43,6 @@ struct zcoll__bootstrap {
   struct kid *kid; /* rank 0: one per rank, kid[0] unused */
   zcoll_status_t failed;
   char why[256];
-};
-
-struct abort_msg {
-  uint32_t origin, status;
-  char text[200];
 };
 
 static zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st, const char *fmt,
@@ -65,10 +62,12 @@ static zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st
 }
 
 static void send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text) {
-  struct abort_msg m = {origin, (uint32_t)st, ""};
+  struct zcoll__bs_abort m = {origin, (uint32_t)st, ""};
+  uint8_t wire[sizeof(m)];
   snprintf(m.text, sizeof(m.text), "%s", text);
+  zcoll__bs_put_abort(wire, &m);
   /* Best effort with a short deadline: the receiver may be gone too. */
-  zcoll__sock_send_msg(fd, MSG_ABORT, &m, (uint32_t)sizeof(m), zcoll__deadline(1.0));
+  zcoll__sock_send_msg(fd, MSG_ABORT, wire, (uint32_t)sizeof(wire), zcoll__deadline(1.0));
 }
 
 /* Rank 0 tells everyone but `except`. */
@@ -81,9 +80,8 @@ static void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin
 
 static zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload,
                                  uint32_t len) {
-  struct abort_msg m = {(uint32_t)from, ZCOLL_ERR_PEER_FAILED, "no reason given"};
-  memcpy(&m, payload, len < sizeof(m) ? len : sizeof(m));
-  m.text[sizeof(m.text) - 1] = '\0';
+  struct zcoll__bs_abort m;
+  zcoll__bs_parse_abort(payload, len, (uint32_t)from, &m);
   zcoll_status_t st = m.status == ZCOLL_ERR_MISMATCH ? ZCOLL_ERR_MISMATCH : ZCOLL_ERR_PEER_FAILED;
   if (bs->rank == 0) relay_abort(bs, from, m.origin, st, m.text);
   return fail_sticky(bs, st, "rank %u aborted: %s", m.origin, m.text);
@@ -104,7 +102,7 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
   uint16_t type;
   void *payload;
   uint32_t len;
-  zcoll_status_t st = zcoll__sock_recv_msg(k->fd, MAX_MSG, deadline, &type, &payload, &len, NULL);
+  zcoll_status_t st = zcoll__sock_recv_msg(k->fd, MAX_MSG, deadline, &type, &payload, &len);
   if (st == ZCOLL_ERR_PEER_FAILED) {
     char text[64];
     snprintf(text, sizeof(text), "rank %d disconnected", r);
@@ -180,215 +178,102 @@ out:
   return st;
 }
 
-/* Validates one new connection's HELLO. Returns its rank, -1 for a connection to drop
- * (stray or foreign job), or -2 with *st set for a fatal inconsistency of this job. */
-static int root_hello(struct zcoll__bootstrap *bs, int fd, const char *key, zcoll_status_t *st) {
-  uint16_t type, version = 0;
-  void *payload;
-  uint32_t len;
-  char reason[160];
-  /* Called once the connection is readable: the rest of a hello follows at once. */
-  if (zcoll__sock_recv_msg(fd, 4096, zcoll__deadline(1.0), &type, &payload, &len, &version) !=
-      ZCOLL_OK) {
-    zcoll_log_warn("bootstrap: dropped a connection that did not send a valid hello");
-    return -1;
-  }
-  int rank = -1;
-  if (version != ZCOLL_BS_VERSION) {
-    snprintf(reason, sizeof(reason), "bootstrap version mismatch: rank 0 speaks %u, you %u",
-             ZCOLL_BS_VERSION, version);
-  } else if (type != MSG_HELLO || len < 12) {
-    snprintf(reason, sizeof(reason), "expected a hello message");
-  } else {
-    uint32_t h[3];
-    memcpy(h, payload, sizeof(h));
-    size_t keylen = strlen(key);
-    /* Compare the whole key in constant time, whatever its length. */
-    unsigned diff = (h[2] != keylen) | (len != 12 + h[2]);
-    for (size_t i = 0; i < keylen; i++)
-      diff |= (unsigned)(key[i] ^ (i < len - 12 ? ((const char *)payload)[12 + i] : 0));
-    if (diff) {
-      snprintf(reason, sizeof(reason), "job key mismatch (a process of another job?)");
-    } else if (h[1] != (uint32_t)bs->size || h[0] == 0 || h[0] >= (uint32_t)bs->size ||
-               bs->kid[h[0]].fd >= 0) {
-      if (h[1] != (uint32_t)bs->size)
-        snprintf(reason, sizeof(reason), "rank %u says the job has %u ranks, rank 0 says %d",
-                 h[0], h[1], bs->size);
-      else
-        snprintf(reason, sizeof(reason), "rank %u is out of range or already connected", h[0]);
-      *st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: %s", reason);
-      zcoll__sock_send_msg(fd, MSG_REJECT, reason, (uint32_t)strlen(reason), zcoll__deadline(1));
-      free(payload);
-      return -2;
-    } else {
-      rank = (int)h[0];
-    }
-  }
-  free(payload);
-  if (rank < 0) {
-    zcoll_log_warn("bootstrap: rejected a connection: %s", reason);
-    zcoll__sock_send_msg(fd, MSG_REJECT, reason, (uint32_t)strlen(reason), zcoll__deadline(1));
-    return -1;
-  }
-  if (zcoll__sock_send_msg(fd, MSG_WELCOME, NULL, 0, zcoll__deadline(bs->timeout)) != ZCOLL_OK)
-    return -1;
-  return rank;
-}
-
-/* Connections accepted but not yet introduced: read concurrently, so that silent or
- * slow ones cannot hold up the ranks behind them. */
-#define MAX_PENDING 64
-
-struct pending {
-  int fd;
-  int64_t since;
-};
-
-static void drop_pending(struct pending *pend, int *npend, int i) {
-  close(pend[i].fd);
-  pend[i] = pend[--*npend];
-}
-
-static zcoll_status_t root_accept_all(struct zcoll__bootstrap *bs, int lfd, const char *key) {
-  int64_t deadline = zcoll__deadline(bs->timeout);
-  struct pending pend[MAX_PENDING];
-  struct pollfd fds[MAX_PENDING + 1];
-  int joined = 1, npend = 0;
-  zcoll_status_t st = ZCOLL_OK;
-  while (joined < bs->size && st == ZCOLL_OK) {
-    int64_t now = zcoll__now_ms();
-    if (now >= deadline) {
-      st = zcoll__fail(ZCOLL_ERR_TIMEOUT,
-                       "bootstrap: only %d of %d ranks connected within %.0f s (ZCOLL_TIMEOUT)",
-                       joined, bs->size, bs->timeout);
-      break;
-    }
-    for (int i = npend - 1; i >= 0; i--)
-      if (now - pend[i].since > (int64_t)(HELLO_READ_S * 1000)) {
-        zcoll_log_warn("bootstrap: dropped a connection that sent no hello in %.0f s",
-                       HELLO_READ_S);
-        drop_pending(pend, &npend, i);
-      }
-    fds[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-    for (int i = 0; i < npend; i++) fds[i + 1] = (struct pollfd){.fd = pend[i].fd, .events = POLLIN};
-    int64_t left = deadline == INT64_MAX ? 1000 : deadline - now;
-    int rc = poll(fds, (nfds_t)(npend + 1), left > 1000 ? 1000 : (int)left);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) {
-      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: poll: %s", strerror(errno));
-      break;
-    }
-    /* Hellos first (back to front: dropping swaps in the last entry). */
-    for (int i = npend - 1; i >= 0 && st == ZCOLL_OK; i--) {
-      if (!fds[i + 1].revents) continue;
-      int fd = pend[i].fd;
-      pend[i] = pend[--npend];
-      int r = root_hello(bs, fd, key, &st);
-      if (r >= 0) {
-        bs->kid[r].fd = fd;
-        joined++;
-      } else {
-        close(fd);
-      }
-    }
-    if (st != ZCOLL_OK || !(fds[0].revents & POLLIN)) continue;
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN) continue;
-      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s", strerror(errno));
-      break;
-    }
-    zcoll__sock_tune(fd);
-    /* Past the cap, the oldest stranger makes room: real ranks speak at once. */
-    if (npend == MAX_PENDING) drop_pending(pend, &npend, 0);
-    pend[npend++] = (struct pending){fd, zcoll__now_ms()};
-  }
-  while (npend) drop_pending(pend, &npend, 0);
-  if (st == ZCOLL_ERR_BOOTSTRAP && joined < bs->size)
-    for (int i = 1; i < bs->size; i++)
-      if (bs->kid[i].fd >= 0)
-        zcoll__sock_send_msg(bs->kid[i].fd, MSG_REJECT, "rank 0 gave up: inconsistent job", 33,
-                             zcoll__deadline(1));
-  return st;
-}
-
-/* ---- every rank ------------------------------------------------------------------ */
-
-static zcoll_status_t leaf_join(struct zcoll__bootstrap *bs, const char *root, const char *key) {
+/* Every rank but 0: connect and prove that we belong to the job. */
+static zcoll_status_t leaf_join(struct zcoll__bootstrap *bs, const struct zcoll__bs_who *who,
+                                const char *root) {
   int64_t deadline = zcoll__deadline(bs->timeout);
   zcoll_status_t st = zcoll__sock_connect(root, deadline, &bs->fd);
   if (st != ZCOLL_OK) return st;
-  size_t keylen = strlen(key);
-  uint32_t len = (uint32_t)(12 + keylen);
-  char *hello = malloc(len);
-  if (!hello) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
-  uint32_t h[3] = {(uint32_t)bs->rank, (uint32_t)bs->size, (uint32_t)keylen};
-  memcpy(hello, h, sizeof(h));
-  memcpy(hello + 12, key, keylen);
-  st = zcoll__sock_send_msg(bs->fd, MSG_HELLO, hello, len, deadline);
-  free(hello);
-  uint16_t type = 0;
-  void *payload = NULL;
-  if (st == ZCOLL_OK) st = zcoll__sock_recv_msg(bs->fd, 4096, deadline, &type, &payload, &len, NULL);
-  if (st == ZCOLL_OK && type == MSG_WELCOME) {
-    free(payload);
-    return ZCOLL_OK;
+  zcoll__sock_tune(bs->fd, bs->timeout);
+  return zcoll__bs_join(who, bs->fd, root, deadline);
+}
+
+/* Rank 0's listening socket: the inherited ZCOLL_ROOT_FD while it is one, else our own
+ * on ZCOLL_ROOT. The inherited socket is kept open (and away from our children) after
+ * the rendezvous, so that a later communicator of this process finds it again, instead
+ * of a closed descriptor or one that meanwhile numbers some other socket. */
+static zcoll_status_t root_listen(const struct zcoll__bootstrap_params *p, int *lfd, int *own) {
+  if (p->root_fd >= 0) {
+    int listening = 0;
+    socklen_t sl = sizeof(listening);
+    if (!getsockopt(p->root_fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &sl) && listening) {
+      fcntl(p->root_fd, F_SETFD, FD_CLOEXEC);
+      *lfd = p->root_fd;
+      *own = 0;
+      return ZCOLL_OK;
+    }
+    if (!p->root || !p->root[0])
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT_FD=%d is not a listening socket",
+                         p->root_fd);
+    zcoll_log_info("ZCOLL_ROOT_FD=%d is no longer a listening socket; listening on ZCOLL_ROOT "
+                   "%s instead", p->root_fd, p->root);
+  } else if (!p->root || !p->root[0]) {
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT (host:port for rank 0) is not set");
   }
-  if (st == ZCOLL_OK && type == MSG_REJECT) {
-    char reason[200];
-    snprintf(reason, sizeof(reason), "%.*s", (int)len, payload ? (char *)payload : "");
-    free(payload);
-    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank 0 at %s rejected rank %d: %s", root,
-                       bs->rank, reason);
-  }
-  free(payload);
-  if (st == ZCOLL_OK) st = ZCOLL_ERR_BOOTSTRAP;
-  return zcoll__fail(st, "bootstrap: no welcome from rank 0 at %s (%s)", root,
-                     st == ZCOLL_ERR_TIMEOUT ? "timed out" : "connection closed or bad reply");
+  *own = 1;
+  return zcoll__sock_listen(p->root, lfd);
+}
+
+static zcoll_status_t root_accept(struct zcoll__bootstrap *bs,
+                                  const struct zcoll__bootstrap_params *p,
+                                  const struct zcoll__bs_who *who) {
+  if (!(bs->kid = calloc((size_t)p->size, sizeof(*bs->kid))))
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+  int *fds = malloc(sizeof(int) * (size_t)p->size);
+  if (!fds) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+  for (int r = 0; r < p->size; r++) bs->kid[r].fd = fds[r] = -1;
+  /* The star holds one socket per rank at rank 0. */
+  zcoll_status_t st = zcoll__sock_reserve_fds((long)p->size + FD_SLACK, "rank 0 of this job");
+  int lfd = -1, own = 0;
+  if (st == ZCOLL_OK) st = root_listen(p, &lfd, &own);
+  if (st == ZCOLL_OK) st = zcoll__bs_accept_all(who, lfd, fds);
+  if (own && lfd >= 0) close(lfd); /* nobody else may join */
+  for (int r = 1; r < p->size; r++) bs->kid[r].fd = fds[r];
+  free(fds);
+  return st;
+}
+
+/* No key: anyone who can reach the port may join. Said once per communicator. */
+static zcoll_status_t check_key(const struct zcoll__bootstrap_params *p) {
+  if (p->size == 1 || p->job_key[0]) return ZCOLL_OK;
+  if (p->require_key)
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "ZCOLL_REQUIRE_KEY=1 but ZCOLL_JOB_KEY is not set: refusing an "
+                       "unauthenticated rendezvous");
+  if (p->rank == 0)
+    zcoll_log_warn("the rendezvous is unauthenticated (ZCOLL_JOB_KEY is not set): any process "
+                   "that can reach %s may join this job", p->root && p->root[0] ? p->root
+                                                                      : "rank 0's port");
+  else
+    zcoll_log_info("the rendezvous is unauthenticated (ZCOLL_JOB_KEY is not set)");
+  return ZCOLL_OK;
 }
 
 zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
                                        struct zcoll__bootstrap **out) {
-  if (strlen(p->job_key) > 4000)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_JOB_KEY is longer than 4000 bytes");
+  zcoll_status_t st = check_key(p);
+  if (st != ZCOLL_OK) return st;
   struct zcoll__bootstrap *bs = calloc(1, sizeof(*bs));
   if (!bs) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
   bs->rank = p->rank;
   bs->size = p->size;
   bs->timeout = p->timeout;
   bs->fd = -1;
-  zcoll_status_t st = ZCOLL_OK;
   if (p->size == 1) goto done;
+  char job_id[160];
+  zcoll__bs_job_id(p->job_id, job_id, sizeof(job_id));
+  struct zcoll__bs_who who = {p->rank, p->size, p->job_key, {0}, job_id, p->timeout};
+  if ((st = zcoll__bs_job_digest(job_id, who.jobid)) != ZCOLL_OK) goto fail;
+  zcoll_log_debug("bootstrap: job id '%s'", job_id);
   if (p->rank != 0) {
     if (!p->root || !p->root[0]) {
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT (host:port of rank 0) is not set");
       goto fail;
     }
-    if ((st = leaf_join(bs, p->root, p->job_key)) != ZCOLL_OK) goto fail;
+    if ((st = leaf_join(bs, &who, p->root)) != ZCOLL_OK) goto fail;
     goto done;
   }
-  if (!(bs->kid = calloc((size_t)p->size, sizeof(*bs->kid)))) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
-    goto fail;
-  }
-  for (int r = 0; r < p->size; r++) bs->kid[r].fd = -1;
-  int lfd = p->root_fd;
-  if (lfd >= 0) {
-    int listening = 0;
-    socklen_t sl = sizeof(listening);
-    if (getsockopt(lfd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &sl) || !listening) {
-      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT_FD=%d is not a listening socket", lfd);
-      goto fail;
-    }
-  } else if (!p->root || !p->root[0]) {
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT (host:port for rank 0) is not set");
-    goto fail;
-  } else if ((st = zcoll__sock_listen(p->root, &lfd)) != ZCOLL_OK) {
-    goto fail;
-  }
-  st = root_accept_all(bs, lfd, p->job_key);
-  close(lfd); /* nobody else may join; an inherited socket is ours to close too */
-  if (st != ZCOLL_OK) goto fail;
+  if ((st = root_accept(bs, p, &who)) != ZCOLL_OK) goto fail;
 done:
   *out = bs;
   return ZCOLL_OK;
@@ -433,7 +318,7 @@ zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const voi
   uint16_t type;
   void *payload;
   uint32_t got;
-  st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &got, NULL);
+  st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &got);
   if (st == ZCOLL_ERR_PEER_FAILED)
     return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
   if (st == ZCOLL_ERR_TIMEOUT)
@@ -478,8 +363,7 @@ zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
   void *payload;
   uint32_t len;
   zcoll_status_t st =
-      zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type, &payload, &len,
-                           NULL);
+      zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type, &payload, &len);
   if (st == ZCOLL_ERR_PEER_FAILED)
     return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
   if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
@@ -514,7 +398,7 @@ static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs) {
     uint32_t len;
     /* Rank 0 answers once everyone has said goodbye: a final barrier. */
     zcoll_status_t st =
-        zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len, NULL);
+        zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len);
     if (st != ZCOLL_OK)
       return fail_sticky(bs, st == ZCOLL_ERR_TIMEOUT ? st : ZCOLL_ERR_PEER_FAILED,
                          "rank 0 did not confirm the final barrier");

@@ -22,6 +22,8 @@ struct zcoll__bootstrap_params {
   int root_fd;         /* rank 0: an already listening socket, or -1 */
   const char *job_key; /* "" for none */
   double timeout;      /* seconds; 0: wait forever */
+  int require_key;     /* no key is an error, not a warning */
+  const char *job_id;  /* public; "" : the launcher's job id, if any */
 };
 
 /* Largest contribution of one rank to an allgather. */

@@ -362,7 +362,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   }
   struct zcoll__bootstrap_params bp = {comm->rank, comm->size, comm->cfg->root,
                                        comm->cfg->root_fd, comm->cfg->job_key,
-                                       comm->cfg->timeout};
+                                       comm->cfg->timeout, comm->cfg->require_key,
+                                       comm->cfg->job_id};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   int one_node;
   if ((st = on_one_node(comm, &one_node)) != ZCOLL_OK) goto fail_abort;

@@ -23,7 +23,14 @@ struct field {
   size_t offset;
   size_t size;
   parse_fn parse;
+  int secret; /* its value is never shown: zcoll_info, zcoll_config_get, messages */
 };
+
+/* What is shown instead of a secret's value. */
+static const char *shown(const struct field *f, const char *value) {
+  if (!f->secret) return value;
+  return value && value[0] ? "(set)" : "(unset)";
+}
 
 static int parse_int(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   (void)size;
@@ -93,6 +100,18 @@ static int parse_seconds(const char *text, void *dst, size_t size, char *why, si
   }
   *(double *)dst = v;
   return 0;
+}
+
+static int parse_bool(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  static const char *const names[] = {"0", "1", "no", "yes", "false", "true", "off", "on"};
+  for (int i = 0; i < 8; i++)
+    if (strcasecmp(text, names[i]) == 0) {
+      *(int *)dst = i & 1;
+      return 0;
+    }
+  snprintf(why, why_len, "must be 0 or 1");
+  return -1;
 }
 
 static int parse_string(const char *text, void *dst, size_t size, char *why, size_t why_len) {
@@ -178,7 +197,11 @@ static int parse_chunk(const char *text, void *dst, size_t size, char *why, size
 
 #define F(name, deflt, doc, member, parser)                                                \
   {name, deflt, doc, offsetof(struct zcoll_config, member),                                \
-   sizeof(((struct zcoll_config *)0)->member), parser}
+   sizeof(((struct zcoll_config *)0)->member), parser, 0}
+/* A secret field: its value is redacted wherever fields are shown. */
+#define FS(name, deflt, doc, member, parser)                                               \
+  {name, deflt, doc, offsetof(struct zcoll_config, member),                                \
+   sizeof(((struct zcoll_config *)0)->member), parser, 1}
 
 static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("RANK", "-1", "this process's rank; -1: from the launcher (Open MPI, Slurm, PMI)", rank,
@@ -187,11 +210,19 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("LOCAL_RANK", "-1", "rank among the ranks on this host (set by launchers)", local_rank,
       parse_rank),
     F("LOCAL_SIZE", "-1", "ranks on this host (set by launchers)", local_size, parse_rank),
-    F("ROOT", "", "host:port where rank 0 serves the rendezvous", root, parse_string),
+    F("ROOT", "", "host:port where rank 0 serves the rendezvous; rank 0 listens on that "
+      "address only (127.0.0.1: this host only); *:port or 0.0.0.0:port: every interface",
+      root, parse_string),
     F("ROOT_FD", "-1", "rank 0: an inherited listening socket for ROOT (set by zcoll_run)",
       root_fd, parse_rank),
-    F("JOB_KEY", "", "shared secret of the job; connections with another key are rejected",
-      job_key, parse_string),
+    FS("JOB_KEY", "", "shared secret of the job: ranks and rank 0 prove to each other that "
+       "they know it (it is never sent); empty: anyone who reaches ZCOLL_ROOT may join",
+       job_key, parse_string),
+    F("REQUIRE_KEY", "0", "1: an empty ZCOLL_JOB_KEY is an error (else a warning)", require_key,
+      parse_bool),
+    F("JOB_ID", "", "public job id that keeps two jobs on one port apart (not a secret); "
+      "empty: the launcher's (SLURM_JOB_ID.SLURM_STEP_ID, OMPI_MCA_ess_base_jobid, "
+      "PMIX_NAMESPACE)", job_id, parse_string),
     F("TRANSPORT", "auto", "auto|shm|verbs|ucx|loopback (auto: shm if every rank is on this host, else "
       "verbs where an RDMA device is up, else ucx; loopback: ranks are threads of one process)",
       transport, parse_transport),
@@ -233,8 +264,8 @@ static zcoll_status_t set_field(zcoll_config_t *cfg, const struct field *f, cons
   char why[160] = "";
   unsigned char scratch[512];
   if (f->size > sizeof(scratch) || f->parse(value, scratch, f->size, why, sizeof(why)))
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad value '%s' for ZCOLL_%s%s: %s", value, f->name,
-                       origin, why);
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad value '%s' for ZCOLL_%s%s: %s",
+                       shown(f, value), f->name, origin, why);
   char *copy = strdup(value);
   if (!copy) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory copying ZCOLL_%s", f->name);
   memcpy((char *)cfg + f->offset, scratch, f->size);
@@ -301,7 +332,7 @@ zcoll_status_t zcoll_config_get(const zcoll_config_t *cfg, const char *name, cha
   if (!f)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_get: no configuration field '%s'",
                        name ? name : "(null)");
-  snprintf(buf, len, "%s", cfg->text[f - fields]);
+  snprintf(buf, len, "%s", shown(f, cfg->text[f - fields]));
   return ZCOLL_OK;
 }
 
@@ -317,8 +348,8 @@ int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entrie
     /* Names are built once; racing threads write the same bytes. */
     if (!names[i][0]) snprintf(names[i], sizeof(names[i]), "ZCOLL_%s", fields[i].name);
     entries[i].name = names[i];
-    entries[i].value = cfg ? cfg->text[i] : fields[i].deflt;
-    entries[i].default_value = fields[i].deflt;
+    entries[i].value = shown(&fields[i], cfg ? cfg->text[i] : fields[i].deflt);
+    entries[i].default_value = shown(&fields[i], fields[i].deflt);
     entries[i].doc = fields[i].doc;
   }
   return ZCOLL_CONFIG_NFIELDS;

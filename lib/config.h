@@ -12,14 +12,16 @@
 enum { ZCOLL_TL_AUTO, ZCOLL_TL_VERBS, ZCOLL_TL_UCX, ZCOLL_TL_LOOPBACK, ZCOLL_TL_SHM };
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-#define ZCOLL_CONFIG_NFIELDS 20
+#define ZCOLL_CONFIG_NFIELDS 22
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
   int local_rank, local_size; /* informational, set by launchers */
   char root[256];             /* host:port of rank 0's rendezvous */
   int root_fd;                /* rank 0: an already listening socket (zcoll_run) */
-  char job_key[128];
+  char job_key[128];          /* secret: never printed, logged or sent */
+  int require_key;            /* 1: no job key is an error */
+  char job_id[128];           /* public: tells jobs sharing a port apart */
   int transport;
   char ib_dev[64];
   char algo[32];

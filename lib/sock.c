@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,10 +63,68 @@ bad:
   return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT '%s' is not host:port", s);
 }
 
-void zcoll__sock_tune(int fd) {
+void zcoll__sock_tune(int fd, double timeout) {
   int one = 1;
   /* Barriers and allgathers are tiny request/response exchanges: no Nagle delay. */
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  /* A host that loses power never closes its sockets: without probes an idle star
+   * socket would look alive forever. Probe after a third of the timeout, three times,
+   * so that the peer is declared dead well within it. */
+  int idle = 60, intvl = 10, cnt = 6;
+  if (timeout > 0) {
+    idle = timeout >= 9 ? (int)(timeout / 3) : 1;
+    intvl = timeout >= 27 ? (int)(timeout / 9) : 1;
+    cnt = 3;
+  }
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  /* Data unacknowledged for the whole timeout: the peer's host is gone. */
+  unsigned int user_ms = timeout > 0 && timeout < 4e6 ? (unsigned int)(timeout * 1000) : 0;
+  if (user_ms) setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+}
+
+void zcoll__sock_peer_name(int fd, char *buf, size_t len) {
+  struct sockaddr_storage a;
+  socklen_t al = sizeof(a);
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (getpeername(fd, (struct sockaddr *)&a, &al) == 0) {
+    if (a.ss_family == AF_INET) {
+      inet_ntop(AF_INET, &((struct sockaddr_in *)&a)->sin_addr, host, sizeof(host));
+      port = ntohs(((struct sockaddr_in *)&a)->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&a)->sin6_addr, host, sizeof(host));
+      port = ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    }
+  }
+  snprintf(buf, len, a.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", host, port);
+}
+
+zcoll_status_t zcoll__sock_reserve_fds(long need, const char *why) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl))
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+  if (rl.rlim_cur == RLIM_INFINITY || (long)rl.rlim_cur >= need) return ZCOLL_OK;
+  if (rl.rlim_max != RLIM_INFINITY && (long)rl.rlim_max < need)
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "%s needs about %ld open files, but the hard limit (ulimit -Hn) is %ld: "
+                       "raise it, or run fewer ranks",
+                       why, need, (long)rl.rlim_max);
+  rlim_t old = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl))
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "%s needs about %ld open files (limit %ld): "
+                       "setrlimit(RLIMIT_NOFILE): %s", why, need, (long)old, strerror(errno));
+  zcoll_log_info("%s needs about %ld open files: raised the soft limit from %ld to %ld", why,
+                 need, (long)old, (long)rl.rlim_cur);
+  return ZCOLL_OK;
+}
+
+/* "*", "0.0.0.0" and "::" ask for every interface: only ever by name. */
+static int is_wildcard(const char *host) {
+  return !strcmp(host, "*") || !strcmp(host, "0.0.0.0") || !strcmp(host, "::");
 }
 
 static zcoll_status_t resolve(const char *hostport, int passive, struct addrinfo **res) {
@@ -72,8 +132,16 @@ static zcoll_status_t resolve(const char *hostport, int passive, struct addrinfo
   zcoll_status_t st = zcoll__sock_parse_hostport(hostport, host, sizeof(host), port, sizeof(port));
   if (st != ZCOLL_OK) return st;
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-  if (passive) hints.ai_flags = AI_PASSIVE;
-  int rc = getaddrinfo(host, port, &hints, res);
+  const char *node = host;
+  if (passive && is_wildcard(host)) {
+    hints.ai_flags = AI_PASSIVE;
+    if (!strcmp(host, "*")) node = NULL;
+  }
+  if (!passive && !strcmp(host, "*"))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "ZCOLL_ROOT '%s': '*' is for rank 0 only; the other ranks need rank 0's "
+                       "host name or address", hostport);
+  int rc = getaddrinfo(node, port, &hints, res);
   if (rc)
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "cannot resolve ZCOLL_ROOT host '%s': %s", host,
                        gai_strerror(rc));
@@ -120,7 +188,6 @@ zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *
         continue;
       }
       if (connect_within(fd, ai->ai_addr, ai->ai_addrlen, deadline) == 0) {
-        zcoll__sock_tune(fd);
         freeaddrinfo(res);
         *out = fd;
         return ZCOLL_OK;
@@ -142,6 +209,13 @@ zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *
                      strerror(last_errno));
 }
 
+static int is_loopback(const struct sockaddr *a) {
+  if (a->sa_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+  return a->sa_family == AF_INET6 &&
+         IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
 zcoll_status_t zcoll__sock_listen(const char *hostport, int *out) {
   struct addrinfo *res;
   zcoll_status_t st = resolve(hostport, 1, &res);
@@ -155,16 +229,17 @@ zcoll_status_t zcoll__sock_listen(const char *hostport, int *out) {
     }
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    /* Listen on every address of this host at the given port: the host part names
-     * rank 0's machine for the others, which may reach it through any interface. */
-    struct sockaddr_storage any;
-    memset(&any, 0, sizeof(any));
-    memcpy(&any, ai->ai_addr, ai->ai_addrlen);
-    if (any.ss_family == AF_INET)
-      ((struct sockaddr_in *)&any)->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (any.ss_family == AF_INET6)
-      ((struct sockaddr_in6 *)&any)->sin6_addr = in6addr_any;
-    if (bind(fd, (struct sockaddr *)&any, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
+    /* Only the address named: a job told 127.0.0.1 must not be reachable from the
+     * network. Every interface is an explicit choice ("*:port", "0.0.0.0:port"). */
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
+      char host[256], port[16];
+      if (is_loopback(ai->ai_addr) &&
+          zcoll__sock_parse_hostport(hostport, host, sizeof(host), port, sizeof(port)) ==
+              ZCOLL_OK &&
+          strcmp(host, "localhost") && strncmp(host, "127.", 4) && strcmp(host, "::1"))
+        zcoll_log_warn("ZCOLL_ROOT host '%s' is a loopback address here: ranks on other hosts "
+                       "cannot reach rank 0 (name an address, or '*:%s' for every interface)",
+                       host, port);
       freeaddrinfo(res);
       *out = fd;
       return ZCOLL_OK;
@@ -233,24 +308,22 @@ static zcoll_status_t recv_all(int fd, void *buf, size_t len, int64_t deadline) 
 
 zcoll_status_t zcoll__sock_send_msg(int fd, uint16_t type, const void *payload, uint32_t len,
                                     int64_t deadline) {
-  struct zcoll__msg_hdr h = {ZCOLL_BS_MAGIC, ZCOLL_BS_VERSION, type, len, 0};
-  zcoll_status_t st = send_all(fd, &h, sizeof(h), deadline);
+  uint8_t h[ZCOLL_BS_HDR_BYTES];
+  zcoll__bs_put_hdr(h, type, len);
+  zcoll_status_t st = send_all(fd, h, sizeof(h), deadline);
   if (st == ZCOLL_OK && len) st = send_all(fd, payload, len, deadline);
   return st;
 }
 
 zcoll_status_t zcoll__sock_recv_msg(int fd, uint32_t max, int64_t deadline, uint16_t *type,
-                                    void **payload, uint32_t *len, uint16_t *version) {
-  struct zcoll__msg_hdr h;
-  zcoll_status_t st = recv_all(fd, &h, sizeof(h), deadline);
+                                    void **payload, uint32_t *len) {
+  uint8_t raw[ZCOLL_BS_HDR_BYTES];
+  struct zcoll__bs_hdr h;
+  const char *why = "";
+  zcoll_status_t st = recv_all(fd, raw, sizeof(raw), deadline);
   if (st != ZCOLL_OK) return st;
-  if (h.magic != ZCOLL_BS_MAGIC)
-    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: message with a bad magic number 0x%08x",
-                       h.magic);
-  if (version) *version = h.version;
-  if (h.len > max)
-    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
-                       "bootstrap: message of %u bytes exceeds the limit of %u bytes", h.len, max);
+  if (zcoll__bs_parse_hdr(raw, sizeof(raw), max, &h, &why))
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad message (%s)", why);
   void *buf = NULL;
   if (h.len) {
     if (!(buf = malloc(h.len)))

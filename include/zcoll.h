@@ -125,7 +125,23 @@ ZCOLL_API int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry
 
 /* ---- communicator ---------------------------------------------------------------- */
 
-/* cfg NULL: everything from the environment (ZCOLL_RANK/ZCOLL_SIZE/ZCOLL_ROOT, or the
+/* Rendezvous security model. Ranks meet at rank 0's TCP port (ZCOLL_ROOT; rank 0
+ * listens on that address only, every interface only for "*:port" or "0.0.0.0:port").
+ * - ZCOLL_JOB_KEY decides who may join: each rank and rank 0 prove to each other,
+ *   with HMAC-SHA256 over fresh nonces, that they know it. The key itself is never
+ *   sent, so a process squatting the port learns nothing and is not trusted; it is
+ *   never printed either (zcoll_info and zcoll_config_get show "(set)"/"(unset)").
+ * - Connections that do not authenticate are dropped and logged, never fatal; only
+ *   an authenticated rank that contradicts the job (a rank twice, another size) is.
+ * - Without a key anyone who can reach the port may join: init logs a warning, and
+ *   ZCOLL_REQUIRE_KEY=1 makes it a ZCOLL_ERR_BOOTSTRAP error instead.
+ * - The job id (ZCOLL_JOB_ID, else the launcher's job id) is not a secret: it only
+ *   lets two jobs that share a port tell each other's ranks apart.
+ * - Not protected: nothing is encrypted, neither the rendezvous nor the data plane;
+ *   the transports trust every member of the job, and the key does not stop anyone
+ *   who can read or alter traffic on the network in between.
+ *
+ * cfg NULL: everything from the environment (ZCOLL_RANK/ZCOLL_SIZE/ZCOLL_ROOT, or the
  * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT).
  * Collective over all ranks. */
 ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config_t *cfg);

@@ -64,14 +64,20 @@ void zcoll__bs_job_id(const char *explicit_id, char *out, size_t outlen) {
   const char *v;
   if (explicit_id && explicit_id[0]) {
     snprintf(out, outlen, "%s", explicit_id);
-  } else if ((v = getenv("SLURM_JOB_ID")) && v[0]) {
+  } else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && v[0]) {
+    /* First: mpirun's ranks inside a Slurm allocation carry Slurm's variables too,
+     * with different step ids on the mpirun node and the others. */
+    snprintf(out, outlen, "ompi:%s", v);
+  } else if (getenv("ZCOLL_RANK") || getenv("PMI_RANK")) {
+    /* Ranks placed by hand (perhaps one srun step each) or by MPICH's hydra share no
+     * launcher id that we know of: guessing one could split a job. */
+    snprintf(out, outlen, "%s", "");
+  } else if ((v = getenv("PMIX_NAMESPACE")) && v[0]) {
+    snprintf(out, outlen, "pmix:%s", v);
+  } else if ((v = getenv("SLURM_JOB_ID")) && v[0] && getenv("SLURM_PROCID")) {
     /* Steps of one allocation are separate jobs: two srun steps may share a port. */
     const char *step = getenv("SLURM_STEP_ID");
     snprintf(out, outlen, "slurm:%s.%s", v, step ? step : "");
-  } else if ((v = getenv("OMPI_MCA_ess_base_jobid")) && v[0]) {
-    snprintf(out, outlen, "ompi:%s", v);
-  } else if ((v = getenv("PMIX_NAMESPACE")) && v[0]) {
-    snprintf(out, outlen, "pmix:%s", v);
   } else {
     snprintf(out, outlen, "%s", "");
   }

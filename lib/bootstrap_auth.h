@@ -30,8 +30,9 @@ zcoll_status_t zcoll__bs_mac(const char *key, enum zcoll__bs_dir dir,
 /* Constant-time comparison of two MACs; 1 if equal. */
 int zcoll__bs_mac_equal(const uint8_t a[ZCOLL_BS_MAC_BYTES], const uint8_t b[ZCOLL_BS_MAC_BYTES]);
 
-/* The job id text: `explicit_id` if not empty, else the launcher's (Slurm job and step,
- * Open MPI's job id, the PMIx namespace), else "" (no launcher: every job alike). */
+/* The job id text: `explicit_id` if not empty, else the launcher's (Open MPI's job id,
+ * the PMIx namespace, Slurm's job and step), else "" (every such job alike). Ranks
+ * placed by hand (ZCOLL_RANK, PMI_RANK) get "": they may come from different steps. */
 void zcoll__bs_job_id(const char *explicit_id, char *out, size_t outlen);
 /* Its digest, as carried in the hello. */
 zcoll_status_t zcoll__bs_job_digest(const char *job_id, uint8_t out[ZCOLL_BS_JOBID_BYTES]);

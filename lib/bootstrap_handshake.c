@@ -90,7 +90,9 @@ static zcoll_status_t on_hello(struct admit *a, int i, const uint8_t *payload, u
     char reason[160];
     snprintf(reason, sizeof(reason), "a hello for another job (job id differs from '%s')",
              a->who->job_id_text);
-    drop(a, i, 1, reason, "rank 0 on this port serves another job (the job ids differ)");
+    drop(a, i, 1, reason,
+         "rank 0 on this port serves another job (the job ids differ; to join it, set the "
+         "same ZCOLL_JOB_ID on every rank)");
     return ZCOLL_OK;
   }
   uint8_t msg[ZCOLL_BS_CHALLENGE_BYTES];

@@ -221,8 +221,8 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("REQUIRE_KEY", "0", "1: an empty ZCOLL_JOB_KEY is an error (else a warning)", require_key,
       parse_bool),
     F("JOB_ID", "", "public job id that keeps two jobs on one port apart (not a secret); "
-      "empty: the launcher's (SLURM_JOB_ID.SLURM_STEP_ID, OMPI_MCA_ess_base_jobid, "
-      "PMIX_NAMESPACE)", job_id, parse_string),
+      "empty: the launcher's (OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, "
+      "SLURM_JOB_ID.SLURM_STEP_ID; none for ranks placed by hand)", job_id, parse_string),
     F("TRANSPORT", "auto", "auto|shm|verbs|ucx|loopback (auto: shm if every rank is on this host, else "
       "verbs where an RDMA device is up, else ucx; loopback: ranks are threads of one process)",
       transport, parse_transport),

@@ -591,3 +591,30 @@ Test(rendezvous, star_grows_past_a_low_soft_fd_limit, .timeout = 120) {
   cr_expect_eq(rt_run_prepared(&job), 0, "%s", job.first);
   close(job.lfd);
 }
+
+/* The job id comes from the launcher that placed the ranks, and never from a guess
+ * that could split one job in two. */
+Test(rendezvous, job_id_from_the_launcher) {
+  char id[160];
+  unsetenv("ZCOLL_RANK");
+  unsetenv("PMI_RANK");
+  unsetenv("OMPI_MCA_ess_base_jobid");
+  unsetenv("PMIX_NAMESPACE");
+  setenv("SLURM_JOB_ID", "4242", 1);
+  setenv("SLURM_STEP_ID", "3", 1);
+  setenv("SLURM_PROCID", "1", 1);
+  zcoll__bs_job_id("", id, sizeof(id));
+  cr_expect_str_eq(id, "slurm:4242.3");
+  zcoll__bs_job_id("mine", id, sizeof(id));
+  cr_expect_str_eq(id, "mine");
+  setenv("PMIX_NAMESPACE", "ns7", 1);
+  zcoll__bs_job_id("", id, sizeof(id));
+  cr_expect_str_eq(id, "pmix:ns7");
+  setenv("OMPI_MCA_ess_base_jobid", "99", 1); /* mpirun inside an allocation */
+  zcoll__bs_job_id("", id, sizeof(id));
+  cr_expect_str_eq(id, "ompi:99");
+  unsetenv("OMPI_MCA_ess_base_jobid");
+  setenv("ZCOLL_RANK", "1", 1); /* placed by hand, perhaps one srun step per rank */
+  zcoll__bs_job_id("", id, sizeof(id));
+  cr_expect_str_eq(id, "");
+}

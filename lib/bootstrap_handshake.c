@@ -177,7 +177,7 @@ static zcoll_status_t accept_one(struct admit *a, int lfd) {
       return ZCOLL_OK;
     if (errno == EMFILE || errno == ENFILE) {
       /* Out of descriptors: make room by dropping the oldest stranger, if any. */
-      if (a->nconn) drop(a, oldest(a), 1, "out of file descriptors; dropping the oldest stranger", NULL);
+      if (a->nconn) drop(a, oldest(a), 1, "out of file descriptors", NULL);
       return ZCOLL_OK;
     }
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s", strerror(errno));

@@ -41,7 +41,8 @@ static void garbage(int port, int *fds, int *n) {
 }
 
 static void foreign_key(int port, int *fds, int *n) {
-  /* A well-formed hello from another job, claiming rank 1. */
+  /* A hello of protocol version 1 (which sent the key in clear) from another job,
+   * claiming rank 1: another version is dropped, never fatal. */
   int fd = connect_to(port);
   char hello[12 + 5];
   uint32_t h[3] = {1, 3, 5};

@@ -326,6 +326,10 @@ zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const voi
   if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
   if (type == MSG_ABORT) {
     st = take_abort(bs, 0, payload, got);
+  } else if (type == MSG_REJECT) {
+    /* Rank 0 welcomed us, then found the job inconsistent (a rank twice, ...). */
+    int n = got < 200 ? (int)got : 200;
+    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: %.*s", n, payload ? (char *)payload : "");
   } else if (type != MSG_GATHERED || got != len * (size_t)bs->size) {
     st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad allgather reply (type %u, %u bytes)",
                      type, got);

@@ -21,6 +21,27 @@ Test(rendezvous, require_key_without_a_key_is_an_error, .timeout = 30) {
   cr_expect_eq(st, ZCOLL_OK, "%s", err);
 }
 
+/* No key: rank 0 says the rendezvous is open to anyone (and the job still runs). */
+Test(rendezvous, no_key_is_a_warning_at_init, .timeout = 30) {
+  char path[] = "/tmp/zcoll_rdv_warn_XXXXXX";
+  int logfd = mkstemp(path);
+  cr_assert(logfd >= 0);
+  unlink(path);
+  int saved = dup(2);
+  dup2(logfd, 2);
+  char err[600];
+  const char *set[] = {"LOG", "warn", "TIMEOUT", "1", NULL};
+  zcoll_status_t st = one_rank(0, 2, free_port(), -1, set, err, sizeof(err));
+  dup2(saved, 2);
+  close(saved);
+  char log[8192] = "";
+  ssize_t n = pread(logfd, log, sizeof(log) - 1, 0);
+  log[n > 0 ? n : 0] = '\0';
+  close(logfd);
+  cr_expect_eq(st, ZCOLL_ERR_TIMEOUT, "%s", err); /* nobody else came */
+  cr_expect(strstr(log, "the rendezvous is unauthenticated"), "%s", log);
+}
+
 Test(rendezvous, zcoll_info_does_not_print_the_key, .timeout = 30) {
   const char *argv[] = {SP_BIN("zcoll_info"), "-c", NULL};
   const char *env[] = {"ZCOLL_JOB_KEY=hush-7f3a9c-secret", NULL};

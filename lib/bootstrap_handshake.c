@@ -176,15 +176,20 @@ static zcoll_status_t accept_one(struct admit *a, int lfd) {
     if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EWOULDBLOCK)
       return ZCOLL_OK;
     if (errno == EMFILE || errno == ENFILE) {
-      /* Out of descriptors: make room by dropping the oldest stranger, if any. */
-      if (a->nconn) drop(a, oldest(a), 1, "out of file descriptors", NULL);
+      /* Out of descriptors: make room by dropping the oldest stranger; with none to
+       * drop, waiting would only spin on the still-readable listening socket. */
+      if (!a->nconn)
+        return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s (RLIMIT_NOFILE)",
+                           strerror(errno));
+      drop(a, oldest(a), 1, "out of file descriptors", NULL);
       return ZCOLL_OK;
     }
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s", strerror(errno));
   }
   zcoll__sock_tune(fd, a->who->timeout);
   /* Past the cap, the oldest stranger makes room: a real rank completes in a moment. */
-  if (a->nconn == ZCOLL_BS_MAX_PENDING) drop(a, oldest(a), 1, "too many connections at once", NULL);
+  if (a->nconn == ZCOLL_BS_MAX_PENDING)
+    drop(a, oldest(a), 1, "too many connections at once", NULL);
   struct conn *c = &a->conn[a->nconn++];
   memset(c, 0, sizeof(*c));
   c->fd = fd;

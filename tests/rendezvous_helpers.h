@@ -78,8 +78,9 @@ __attribute__((unused)) static int closed_within(int fd, double seconds) {
 
 /* One rank of a job through the public API; returns its zcoll_comm_init status with the
  * message in err. A communicator that does form is used once and destroyed. */
-__attribute__((unused)) static zcoll_status_t one_rank(int rank, int size, int port, int lfd, const char *const *set,
-                               char *err, size_t errlen) {
+__attribute__((unused)) static zcoll_status_t one_rank(int rank, int size, int port, int lfd,
+                                                      const char *const *set, char *err,
+                                                      size_t errlen) {
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
   char buf[64];

@@ -3,23 +3,21 @@
  * the wire, nothing unauthenticated is fatal, only an authenticated contradiction is.
  * Real sockets on 127.0.0.1 only; ranks are threads over the loopback transport.
  */
+#include "log.h"
 #include "rendezvous_helpers.h"
 
 /* ---- a stranger that speaks the protocol but does not know the key --------------- */
 
 struct stranger {
   int fd;
-  uint32_t rank, size;
+  struct zcoll__bs_hello h;
   int got_challenge, dropped;
+  pthread_t th;
 };
 
 static void *stranger_main(void *arg) {
   struct stranger *s = arg;
-  struct zcoll__bs_hello h = {s->rank, s->size, {0}, {0}};
-  zcoll__bs_job_digest("", h.jobid); /* the same (absent) job id as the job's */
-  uint8_t hello[ZCOLL_BS_HELLO_BYTES];
-  zcoll__bs_put_hello(hello, &h);
-  zcoll__sock_send_msg(s->fd, ZCOLL_BS_HELLO, hello, sizeof(hello), zcoll__deadline(5));
+  struct zcoll__bs_hello h = s->h;
   uint16_t type;
   void *payload = NULL;
   uint32_t len;
@@ -39,18 +37,30 @@ static void *stranger_main(void *arg) {
   return NULL;
 }
 
+/* Connects and says hello before returning, so that the hello is queued ahead of any
+ * real rank; a thread then answers the challenge with a guessed key. */
+static void stranger_start(struct stranger *s, int port, uint32_t rank, uint32_t size) {
+  memset(s, 0, sizeof(*s));
+  s->fd = connect_to(port);
+  s->h.rank = rank;
+  s->h.size = size;
+  zcoll__bs_job_digest("", s->h.jobid); /* the same (absent) job id as the job's */
+  uint8_t hello[ZCOLL_BS_HELLO_BYTES];
+  zcoll__bs_put_hello(hello, &s->h);
+  cr_assert_eq(zcoll__sock_send_msg(s->fd, ZCOLL_BS_HELLO, hello, sizeof(hello),
+                                    zcoll__deadline(5)), ZCOLL_OK);
+  pthread_create(&s->th, NULL, stranger_main, s);
+}
+
 static void run_past_stranger(uint32_t rank, uint32_t size) {
   struct rt_job job;
   job_init(&job, 3, "the-real-job");
-  struct stranger s = {connect_to(job.port), rank, size, 0, 0};
-  pthread_t th;
-  pthread_create(&th, NULL, stranger_main, &s);
-  /* The stranger's hello is queued before any real rank exists. */
-  usleep(100 * 1000);
+  struct stranger s;
+  stranger_start(&s, job.port, rank, size);
   double t0 = sp_now();
   cr_assert_eq(rt_run_prepared(&job), 0, "%s", job.first);
   cr_expect_lt(sp_now() - t0, 4.0, "the job took %.1f s", sp_now() - t0);
-  pthread_join(th, NULL);
+  pthread_join(s.th, NULL);
   cr_expect(s.got_challenge, "rank 0 never challenged the stranger");
   cr_expect(s.dropped, "rank 0 did not drop the stranger");
   close(s.fd);
@@ -63,37 +73,6 @@ Test(rendezvous, stranger_with_wrong_key_claiming_free_rank_is_dropped, .timeout
 
 Test(rendezvous, wrong_size_before_auth_does_not_kill_the_job, .timeout = 60) {
   run_past_stranger(2, 7);
-}
-
-/* The drop is logged with the peer's address, and the key appears nowhere. */
-Test(rendezvous, drop_is_logged_with_peer_address, .timeout = 60) {
-  char path[] = "/tmp/zcoll_rdv_log_XXXXXX";
-  int logfd = mkstemp(path);
-  cr_assert(logfd >= 0);
-  unlink(path);
-  int saved = dup(2);
-  dup2(logfd, 2);
-  struct rt_job job;
-  job_init(&job, 2, "key-that-must-not-be-logged");
-  job.settings[1][1] = "info";
-  struct stranger s = {connect_to(job.port), 1, 2, 0, 0};
-  pthread_t th;
-  pthread_create(&th, NULL, stranger_main, &s);
-  usleep(100 * 1000);
-  unsigned long failures = rt_run_prepared(&job);
-  pthread_join(th, NULL);
-  dup2(saved, 2);
-  close(saved);
-  cr_assert_eq(failures, 0, "%s", job.first);
-  char log[65536] = "";
-  ssize_t n = pread(logfd, log, sizeof(log) - 1, 0);
-  log[n > 0 ? n : 0] = '\0';
-  close(logfd);
-  cr_expect(strstr(log, "dropped the connection from 127.0.0.1:"), "%s", log);
-  cr_expect(strstr(log, "does not know the job key"), "%s", log);
-  cr_expect_null(strstr(log, "key-that-must-not-be-logged"), "%s", log);
-  close(s.fd);
-  close(job.lfd);
 }
 
 /* ---- junk, huge lengths, silence, slowness, crowds -------------------------------- */
@@ -307,6 +286,27 @@ static void *foreign_main(void *arg) {
   return NULL;
 }
 
+/* The accept queue of the LISTEN socket on `port` (rx_queue in /proc/net/tcp) reaches
+ * n within `seconds`. */
+static int wait_backlog(int port, unsigned n, double seconds) {
+  double end = sp_now() + seconds;
+  while (sp_now() < end) {
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    unsigned queued = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+      unsigned p, st, rx;
+      if (sscanf(line, " %*d: %*[0-9A-Fa-f]:%x %*s %x %*x:%x", &p, &st, &rx) == 3 &&
+          p == (unsigned)port && st == 0x0A)
+        queued = rx;
+    }
+    if (f) fclose(f);
+    if (queued >= n) return 1;
+    usleep(10 * 1000);
+  }
+  return 0;
+}
+
 Test(rendezvous, two_jobs_on_one_port_do_not_kill_each_other, .timeout = 60) {
   struct rt_job job;
   job_init(&job, 2, NULL); /* no key at all: only the job ids tell the jobs apart */
@@ -315,7 +315,8 @@ Test(rendezvous, two_jobs_on_one_port_do_not_kill_each_other, .timeout = 60) {
   struct foreign f[2] = {{1, job.port, 0, ""}, {2, job.port, 0, ""}};
   pthread_t th[2];
   for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, foreign_main, &f[i]);
-  usleep(200 * 1000); /* job B's hellos are there first */
+  /* Job B's ranks wait in rank 0's accept queue before job A starts. */
+  cr_assert(wait_backlog(job.port, 2, 10), "job B's ranks never connected");
   cr_assert_eq(rt_run_prepared(&job), 0, "%s", job.first);
   for (int i = 0; i < 2; i++) {
     pthread_join(th[i], NULL);
@@ -325,3 +326,44 @@ Test(rendezvous, two_jobs_on_one_port_do_not_kill_each_other, .timeout = 60) {
   close(job.lfd);
 }
 
+
+/* The drop is logged with the peer's address, and the key appears nowhere. Rank 0's
+ * accept loop alone, so that the stranger is judged before rank 1 comes. */
+Test(rendezvous, drop_is_logged_with_peer_address, .timeout = 60) {
+  static const char key[] = "key-that-must-not-be-logged";
+  char path[] = "/tmp/zcoll_rdv_log_XXXXXX";
+  int logfd = mkstemp(path);
+  cr_assert(logfd >= 0);
+  unlink(path);
+  int saved = dup(2);
+  dup2(logfd, 2);
+  zcoll__log_set_level(ZCOLL_LOG_INFO);
+  struct acceptor a = {who_of(0, 2, key), -1, {-1, -1, -1, -1}, ZCOLL_OK};
+  int port;
+  a.lfd = listen_local(&port);
+  struct stranger s;
+  stranger_start(&s, port, 1, 2);
+  pthread_t th;
+  pthread_create(&th, NULL, acceptor_main, &a);
+  pthread_join(s.th, NULL); /* until rank 0 has dropped it */
+  int fd = connect_to(port);
+  struct zcoll__bs_who w1 = who_of(1, 2, key);
+  zcoll_status_t st = zcoll__bs_join(&w1, fd, "test", zcoll__deadline(10));
+  pthread_join(th, NULL);
+  dup2(saved, 2);
+  close(saved);
+  char log[65536] = "";
+  ssize_t n = pread(logfd, log, sizeof(log) - 1, 0);
+  log[n > 0 ? n : 0] = '\0';
+  close(logfd);
+  cr_expect(s.got_challenge && s.dropped);
+  cr_expect_eq(st, ZCOLL_OK, "%s", zcoll_last_error());
+  cr_expect_eq(a.st, ZCOLL_OK, "%s", zcoll_strerror(a.st));
+  cr_expect(strstr(log, "dropped the connection from 127.0.0.1:"), "%s", log);
+  cr_expect(strstr(log, "claimed rank 1 but does not know the job key"), "%s", log);
+  cr_expect_null(strstr(log, key), "%s", log);
+  close(a.fds[1]);
+  close(fd);
+  close(s.fd);
+  close(a.lfd);
+}

@@ -170,9 +170,18 @@ static int oldest(const struct admit *a) {
   return o;
 }
 
-static zcoll_status_t accept_one(struct admit *a, int lfd) {
+/* *more is cleared when the accept queue is empty. The listening socket may be an
+ * inherited blocking one (its flags are shared with the launcher's copy, so they are
+ * left alone): accept only when poll says a connection is waiting. */
+static zcoll_status_t accept_one(struct admit *a, int lfd, int *more) {
+  struct pollfd p = {.fd = lfd, .events = POLLIN};
+  if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN)) {
+    *more = 0;
+    return ZCOLL_OK;
+  }
   int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) *more = 0;
     if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN || errno == EWOULDBLOCK)
       return ZCOLL_OK;
     if (errno == EMFILE || errno == ENFILE) {
@@ -182,6 +191,7 @@ static zcoll_status_t accept_one(struct admit *a, int lfd) {
         return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s (RLIMIT_NOFILE)",
                            strerror(errno));
       drop(a, oldest(a), 1, "out of file descriptors", NULL);
+      *more = 0;
       return ZCOLL_OK;
     }
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: accept: %s", strerror(errno));
@@ -235,8 +245,11 @@ static zcoll_status_t admit_loop(struct admit *a, int lfd, struct pollfd *pfd) {
       zcoll_status_t st = on_readable(a, i);
       if (st != ZCOLL_OK) return st;
     }
-    if (pfd[0].revents & POLLIN) {
-      zcoll_status_t st = accept_one(a, lfd);
+    /* Several per wakeup: under a flood of strangers the queue must drain faster than
+     * it fills, or real ranks' connections wait in it (or in SYN retries). */
+    int more = pfd[0].revents & POLLIN;
+    for (int k = 0; k < 16 && more; k++) {
+      zcoll_status_t st = accept_one(a, lfd, &more);
       if (st != ZCOLL_OK) return st;
     }
   }

@@ -74,19 +74,26 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.send = send_cb,
                            .user_data = op};
+  /* Active before the call: UCX may complete a request (and run send_cb, which frees it
+   * and recycles op) before it returns the request -- on an endpoint already failed, for
+   * one. Recording that pointer afterwards would make quiesce free it a second time. */
+  op->active = 1;
+  op->req = NULL;
   ucs_status_ptr_t r = zcoll__ucp.am_send_nbx(ep->ep, ZCOLL_UCX_AM_ID, &op->hdr, sizeof(op->hdr), src,
                                        len, &p);
+  if (!op->active) return ZCOLL_OK; /* completed in the call: send_cb reported it */
   if (UCS_PTR_IS_ERR(r)) {
     ucs_status_t s = UCS_PTR_STATUS(r);
+    op->active = 0;
     zcoll__ucx_op_put(tl, op);
     return zcoll__fail(zcoll__ucx_status(s), "ucx: send to rank %d failed: %s", ep->peer,
                        zcoll__ucp.status_string(s));
   }
   if (r == NULL) {
+    op->active = 0;
     put_completed(op, UCS_OK);
   } else {
     op->req = r;
-    op->active = 1;
   }
   return ZCOLL_OK;
 }
@@ -152,8 +159,13 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.recv_am = rndv_cb,
                            .user_data = op};
-  /* Straight into the slot: the credit protocol guarantees it is free. */
+  /* Straight into the slot: the credit protocol guarantees it is free. Active before the
+   * call, as in zcoll__ucx_put: rndv_cb may run inside it. */
+  op->active = 1;
+  op->req = NULL;
   ucs_status_ptr_t r = zcoll__ucp.am_recv_data_nbx(tl->worker, data, dst, length, &p);
+  if (!op->active) return UCS_OK; /* rndv_cb ran already */
+  op->active = 0;
   if (UCS_PTR_IS_ERR(r)) {
     if (!tl->failed)
       tl->failed = zcoll__fail(zcoll__ucx_status(UCS_PTR_STATUS(r)),

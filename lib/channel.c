@@ -103,3 +103,27 @@ struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
   if (ahead) *ahead = a;
   return sl;
 }
+
+zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot_bytes,
+                                   const struct zcoll_tl_event *ev) {
+  if (ev->imm & ZCOLL_IMM_CREDIT) {
+    c->credits += ev->imm & ZCOLL_IMM_SEQ_MASK;
+    if (c->credits > (uint32_t)depth)
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "rank %d returned more credits than slots",
+                         c->peer);
+    return ZCOLL_OK;
+  }
+  struct zcoll__slot *sl = zcoll__chan_slot_for(c, depth, slot_bytes, ev->imm, ev->len, NULL);
+  if (!sl || ((ev->imm & ZCOLL_IMM_HDR) && (ev->len < ZCOLL_CHAN_HDR_BYTES || ev->placed)))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "protocol violation by rank %d: piece %u of %u bytes while expecting "
+                       "piece %u",
+                       c->peer, ev->imm & ZCOLL_IMM_SEQ_MASK, ev->len,
+                       (uint32_t)c->recv_seq & ZCOLL_IMM_SEQ_MASK);
+  sl->arrived = 1;
+  sl->placed = ev->placed;
+  sl->data_off = 0;
+  sl->imm = ev->imm;
+  sl->len = ev->len;
+  return ZCOLL_OK;
+}

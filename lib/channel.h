@@ -140,4 +140,10 @@ struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
                                          size_t slot_bytes, uint32_t imm, size_t len,
                                          uint32_t *ahead);
 
+/* A notification from the channel's peer: a credit return, or a piece now in its slot.
+ * ZCOLL_ERR_TRANSPORT if it breaks the protocol (outside the window, too long, more
+ * credits than slots, a header too short to be one). */
+zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot_bytes,
+                                   const struct zcoll_tl_event *ev);
+
 #endif

@@ -330,28 +330,7 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
   if (ci < 0)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "a notification came from rank %d, not a peer",
                        ev->peer);
-  struct zcoll__chan *c = &comm->chans[ci];
-  if (ev->imm & ZCOLL_IMM_CREDIT) {
-    c->credits += ev->imm & ZCOLL_IMM_SEQ_MASK;
-    if (c->credits > (uint32_t)comm->depth)
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "rank %d returned more credits than slots",
-                         c->peer);
-    return ZCOLL_OK;
-  }
-  struct zcoll__slot *sl =
-      zcoll__chan_slot_for(c, comm->depth, comm->slot_bytes, ev->imm, ev->len, NULL);
-  if (!sl)
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
-                       "protocol violation by rank %d: piece %u of %u bytes while expecting "
-                       "piece %u",
-                       c->peer, ev->imm & ZCOLL_IMM_SEQ_MASK, ev->len,
-                       (uint32_t)c->recv_seq & ZCOLL_IMM_SEQ_MASK);
-  sl->arrived = 1;
-  sl->placed = ev->placed;
-  sl->data_off = 0;
-  sl->imm = ev->imm;
-  sl->len = ev->len;
-  return ZCOLL_OK;
+  return zcoll__chan_arrived(&comm->chans[ci], comm->depth, comm->slot_bytes, ev);
 }
 
 /* The placement hook: the receiver, not the writer, decides where a piece lands -- the

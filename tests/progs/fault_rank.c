@@ -6,22 +6,35 @@
  *
  *   rank R call K: STATUS after S s: MESSAGE      one line per call that returned
  *   rank R WRONG call K element I: GOT want WANT  an OK call with wrong data
+ *   rank R LATE WRITE call K element I            the result buffer changed after the
+ *                                                 call had returned an error
  *   rank R child: STATUS: MESSAGE                 (fork) what the child saw
  *   rank R thread: STATUS: MESSAGE                (two-threads) the second thread's call
+ *   rank R cycle C: fds F maps M threads T        (cycles) resources after each cycle
+ *   rank R destroy: STATUS
  *
  *   fault_rank FAULT VICTIM [COUNT]
  *
- * FAULT: none, mismatch-op (victim calls MAX where the others SUM), mismatch-dtype
- * (int32 where the others float32), mismatch-count (one element more), invalid-arg
- * (victim's call 0 has recvbuf NULL; it carries on), skew (victim makes an extra call of
- * count 0 first), abort-thread (a watchdog thread calls zcoll_comm_abort 300 ms into the
- * victim's blocked call 1), revoke-signal (a SIGALRM handler calls zcoll_comm_revoke
- * 300 ms into it), two-threads (a second thread calls while the victim's call 1 is
- * blocked), sigstop (the victim stops itself before call 1), fork (the victim forks
- * after call 0; the child tries a call and destroys).
+ * FAULT, by phase:
+ *   init:     kill-init (victim _exits right after zcoll_comm_init)
+ *   first:    kill-first (SIGKILL 5 ms into call 0), mismatch-op (victim calls MAX where
+ *             the others SUM), mismatch-dtype (int32 where the others float32),
+ *             mismatch-count (one element more), count0 (victim calls with count 0),
+ *             invalid-arg (victim's call 0 has recvbuf NULL; it carries on)
+ *   mid:      kill-mid (SIGKILL 5 ms into call 1), abort-thread (a watchdog thread calls
+ *             zcoll_comm_abort 300 ms into the victim's blocked call 1), revoke-signal (a
+ *             SIGALRM handler calls zcoll_comm_revoke then), two-threads (a second
+ *             thread calls while the victim's call 1 is blocked), sigstop (the victim
+ *             stops itself before call 1), slow (the victim sleeps 2 s before call 1:
+ *             not a failure)
+ *   idle:     exit-idle (victim _exits between calls 0 and 1), abort-main (victim calls
+ *             zcoll_comm_abort between them), fork (the victim forks after call 0; the
+ *             child tries a call and destroys)
+ *   destroy:  exit-destroy (victim _exits instead of destroying)
+ *   cycles:   cycles (5 x init, a mismatched call, destroy; resources after each)
  * The rank after the victim sleeps 1.5 s before call 1 so that the victim's call blocks.
- * Exits 0 unless something is wrong in a way only this process can see.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,7 +50,6 @@
 #define CALLS 3
 
 static zcoll_comm_t *g_comm;
-static double g_t0;
 
 static double now(void) {
   struct timespec ts;
@@ -50,7 +62,6 @@ static void nap(double s) {
   nanosleep(&ts, NULL);
 }
 
-/* Rank r's element i in call k: small integers, exact in float32 and int32 sums. */
 static const char *name(zcoll_status_t st) {
   switch (st) {
 #define NAME_(n, text) \
@@ -62,6 +73,7 @@ static const char *name(zcoll_status_t st) {
   return "?";
 }
 
+/* Rank r's element i in call k: small integers, exact in float32 and int32 sums. */
 static int value(int r, int k, size_t i) { return (r + 1) + 10 * k + (int)(i % 7); }
 
 static void on_alarm(int sig) {
@@ -69,12 +81,16 @@ static void on_alarm(int sig) {
   zcoll_comm_revoke(g_comm); /* async-signal-safe by contract */
 }
 
+static void after_ms(long ms) {
+  struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
 static void *watchdog(void *arg) {
   (void)arg;
   nap(0.3);
   zcoll_status_t st = zcoll_comm_abort(g_comm);
   printf("watchdog: abort returned %s\n", name(st));
-  fflush(stdout);
   return NULL;
 }
 
@@ -82,9 +98,7 @@ static void *second_thread(void *arg) {
   float *buf = arg;
   nap(0.3);
   zcoll_status_t st = zcoll_allreduce(g_comm, ZCOLL_IN_PLACE, buf, 1, ZCOLL_FLOAT32, ZCOLL_SUM);
-  printf("rank %d thread: %s: %s\n", zcoll_comm_rank(g_comm), name(st),
-         zcoll_last_error());
-  fflush(stdout);
+  printf("rank %d thread: %s: %s\n", zcoll_comm_rank(g_comm), name(st), zcoll_last_error());
   return NULL;
 }
 
@@ -102,38 +116,67 @@ static int check(int rank, int size, int k, const void *buf, size_t count, zcoll
   return 0;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 3) return 2;
-  const char *fault = argv[1];
-  int victim = atoi(argv[2]);
-  size_t count = argc > 3 ? strtoul(argv[3], NULL, 10) : 4096;
-  setvbuf(stdout, NULL, _IOLBF, 0);
+/* After an error nothing may land in the call's buffer any more. */
+static void expect_quiet(int rank, int k, const char *buf, size_t len) {
+  char *snap = malloc(len);
+  memcpy(snap, buf, len);
+  nap(0.2);
+  for (size_t i = 0; i < len; i++)
+    if (snap[i] != buf[i]) {
+      printf("rank %d LATE WRITE call %d element %zu\n", rank, k, i / 4);
+      break;
+    }
+  free(snap);
+}
+
+static int count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  int n = 0, c;
+  while (f && (c = fgetc(f)) != EOF) n += c == '\n';
+  if (f) fclose(f);
+  return n;
+}
+
+static void print_resources(int rank, int cycle) {
+  int fds = 0, threads = 0;
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));) fds += e->d_name[0] != '.';
+  if (d) closedir(d);
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  while (f && fgets(line, sizeof(line), f)) sscanf(line, "Threads: %d", &threads);
+  if (f) fclose(f);
+  printf("rank %d cycle %d: fds %d maps %d threads %d\n", rank, cycle, fds - 1,
+         count_lines("/proc/self/maps"), threads);
+}
+
+static int is(const char *fault, const char *name_) { return strcmp(fault, name_) == 0; }
+
+/* One communicator's life under the fault; returns 0 when the process should go on. */
+static int run(const char *fault, int victim, size_t count, int cycle) {
   if (zcoll_comm_init(&g_comm, NULL) != ZCOLL_OK) {
     printf("init: %s\n", zcoll_last_error());
     return 1;
   }
   int rank = zcoll_comm_rank(g_comm), size = zcoll_comm_size(g_comm);
   int me = rank == victim, next = rank == (victim + 1) % size;
+  if (me && is(fault, "kill-init")) _exit(3);
   void *sbuf = calloc(count + 1, 8), *rbuf = calloc(count + 1, 8);
   float spare[1] = {1};
   pthread_t th;
   int joined = 1;
-  g_t0 = now();
   for (int k = 0; k < CALLS; k++) {
     zcoll_dtype_t dt = ZCOLL_FLOAT32;
     zcoll_op_t op = ZCOLL_SUM;
     size_t n = count;
     void *recv = rbuf;
     if (me && k == 0) {
-      if (!strcmp(fault, "mismatch-op")) op = ZCOLL_MAX;
-      if (!strcmp(fault, "mismatch-dtype")) dt = ZCOLL_INT32;
-      if (!strcmp(fault, "mismatch-count")) n = count + 1;
-      if (!strcmp(fault, "invalid-arg")) recv = NULL;
-      if (!strcmp(fault, "skew")) {
-        zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, rbuf, 0, dt, op);
-        printf("rank %d call -1: %s after %.3f s: %s\n", rank, name(st),
-               now() - g_t0, zcoll_comm_last_error(g_comm));
-      }
+      if (is(fault, "mismatch-op") || is(fault, "cycles")) op = ZCOLL_MAX;
+      if (is(fault, "mismatch-dtype")) dt = ZCOLL_INT32;
+      if (is(fault, "mismatch-count")) n = count + 1;
+      if (is(fault, "count0")) n = 0;
+      if (is(fault, "invalid-arg")) recv = NULL;
+      if (is(fault, "kill-first")) after_ms(5);
     }
     for (size_t i = 0; i < n; i++) {
       if (dt == ZCOLL_INT32)
@@ -142,55 +185,79 @@ int main(int argc, char **argv) {
         ((float *)sbuf)[i] = (float)value(rank, k, i);
     }
     if (k == 1) {
-      if (next && strcmp(fault, "fork") != 0) nap(1.5);
-      if (me && !strcmp(fault, "abort-thread")) {
-        pthread_create(&th, NULL, watchdog, NULL);
-        pthread_detach(th);
-      }
-      if (me && !strcmp(fault, "revoke-signal")) {
-        signal(SIGALRM, on_alarm);
-        struct itimerval it = {{0, 0}, {0, 300000}};
-        setitimer(ITIMER_REAL, &it, NULL);
-      }
-      if (me && !strcmp(fault, "two-threads")) {
-        pthread_create(&th, NULL, second_thread, spare);
-        joined = 0;
-      }
-      if (me && !strcmp(fault, "sigstop")) raise(SIGSTOP);
-      if (me && !strcmp(fault, "fork")) {
-        pid_t pid = fork();
-        if (pid == 0) {
-          zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, rbuf, n, dt, op);
-          zcoll_status_t dst = zcoll_comm_destroy(g_comm);
-          printf("rank %d child: %s: %s; destroy %s\n", rank, name(st),
-                 zcoll_last_error(), name(dst));
-          fflush(stdout);
-          _exit(st == ZCOLL_ERR_INVALID_ARG && dst == ZCOLL_OK ? 0 : 1);
+      if (next && !is(fault, "fork") && !is(fault, "slow") && !is(fault, "sigstop")) nap(1.5);
+      if (me) {
+        if (is(fault, "exit-idle")) _exit(3);
+        if (is(fault, "abort-main")) {
+          printf("rank %d abort: %s\n", rank, name(zcoll_comm_abort(g_comm)));
+          return 1;
         }
-        int ws = 0;
-        waitpid(pid, &ws, 0);
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) printf("rank %d child failed\n", rank);
+        if (is(fault, "kill-mid")) after_ms(5);
+        if (is(fault, "slow")) nap(2.0);
+        if (is(fault, "sigstop")) raise(SIGSTOP);
+        if (is(fault, "abort-thread")) {
+          pthread_create(&th, NULL, watchdog, NULL);
+          pthread_detach(th);
+        }
+        if (is(fault, "revoke-signal")) {
+          signal(SIGALRM, on_alarm);
+          after_ms(300);
+        }
+        if (is(fault, "two-threads")) {
+          pthread_create(&th, NULL, second_thread, spare);
+          joined = 0;
+        }
+        if (is(fault, "fork")) {
+          pid_t pid = fork();
+          if (pid == 0) {
+            zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, rbuf, n, dt, op);
+            zcoll_status_t dst = zcoll_comm_destroy(g_comm);
+            printf("rank %d child: %s: %s; destroy %s\n", rank, name(st), zcoll_last_error(),
+                   name(dst));
+            fflush(stdout);
+            _exit(st == ZCOLL_ERR_INVALID_ARG && dst == ZCOLL_OK ? 0 : 1);
+          }
+          int ws = 0;
+          waitpid(pid, &ws, 0);
+          if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) printf("rank %d child failed\n", rank);
+        }
       }
     }
     double t = now();
     zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, recv, n, dt, op);
-    if (me && !strcmp(fault, "abort-thread") && k == 1) {
+    if (me && is(fault, "abort-thread") && k == 1) {
       /* The watchdog frees the communicator once this call has left: print what was
        * recorded for this thread, and touch the communicator no more. */
       printf("rank %d call %d: %s after %.3f s: %s\n", rank, k, name(st), now() - t,
              zcoll_last_error());
       nap(0.5);
-      return 0;
+      return 1;
     }
     printf("rank %d call %d: %s after %.3f s: %s\n", rank, k, name(st), now() - t,
            zcoll_comm_last_error(g_comm));
     if (st == ZCOLL_OK && check(rank, size, k, rbuf, n, dt, op)) break;
-    if (st != ZCOLL_OK && strcmp(fault, "invalid-arg") != 0) break;
+    if (st != ZCOLL_OK && recv) expect_quiet(rank, k, recv, n * 4);
+    if (st != ZCOLL_OK && !is(fault, "invalid-arg")) break;
   }
   if (!joined) pthread_join(th, NULL);
+  if (me && is(fault, "exit-destroy")) _exit(3);
+  double t = now();
   zcoll_status_t st = zcoll_comm_destroy(g_comm);
-  printf("rank %d destroy: %s\n", rank, name(st));
+  printf("rank %d destroy: %s after %.3f s\n", rank, name(st), now() - t);
   free(sbuf);
   free(rbuf);
+  if (is(fault, "cycles")) print_resources(rank, cycle);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return 2;
+  const char *fault = argv[1];
+  int victim = atoi(argv[2]);
+  size_t count = argc > 3 ? strtoul(argv[3], NULL, 10) : 4096;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int cycles = is(fault, "cycles") ? 5 : 1;
+  for (int c = 1; c <= cycles; c++)
+    if (run(fault, victim, count, c)) break;
   return 0;
 }

@@ -5,9 +5,10 @@
 # Usage: ci/fuzz.sh [seconds per target, default 60] [build dir, default build/fuzz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ci/deps.sh clang-14 libclang-rt-14-dev # libFuzzer's runtime is in the -rt package
 secs=${1:-60}
 build=${2:-build/fuzz}
-cc=${CC:-$(command -v clang-14 || command -v clang)}
+cc=${FUZZ_CC:-$(command -v clang-14 || command -v clang)}
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DZCOLL_FUZZ=ON -DZCOLL_BUILD_TESTS=OFF >/dev/null
 targets=()

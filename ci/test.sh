@@ -17,8 +17,12 @@ ctest --test-dir build/ci --output-on-failure --timeout 1200
 echo "== verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # Inside the harness a missing device is a failure, not a skip.
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
-ci/rxe.sh --rw build/ci --timeout 1500 -- env ZCOLL_TEST_REQUIRE_RDMA=1 \
-  build/ci/tests/test_verbs --jobs=1 -S --verbose=1
+# Then the fault matrix over verbs (each fault once; tests/test_faults.c), in the same guest.
+ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
+  build/ci/tests/test_verbs --jobs=1 -S --verbose=1 &&
+  rm -f build/ci/fault_matrix_verbs.md &&
+  env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \
+  build/ci/tests/test_faults --jobs=1 -S'
 
 echo "== zcoll_perf -c 1 on 4 ranks"
 build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
@@ -37,5 +41,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ci/rxe.sh --rw build/asan --timeout 900 --env ASAN_OPTIONS --env UBSAN_OPTIONS -- \
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/asan/tests/test_verbs --jobs=1 -S --verbose=1 \
   --filter 'verbs/[rbap]*'
+
+echo "== libFuzzer: rendezvous frames and wire placement, 60 s each (ci/fuzz.sh)"
+ci/fuzz.sh 60 build/fuzz
 
 echo "== all passed in $((SECONDS - t0)) s"

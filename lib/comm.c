@@ -267,6 +267,11 @@ out:
  * (its queue pairs, its UCX worker, its peers' mappings): free our memory, close our
  * descriptors, and touch nothing the parent still uses. */
 static void release(zcoll_comm_t *comm, int local) {
+  /* Closing a transport may still progress it (UCX flushes), and peers' messages then
+   * still arrive: they must not ask the placement hook, which reads the channels we are
+   * about to free. Without the hook a transport places by region, into memory it owns. */
+  if (!local && comm->tl && comm->tl_ops->set_placement)
+    comm->tl_ops->set_placement(comm->tl, NULL, NULL);
   zcoll__mr_release_all(comm, local); /* registrations the application left behind */
   for (int i = 0; comm->chans && i < comm->nchans; i++) {
     if (comm->chans[i].rkey && !local) comm->tl_ops->rkey_release(comm->chans[i].rkey);

@@ -124,7 +124,7 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
     zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
                    comm->size, zcoll__algos[algo]->name, why);
   struct zcoll__coll_desc desc = {ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op,
-                                  (uint8_t)algo, (uint32_t)comm->algo_params.tree_arity, -1,
+                                  (uint8_t)algo, (uint32_t)comm->algo_params.tree_arity, -1, 0,
                                   count};
   return zcoll__execute(comm, s, &desc, in_place ? recvbuf : sendbuf, recvbuf);
 }

@@ -61,10 +61,12 @@ enum { ZCOLL_COLL_ALLREDUCE = 1 };
 /* What a collective is: ranks must agree on all of it. */
 struct zcoll__coll_desc {
   uint8_t kind, dtype, op, algo;
-  uint32_t arity; /* parameters of the algorithm that shape the schedule */
-  int32_t root;   /* -1 where the kind has no root */
+  uint32_t arity;    /* parameters of the algorithm that shape the schedule */
+  int32_t root;      /* -1 where the kind has no root */
+  uint32_t reserved; /* 0: no padding, so that descriptions compare with memcmp */
   uint64_t count;
 };
+_Static_assert(sizeof(struct zcoll__coll_desc) == 24, "a description must have no padding");
 
 struct zcoll__chan_hdr {
   uint32_t magic; /* ZCOLL_CHAN_MAGIC: what follows is a header of this version */
@@ -127,12 +129,14 @@ static inline int zcoll__chan_hdr_merges(size_t len, size_t slot_bytes) {
 }
 
 uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d);
-/* Writes the header of collective `ordinal` described by d into buf (HDR_BYTES). */
-void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d);
-/* Checks a header that `peer` sent against this rank's collective: ZCOLL_OK, or
- * ZCOLL_ERR_MISMATCH with a message that says what differs. */
+/* Writes the header of collective `ordinal` described by d (fingerprint fp, computed once
+ * per collective) into buf (HDR_BYTES). */
+void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d,
+                           uint64_t fp);
+/* Checks a header that `peer` sent against this rank's collective (fp: its fingerprint):
+ * ZCOLL_OK, or ZCOLL_ERR_MISMATCH with a message that says what differs. */
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,
-                                     const struct zcoll__coll_desc *mine);
+                                     const struct zcoll__coll_desc *mine, uint64_t fp);
 
 /* The slot an arriving piece (not a credit) takes, or NULL if it breaks the protocol
  * (not within the window of free slots, too long). */

@@ -32,6 +32,7 @@ struct run {
   zcoll_op_t op;
   uint64_t ordinal;              /* this collective's number on the communicator */
   struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
+  uint64_t fp;                   /* desc's fingerprint */
   int staged; /* the transport reads only registered memory: stage sends */
   int remaining;
   int local_cur;

@@ -120,7 +120,7 @@ static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, ui
   zcoll_comm_t *comm = r->comm;
   struct zcoll_tl_mr *lmr;
   char *buf = stage_buf(r, c, slot, &lmr);
-  zcoll__chan_hdr_write(buf, r->ordinal, &r->desc);
+  zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
   uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
   zcoll_status_t st = comm->tl_ops->put(c->ep, buf, lmr, c->rkey,
                                         c->roff + (uint64_t)slot * comm->slot_bytes,
@@ -166,7 +166,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (stage) {
       char *staging = stage_buf(r, c, slot, &lmr);
-      if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc);
+      if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
       if (len) memcpy(staging + off, src, len);
       src = staging;
       if (t0) {
@@ -252,7 +252,7 @@ static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
                        "should start (a rank skipped a call, or made one more)",
                        c->peer, zcoll__imm_ord(sl->imm), (unsigned long long)r->ordinal);
   zcoll_status_t st = zcoll__chan_hdr_check(c->recv + (size_t)slot * comm->slot_bytes, sl->len,
-                                            c->peer, r->ordinal, &r->desc);
+                                            c->peer, r->ordinal, &r->desc, r->fp);
   if (st != ZCOLL_OK) return st;
   r->e->hdr_seen[j] = 1;
   sl->data_off = ZCOLL_CHAN_HDR_BYTES;
@@ -429,7 +429,8 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
   size_t count = (size_t)desc->count;
   struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype,
-                  .op = (zcoll_op_t)desc->op, .ordinal = ordinal, .desc = *desc};
+                  .op = (zcoll_op_t)desc->op, .ordinal = ordinal, .desc = *desc,
+                  .fp = zcoll__coll_fingerprint(desc)};
   r.buf[ZCOLL_BUF_SRC] = (char *)src;
   r.buf[ZCOLL_BUF_DST] = dst;
   r.dsize = zcoll_dtype_size(dtype);

@@ -12,13 +12,14 @@
 #include "rank_threads.h"
 
 static const struct zcoll__coll_desc base = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, 1,
-                                             4, -1, 208};
+                                             4, -1, 0, 208};
+#define FP(d) zcoll__coll_fingerprint(d)
 
 Test(channel, header_round_trip) {
   char buf[ZCOLL_CHAN_HDR_BYTES];
   memset(buf, 0xa5, sizeof(buf));
-  zcoll__chan_hdr_write(buf, 12345, &base);
-  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 1, 12345, &base), ZCOLL_OK, "%s",
+  zcoll__chan_hdr_write(buf, 12345, &base, FP(&base));
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 1, 12345, &base, FP(&base)), ZCOLL_OK, "%s",
                zcoll__last_error());
   for (size_t i = sizeof(struct zcoll__chan_hdr); i < sizeof(buf); i++)
     cr_assert_eq(buf[i], 0, "padding byte %zu not cleared", i);
@@ -41,9 +42,9 @@ Test(channel, every_field_counts) {
       case 5: theirs.root = 0; break;
       case 6: theirs.kind = 2; break;
       }
-      zcoll__chan_hdr_write(buf, 7, &theirs);
+      zcoll__chan_hdr_write(buf, 7, &theirs, FP(&theirs));
       zcoll__log_mute(1);
-      zcoll_status_t st = zcoll__chan_hdr_check(buf, sizeof(buf), 1, 7, &mine);
+      zcoll_status_t st = zcoll__chan_hdr_check(buf, sizeof(buf), 1, 7, &mine, FP(&mine));
       zcoll__log_mute(0);
       cr_assert_eq(st, ZCOLL_ERR_MISMATCH, "count %llu field %d passed",
                    (unsigned long long)count, f);
@@ -57,18 +58,29 @@ Test(channel, messages_say_what_differs) {
   struct zcoll__coll_desc theirs = base;
   theirs.op = ZCOLL_MAX;
   zcoll__log_mute(1);
-  zcoll__chan_hdr_write(buf, 3, &theirs);
-  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  zcoll__chan_hdr_write(buf, 3, &theirs, FP(&theirs));
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
   cr_assert(strstr(zcoll__last_error(), "rank 5 called allreduce(count 208, float32, max"),
             "%s", zcoll__last_error());
-  zcoll__chan_hdr_write(buf, 4, &base);
-  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  zcoll__chan_hdr_write(buf, 4, &base, FP(&base));
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
   cr_assert(strstr(zcoll__last_error(), "out of step: rank 5 is at its collective #4"), "%s",
             zcoll__last_error());
   memset(buf, 0, sizeof(buf));
-  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
   cr_assert(strstr(zcoll__last_error(), "another protocol"), "%s", zcoll__last_error());
-  cr_assert_eq(zcoll__chan_hdr_check(buf, 10, 5, 3, &base), ZCOLL_ERR_MISMATCH);
+  cr_assert_eq(zcoll__chan_hdr_check(buf, 10, 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
+  zcoll__log_mute(0);
+}
+
+Test(channel, fingerprint_alone_does_not_pass) {
+  /* A header whose fields differ from ours but which carries our fingerprint. */
+  char buf[ZCOLL_CHAN_HDR_BYTES];
+  struct zcoll__coll_desc theirs = base;
+  theirs.count = 209;
+  zcoll__chan_hdr_write(buf, 3, &theirs, FP(&base));
+  zcoll__log_mute(1);
+  cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
   zcoll__log_mute(0);
 }
 

@@ -135,9 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       struct zcoll__slot *sl = &c->slots[c->recv_seq % (uint64_t)depth];
       if (sl->arrived && (sl->imm & ZCOLL_IMM_HDR)) {
         struct zcoll__coll_desc mine = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM,
-                                        (uint8_t)algo, 2, -1, count};
+                                        (uint8_t)algo, 2, -1, 0, count};
         zcoll__chan_hdr_check(c->recv + (c->recv_seq % (uint64_t)depth) * slot_bytes, sl->len,
-                              peer, r.ordinal, &mine);
+                              peer, r.ordinal, &mine, zcoll__coll_fingerprint(&mine));
       }
       if (sl->arrived && (fill & 1)) { /* consume it, as the executor would */
         sl->arrived = 0;

@@ -34,10 +34,19 @@ uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d) {
 
 void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d,
                            uint64_t fp) {
-  /* Every byte of the header's room is written: none of our memory goes out by chance. */
+  /* The header fills its room (static-asserted): none of our memory goes out by chance. */
   struct zcoll__chan_hdr h = {ZCOLL_CHAN_MAGIC, ZCOLL_CHAN_VERSION, ordinal, fp, *d};
   memcpy(buf, &h, sizeof(h));
-  memset((char *)buf + sizeof(h), 0, ZCOLL_CHAN_HDR_BYTES - sizeof(h));
+}
+
+uint64_t zcoll__coll_fingerprint_cached(struct zcoll__fp_cache *c,
+                                        const struct zcoll__coll_desc *d) {
+  if (!c->valid || memcmp(&c->desc, d, sizeof(*d)) != 0) {
+    c->desc = *d;
+    c->fp = zcoll__coll_fingerprint(d);
+    c->valid = 1;
+  }
+  return c->fp;
 }
 
 static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {

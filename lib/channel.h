@@ -49,10 +49,10 @@
 #define ZCOLL_IMM_ORD_SHIFT 16
 #define ZCOLL_IMM_ORD_MASK 0x3fffu
 
-/* Room the header takes at the start of a slot: a cache line, so that the payload after
- * it stays aligned for the reduction kernels. The smallest slot (ZCOLL_CHUNK_BYTES=64)
- * still holds a header alone. */
-#define ZCOLL_CHAN_HDR_BYTES 64u
+/* Room the header takes at the start of a slot: exactly the header, so that a small
+ * payload shares its cache line (one line to move between cores, not two; the reduction
+ * kernels take any alignment). The smallest slot (ZCOLL_CHUNK_BYTES=64) holds it. */
+#define ZCOLL_CHAN_HDR_BYTES 48u
 /* A first piece up to this many payload bytes travels with its header. */
 #define ZCOLL_CHAN_MERGE_MAX (1024u - ZCOLL_CHAN_HDR_BYTES)
 
@@ -75,7 +75,7 @@ struct zcoll__chan_hdr {
   uint64_t fingerprint;
   struct zcoll__coll_desc desc;
 };
-_Static_assert(sizeof(struct zcoll__chan_hdr) <= ZCOLL_CHAN_HDR_BYTES, "header outgrew its room");
+_Static_assert(sizeof(struct zcoll__chan_hdr) == ZCOLL_CHAN_HDR_BYTES, "header and its room differ");
 
 struct zcoll__slot {
   uint8_t arrived;
@@ -129,6 +129,14 @@ static inline int zcoll__chan_hdr_merges(size_t len, size_t slot_bytes) {
 }
 
 uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d);
+/* The same, remembered for the last description: a loop of like collectives hashes once. */
+struct zcoll__fp_cache {
+  int valid;
+  struct zcoll__coll_desc desc;
+  uint64_t fp;
+};
+uint64_t zcoll__coll_fingerprint_cached(struct zcoll__fp_cache *c,
+                                        const struct zcoll__coll_desc *d);
 /* Writes the header of collective `ordinal` described by d (fingerprint fp, computed once
  * per collective) into buf (HDR_BYTES). */
 void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d,

@@ -51,6 +51,7 @@ struct zcoll_comm {
   /* The next collective's number: every rank counts its collective calls alike (an
    * argument error counts too, see allreduce.c), and the wire header carries it. */
   uint64_t ordinal;
+  struct zcoll__fp_cache fp_cache;
   /* Entry guard (guard.c): one thread inside at a time; revoke and abort may come
    * from any thread, revoke from a signal handler too. */
   atomic_int inside;

@@ -430,7 +430,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   size_t count = (size_t)desc->count;
   struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype,
                   .op = (zcoll_op_t)desc->op, .ordinal = ordinal, .desc = *desc,
-                  .fp = zcoll__coll_fingerprint(desc)};
+                  .fp = zcoll__coll_fingerprint_cached(&comm->fp_cache, desc)};
   r.buf[ZCOLL_BUF_SRC] = (char *)src;
   r.buf[ZCOLL_BUF_DST] = dst;
   r.dsize = zcoll_dtype_size(dtype);

@@ -1,5 +1,6 @@
 /* allreduce.c -- the public allreduce: argument checks, algorithm choice, schedule
  * cache, execution. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +50,12 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
 }
 
 static zcoll_status_t check_usable(zcoll_comm_t *comm) {
+  /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
+   * are already here and it would never wait. */
+  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
+    return zcoll__exec_broken(comm, zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                                                "rank %d's communicator was revoked",
+                                                comm->rank));
   if (comm->broken) {
     /* Already reported when it happened: record it for this call, do not log again. */
     char why[sizeof(comm->last_error)];
@@ -117,15 +124,20 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
                        sizeof(why));
   const struct zcoll__sched *s;
   int built = 0;
-  if ((st = get_sched(comm, algo, count, in_place, &s, &built)) != ZCOLL_OK)
-    return report(comm, st);
+  if ((st = get_sched(comm, algo, count, in_place, &s, &built)) != ZCOLL_OK) {
+    comm->ordinal++; /* the others are in this collective: it counts, and breaks */
+    return zcoll__exec_broken(comm, st);
+  }
   /* Each decision once: a schedule is built the first time a size is seen. */
   if (built)
     zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
                    comm->size, zcoll__algos[algo]->name, why);
   struct zcoll__coll_desc desc = {ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op,
-                                  (uint8_t)algo, (uint32_t)comm->algo_params.tree_arity, -1, 0,
-                                  count};
+                                  (uint8_t)algo,
+                                  /* only where it shapes the schedule: a per-rank setting */
+                                  algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity
+                                                          : 0,
+                                  -1, 0, count};
   return zcoll__execute(comm, s, &desc, in_place ? recvbuf : sendbuf, recvbuf);
 }
 

@@ -351,6 +351,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__log_set_rank(comm->rank);
   comm->algo_params.tree_arity = comm->cfg->tree_arity;
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
+  comm->tree_algo = zcoll__algo_find("tree");
   if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
   if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD) {
     st = zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
@@ -447,13 +448,12 @@ zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_abort: comm is NULL");
   if (zcoll__guard_forked(comm)) return release_in_child(comm);
   zcoll_comm_revoke(comm);
-  if (!zcoll__guard_wait_out(comm, ABORT_WAIT_S))
+  if (!zcoll__guard_take_over(comm, ABORT_WAIT_S))
     /* Freeing under a call that is still running would crash it: leak instead. */
     return zcoll__fail(ZCOLL_ERR_TIMEOUT,
                        "zcoll_comm_abort: the call on another thread did not return within "
                        "%.0f s; the communicator is revoked but not freed",
                        ABORT_WAIT_S);
-  atomic_store(&comm->inside, 2); /* whoever comes now is refused, not let in */
   zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_PEER_FAILED, "zcoll_comm_abort was called");
   zcoll__bootstrap_destroy(comm->bs, 0);
   release(comm, 0);

@@ -44,6 +44,7 @@ struct zcoll_comm {
   struct zcoll_tl_mr *recv_mr, *send_mr;
   struct zcoll__algo_params algo_params;
   int forced_algo; /* -1: auto */
+  int tree_algo;   /* the tree's index: its arity is part of what ranks must agree on */
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];
@@ -80,6 +81,9 @@ struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t 
 /* local: in a forked child, leave the transport's registrations to the parent. */
 void zcoll__mr_release_all(zcoll_comm_t *comm, int local);
 
+/* Makes st the communicator's sticky failure: tells the peers, stops the transport
+ * touching user memory; returns the status to report (the cause if news brings it). */
+zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st);
 /* Waits for every put to complete (before tearing the transport down). */
 zcoll_status_t zcoll__drain(zcoll_comm_t *comm);
 

@@ -46,8 +46,5 @@ struct idle {
 
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);
-/* Makes st the communicator's sticky failure: tells the peers, stops the transport
- * touching user memory; returns the status to report (the cause if news brings it). */
-zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exec.h"
 #include "log.h"
@@ -119,6 +120,11 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
+  if (rc > 0 && fds[1].revents) { /* a wakeup without a revoke: drain it, or poll spins */
+    uint64_t n;
+    ssize_t got = read(comm->wake_fd, &n, sizeof(n));
+    (void)got;
+  }
   int bs_news = check;
   for (int k = 2; k < 2 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
   if (bs_news) return zcoll__bootstrap_check(comm->bs);

@@ -425,7 +425,8 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   /* The number is taken whatever happens next: ranks count calls, not successes. */
   uint64_t ordinal = comm->ordinal++;
   zcoll_status_t st = exec_reserve(comm, s->nops, s->npeers);
-  if (st != ZCOLL_OK) return st;
+  /* Whatever fails from here on, the peers are in this collective: break and tell them. */
+  if (st != ZCOLL_OK) return zcoll__exec_broken(comm, st);
   zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
   size_t count = (size_t)desc->count;
   struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype,
@@ -449,8 +450,9 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
     r.e->awaited_ns[j] = 0;
     int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
     if (ci < 0)
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
-                         s->peers[j]);
+      return zcoll__exec_broken(
+          comm, zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
+                            s->peers[j]));
     r.e->chan[j] = ci;
     r.e->peer_of_chan[ci] = j;
   }

@@ -45,19 +45,24 @@ zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
 
 void zcoll__leave(zcoll_comm_t *comm) { atomic_store(&comm->inside, 0); }
 
-int zcoll__guard_wait_out(zcoll_comm_t *comm, double seconds) {
+int zcoll__guard_take_over(zcoll_comm_t *comm, double seconds) {
   struct timespec nap = {0, 1000000};
-  for (double waited = 0; atomic_load(&comm->inside); waited += 1e-3) {
+  for (double waited = 0;; waited += 1e-3) {
+    int idle = 0;
+    /* One step from "nobody inside" to "refused for good": no call slips in between. */
+    if (atomic_compare_exchange_strong(&comm->inside, &idle, 2)) return 1;
     if (waited >= seconds) return 0;
     nanosleep(&nap, NULL);
   }
-  return 1;
 }
 
 /* Async-signal-safe: an atomic store and a write(2). The call inside (if any) sees the
  * flag at its next idle check or wakes on the eventfd, tells the peers and returns. */
 zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm) {
   if (!comm) return ZCOLL_ERR_INVALID_ARG;
+  /* In a forked child the eventfd is the parent's too: waking it would wake the parent
+   * for nothing, forever. */
+  if (zcoll__guard_forked(comm)) return ZCOLL_ERR_INVALID_ARG;
   atomic_store(&comm->revoked, 1);
   uint64_t one = 1;
   if (comm->wake_fd >= 0) {

@@ -25,7 +25,8 @@ int zcoll__guard_forked(const struct zcoll_comm *comm);
  * recorded in comm: the thread inside owns it). */
 zcoll_status_t zcoll__enter(struct zcoll_comm *comm, const char *fn);
 void zcoll__leave(struct zcoll_comm *comm);
-/* Waits up to `seconds` for the thread inside (if any) to leave; 0 if it did not. */
-int zcoll__guard_wait_out(struct zcoll_comm *comm, double seconds);
+/* Waits up to `seconds` for the thread inside (if any) to leave, and takes the
+ * communicator for good (every later call is refused); 0 if the thread did not leave. */
+int zcoll__guard_take_over(struct zcoll_comm *comm, double seconds);
 
 #endif

@@ -29,7 +29,10 @@
  *             thread calls while the victim's call 1 is blocked), sigstop (the victim
  *             stops itself before call 1), slow (the victim sleeps 2 s before call 1:
  *             not a failure)
- *   idle:     exit-idle (victim _exits between calls 0 and 1), abort-main (victim calls
+ *   idle:     exit-idle (victim _exits between calls 0 and 1), exit-root-away (the same
+ *             while rank 0 sleeps 3 s outside zcoll before call 1, so it relays nothing),
+ *             revoke-idle (victim calls zcoll_comm_revoke between them: its next call
+ *             must fail even if it would never wait), abort-main (victim calls
  *             zcoll_comm_abort between them), fork (the victim forks after call 0; the
  *             child tries a call and destroys)
  *   destroy:  exit-destroy (victim _exits instead of destroying)
@@ -193,9 +196,12 @@ static int run(const char *fault, int victim, size_t count, int cycle) {
         ((float *)sbuf)[i] = (float)value(rank, k, i);
     }
     if (k == 1) {
-      if (next && !is(fault, "fork") && !is(fault, "slow") && !is(fault, "sigstop")) nap(1.5);
+      if (next && !is(fault, "fork") && !is(fault, "slow") && !is(fault, "sigstop") &&
+          !is(fault, "exit-root-away"))
+        nap(1.5);
+      if (rank == 0 && is(fault, "exit-root-away")) nap(3.0);
       if (me) {
-        if (is(fault, "exit-idle")) _exit(3);
+        if (is(fault, "exit-idle") || is(fault, "exit-root-away")) _exit(3);
         if (is(fault, "abort-main")) {
           printf("rank %d abort: %s\n", rank, name(zcoll_comm_abort(g_comm)));
           free(sbuf);
@@ -203,6 +209,7 @@ static int run(const char *fault, int victim, size_t count, int cycle) {
           return 1;
         }
         if (is(fault, "kill-mid")) after_ms(5);
+        if (is(fault, "revoke-idle")) zcoll_comm_revoke(g_comm);
         if (is(fault, "slow")) nap(2.0);
         if (is(fault, "sigstop")) raise(SIGSTOP);
         if (is(fault, "abort-thread")) {

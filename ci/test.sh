@@ -17,11 +17,13 @@ ctest --test-dir build/ci --output-on-failure --timeout 1200
 echo "== verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # Inside the harness a missing device is a failure, not a skip.
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
-# Then the fault matrix over verbs (each fault once; tests/test_faults.c), in the same guest.
+# Then the fault matrix over verbs, in the same guest: under TCG a job takes 10-20 s, so
+# CI samples 10 of the 20 faults, one per phase and kind (all 20: drop ZCOLL_FAULTS_ONLY).
 ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
   build/ci/tests/test_verbs --jobs=1 -S --verbose=1 &&
   rm -f build/ci/fault_matrix_verbs.md &&
   env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \
+  ZCOLL_FAULTS_ONLY=kill-init,kill-mid,mismatch-op,invalid-arg,abort-thread,revoke-signal,sigstop,exit-idle,fork,cycles \
   build/ci/tests/test_faults --jobs=1 -S'
 
 echo "== zcoll_perf -c 1 on 4 ranks"
@@ -42,7 +44,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/asan/tests/test_verbs --jobs=1 -S --verbose=1 \
   --filter 'verbs/[rbap]*'
 
-echo "== libFuzzer: rendezvous frames and wire placement, 60 s each (ci/fuzz.sh)"
-ci/fuzz.sh 60 build/fuzz
+echo "== libFuzzer: rendezvous frames and wire placement, 45 s each (ci/fuzz.sh)"
+ci/fuzz.sh 45 build/fuzz
 
 echo "== all passed in $((SECONDS - t0)) s"

@@ -100,6 +100,23 @@ zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint
                      (unsigned long long)h.fingerprint, (unsigned long long)fp);
 }
 
+zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordinal,
+                                      const struct zcoll__coll_desc *mine) {
+  if (zcoll__chan_seen_same(c, mine)) return ZCOLL_OK;
+  char ours[128];
+  describe(ours, sizeof(ours), mine);
+  if (!c->seen_valid)
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "rank %d started collective #%llu as a repeat of a header this rank never "
+                       "got (protocol mismatch)",
+                       c->peer, (unsigned long long)ordinal);
+  char theirs[128];
+  describe(theirs, sizeof(theirs), &c->seen_desc);
+  return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                     "collective #%llu differs between ranks: rank %d called %s, this rank %s",
+                     (unsigned long long)ordinal, c->peer, theirs, ours);
+}
+
 struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
                                          size_t slot_bytes, uint32_t imm, size_t len,
                                          uint32_t *ahead) {
@@ -120,7 +137,8 @@ zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot
     return ZCOLL_OK;
   }
   struct zcoll__slot *sl = zcoll__chan_slot_for(c, depth, slot_bytes, ev->imm, ev->len, NULL);
-  if (!sl || ((ev->imm & ZCOLL_IMM_HDR) && (ev->len < ZCOLL_CHAN_HDR_BYTES || ev->placed)))
+  if (!sl || ((ev->imm & ZCOLL_IMM_HDR) &&
+              (ev->len < ZCOLL_CHAN_HDR_BYTES || ev->placed || (ev->imm & ZCOLL_IMM_SAME))))
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                        "protocol violation by rank %d: piece %u of %u bytes while expecting "
                        "piece %u",

@@ -17,7 +17,9 @@
  *
  *   bit  31      0 (1 is a credit return, above)
  *   bit  30      HDR: the piece starts with a collective header (below)
- *   bits 16..29  the low 14 bits of the collective's ordinal
+ *   bit  29      SAME: the first piece of a collective described exactly as the last one
+ *                whose header went this way on this channel (below)
+ *   bits 16..28  the low 13 bits of the collective's ordinal
  *   bits  0..15  the piece's number on this channel, mod 2^16
  *
  * Collective header. The first piece of every collective on every channel and direction
@@ -33,21 +35,33 @@
  * A first piece whose payload is small goes with the header in one put (header, then
  * payload, in one slot); otherwise the header goes alone, in a slot of its own, and the
  * payload pieces follow. Both ends decide it the same way (zcoll__chan_hdr_merges).
+ *
+ * Same as last. A loop of like collectives would send the same header over and over: on
+ * the 8-byte hot path, writing, moving and reading it costs more than the payload. So the
+ * sender remembers the description in the last header it put on the channel, and when
+ * the next collective is described alike, its first piece carries SAME instead of a
+ * header. The receiver remembers the description in the last header it checked from that
+ * peer, and accepts SAME only if its own collective is described alike too. Pieces arrive
+ * in order, so both remember the same header, and SAME proves what the header would have:
+ * the peer's collective is this one (the ordinal's low bits, checked on every piece, say
+ * it is at the same point in the sequence).
  */
 #ifndef ZCOLL_CHANNEL_H
 #define ZCOLL_CHANNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "transport.h"
 #include "zcoll.h"
 
 #define ZCOLL_IMM_CREDIT 0x80000000u
 #define ZCOLL_IMM_HDR 0x40000000u
+#define ZCOLL_IMM_SAME 0x20000000u
 #define ZCOLL_IMM_SEQ_MASK 0xffffu
 #define ZCOLL_IMM_ORD_SHIFT 16
-#define ZCOLL_IMM_ORD_MASK 0x3fffu
+#define ZCOLL_IMM_ORD_MASK 0x1fffu
 
 /* Room the header takes at the start of a slot: exactly the header, so that a small
  * payload shares its cache line (one line to move between cores, not two; the reduction
@@ -102,6 +116,8 @@ struct zcoll__chan {
   /* Piece numbers are 64-bit so that seq % depth never jumps at a wrap (a 32-bit
    * counter would after 4 billion pieces: an hour of 1 us allreduces). */
   uint64_t send_seq;   /* next piece number */
+  struct zcoll__coll_desc sent_desc; /* in the last header put on this channel */
+  uint8_t sent_valid;
   uint32_t credits;    /* free slots at the peer */
   uint64_t tail_seq;   /* oldest piece whose PUT_DONE we await */
   struct zcoll__inflight *inflight; /* depth entries, by seq % depth */
@@ -109,15 +125,17 @@ struct zcoll__chan {
   char *small;         /* headers and the small pieces they carry, by slot (PUT_ANY) */
   /* receiving */
   uint64_t recv_seq;   /* next piece number to consume */
+  struct zcoll__coll_desc seen_desc; /* in the last header checked from this peer */
+  uint8_t seen_valid;
   uint32_t unreturned; /* consumed pieces whose credit the peer has not got back */
   struct zcoll__slot *slots;
   char *recv;          /* our receive ring for this peer's pieces */
 };
 
-static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, int hdr) {
+/* flags: 0, ZCOLL_IMM_HDR or ZCOLL_IMM_SAME */
+static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, uint32_t flags) {
   return ((uint32_t)seq & ZCOLL_IMM_SEQ_MASK) |
-         (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) |
-         (hdr ? ZCOLL_IMM_HDR : 0);
+         (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) | flags;
 }
 static inline uint32_t zcoll__imm_ord(uint32_t imm) {
   return (imm >> ZCOLL_IMM_ORD_SHIFT) & ZCOLL_IMM_ORD_MASK;
@@ -145,6 +163,18 @@ void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll
  * ZCOLL_OK, or ZCOLL_ERR_MISMATCH with a message that says what differs. */
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,
                                      const struct zcoll__coll_desc *mine, uint64_t fp);
+
+/* Is this collective described as the last header checked from the channel's peer (so
+ * that a first piece marked SAME is this collective's)? */
+static inline int zcoll__chan_seen_same(const struct zcoll__chan *c,
+                                        const struct zcoll__coll_desc *d) {
+  return c->seen_valid && !memcmp(&c->seen_desc, d, sizeof(*d));
+}
+
+/* A first piece marked SAME from c's peer, for this rank's collective `ordinal` described
+ * by mine: ZCOLL_OK, or ZCOLL_ERR_MISMATCH saying what the peer called instead. */
+zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordinal,
+                                      const struct zcoll__coll_desc *mine);
 
 /* The slot an arriving piece (not a credit) takes, or NULL if it breaks the protocol
  * (not within the window of free slots, too long). */

@@ -125,8 +125,11 @@ static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, ui
   zcoll_status_t st = comm->tl_ops->put(c->ep, buf, lmr, c->rkey,
                                         c->roff + (uint64_t)slot * comm->slot_bytes,
                                         ZCOLL_CHAN_HDR_BYTES,
-                                        zcoll__imm_piece(c->send_seq, r->ordinal, 1), cookie);
+                                        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR),
+                                        cookie);
   if (st != ZCOLL_OK) return st;
+  c->sent_desc = r->desc;
+  c->sent_valid = 1;
   c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, 0, 0, ZCOLL_CHAN_HDR_BYTES};
   c->credits--;
   c->send_seq++;
@@ -146,7 +149,10 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     uint32_t slot = (uint32_t)(c->send_seq % (uint64_t)comm->depth);
     if (!c->credits || c->inflight[slot].busy) break;
     size_t len = (b - a) * r->dsize;
-    int hdr = !r->e->hdr_sent[j];
+    int first = !r->e->hdr_sent[j];
+    /* A collective described as the last header put here needs no header of its own. */
+    int same = first && c->sent_valid && !memcmp(&c->sent_desc, &r->desc, sizeof(r->desc));
+    int hdr = first && !same;
     if (hdr && !zcoll__chan_hdr_merges(len, comm->slot_bytes)) {
       zcoll_status_t st = put_header(r, j, c, slot);
       if (st != ZCOLL_OK) return st;
@@ -175,12 +181,17 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
         t0 = t1;
       }
     }
-    uint32_t imm = zcoll__imm_piece(c->send_seq, r->ordinal, hdr);
+    uint32_t imm = zcoll__imm_piece(c->send_seq, r->ordinal,
+                                    hdr ? ZCOLL_IMM_HDR : same ? ZCOLL_IMM_SAME : 0);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
     zcoll_status_t st = comm->tl_ops->put(c->ep, src, lmr, c->rkey,
                                           c->roff + (uint64_t)slot * comm->slot_bytes, len + off,
                                           imm, cookie);
     if (st != ZCOLL_OK) return st;
+    if (hdr) {
+      c->sent_desc = r->desc;
+      c->sent_valid = 1;
+    }
     r->e->hdr_sent[j] = 1;
     int last = b == op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
@@ -245,6 +256,16 @@ static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
   zcoll_comm_t *comm = r->comm;
   uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
   *consumed = 0;
+  if (sl->imm & ZCOLL_IMM_SAME) {
+    zcoll_status_t st = zcoll__chan_same_check(c, r->ordinal, &r->desc);
+    if (st != ZCOLL_OK) return st;
+    /* Checked: from here on it is a piece like the others (its payload may wait for
+     * dependencies, and a SAME still on it would then be one too many). The ordinal's low
+     * bits are checked with the payload, as on every piece. */
+    sl->imm &= ~ZCOLL_IMM_SAME;
+    r->e->hdr_seen[j] = 1;
+    return ZCOLL_OK;
+  }
   if (!(sl->imm & ZCOLL_IMM_HDR))
     return zcoll__fail(ZCOLL_ERR_MISMATCH,
                        "collectives out of step: rank %d sent a piece of a collective already "
@@ -255,6 +276,8 @@ static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
                                             c->peer, r->ordinal, &r->desc, r->fp);
   if (st != ZCOLL_OK) return st;
   r->e->hdr_seen[j] = 1;
+  c->seen_desc = r->desc;
+  c->seen_valid = 1;
   sl->data_off = ZCOLL_CHAN_HDR_BYTES;
   if (zcoll__chan_hdr_merges(first_len, comm->slot_bytes)) return ZCOLL_OK;
   if (sl->len != ZCOLL_CHAN_HDR_BYTES)
@@ -291,8 +314,15 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
       }
     }
     if (!deps_ready(r, o, a, b)) break;
-    if (zcoll__imm_ord(sl->imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK) ||
-        !(sl->imm & ZCOLL_IMM_HDR) != !sl->data_off || sl->len != len + sl->data_off)
+    if (zcoll__imm_ord(sl->imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK))
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "collectives out of step: rank %d sent a piece of its collective whose "
+                         "number ends in %u (mod %u) where this rank's collective #%llu was due "
+                         "(a rank skipped a call, or made one more)",
+                         c->peer, zcoll__imm_ord(sl->imm), ZCOLL_IMM_ORD_MASK + 1,
+                         (unsigned long long)r->ordinal);
+    if (!(sl->imm & ZCOLL_IMM_HDR) != !sl->data_off || (sl->imm & ZCOLL_IMM_SAME) ||
+        sl->len != len + sl->data_off)
       return zcoll__fail(ZCOLL_ERR_MISMATCH,
                          "rank %d's collective #%llu does not match this rank's: a piece of %u "
                          "bytes (collective number ending in %u) where %zu bytes were due",
@@ -351,10 +381,14 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   char *slot = c->recv + (size_t)(sl - c->slots) * comm->slot_bytes;
   struct run *r = comm->running;
   int j = r ? r->e->peer_of_chan[ci] : -1;
-  /* Only data of a collective whose header from this peer has been checked goes to the
+  /* Only data of a collective whose header from this peer has been checked (or that is
+   * this collective's first piece, marked SAME, and would pass that check) goes to the
    * user's buffer; headers, and anything else, to the slot. */
-  if (j < 0 || (imm & ZCOLL_IMM_HDR) || !r->e->hdr_seen[j] ||
+  if (j < 0 || (imm & ZCOLL_IMM_HDR) ||
       zcoll__imm_ord(imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK))
+    return slot;
+  if (r->e->hdr_seen[j] ? (imm & ZCOLL_IMM_SAME) != 0
+                        : !(imm & ZCOLL_IMM_SAME) || ahead || !zcoll__chan_seen_same(c, &r->desc))
     return slot;
   const struct zcoll__sched *s = r->s;
   /* Walk this channel's receives from the one in progress to the piece that arrived. */

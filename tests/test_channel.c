@@ -85,13 +85,37 @@ Test(channel, fingerprint_alone_does_not_pass) {
 }
 
 Test(channel, immediate_layout) {
-  uint32_t imm = zcoll__imm_piece(0x12345678ull, 0xabcdefull, 1);
+  uint32_t imm = zcoll__imm_piece(0x12345678ull, 0xabcdefull, ZCOLL_IMM_HDR);
   cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, 0x5678u);
   cr_assert_eq(zcoll__imm_ord(imm), 0xabcdefu & ZCOLL_IMM_ORD_MASK);
   cr_assert(imm & ZCOLL_IMM_HDR);
   cr_assert_eq(imm & ZCOLL_IMM_CREDIT, 0u, "a piece must never look like a credit");
   cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_CREDIT, 0u);
   cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_HDR, 0u);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_SAME, 0u);
+  imm = zcoll__imm_piece(~0ull, ~0ull, ZCOLL_IMM_SAME);
+  cr_assert_eq(imm & (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR), 0u);
+  cr_assert_eq(zcoll__imm_ord(imm), ZCOLL_IMM_ORD_MASK);
+  /* The fields do not overlap. */
+  cr_assert_eq(ZCOLL_IMM_SEQ_MASK & (ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT), 0u);
+  cr_assert_eq((ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT) &
+                   (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR | ZCOLL_IMM_SAME), 0u);
+}
+
+Test(channel, same_as_last_needs_the_same_header) {
+  struct zcoll__chan c = {.peer = 3};
+  struct zcoll__coll_desc other = base;
+  other.op = ZCOLL_MIN;
+  zcoll__log_mute(1);
+  cr_assert_eq(zcoll__chan_same_check(&c, 9, &base), ZCOLL_ERR_MISMATCH, "no header seen yet");
+  c.seen_desc = other;
+  c.seen_valid = 1;
+  cr_assert_eq(zcoll__chan_same_check(&c, 9, &base), ZCOLL_ERR_MISMATCH);
+  cr_assert(strstr(zcoll__last_error(), "rank 3 called allreduce(count 208, float32, min"), "%s",
+            zcoll__last_error());
+  zcoll__log_mute(0);
+  c.seen_desc = base;
+  cr_assert_eq(zcoll__chan_same_check(&c, 9, &base), ZCOLL_OK);
 }
 
 /* Rank 1 believes it is one collective further on (as a rank would that made a call the

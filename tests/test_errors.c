@@ -151,13 +151,40 @@ struct disagree {
   zcoll_dtype_t dtype, odd_dtype;
   zcoll_op_t op, odd_op;
   int mismatches; /* ranks that saw ZCOLL_ERR_MISMATCH themselves */
+  /* First one call all ranks agree on, so that the disagreeing call's first pieces go as
+   * "same as last" (channel.h) from the ranks that repeat it and with a header from the
+   * others: 1, the majority's call; 2, the odd rank's. 0: no such call. */
+  int repeat;
 };
 
 static void disagree_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   struct disagree *d = job->arg;
   int odd = rank == d->rank;
   size_t count = odd ? d->odd_count : d->count;
-  double *s = calloc(count + 1, 8), *r = calloc(count + 1, 8);
+  size_t most = d->count > d->odd_count ? d->count : d->odd_count;
+  double *s = calloc(most + 1, 8), *r = calloc(most + 1, 8);
+  if (d->repeat) {
+    int as_odd = d->repeat == 2;
+    zcoll_status_t st = zcoll_allreduce(comm, s, r, as_odd ? d->odd_count : d->count,
+                                        as_odd ? d->odd_dtype : d->dtype,
+                                        as_odd ? d->odd_op : d->op);
+    /* A slow rank may still be in it when a fast one, already in the next call, finds
+     * the mismatch and breaks the communicator: then this call fails with that news. */
+    if (st == ZCOLL_ERR_MISMATCH || st == ZCOLL_ERR_PEER_FAILED) {
+      if (st == ZCOLL_ERR_MISMATCH) __atomic_fetch_add(&d->mismatches, 1, __ATOMIC_RELAXED);
+      if (zcoll_allreduce(comm, s, r, 1, ZCOLL_FLOAT64, ZCOLL_SUM) == ZCOLL_OK)
+        rt_fail(job, rank, "the communicator went on after a mismatch");
+      free(s);
+      free(r);
+      return;
+    }
+    if (st != ZCOLL_OK) {
+      char msg[300];
+      snprintf(msg, sizeof(msg), "the call all ranks agree on failed: %s (%s)",
+               zcoll_strerror(st), zcoll_comm_last_error(comm));
+      rt_fail(job, rank, msg);
+    }
+  }
   zcoll_status_t st = zcoll_allreduce(comm, s, r, count, odd ? d->odd_dtype : d->dtype,
                                       odd ? d->odd_op : d->op);
   /* A rank whose own exchanges all agreed may finish this call before the news of the
@@ -168,6 +195,9 @@ static void disagree_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     rt_fail(job, rank, msg);
   }
   if (st == ZCOLL_ERR_MISMATCH) __atomic_fetch_add(&d->mismatches, 1, __ATOMIC_RELAXED);
+  /* ...except the odd rank: everything it receives disagrees with its call. */
+  if (odd && st == ZCOLL_OK && d->count && d->odd_count)
+    rt_fail(job, rank, "the odd rank got ZCOLL_OK for a call no peer made");
   /* ...and every one of them fails from the next call on: no silent wrong data. */
   if (zcoll_allreduce(comm, s, r, 1, ZCOLL_FLOAT64, ZCOLL_SUM) == ZCOLL_OK)
     rt_fail(job, rank, "the communicator went on after a mismatch");
@@ -203,6 +233,19 @@ Test(errors, different_counts, .timeout = 120) {
   run_disagree(2, (struct disagree){0, 100000, 10, ZCOLL_INT8, ZCOLL_INT8, ZCOLL_SUM, ZCOLL_SUM});
   run_disagree(5, (struct disagree){4, 3, 0, ZCOLL_FLOAT64, ZCOLL_FLOAT64, ZCOLL_AVG, ZCOLL_AVG});
   run_disagree(6, (struct disagree){0, 0, 2, ZCOLL_UINT8, ZCOLL_UINT8, ZCOLL_MIN, ZCOLL_MIN});
+}
+
+/* The call before was alike on every rank, so that some ranks state theirs only as "the
+ * same as last time": that must be caught as surely as a header. */
+Test(errors, differ_after_a_repeat, .timeout = 180) {
+  for (int repeat = 1; repeat <= 2; repeat++) {
+    run_disagree(3, (struct disagree){1, 64, 64, ZCOLL_FLOAT32, ZCOLL_INT32, ZCOLL_SUM, ZCOLL_SUM,
+                                      0, repeat});
+    run_disagree(2, (struct disagree){0, 1000, 1001, ZCOLL_FLOAT32, ZCOLL_FLOAT32, ZCOLL_SUM,
+                                      ZCOLL_SUM, 0, repeat});
+    run_disagree(4, (struct disagree){3, 8, 8, ZCOLL_FLOAT64, ZCOLL_FLOAT64, ZCOLL_SUM, ZCOLL_MAX,
+                                      0, repeat});
+  }
 }
 
 Test(errors, different_dtype_or_op, .timeout = 120) {

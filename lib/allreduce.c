@@ -119,7 +119,8 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
   if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK)
     return poison(comm, st);
   int in_place = sendbuf == ZCOLL_IN_PLACE;
-  char why[256] = "";
+  char why[256];
+  why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
   int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
                        sizeof(why));
   const struct zcoll__sched *s;

@@ -39,16 +39,6 @@ void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll
   memcpy(buf, &h, sizeof(h));
 }
 
-uint64_t zcoll__coll_fingerprint_cached(struct zcoll__fp_cache *c,
-                                        const struct zcoll__coll_desc *d) {
-  if (!c->valid || memcmp(&c->desc, d, sizeof(*d)) != 0) {
-    c->desc = *d;
-    c->fp = zcoll__coll_fingerprint(d);
-    c->valid = 1;
-  }
-  return c->fp;
-}
-
 static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
   const char *algo = d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?";
   if (d->kind != ZCOLL_COLL_ALLREDUCE) {

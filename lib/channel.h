@@ -153,8 +153,15 @@ struct zcoll__fp_cache {
   struct zcoll__coll_desc desc;
   uint64_t fp;
 };
-uint64_t zcoll__coll_fingerprint_cached(struct zcoll__fp_cache *c,
-                                        const struct zcoll__coll_desc *d);
+static inline uint64_t zcoll__coll_fingerprint_cached(struct zcoll__fp_cache *c,
+                                                      const struct zcoll__coll_desc *d) {
+  if (!c->valid || memcmp(&c->desc, d, sizeof(*d)) != 0) {
+    c->desc = *d;
+    c->fp = zcoll__coll_fingerprint(d);
+    c->valid = 1;
+  }
+  return c->fp;
+}
 /* Writes the header of collective `ordinal` described by d (fingerprint fp, computed once
  * per collective) into buf (HDR_BYTES). */
 void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d,

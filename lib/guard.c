@@ -35,7 +35,10 @@ zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
                        "in the child (zcoll_comm_destroy here only releases local memory)",
                        fn, (long)getpid());
   int idle = 0;
-  if (!atomic_compare_exchange_strong(&comm->inside, &idle, 1))
+  /* Acquire/release, not sequentially consistent: the entry is a lock, and on x86 a
+   * seq_cst store is an xchg, a full barrier on every call of the hot path. */
+  if (!atomic_compare_exchange_strong_explicit(&comm->inside, &idle, 1, memory_order_acquire,
+                                               memory_order_relaxed))
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "%s: the communicator is used concurrently by another thread (one call at "
                        "a time per communicator; use one communicator per thread)",
@@ -43,7 +46,9 @@ zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
   return ZCOLL_OK;
 }
 
-void zcoll__leave(zcoll_comm_t *comm) { atomic_store(&comm->inside, 0); }
+void zcoll__leave(zcoll_comm_t *comm) {
+  atomic_store_explicit(&comm->inside, 0, memory_order_release);
+}
 
 int zcoll__guard_take_over(zcoll_comm_t *comm, double seconds) {
   struct timespec nap = {0, 1000000};

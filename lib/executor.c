@@ -257,8 +257,8 @@ static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
   uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
   *consumed = 0;
   if (sl->imm & ZCOLL_IMM_SAME) {
-    zcoll_status_t st = zcoll__chan_same_check(c, r->ordinal, &r->desc);
-    if (st != ZCOLL_OK) return st;
+    if (!zcoll__chan_seen_same(c, &r->desc)) /* out of line: it only formats the news */
+      return zcoll__chan_same_check(c, r->ordinal, &r->desc);
     /* Checked: from here on it is a piece like the others (its payload may wait for
      * dependencies, and a SAME still on it would then be one too many). The ordinal's low
      * bits are checked with the payload, as on every piece. */

@@ -5,8 +5,8 @@
 #   perf/ab.sh -A old/build -B build -np 4 -s "8 1M" -r 15
 #
 # On a shared, noisy machine one run of each says little: a neighbour's burst shifts a
-# mean by 50%. So every round runs A, B and MPI's allreduce one after the other, at each
-# size, and the table gives per size the median over rounds of each (time of the slowest
+# mean by 50%. So every round runs A, B and MPI's allreduce one after the other (A first
+# in odd rounds, B first in even ones), at each size, and the table gives per size the median over rounds of each (time of the slowest
 # rank, us), the spread (min..max), and B/A and B/MPI, the medians' ratios. A build is a
 # directory holding zcoll_run and zcoll_perf (any build type; say which in the note); a
 # libzcoll.so.0 in it is the one they use (LD_LIBRARY_PATH), so that variants of the
@@ -108,7 +108,9 @@ for r in $(seq "$R"); do
   for s in $SIZES; do
     b=$(bytes "$s") n=$(iters "$b")
     ARGS=(-b "$b" -e "$b" -n "$n" -w 50 -c 0)
-    for l in A B; do
+    order="A B"
+    [ $((r % 2)) = 0 ] && order="B A" # ABBA: whatever favours the first or second run cancels
+    for l in $order; do
       d=$A; [ "$l" = B ] && d=$B
       one "$l" "$b" env LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$d/zcoll_run" -np "$NP" "${PINNED[@]}" "$d/zcoll_perf" "${ARGS[@]}"

@@ -191,9 +191,33 @@ ZCOLL_API zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t co
  * max names, returns how many there are. */
 ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
 
-/* Non-blocking and persistent allreduce. Not implemented in this release: these return
- * ZCOLL_ERR_UNSUPPORTED (and set *req to NULL); zcoll_start/test/wait/request_free on a
- * NULL request return ZCOLL_ERR_INVALID_ARG. */
+/* Non-blocking and persistent allreduce.
+ *
+ * zcoll_iallreduce issues the collective and returns at once with *req in flight;
+ * zcoll_allreduce_init checks the arguments and plans the collective (local: nothing is
+ * issued, and an argument error there breaks nothing) and returns an inactive request
+ * that each zcoll_start issues anew, with whatever the buffers hold then.
+ * - Order: collectives start in the order a rank issues them -- blocking, non-blocking
+ *   and persistent starts alike -- and every rank must issue them in the same order.
+ *   Requests may be completed in any order.
+ * - Progress: ZCOLL_PROGRESS=caller (the default): a request moves while this thread is
+ *   inside a call on the communicator (zcoll_test, zcoll_wait, any collective). Call
+ *   zcoll_test now and then during long computations.
+ * - zcoll_test returns ZCOLL_OK when the request has completed, ZCOLL_IN_PROGRESS, or its
+ *   error; zcoll_wait blocks until it ends and returns the same. Both may be called again
+ *   on an ended request (same answer) and on an inactive one (ZCOLL_OK).
+ * - Buffers belong to the request while it is in flight: do not read the result or write
+ *   the input until test or wait says it ended.
+ * - Freeing: zcoll_request_free frees an ended or inactive request (non-blocking ones
+ *   too: completion does not free them); on one in flight it returns
+ *   ZCOLL_ERR_INVALID_ARG and changes nothing. zcoll_comm_destroy refuses while requests
+ *   are in flight, and frees requests left behind (their handles are then invalid), as
+ *   does zcoll_comm_abort.
+ * - Errors: an argument error of zcoll_iallreduce breaks the communicator as in
+ *   zcoll_allreduce. When the communicator breaks (a peer fails, a mismatch, a revoke),
+ *   every request in flight ends with the error, and the transport has stopped touching
+ *   their buffers before test or wait reports it.
+ * - Threads: requests obey the communicator's one-thread-at-a-time rule. */
 ZCOLL_API zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                           size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                           zcoll_request_t **req);

@@ -3,18 +3,19 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
 #include "guard.h"
 #include "log.h"
 
-/* Records the failure for zcoll_comm_last_error and returns it. */
-static zcoll_status_t report(zcoll_comm_t *comm, zcoll_status_t st) {
-  if (st != ZCOLL_OK && comm)
+zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (st != ZCOLL_OK && st != ZCOLL_IN_PROGRESS && comm)
     snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
   return st;
 }
+#define report zcoll__report
 
 static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
                      size_t why_len) {
@@ -49,7 +50,7 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
   return ZCOLL_OK;
 }
 
-static zcoll_status_t check_usable(zcoll_comm_t *comm) {
+zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm) {
   /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
    * are already here and it would never wait. */
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
@@ -69,77 +70,129 @@ static zcoll_status_t check_usable(zcoll_comm_t *comm) {
 /* A collective this rank cannot make is one the others cannot finish: rather than let
  * them wait (or, worse, pair their call with this rank's next one), the argument error
  * revokes the communicator and tells them, naming this rank and the reason. */
-static zcoll_status_t poison(zcoll_comm_t *comm, zcoll_status_t st) {
+zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st) {
   char why[512];
   snprintf(why, sizeof(why), "rank %d's collective #%llu failed its argument checks: %s",
            comm->rank, (unsigned long long)comm->ordinal, zcoll__last_error());
   comm->ordinal++;
-  comm->broken = st;
-  zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_MISMATCH, why);
+  zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_MISMATCH, why); /* the first news is what peers see */
+  if (!comm->active) {
+    comm->broken = st;
+    return st;
+  }
+  /* Collectives in flight end too, with the transport stopped before they return. */
+  char mine[512];
+  snprintf(mine, sizeof(mine), "%s", zcoll__last_error());
+  zcoll__fail_runs(comm, st);
+  return zcoll__record_error(st, "%s", mine);
+}
+
+static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, int algo,
+                                  size_t count, int in_place) {
+  zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
+  zcoll__algos[algo]->build(s, &comm->algo_params);
+  zcoll_status_t st = zcoll__sched_finish(s);
+  if (st != ZCOLL_OK) zcoll__sched_free(s);
   return st;
 }
 
-/* Schedules depend on (algorithm, count, in place) only: cache the last few so that
- * a loop of same-sized allreduces plans once. */
+/* Schedules depend on (algorithm, count, in place) only: cache the last few so that a
+ * loop of same-sized allreduces plans once. An entry a collective in flight uses is
+ * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
 static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int in_place,
-                                const struct zcoll__sched **out, int *built) {
-  struct zcoll__sched_cache_entry *victim = &comm->cache[0];
+                                struct zcoll__plan *pl, int *built) {
+  struct zcoll__sched_cache_entry *victim = NULL;
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
     struct zcoll__sched_cache_entry *e = &comm->cache[i];
     if (e->used && e->algo == algo && e->count == count && e->in_place == in_place) {
       e->stamp = ++comm->ncolls;
-      *out = &e->sched;
+      e->pins++;
+      pl->entry = e;
+      pl->s = &e->sched;
       return ZCOLL_OK;
     }
-    if (!e->used || (victim->used && e->stamp < victim->stamp)) victim = e;
+    if (!e->pins && (!victim || !e->used || (victim->used && e->stamp < victim->stamp)))
+      victim = e;
+  }
+  *built = 1;
+  if (!victim) {
+    if (!(pl->owned = malloc(sizeof(*pl->owned))))
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a schedule");
+    zcoll_status_t st = build_sched(comm, pl->owned, algo, count, in_place);
+    if (st != ZCOLL_OK) {
+      free(pl->owned);
+      pl->owned = NULL;
+      return st;
+    }
+    pl->s = pl->owned;
+    return ZCOLL_OK;
   }
   if (victim->used) zcoll__sched_free(&victim->sched);
   victim->used = 0;
-  zcoll__sched_init(&victim->sched, comm->rank, comm->size, count, in_place);
-  zcoll__algos[algo]->build(&victim->sched, &comm->algo_params);
-  zcoll_status_t st = zcoll__sched_finish(&victim->sched);
-  if (st != ZCOLL_OK) {
-    zcoll__sched_free(&victim->sched);
-    return st;
-  }
+  zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place);
+  if (st != ZCOLL_OK) return st;
   victim->used = 1;
   victim->algo = algo;
   victim->count = count;
   victim->in_place = in_place;
   victim->stamp = ++comm->ncolls;
-  *out = &victim->sched;
-  *built = 1;
+  victim->pins = 1;
+  pl->entry = victim;
+  pl->s = &victim->sched;
   return ZCOLL_OK;
 }
 
-static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
-  zcoll_status_t st = check_usable(comm);
+void zcoll__plan_release(struct zcoll__plan *pl) {
+  if (pl->entry) pl->entry->pins--;
+  if (pl->owned) {
+    zcoll__sched_free(pl->owned);
+    free(pl->owned);
+  }
+  memset(pl, 0, sizeof(*pl));
+}
+
+zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                    struct zcoll__plan *pl) {
+  memset(pl, 0, sizeof(*pl));
+  zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
   if (st != ZCOLL_OK) return st;
-  if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK)
-    return poison(comm, st);
   int in_place = sendbuf == ZCOLL_IN_PLACE;
   char why[256];
   why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
   int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
                        sizeof(why));
-  const struct zcoll__sched *s;
   int built = 0;
-  if ((st = get_sched(comm, algo, count, in_place, &s, &built)) != ZCOLL_OK) {
-    comm->ordinal++; /* the others are in this collective: it counts, and breaks */
-    return zcoll__exec_broken(comm, st);
-  }
+  if ((st = get_sched(comm, algo, count, in_place, pl, &built)) != ZCOLL_OK) return st;
   /* Each decision once: a schedule is built the first time a size is seen. */
   if (built)
     zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
                    comm->size, zcoll__algos[algo]->name, why);
-  struct zcoll__coll_desc desc = {ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op,
-                                  (uint8_t)algo,
-                                  /* only where it shapes the schedule: a per-rank setting */
-                                  algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity
-                                                          : 0,
-                                  -1, 0, count};
-  return zcoll__execute(comm, s, &desc, in_place ? recvbuf : sendbuf, recvbuf);
+  pl->desc = (struct zcoll__coll_desc){
+      ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
+      /* only where it shapes the schedule: a per-rank setting */
+      algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1, 0, count};
+  pl->src = in_place ? recvbuf : sendbuf;
+  pl->dst = recvbuf;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (st == ZCOLL_ERR_INVALID_ARG) return zcoll__poison(comm, st);
+  comm->ordinal++; /* the others are in this collective: it counts, and breaks */
+  return zcoll__fail_runs(comm, st);
+}
+
+static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  zcoll_status_t st = zcoll__check_usable(comm);
+  if (st != ZCOLL_OK) return st;
+  struct zcoll__plan pl;
+  if ((st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &pl)) != ZCOLL_OK)
+    return zcoll__plan_failed(comm, st);
+  st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
+  zcoll__plan_release(&pl);
+  return st;
 }
 
 zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
@@ -166,39 +219,4 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
 int zcoll_algorithm_names(const char **names, int max) {
   for (int i = 0; i < zcoll__nalgos && i < max && names; i++) names[i] = zcoll__algos[i]->name;
   return zcoll__nalgos;
-}
-
-/* ---- not yet implemented: say so, never pretend ---------------------------------- */
-
-static zcoll_status_t unsupported(zcoll_comm_t *comm, zcoll_request_t **req, const char *what) {
-  if (req) *req = NULL;
-  return report(comm, zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "%s is not implemented in zcoll %s",
-                                  what, zcoll_version_string()));
-}
-
-zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                zcoll_request_t **req) {
-  (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op;
-  return unsupported(comm, req, "zcoll_iallreduce");
-}
-
-zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                    zcoll_request_t **req) {
-  (void)sendbuf, (void)recvbuf, (void)count, (void)dtype, (void)op;
-  return unsupported(comm, req, "zcoll_allreduce_init");
-}
-
-static zcoll_status_t no_request(zcoll_request_t *req, const char *fn) {
-  (void)req;
-  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: no such request (requests are not implemented)",
-                     fn);
-}
-
-zcoll_status_t zcoll_start(zcoll_request_t *req) { return no_request(req, "zcoll_start"); }
-zcoll_status_t zcoll_test(zcoll_request_t *req) { return no_request(req, "zcoll_test"); }
-zcoll_status_t zcoll_wait(zcoll_request_t *req) { return no_request(req, "zcoll_wait"); }
-zcoll_status_t zcoll_request_free(zcoll_request_t *req) {
-  return no_request(req, "zcoll_request_free");
 }

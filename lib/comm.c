@@ -289,9 +289,11 @@ static void release(zcoll_comm_t *comm, int local) {
   if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
   free(comm->chans);
   free(comm->chan_of);
+  zcoll__requests_release(comm); /* before the schedules they pin */
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
+  free(comm->chan_block);
   free(comm->pollfds);
   if (comm->wake_fd >= 0) close(comm->wake_fd);
   zcoll__trace_close(&comm->trace);
@@ -424,6 +426,15 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
   if (zcoll__guard_forked(comm)) return release_in_child(comm);
   zcoll_status_t st = zcoll__enter(comm, "zcoll_comm_destroy");
   if (st != ZCOLL_OK) return st;
+  int busy = comm->broken == ZCOLL_OK ? zcoll__requests_active(comm) : 0;
+  if (busy) {
+    st = zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                         "zcoll_comm_destroy: %d request%s still in flight "
+                                         "(zcoll_wait for them first); nothing was destroyed",
+                                         busy, busy > 1 ? "s are" : " is"));
+    zcoll__leave(comm);
+    return st;
+  }
   if (atomic_load(&comm->revoked) && comm->broken == ZCOLL_OK) {
     comm->broken = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
     zcoll__bootstrap_abort(comm->bs, comm->broken, "zcoll_comm_revoke was called");

@@ -24,7 +24,19 @@ struct zcoll__sched_cache_entry {
   size_t count;
   int in_place;
   uint64_t stamp;
+  int pins; /* collectives in flight (or persistent requests) that use it */
   struct zcoll__sched sched;
+};
+
+/* A collective ready to start: its schedule (cached and pinned, or its own), what it is,
+ * and its buffers. */
+struct zcoll__plan {
+  const struct zcoll__sched *s;
+  struct zcoll__sched_cache_entry *entry; /* pinned cache entry, or NULL */
+  struct zcoll__sched *owned;             /* a schedule of its own, or NULL */
+  struct zcoll__coll_desc desc;
+  const void *src;
+  void *dst;
 };
 #define ZCOLL_SCHED_CACHE 8
 
@@ -62,20 +74,59 @@ struct zcoll_comm {
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
-  struct run *running;            /* the collective in progress, for the placement hook */
+  /* The collectives in flight, oldest first (exec_queue.c); the placement hook finds
+   * among them the one a piece is for. */
+  struct run *active, *active_tail;
+  uint8_t *chan_block; /* scratch of zcoll__progress: per channel, ZCOLL_BLOCK_* */
+  int chan_block_cap;
+  struct zcoll_request *requests; /* every request not yet freed (request.c) */
+  int nactive_requests;
   struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
   struct pollfd *pollfds;         /* size + 2: the transport's, the wake fd, every bootstrap socket */
 };
 
 struct run;
+/* Records a failure for zcoll_comm_last_error and returns it. */
+zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st);
+/* ZCOLL_OK, or why no collective may start on comm (broken, revoked). */
+zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm);
+/* Argument checks, algorithm and schedule of an allreduce (local: nothing is counted). */
+zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                    struct zcoll__plan *pl);
+/* A collective call whose plan failed with st: it counts as this rank's call, and breaks
+ * the communicator telling the peers why (an argument error: zcoll__poison). */
+zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st);
+zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st);
+void zcoll__plan_release(struct zcoll__plan *pl);
+/* Frees every request of comm (request.c), at destroy or abort. */
+void zcoll__requests_release(zcoll_comm_t *comm);
+/* How many requests of comm are in flight. */
+int zcoll__requests_active(const zcoll_comm_t *comm);
 /* The transport's placement hook (arg: the communicator). */
 void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final);
 
 /* Runs one schedule to completion over the communicator's channels: collective number
- * comm->ordinal (which it advances), described by desc. */
+ * comm->ordinal (which it advances), described by desc, after (and while progressing)
+ * the collectives already in flight. */
 zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
                               const struct zcoll__coll_desc *desc, const void *src, void *dst);
+/* Room in *e for a schedule of nops ops and npeers peers over nchans channels. */
+zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **e, int nops, int npeers,
+                                   int nchans);
 void zcoll__exec_free(struct zcoll__exec_state *e);
+/* Starts collective `ordinal` (r's memory must last until it ends): after every run in
+ * flight. An error means it did not start (the caller breaks the communicator). */
+zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+                                struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
+                                uint64_t ordinal, const void *src, void *dst);
+/* One pass over everything in flight, without waiting; runs that finish get ZCOLL_OK. */
+zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress);
+/* Progresses (and waits) until r has ended; its status. */
+zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct run *r);
+/* Breaks the communicator with st (zcoll__exec_broken) and ends every run in flight with
+ * the status it reports. */
+zcoll_status_t zcoll__fail_runs(zcoll_comm_t *comm, zcoll_status_t st);
 /* The transport registration covering [addr, addr+len), or NULL (mr.c). */
 struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t len);
 /* local: in a forked child, leave the transport's registrations to the parent. */

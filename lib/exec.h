@@ -1,6 +1,7 @@
 /*
- * exec.h -- the executor's state, shared by its two files: executor.c (moving pieces)
- * and exec_wait.c (waiting for them, and giving up). Private to those two.
+ * exec.h -- the executor's state, shared by its files: executor.c (moving pieces),
+ * exec_queue.c (the collectives in flight), exec_wait.c (waiting, and giving up), and
+ * request.c (which keeps a run in each request).
  */
 #ifndef ZCOLL_EXEC_H
 #define ZCOLL_EXEC_H
@@ -22,7 +23,13 @@ struct zcoll__exec_state {
   int cap_chans;
 };
 
+/* One collective in progress: on the caller's stack for a blocking call, in the request
+ * otherwise. Active runs are listed in comm->active in the order they were issued (the
+ * order of their ordinals), and move pieces in that order on every channel. */
 struct run {
+  struct run *next;      /* in comm->active */
+  zcoll_status_t status; /* ZCOLL_IN_PROGRESS while listed; then how it ended */
+  int64_t started_ns;    /* for the trace; 0 if off */
   zcoll_comm_t *comm;
   const struct zcoll__sched *s;
   struct zcoll__exec_state *e;
@@ -43,6 +50,19 @@ struct idle {
   int64_t last_check_ns;
   unsigned calls;   /* reading the clock costs more than a poll in a VM: not every time */
 };
+
+/* Sets r up for collective `ordinal` (not yet in flight). */
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+                               struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
+                               uint64_t ordinal, const void *src, void *dst);
+/* Ends every run in flight with st (no news to the peers: see zcoll__fail_runs). */
+void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st);
+
+/* Per channel, in zcoll__progress's scratch: earlier runs still send / receive on it. */
+#define ZCOLL_BLOCK_SEND 1
+#define ZCOLL_BLOCK_RECV 2
+/* Takes finished runs off comm->active (any position: a later run may finish first). */
+void zcoll__reap(zcoll_comm_t *comm);
 
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);

@@ -34,9 +34,10 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e);
 }
 
-static zcoll_status_t exec_reserve(zcoll_comm_t *comm, int nops, int npeers) {
-  struct zcoll__exec_state *e = comm->exec;
-  if (!e && !(e = comm->exec = calloc(1, sizeof(*e))))
+zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int npeers,
+                                   int nchans) {
+  struct zcoll__exec_state *e = *ep;
+  if (!e && !(e = *ep = calloc(1, sizeof(*e))))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
   if (nops > e->cap_ops) {
     size_t n = (size_t)nops;
@@ -69,11 +70,11 @@ static zcoll_status_t exec_reserve(zcoll_comm_t *comm, int nops, int npeers) {
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_peers = npeers;
   }
-  if (comm->nchans > e->cap_chans) {
-    int *m = realloc(e->peer_of_chan, sizeof(int) * (size_t)comm->nchans);
+  if (nchans > e->cap_chans) {
+    int *m = realloc(e->peer_of_chan, sizeof(int) * (size_t)nchans);
     if (!m) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->peer_of_chan = m;
-    e->cap_chans = comm->nchans;
+    e->cap_chans = nchans;
   }
   return ZCOLL_OK;
 }
@@ -130,7 +131,7 @@ static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, ui
   if (st != ZCOLL_OK) return st;
   c->sent_desc = r->desc;
   c->sent_valid = 1;
-  c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, 0, 0, ZCOLL_CHAN_HDR_BYTES};
+  c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, ZCOLL_CHAN_HDR_BYTES};
   c->credits--;
   c->send_seq++;
   r->e->hdr_sent[j] = 1;
@@ -195,7 +196,8 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     r->e->hdr_sent[j] = 1;
     int last = b == op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
-    c->inflight[slot] = (struct zcoll__inflight){1, 0, stage ? -1 : i, b, t0, (uint32_t)len};
+    c->inflight[slot] =
+        (struct zcoll__inflight){1, 0, stage ? -1 : i, stage ? NULL : r, b, t0, (uint32_t)len};
     c->credits--;
     c->send_seq++;
     r->e->issued[i] = b;
@@ -208,7 +210,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
   return ZCOLL_OK;
 }
 
-static void put_done(zcoll_comm_t *comm, struct run *r, uint64_t cookie) {
+static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
   struct zcoll__chan *c = &comm->chans[cookie >> 32];
   uint32_t slot = (uint32_t)cookie; /* the cookie carries the slot, not the 64-bit seq */
   if (slot < (uint32_t)comm->depth) c->inflight[slot].done = 1;
@@ -219,6 +221,7 @@ static void put_done(zcoll_comm_t *comm, struct run *r, uint64_t cookie) {
     if (f->issued_ns)
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__trace_now(),
                          c->peer, f->bytes);
+    struct run *r = f->run;
     if (f->op >= 0 && r) {
       r->e->pos[f->op] = f->end;
       if (f->end == op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
@@ -379,8 +382,14 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   struct zcoll__slot *sl = zcoll__chan_slot_for(c, comm->depth, comm->slot_bytes, imm, len, &ahead);
   if (!sl) return NULL;
   char *slot = c->recv + (size_t)(sl - c->slots) * comm->slot_bytes;
-  struct run *r = comm->running;
-  int j = r ? r->e->peer_of_chan[ci] : -1;
+  /* The run this channel's pieces are for now: the oldest still receiving on it. */
+  struct run *r = comm->active;
+  int j = -1;
+  for (; r; r = r->next) {
+    j = r->e->peer_of_chan[ci];
+    if (j >= 0 && r->e->recv_cur[j] < r->s->peer_sends[j + 1]) break;
+  }
+  if (!r) return slot;
   /* Only data of a collective whose header from this peer has been checked (or that is
    * this collective's first piece, marked SAME, and would pass that check) goes to the
    * user's buffer; headers, and anything else, to the slot. */
@@ -414,8 +423,7 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   }
 }
 
-/* Harvests transport events; r is NULL when no schedule is running (drain). */
-static zcoll_status_t pump(zcoll_comm_t *comm, struct run *r, int *progress) {
+static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
   struct zcoll_tl_event ev[MAX_EVENTS];
   for (;;) {
     int n = 0;
@@ -427,7 +435,7 @@ static zcoll_status_t pump(zcoll_comm_t *comm, struct run *r, int *progress) {
       } else {
         if (ev[k].status != ZCOLL_OK)
           return zcoll__fail(ev[k].status, "a put to rank %d failed", ev[k].peer);
-        if (!(ev[k].cookie & CREDIT_COOKIE)) put_done(comm, r, ev[k].cookie);
+        if (!(ev[k].cookie & CREDIT_COOKIE)) put_done(comm, ev[k].cookie);
       }
     }
     if (n) *progress = 1;
@@ -454,64 +462,97 @@ static zcoll_status_t do_local(struct run *r, int *progress) {
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
-                              const struct zcoll__coll_desc *desc, const void *src, void *dst) {
-  /* The number is taken whatever happens next: ranks count calls, not successes. */
-  uint64_t ordinal = comm->ordinal++;
-  zcoll_status_t st = exec_reserve(comm, s->nops, s->npeers);
-  /* Whatever fails from here on, the peers are in this collective: break and tell them. */
-  if (st != ZCOLL_OK) return zcoll__exec_broken(comm, st);
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+                               struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
+                               uint64_t ordinal, const void *src, void *dst) {
   zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
-  size_t count = (size_t)desc->count;
-  struct run r = {.comm = comm, .s = s, .e = comm->exec, .dtype = dtype,
-                  .op = (zcoll_op_t)desc->op, .ordinal = ordinal, .desc = *desc,
-                  .fp = zcoll__coll_fingerprint_cached(&comm->fp_cache, desc)};
-  r.buf[ZCOLL_BUF_SRC] = (char *)src;
-  r.buf[ZCOLL_BUF_DST] = dst;
-  r.dsize = zcoll_dtype_size(dtype);
-  r.chunk = comm->slot_bytes / r.dsize;
-  r.staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
-  r.remaining = s->nops;
+  /* Field by field: a compound literal clears the whole struct with `rep stos`, whose
+   * start-up alone is a tenth of an 8-byte allreduce. */
+  r->next = NULL;
+  r->status = ZCOLL_IN_PROGRESS;
+  r->comm = comm;
+  r->s = s;
+  r->e = e;
+  r->dtype = dtype;
+  r->op = (zcoll_op_t)desc->op;
+  r->ordinal = ordinal;
+  r->desc = *desc;
+  r->fp = zcoll__coll_fingerprint_cached(&comm->fp_cache, desc);
+  r->local_cur = 0;
+  r->buf[ZCOLL_BUF_SRC] = (char *)src;
+  r->buf[ZCOLL_BUF_DST] = dst;
+  r->dsize = zcoll_dtype_size(dtype);
+  r->chunk = comm->slot_bytes / r->dsize;
+  r->staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
+  r->remaining = s->nops;
+  r->started_ns = comm->trace.f ? zcoll__trace_now() : 0;
   for (int i = 0; i < s->nops; i++) {
-    r.e->pos[i] = r.e->issued[i] = s->ops[i].off;
-    r.e->finished[i] = 0;
+    e->pos[i] = e->issued[i] = s->ops[i].off;
+    e->finished[i] = 0;
   }
-  for (int c = 0; c < comm->nchans; c++) r.e->peer_of_chan[c] = -1;
+  for (int c = 0; c < comm->nchans; c++) e->peer_of_chan[c] = -1;
   for (int j = 0; j < s->npeers; j++) {
-    r.e->send_cur[j] = s->peer_sends[j];
-    r.e->recv_cur[j] = s->peer_recvs[j];
-    r.e->hdr_sent[j] = r.e->hdr_seen[j] = 0;
-    r.e->awaited_ns[j] = 0;
+    e->send_cur[j] = s->peer_sends[j];
+    e->recv_cur[j] = s->peer_recvs[j];
+    e->hdr_sent[j] = e->hdr_seen[j] = 0;
+    e->awaited_ns[j] = 0;
     int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
     if (ci < 0)
-      return zcoll__exec_broken(
-          comm, zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
-                            s->peers[j]));
-    r.e->chan[j] = ci;
-    r.e->peer_of_chan[ci] = j;
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
+                         s->peers[j]);
+    e->chan[j] = ci;
+    e->peer_of_chan[ci] = j;
   }
-  struct idle id = {0, 0};
-  int64_t started = comm->trace.f ? zcoll__trace_now() : 0;
-  comm->running = &r;
-  while (r.remaining > 0) {
-    int progress = 0;
-    if ((st = pump(comm, &r, &progress)) != ZCOLL_OK) break;
-    for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
-      if ((st = do_recvs(&r, j, &progress)) == ZCOLL_OK) st = do_sends(&r, j, &progress);
-    }
-    if (st != ZCOLL_OK) break;
-    do_local(&r, &progress);
-    if (progress) {
-      id.since_ns = 0;
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
+  const struct zcoll__sched *s = r->s;
+  zcoll_status_t st = ZCOLL_OK;
+  for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
+    if (!block) {
+      if ((st = do_recvs(r, j, progress)) == ZCOLL_OK) st = do_sends(r, j, progress);
       continue;
     }
-    if ((st = zcoll__idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
+    /* A channel is a FIFO: this run's pieces go after those of every earlier run. */
+    uint8_t *b = &block[r->e->chan[j]];
+    if (!(*b & ZCOLL_BLOCK_RECV)) st = do_recvs(r, j, progress);
+    if (st == ZCOLL_OK && !(*b & ZCOLL_BLOCK_SEND)) st = do_sends(r, j, progress);
+    if (r->e->recv_cur[j] < s->peer_sends[j + 1]) *b |= ZCOLL_BLOCK_RECV;
+    if (r->e->send_cur[j] < s->peer_recvs[j]) *b |= ZCOLL_BLOCK_SEND;
   }
-  comm->running = NULL;
-  if (st != ZCOLL_OK) return zcoll__exec_broken(comm, st);
-  if (started)
-    zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, started, zcoll__trace_now(), -1,
-                       count * r.dsize);
+  if (st != ZCOLL_OK) return st;
+  do_local(r, progress);
+  if (r->remaining == 0 && r->started_ns)
+    zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
+                       zcoll__trace_now(), -1, (size_t)r->desc.count * r->dsize);
+  return ZCOLL_OK;
+}
+
+/* Here rather than in exec_queue.c: with pump and run_step in one file the compiler
+ * inlines them, which the 8-byte hot path notices. */
+zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress) {
+  zcoll_status_t st = pump(comm, progress);
+  if (st != ZCOLL_OK) return st;
+  struct run *r = comm->active;
+  if (!r) return ZCOLL_OK;
+  uint8_t *block = NULL;
+  if (r->next && comm->nchans) { /* several in flight: keep each channel's order */
+    if (comm->chan_block_cap < comm->nchans) {
+      uint8_t *b = realloc(comm->chan_block, (size_t)comm->nchans);
+      if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+      comm->chan_block = b;
+      comm->chan_block_cap = comm->nchans;
+    }
+    block = comm->chan_block;
+    memset(block, 0, (size_t)comm->nchans);
+  }
+  int done = 0;
+  for (; r; r = r->next) {
+    if ((st = run_step(r, block, progress)) != ZCOLL_OK) return st;
+    done |= r->remaining == 0;
+  }
+  if (done) zcoll__reap(comm);
   return ZCOLL_OK;
 }
 
@@ -522,7 +563,7 @@ zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
     for (int c = 0; c < comm->nchans; c++)
       busy |= comm->chans[c].tail_seq != comm->chans[c].send_seq;
     if (!busy) return ZCOLL_OK;
-    zcoll_status_t st = pump(comm, NULL, &progress);
+    zcoll_status_t st = pump(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, NULL, &id);
     if (progress) id.since_ns = 0;
     if (st != ZCOLL_OK) return st;

@@ -111,7 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     r.dtype = ZCOLL_FLOAT32;
     r.op = ZCOLL_SUM;
     r.ordinal = progress & 0xff;
-    comm.running = &r;
+    r.next = NULL;
+    comm.active = comm.active_tail = &r;
   }
 
   while (d && n >= 8) {

@@ -1,0 +1,187 @@
+/* request.c -- non-blocking and persistent allreduce: a request owns a collective's run
+ * state, its schedule (pinned in the cache) and its executor arrays.
+ *
+ * Rules (zcoll.h states them for users):
+ * - A request is in flight from zcoll_iallreduce / zcoll_start until zcoll_test or
+ *   zcoll_wait has seen it end; it progresses whenever the thread calls into the
+ *   communicator (ZCOLL_PROGRESS=caller).
+ * - Collectives start in the order they are issued on the communicator, blocking or not,
+ *   and every rank must issue them in the same order (each takes the next ordinal).
+ * - zcoll_request_free refuses a request in flight; it frees a completed or inactive
+ *   one. zcoll_comm_destroy refuses while requests are in flight and frees the others.
+ * - When the communicator breaks, every request in flight ends with the error, after the
+ *   transport has stopped touching user memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "guard.h"
+#include "log.h"
+
+struct zcoll_request {
+  zcoll_comm_t *comm;
+  struct zcoll_request *prev, *next; /* comm->requests */
+  int persistent;
+  int started;    /* persistent: at least once */
+  struct zcoll__plan plan;
+  struct zcoll__exec_state *e;
+  struct run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
+};
+
+static int in_flight(const struct zcoll_request *q) {
+  return q->started && q->run.status == ZCOLL_IN_PROGRESS;
+}
+
+int zcoll__requests_active(const zcoll_comm_t *comm) {
+  int n = 0;
+  for (const struct zcoll_request *q = comm->requests; q; q = q->next) n += in_flight(q);
+  return n;
+}
+
+static void request_free(struct zcoll_request *q) {
+  zcoll_comm_t *comm = q->comm;
+  if (q->prev)
+    q->prev->next = q->next;
+  else
+    comm->requests = q->next;
+  if (q->next) q->next->prev = q->prev;
+  zcoll__plan_release(&q->plan);
+  zcoll__exec_free(q->e);
+  free(q);
+}
+
+void zcoll__requests_release(zcoll_comm_t *comm) {
+  while (comm->requests) request_free(comm->requests);
+}
+
+/* A request with its plan and executor arrays, not in flight. */
+static zcoll_status_t request_new(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                  int persistent, struct zcoll_request **out) {
+  struct zcoll_request *q = calloc(1, sizeof(*q));
+  if (!q) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a request");
+  q->comm = comm;
+  q->persistent = persistent;
+  zcoll_status_t st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &q->plan);
+  if (st == ZCOLL_OK)
+    st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
+  if (st != ZCOLL_OK) {
+    zcoll__plan_release(&q->plan);
+    zcoll__exec_free(q->e);
+    free(q);
+    return st;
+  }
+  q->next = comm->requests;
+  if (q->next) q->next->prev = q;
+  comm->requests = q;
+  *out = q;
+  return ZCOLL_OK;
+}
+
+/* Issues q's collective: the next ordinal, after everything in flight. */
+static zcoll_status_t request_start(struct zcoll_request *q) {
+  zcoll_comm_t *comm = q->comm;
+  uint64_t ordinal = comm->ordinal++;
+  q->started = 1;
+  zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
+                                       q->plan.src, q->plan.dst);
+  if (st != ZCOLL_OK) q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
+  return st;
+}
+
+zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                zcoll_request_t **req) {
+  if (req) *req = NULL;
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_iallreduce: comm is NULL");
+  zcoll_status_t st = zcoll__enter(comm, "zcoll_iallreduce");
+  if (st != ZCOLL_OK) return st;
+  if ((st = zcoll__check_usable(comm)) == ZCOLL_OK) {
+    struct zcoll_request *q = NULL;
+    if (!req)
+      st = zcoll__poison(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_iallreduce: req is NULL"));
+    else if ((st = request_new(comm, sendbuf, recvbuf, count, dtype, op, 0, &q)) != ZCOLL_OK)
+      st = zcoll__plan_failed(comm, st);
+    else if ((st = request_start(q)) != ZCOLL_OK)
+      request_free(q);
+    else
+      *req = q;
+  }
+  st = zcoll__report(comm, st);
+  zcoll__leave(comm);
+  return st;
+}
+
+zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                    zcoll_request_t **req) {
+  if (req) *req = NULL;
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_init: comm is NULL");
+  if (!req) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_init: req is NULL");
+  zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce_init");
+  if (st != ZCOLL_OK) return st;
+  /* Local: nothing is issued, so an argument error here breaks nothing. */
+  if ((st = zcoll__check_usable(comm)) == ZCOLL_OK)
+    st = request_new(comm, sendbuf, recvbuf, count, dtype, op, 1, req);
+  st = zcoll__report(comm, st);
+  zcoll__leave(comm);
+  return st;
+}
+
+/* The calls on a request: one thread inside the communicator, errors recorded in it. */
+static zcoll_status_t on_request(struct zcoll_request *q, const char *fn,
+                                 zcoll_status_t (*body)(struct zcoll_request *q)) {
+  if (!q) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: request is NULL", fn);
+  zcoll_comm_t *comm = q->comm;
+  zcoll_status_t st = zcoll__enter(comm, fn);
+  if (st != ZCOLL_OK) return st;
+  st = zcoll__report(comm, body(q));
+  zcoll__leave(comm);
+  return st;
+}
+
+static zcoll_status_t start_again(struct zcoll_request *q) {
+  if (!q->persistent)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_start: the request is not persistent (zcoll_iallreduce starts its "
+                       "collective itself; zcoll_allreduce_init makes one to start)");
+  if (in_flight(q))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_start: the request is still in flight (zcoll_wait or zcoll_test it "
+                       "to completion before starting it again)");
+  zcoll_status_t st = zcoll__check_usable(q->comm);
+  return st == ZCOLL_OK ? request_start(q) : st;
+}
+
+static zcoll_status_t test_end(struct zcoll_request *q) {
+  if (in_flight(q)) {
+    int progress = 0;
+    zcoll_status_t st = zcoll__progress(q->comm, &progress);
+    if (st != ZCOLL_OK) zcoll__fail_runs(q->comm, st);
+  }
+  return q->started ? q->run.status : ZCOLL_OK; /* inactive (never started): complete */
+}
+
+static zcoll_status_t wait_end(struct zcoll_request *q) {
+  if (!q->started) return ZCOLL_OK;
+  return in_flight(q) ? zcoll__run_wait(q->comm, &q->run) : q->run.status;
+}
+
+static zcoll_status_t free_ended(struct zcoll_request *q) {
+  /* Freeing one in flight would leave the collective half done on this rank and the
+   * peers waiting for it, or free memory the transport still writes. */
+  if (in_flight(q))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_request_free: the request is still in flight (zcoll_wait for it "
+                       "first)");
+  request_free(q);
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_start(zcoll_request_t *q) { return on_request(q, "zcoll_start", start_again); }
+zcoll_status_t zcoll_test(zcoll_request_t *q) { return on_request(q, "zcoll_test", test_end); }
+zcoll_status_t zcoll_wait(zcoll_request_t *q) { return on_request(q, "zcoll_wait", wait_end); }
+zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
+  return on_request(q, "zcoll_request_free", free_ended);
+}

@@ -11,25 +11,7 @@
 #include <string.h>
 
 #include "rank_threads.h"
-
-/* Rank r's element i in round k: exact in int64 and in double for the sizes used. */
-static int64_t val(int rank, size_t i, int round) {
-  return (int64_t)(rank + 1) * 1000003 + (int64_t)(i % 9973) * 7 - (int64_t)round * 13;
-}
-
-static void fill(int64_t *v, size_t n, int rank, int round) {
-  for (size_t i = 0; i < n; i++) v[i] = val(rank, i, round);
-}
-
-/* The first wrong element, or -1. */
-static long check(const int64_t *got, size_t n, int p, int round, zcoll_op_t op) {
-  for (size_t i = 0; i < n; i++) {
-    int64_t want = op == ZCOLL_MAX ? val(p - 1, i, round) : 0;
-    for (int q = 0; op == ZCOLL_SUM && q < p; q++) want += val(q, i, round);
-    if (got[i] != want) return (long)i;
-  }
-  return -1;
-}
+#include "requests_common.h"
 
 #define NREQ 12
 static const size_t counts[NREQ] = {1, 7, 1000, 0, 5000, 33, 20000, 2, 4097, 64, 12345, 3};
@@ -42,8 +24,8 @@ static void many_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   for (int k = 0; k < NREQ; k++) {
     in[k] = malloc((counts[k] + 1) * sizeof(int64_t));
     out[k] = malloc((counts[k] + 1) * sizeof(int64_t));
-    fill(in[k], counts[k], rank, k);
-    zcoll_op_t op = k % 3 == 2 ? ZCOLL_MAX : ZCOLL_SUM;
+    rq_fill(in[k], counts[k], rank, k);
+    zcoll_op_t op = rq_op(k);
     /* Every third in place, so both kinds are in flight together. */
     const void *src = in[k];
     if (k % 3 == 1) {
@@ -58,33 +40,19 @@ static void many_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     }
     if (k == NREQ / 2) { /* a blocking call among them: it waits for the ones before */
       int64_t b[5], bo[5];
-      fill(b, 5, rank, 99);
+      rq_fill(b, 5, rank, 99);
       if (zcoll_allreduce(comm, b, bo, 5, ZCOLL_INT64, ZCOLL_SUM) != ZCOLL_OK ||
-          check(bo, 5, p, 99, ZCOLL_SUM) >= 0)
+          rq_check(bo, 5, p, 99, ZCOLL_SUM) >= 0)
         rt_fail(job, rank, "the blocking call among requests failed or was wrong");
     }
   }
   /* Complete them in an order of this rank's own: some by polling test, some by wait. */
   int order[NREQ];
-  for (int k = 0; k < NREQ; k++) order[k] = k;
-  uint64_t s = 0x9e3779b97f4a7c15ull * (uint64_t)(rank + 1);
-  for (int k = NREQ - 1; k > 0; k--) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    int j = (int)((s >> 33) % (uint64_t)(k + 1));
-    int t = order[k];
-    order[k] = order[j];
-    order[j] = t;
-  }
+  rq_shuffle(order, NREQ, rank);
   for (int n = 0; n < NREQ; n++) {
     int k = order[n];
-    zcoll_status_t st;
-    if (n % 2) {
-      while ((st = zcoll_test(req[k])) == ZCOLL_IN_PROGRESS) {
-      }
-    } else {
-      st = zcoll_wait(req[k]);
-    }
-    long bad = st == ZCOLL_OK ? check(out[k], counts[k], p, k, k % 3 == 2 ? ZCOLL_MAX : ZCOLL_SUM)
+    zcoll_status_t st = rq_end(req[k], n % 2);
+    long bad = st == ZCOLL_OK ? rq_check(out[k], counts[k], p, k, rq_op(k))
                               : -2;
     if (bad != -1) {
       snprintf(msg, sizeof(msg), "request %d (count %zu): %s, first wrong element %ld", k,
@@ -127,6 +95,7 @@ static void persistent_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   int64_t *a_in = malloc(N * sizeof(int64_t)), *a_out = malloc(N * sizeof(int64_t));
   int64_t *b = malloc(N * sizeof(int64_t));
   zcoll_request_t *ra, *rb;
+  rq_fill(a_in, N, rank, 0);
   if (zcoll_allreduce_init(comm, a_in, a_out, N, ZCOLL_INT64, ZCOLL_SUM, &ra) != ZCOLL_OK ||
       zcoll_allreduce_init(comm, ZCOLL_IN_PLACE, b, N, ZCOLL_INT64, ZCOLL_MAX, &rb) != ZCOLL_OK) {
     rt_fail(job, rank, zcoll_comm_last_error(comm));
@@ -135,18 +104,17 @@ static void persistent_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   /* Inactive requests are complete. */
   if (zcoll_test(ra) != ZCOLL_OK || zcoll_wait(rb) != ZCOLL_OK)
     rt_fail(job, rank, "an inactive persistent request is not complete");
-  fill(a_in, N, rank, 0);
   zcoll_start(ra);
   for (int round = 0; round < ROUNDS; round++) {
-    fill(b, N, rank, 1000 + round);
+    rq_fill(b, N, rank, 1000 + round);
     if (zcoll_start(rb) != ZCOLL_OK) rt_fail(job, rank, "start b");
-    if (zcoll_wait(ra) != ZCOLL_OK || check(a_out, N, p, round, ZCOLL_SUM) >= 0) {
+    if (zcoll_wait(ra) != ZCOLL_OK || rq_check(a_out, N, p, round, ZCOLL_SUM) >= 0) {
       rt_fail(job, rank, "persistent a: wrong or failed");
       break;
     }
-    fill(a_in, N, rank, round + 1);
+    rq_fill(a_in, N, rank, round + 1);
     if (round + 1 < ROUNDS && zcoll_start(ra) != ZCOLL_OK) rt_fail(job, rank, "start a");
-    if (zcoll_wait(rb) != ZCOLL_OK || check(b, N, p, 1000 + round, ZCOLL_MAX) >= 0) {
+    if (zcoll_wait(rb) != ZCOLL_OK || rq_check(b, N, p, 1000 + round, ZCOLL_MAX) >= 0) {
       rt_fail(job, rank, "persistent b: wrong or failed");
       break;
     }
@@ -180,7 +148,7 @@ static void poison_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   int64_t in[K][N], out[K][N];
   zcoll_request_t *req[K];
   for (int k = 0; k < K; k++) {
-    fill(in[k], N, rank, k);
+    rq_fill(in[k], N, rank, k);
     if (zcoll_iallreduce(comm, in[k], out[k], N, ZCOLL_INT64, ZCOLL_SUM, &req[k]) != ZCOLL_OK)
       rt_fail(job, rank, "iallreduce");
   }

@@ -48,6 +48,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/asan/tests/test_verbs --jobs=1 -S --verbose=1 \
   --filter 'verbs/[rbap]*'
 
+echo "== ThreadSanitizer: requests and progress threads over rank threads (requests_tsan)"
+# Criterion's runner cannot run under TSan (Snaipe/Criterion#274): a plain program runs the
+# request tests' scenarios with ZCOLL_PROGRESS=thread and caller.
+cmake -S . -B build/tsan -DZCOLL_WERROR=ON -DZCOLL_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/tsan -j"$jobs" --target requests_tsan
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build/tsan/tests/requests_tsan
+
 echo "== libFuzzer: rendezvous frames and wire placement, 45 s each (ci/fuzz.sh)"
 ci/fuzz.sh 45 build/fuzz
 

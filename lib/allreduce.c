@@ -11,8 +11,12 @@
 #include "log.h"
 
 zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st) {
-  if (st != ZCOLL_OK && st != ZCOLL_IN_PROGRESS && comm)
-    snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
+  if (st == ZCOLL_OK || st == ZCOLL_IN_PROGRESS || !comm) return st;
+  if (comm->last_error_async) { /* what the progress thread found: this call's error too */
+    comm->last_error_async = 0;
+    return zcoll__record_error(st, "%s", comm->last_error);
+  }
+  snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
   return st;
 }
 #define report zcoll__report

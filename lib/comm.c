@@ -355,11 +355,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
   comm->tree_algo = zcoll__algo_find("tree");
   if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
-  if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD) {
-    st = zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                     "ZCOLL_PROGRESS=thread is not implemented yet; use caller");
-    goto fail;
-  }
+
   /* Oversubscribed ranks must not spin: the rank that has work needs the core. */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int oversubscribed = comm->cfg->local_size > 0 && cores > 0 && comm->cfg->local_size > cores;
@@ -385,6 +381,9 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if ((st = zcoll__bootstrap_barrier(comm->bs)) != ZCOLL_OK) goto fail_abort;
   if (comm->cfg->trace[0] &&
       (st = zcoll__trace_open(&comm->trace, comm->cfg->trace, comm->rank)) != ZCOLL_OK)
+    goto fail_abort;
+  if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD &&
+      (st = zcoll__progress_thread_start(comm)) != ZCOLL_OK)
     goto fail_abort;
   zcoll_log_info("rank %d of %d ready: transport %s, %d peers, chunk %zu bytes, depth %d",
                  comm->rank, comm->size, comm->tl_ops->name, comm->nchans, comm->slot_bytes,
@@ -416,6 +415,7 @@ const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {
 /* In a forked child: say nothing to anyone (closing our copies of the sockets sends
  * nothing while the parent holds them too), free what is ours. */
 static zcoll_status_t release_in_child(zcoll_comm_t *comm) {
+  zcoll__progress_thread_stop(comm, ZCOLL_PT_FORKED);
   zcoll__bootstrap_destroy(comm->bs, 0);
   release(comm, 1);
   return ZCOLL_OK;
@@ -435,6 +435,7 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
     zcoll__leave(comm);
     return st;
   }
+  zcoll__progress_thread_stop(comm, ZCOLL_PT_HELD); /* it uses what follows tears down */
   if (atomic_load(&comm->revoked) && comm->broken == ZCOLL_OK) {
     comm->broken = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
     zcoll__bootstrap_abort(comm->bs, comm->broken, "zcoll_comm_revoke was called");
@@ -465,6 +466,7 @@ zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
                        "zcoll_comm_abort: the call on another thread did not return within "
                        "%.0f s; the communicator is revoked but not freed",
                        ABORT_WAIT_S);
+  zcoll__progress_thread_stop(comm, ZCOLL_PT_NOT_HELD);
   zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_PEER_FAILED, "zcoll_comm_abort was called");
   zcoll__bootstrap_destroy(comm->bs, 0);
   release(comm, 0);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "algorithms/algorithms.h"
@@ -60,6 +61,7 @@ struct zcoll_comm {
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];
+  int last_error_async; /* last_error is from the progress thread: the next report uses it */
   uint64_t ncolls;  /* schedule cache clock */
   /* The next collective's number: every rank counts its collective calls alike (an
    * argument error counts too, see allreduce.c), and the wire header carries it. */
@@ -80,6 +82,12 @@ struct zcoll_comm {
   uint8_t *chan_block; /* scratch of zcoll__progress: per channel, ZCOLL_BLOCK_* */
   int chan_block_cap;
   struct zcoll_request *requests; /* every request not yet freed (request.c) */
+  /* ZCOLL_PROGRESS=thread (progress_thread.c): mu guards the executor between the
+   * application's calls and the thread; progress_on is set only while the thread runs. */
+  int progress_on;
+  atomic_int progress_stop;
+  pthread_t progress_tid;
+  pthread_mutex_t mu;
   int nactive_requests;
   struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
   struct pollfd *pollfds;         /* size + 2: the transport's, the wake fd, every bootstrap socket */
@@ -103,6 +111,14 @@ void zcoll__plan_release(struct zcoll__plan *pl);
 void zcoll__requests_release(zcoll_comm_t *comm);
 /* How many requests of comm are in flight. */
 int zcoll__requests_active(const zcoll_comm_t *comm);
+/* ZCOLL_PROGRESS=thread: starts the communicator's progress thread (progress_thread.c). */
+zcoll_status_t zcoll__progress_thread_start(zcoll_comm_t *comm);
+/* A collective was started: the thread should look (no-op without a thread). */
+void zcoll__progress_thread_wake(zcoll_comm_t *comm);
+/* Stops and joins it; how: the caller holds comm->mu (inside a call), or not, or this is
+ * a child forked after init (no thread to join). */
+enum { ZCOLL_PT_HELD, ZCOLL_PT_NOT_HELD, ZCOLL_PT_FORKED };
+void zcoll__progress_thread_stop(zcoll_comm_t *comm, int how);
 /* The transport's placement hook (arg: the communicator). */
 void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final);
 

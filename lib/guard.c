@@ -43,10 +43,13 @@ zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
                        "%s: the communicator is used concurrently by another thread (one call at "
                        "a time per communicator; use one communicator per thread)",
                        fn);
+  /* With a progress thread, the executor is shared with it. */
+  if (comm->progress_on) pthread_mutex_lock(&comm->mu);
   return ZCOLL_OK;
 }
 
 void zcoll__leave(zcoll_comm_t *comm) {
+  if (comm->progress_on) pthread_mutex_unlock(&comm->mu);
   atomic_store_explicit(&comm->inside, 0, memory_order_release);
 }
 

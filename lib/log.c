@@ -6,7 +6,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-zcoll__log_level_t zcoll__log_level = ZCOLL_LOG_WARN;
+_Atomic zcoll__log_level_t zcoll__log_level = ZCOLL_LOG_WARN;
 
 static _Thread_local int log_rank = -1;
 static _Thread_local char last_error[512];

@@ -21,7 +21,8 @@ typedef enum {
   ZCOLL_LOG_TRACE
 } zcoll__log_level_t;
 
-extern zcoll__log_level_t zcoll__log_level;
+/* Atomic: every communicator's configuration sets it, from whichever thread creates it. */
+extern _Atomic zcoll__log_level_t zcoll__log_level;
 
 /* Rank printed in each line; -1 before the communicator knows it. Per thread, so that
  * ranks running as threads of one process (tests) label their own lines. */

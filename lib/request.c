@@ -87,6 +87,7 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
                                        q->plan.src, q->plan.dst);
   if (st != ZCOLL_OK) q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
+  else zcoll__progress_thread_wake(comm);
   return st;
 }
 

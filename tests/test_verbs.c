@@ -103,3 +103,31 @@ Test(verbs, peer_killed_mid_collective, .timeout = 300) {
    * before the 60 s ZCOLL_TIMEOUT the job runs with. */
   expect_survivors(3, 1, &res, 50);
 }
+
+/* Non-blocking and persistent requests over verbs: 16 in flight ended in any order, a
+ * blocking call among them, persistent ones double-buffered (progs/requests_check.c). */
+Test(verbs, requests, .timeout = 900) {
+  need_rdma();
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", SP_PROG("requests_check"), NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=verbs", NULL};
+  struct sp_result r = sp_run(argv, env, 880);
+  cr_log_info("verbs requests p=3: %.1f s\n%s", r.seconds, r.out);
+  cr_assert_eq(r.status, 0, "%s", r.out);
+  cr_assert(strstr(r.out, "every element exact on every rank over verbs"), "%s", r.out);
+  free(r.out);
+}
+
+/* A peer dies with requests in flight: each survivor's requests all end with an error. */
+Test(verbs, peer_dies_with_requests_in_flight, .timeout = 300) {
+  need_rdma();
+  struct job_result res;
+  const char *argv[] = {SP_PROG("requests_check"), "kill", "1", NULL};
+  run_job_argv("verbs", 3, argv, &res);
+  cr_expect_eq(res.status[1], 3, "%s", res.out[1]);
+  for (int r = 0; r < 3; r += 2) {
+    cr_log_info("rank %d: %d\n%s", r, res.status[r], res.out[r]);
+    cr_expect_eq(res.status[r], 0, "rank %d exited %d:\n%s", r, res.status[r], res.out[r]);
+    cr_expect(strstr(res.out[r], "8 requests ended with"), "rank %d:\n%s", r, res.out[r]);
+  }
+  cr_expect_lt(res.seconds, 60.0, "took %.1f s", res.seconds);
+}

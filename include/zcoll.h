@@ -201,8 +201,11 @@ ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
  *   and persistent starts alike -- and every rank must issue them in the same order.
  *   Requests may be completed in any order.
  * - Progress: ZCOLL_PROGRESS=caller (the default): a request moves while this thread is
- *   inside a call on the communicator (zcoll_test, zcoll_wait, any collective). Call
- *   zcoll_test now and then during long computations.
+ *   inside a call on the communicator (zcoll_test, zcoll_wait, any collective); call
+ *   zcoll_test now and then during long computations. ZCOLL_PROGRESS=thread: a thread
+ *   per communicator moves it meanwhile (and sleeps when nothing is in flight); the
+ *   application's calls and that thread take turns on a lock, so a call may wait for
+ *   one pass of it.
  * - zcoll_test returns ZCOLL_OK when the request has completed, ZCOLL_IN_PROGRESS, or its
  *   error; zcoll_wait blocks until it ends and returns the same. Both may be called again
  *   on an ended request (same answer) and on an inactive one (ZCOLL_OK).

@@ -18,67 +18,6 @@
 #define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
 
-void zcoll__exec_free(struct zcoll__exec_state *e) {
-  if (!e) return;
-  free(e->pos);
-  free(e->issued);
-  free(e->finished);
-  free(e->src_mr);
-  free(e->send_cur);
-  free(e->recv_cur);
-  free(e->chan);
-  free(e->peer_of_chan);
-  free(e->hdr_sent);
-  free(e->hdr_seen);
-  free(e->awaited_ns);
-  free(e);
-}
-
-zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int npeers,
-                                   int nchans) {
-  struct zcoll__exec_state *e = *ep;
-  if (!e && !(e = *ep = calloc(1, sizeof(*e))))
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
-  if (nops > e->cap_ops) {
-    size_t n = (size_t)nops;
-    size_t *pos = realloc(e->pos, n * sizeof(size_t));
-    if (pos) e->pos = pos;
-    size_t *issued = realloc(e->issued, n * sizeof(size_t));
-    if (issued) e->issued = issued;
-    uint8_t *fin = realloc(e->finished, n);
-    if (fin) e->finished = fin;
-    struct zcoll_tl_mr **m = realloc(e->src_mr, n * sizeof(*m));
-    if (m) e->src_mr = m;
-    if (!pos || !issued || !fin || !m)
-      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
-    e->cap_ops = nops;
-  }
-  if (npeers > e->cap_peers) {
-    size_t n = (size_t)npeers;
-    int *a = realloc(e->send_cur, n * sizeof(int));
-    if (a) e->send_cur = a;
-    int *b = realloc(e->recv_cur, n * sizeof(int));
-    if (b) e->recv_cur = b;
-    int *c = realloc(e->chan, n * sizeof(int));
-    if (c) e->chan = c;
-    uint8_t *hs = realloc(e->hdr_sent, n), *hr = hs ? realloc(e->hdr_seen, n) : NULL;
-    if (hs) e->hdr_sent = hs;
-    if (hr) e->hdr_seen = hr;
-    int64_t *aw = realloc(e->awaited_ns, n * sizeof(int64_t));
-    if (aw) e->awaited_ns = aw;
-    if (!a || !b || !c || !hs || !hr || !aw)
-      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
-    e->cap_peers = npeers;
-  }
-  if (nchans > e->cap_chans) {
-    int *m = realloc(e->peer_of_chan, sizeof(int) * (size_t)nchans);
-    if (!m) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
-    e->peer_of_chan = m;
-    e->cap_chans = nchans;
-  }
-  return ZCOLL_OK;
-}
-
 static size_t op_end(const struct zcoll__sop *o) { return o->off + o->count; }
 
 static size_t piece_end(const struct run *r, const struct zcoll__sop *o, size_t at) {
@@ -553,6 +492,43 @@ zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress) {
     done |= r->remaining == 0;
   }
   if (done) zcoll__reap(comm);
+  return ZCOLL_OK;
+}
+
+/* A blocking call. With nothing else in flight (the common case) it runs its own loop,
+ * as tight as before requests existed; otherwise it queues behind the others. */
+zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
+                              const struct zcoll__coll_desc *desc, const void *src, void *dst) {
+  /* The number is taken whatever happens next: ranks count calls, not successes. */
+  uint64_t ordinal = comm->ordinal++;
+  struct run r;
+  zcoll_status_t st = zcoll__exec_reserve(&comm->exec, s->nops, s->npeers, comm->nchans);
+  if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
+    st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
+    return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__fail_runs(comm, st);
+  }
+  if (st == ZCOLL_OK) st = zcoll__run_init(comm, &r, s, comm->exec, desc, ordinal, src, dst);
+  /* Whatever fails from here on, the peers are in this collective: break and tell them. */
+  if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  comm->active = comm->active_tail = &r; /* for the placement hook */
+  struct idle id = {0, 0, 0};
+  while (r.remaining > 0) {
+    int progress = 0;
+    if ((st = pump(comm, &progress)) != ZCOLL_OK ||
+        (st = run_step(&r, NULL, &progress)) != ZCOLL_OK)
+      break;
+    if (progress) {
+      id.since_ns = 0;
+      continue;
+    }
+    if ((st = zcoll__idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
+  }
+  if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  comm->active = comm->active_tail = NULL;
+  r.status = ZCOLL_OK;
+  if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
+    zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__trace_now(),
+                       -1, 0);
   return ZCOLL_OK;
 }
 

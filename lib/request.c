@@ -155,8 +155,15 @@ static zcoll_status_t start_again(struct zcoll_request *q) {
   return st == ZCOLL_OK ? request_start(q) : st;
 }
 
+/* A request in flight on a communicator revoked (or broken) since: it ends now. */
+static int ended_by_revoke(struct zcoll_request *q) {
+  zcoll_status_t st = zcoll__check_usable(q->comm);
+  if (st != ZCOLL_OK && in_flight(q)) zcoll__runs_fail(q->comm, st);
+  return st != ZCOLL_OK;
+}
+
 static zcoll_status_t test_end(struct zcoll_request *q) {
-  if (in_flight(q)) {
+  if (in_flight(q) && !ended_by_revoke(q)) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(q->comm, &progress);
     if (st != ZCOLL_OK) zcoll__fail_runs(q->comm, st);
@@ -166,7 +173,8 @@ static zcoll_status_t test_end(struct zcoll_request *q) {
 
 static zcoll_status_t wait_end(struct zcoll_request *q) {
   if (!q->started) return ZCOLL_OK;
-  return in_flight(q) ? zcoll__run_wait(q->comm, &q->run) : q->run.status;
+  if (in_flight(q) && !ended_by_revoke(q)) return zcoll__run_wait(q->comm, &q->run);
+  return q->run.status;
 }
 
 static zcoll_status_t free_ended(struct zcoll_request *q) {

@@ -93,6 +93,14 @@ Test(errors, request_misuse) {
   }
   /* Left for destroy to free: it is not in flight. */
   cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+  /* A revoke ends a request in flight at the next call, even one that could finish. */
+  comm = single();
+  cr_assert_eq(zcoll_iallreduce(comm, s, r, 3, ZCOLL_FLOAT32, ZCOLL_SUM, &req), ZCOLL_OK);
+  cr_assert_eq(zcoll_comm_revoke(comm), ZCOLL_OK);
+  EXPECT(zcoll_test(req), ZCOLL_ERR_PEER_FAILED, "revoked");
+  EXPECT(zcoll_wait(req), ZCOLL_ERR_PEER_FAILED, "revoked");
+  cr_assert_eq(zcoll_request_free(req), ZCOLL_OK);
+  zcoll_comm_destroy(comm);
   /* req NULL in a non-blocking call is this rank's call going wrong: it breaks. */
   comm = single();
   EXPECT(zcoll_iallreduce(comm, s, r, 3, ZCOLL_FLOAT32, ZCOLL_SUM, NULL), ZCOLL_ERR_INVALID_ARG,

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include "sample.h"
 #include "spawn.h"
 
 #ifndef ZCOLL_TEST_TL
@@ -23,21 +24,15 @@ struct tl_case {
   int algo, size;
 };
 
-/* ZCOLL_TEST_SAMPLE=1 (CI's sanitizer pass, where a job is 2-3 times slower): 18 of the
- * 45 cases, every rank count with two algorithms ((p + 0) % 5 and (p + 2) % 5) and so
- * every algorithm at three or four rank counts; inside each, every dtype x op x
- * placement x count as always. The plain pass runs all 45. */
-static int sampled(void) {
-  const char *v = getenv("ZCOLL_TEST_SAMPLE");
-  return v && strcmp(v, "1") == 0;
-}
-
+/* ZCOLL_TEST_SAMPLE=1 (CI's sanitizer pass): 9 of the 45 cases, every rank count once
+ * with algorithm p % 5, so every algorithm at one or two rank counts; inside each, every
+ * dtype x op x placement x count as always. The plain pass runs all 45. */
 ParameterizedTestParameters(procs, matrix) {
   static struct tl_case cases[NALGOS * MAXP];
   size_t n = 0;
   for (int a = 0; a < NALGOS; a++)
     for (int p = 1; p <= MAXP; p++)
-      if (!sampled() || a == p % NALGOS || a == (p + 2) % NALGOS)
+      if (!zt_sampled() || a == p % NALGOS)
         cases[n++] = (struct tl_case){a, p};
   return cr_make_param_array(struct tl_case, cases, n);
 }

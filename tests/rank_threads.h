@@ -42,6 +42,7 @@ struct rt_job {
   char all[2048];           /* every failure message, concatenated */
   const char *key_of_rank1; /* if set: rank 1's ZCOLL_JOB_KEY (tests of the rendezvous) */
   char released[RT_MAX_RANKS]; /* set by a body that aborted (released) its communicator */
+  void (*before_init)(struct rt_job *job, int rank); /* if set: called first by each rank */
 };
 
 struct rt_rank {
@@ -63,6 +64,7 @@ static inline void *rt_main(void *arg) {
   struct rt_job *job = me->job;
   char buf[64];
   zcoll_config_t *cfg;
+  if (job->before_init) job->before_init(job, me->rank);
   if (zcoll_config_create(&cfg) != ZCOLL_OK) {
     rt_fail(job, me->rank, zcoll_last_error());
     return NULL;

@@ -181,6 +181,17 @@ Test(rendezvous, fd_limit_is_raised_or_reported) {
 }
 
 /* The star of 70 ranks under a soft limit it would not fit in. */
+/* The rank threads share one descriptor table: ranks 1..69 wait until rank 0 has raised
+ * the soft limit, or their own sockets (not rank 0's star) would hit it first. */
+static void wait_for_the_raise(struct rt_job *job, int rank) {
+  (void)job;
+  struct rlimit rl;
+  for (int i = 0; rank > 0 && i < 30000; i++) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 100) return;
+    usleep(1000);
+  }
+}
+
 Test(rendezvous, star_grows_past_a_low_soft_fd_limit, .timeout = 120) {
   struct rlimit rl;
   cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
@@ -192,8 +203,13 @@ Test(rendezvous, star_grows_past_a_low_soft_fd_limit, .timeout = 120) {
   job.settings[1][1] = "ring";
   job.settings[2][0] = "LOG";
   job.settings[2][1] = "none";
+  job.settings[3][0] = "TIMEOUT"; /* a failure is a message, not the test's timeout */
+  job.settings[3][1] = "40";
+  job.before_init = wait_for_the_raise;
   cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
   cr_expect_eq(rt_run_prepared(&job), 0, "%s", job.first);
+  cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  cr_expect_gt(rl.rlim_cur, 100, "rank 0 did not raise the soft limit");
   close(job.lfd);
 }
 

@@ -38,6 +38,34 @@ static void print_algorithms(void)
   printf("\n");
 }
 
+/* What ZCOLL_PROGRESS will do here: a progress thread per rank must not outnumber the
+ * cores silently (the library warns at init too; this says it before the job). */
+static void print_progress(zcoll_config_t *cfg)
+{
+  char mode[32] = "?", spin[32] = "?", local[32] = "-1";
+  zcoll_config_get(cfg, "PROGRESS", mode, sizeof mode);
+  zcoll_config_get(cfg, "SPIN_US", spin, sizeof spin);
+  zcoll_config_get(cfg, "LOCAL_SIZE", local, sizeof local);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN), ranks = strtol(local, NULL, 10);
+  printf("#\n# progress: ZCOLL_PROGRESS=%s on a host with %ld cores\n", mode, cores);
+  if (strcmp(mode, "thread") == 0) {
+    printf("#   each rank starts one progress thread: it spins up to %s us after work, then\n"
+           "#   sleeps on the transport's descriptors (no CPU while idle)\n", spin);
+    if (ranks > 0)
+      printf("#   %ld ranks here (ZCOLL_LOCAL_SIZE): %ld threads with the application's on %ld "
+             "cores: %s\n", ranks, 2 * ranks, cores,
+             2 * ranks > cores ? "more threads than cores, progress waits for a core "
+                                 "(init warns; ZCOLL_PROGRESS=caller avoids it)"
+                               : "fits");
+    else
+      printf("#   at most %ld rank%s per host keep%s the threads within the cores; more and "
+             "init warns\n", cores / 2, cores / 2 == 1 ? "" : "s", cores / 2 == 1 ? "s" : "");
+  } else {
+    printf("#   no thread: requests move only inside zcoll calls (zcoll_test, zcoll_wait, any\n"
+           "#   collective); waits spin up to %s us, then sleep\n", spin);
+  }
+}
+
 static int print_config(void)
 {
   zcoll_config_t *cfg = NULL;
@@ -65,6 +93,7 @@ static int print_config(void)
   }
   free(e); /* its strings are only valid until the config changes */
   print_algorithms();
+  print_progress(cfg);
   printf("#\n");
   zcoll_config_free(cfg);
   return 0;

@@ -27,7 +27,7 @@ static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype
     if (why) snprintf(why, why_len, "forced by ZCOLL_ALGO");
     return comm->forced_algo;
   }
-  return zcoll__select(&comm->selector, comm->size, count * zcoll_dtype_size(dtype), why,
+  return zcoll__select(&comm->selector, comm->size, count * zcoll__dsize(dtype), why,
                        why_len);
 }
 
@@ -37,7 +37,7 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown dtype %d", (int)dtype);
   if ((unsigned)op >= ZCOLL_OP_COUNT)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown op %d", (int)op);
-  size_t dsize = zcoll_dtype_size(dtype);
+  size_t dsize = zcoll__dsize(dtype);
   if (count > (size_t)PTRDIFF_MAX / dsize)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "allreduce: count %zu of %s overflows the address space", count,
@@ -54,7 +54,7 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm) {
+zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm) {
   /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
    * are already here and it would never wait. */
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
@@ -105,10 +105,19 @@ static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, in
  * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
 static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int in_place,
                                 struct zcoll__plan *pl, int *built) {
-  struct zcoll__sched_cache_entry *victim = NULL;
+  struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
+  /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
+  if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place) {
+    m->stamp = ++comm->ncolls;
+    m->pins++;
+    pl->entry = m;
+    pl->s = &m->sched;
+    return ZCOLL_OK;
+  }
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
     struct zcoll__sched_cache_entry *e = &comm->cache[i];
     if (e->used && e->algo == algo && e->count == count && e->in_place == in_place) {
+      comm->cache_mru = e;
       e->stamp = ++comm->ncolls;
       e->pins++;
       pl->entry = e;
@@ -141,6 +150,7 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   victim->in_place = in_place;
   victim->stamp = ++comm->ncolls;
   victim->pins = 1;
+  comm->cache_mru = victim;
   pl->entry = victim;
   pl->s = &victim->sched;
   return ZCOLL_OK;

@@ -74,6 +74,7 @@ struct zcoll_comm {
   int wake_fd;       /* eventfd that revoke writes: a sleeping call wakes at once */
   unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
+  struct zcoll__sched_cache_entry *cache_mru; /* the last hit or build, or NULL */
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
   /* The collectives in flight, oldest first (exec_queue.c); the placement hook finds
@@ -96,8 +97,18 @@ struct zcoll_comm {
 struct run;
 /* Records a failure for zcoll_comm_last_error and returns it. */
 zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st);
-/* ZCOLL_OK, or why no collective may start on comm (broken, revoked). */
-zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm);
+/* The size of a dtype already checked to be in range (status.c). */
+extern const uint8_t zcoll__dtype_sizes[ZCOLL_DTYPE_COUNT];
+static inline size_t zcoll__dsize(zcoll_dtype_t dtype) { return zcoll__dtype_sizes[dtype]; }
+
+/* ZCOLL_OK, or why no collective may start on comm (broken, revoked). Inline: every
+ * call asks, and the answer is almost always yes. */
+zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm);
+static inline zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm) {
+  if (!comm->broken && !atomic_load_explicit(&comm->revoked, memory_order_relaxed))
+    return ZCOLL_OK;
+  return zcoll__check_usable_slow(comm);
+}
 /* Argument checks, algorithm and schedule of an allreduce (local: nothing is counted). */
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,

@@ -420,7 +420,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   r->local_cur = 0;
   r->buf[ZCOLL_BUF_SRC] = (char *)src;
   r->buf[ZCOLL_BUF_DST] = dst;
-  r->dsize = zcoll_dtype_size(dtype);
+  r->dsize = zcoll__dsize(dtype);
   r->chunk = comm->slot_bytes / r->dsize;
   r->staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
   r->remaining = s->nops;
@@ -502,7 +502,10 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   /* The number is taken whatever happens next: ranks count calls, not successes. */
   uint64_t ordinal = comm->ordinal++;
   struct run r;
-  zcoll_status_t st = zcoll__exec_reserve(&comm->exec, s->nops, s->npeers, comm->nchans);
+  const struct zcoll__exec_state *e = comm->exec;
+  zcoll_status_t st = ZCOLL_OK; /* the scratch grows on the first calls only */
+  if (!e || s->nops > e->cap_ops || s->npeers > e->cap_peers || comm->nchans > e->cap_chans)
+    st = zcoll__exec_reserve(&comm->exec, s->nops, s->npeers, comm->nchans);
   if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
     st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
     return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__fail_runs(comm, st);

@@ -272,6 +272,8 @@ static void release(zcoll_comm_t *comm, int local) {
    * about to free. Without the hook a transport places by region, into memory it owns. */
   if (!local && comm->tl && comm->tl_ops->set_placement)
     comm->tl_ops->set_placement(comm->tl, NULL, NULL);
+  zcoll__rcache_destroy(comm->rcache, local);
+  comm->rcache = NULL;
   zcoll__mr_release_all(comm, local); /* registrations the application left behind */
   for (int i = 0; comm->chans && i < comm->nchans; i++) {
     if (comm->chans[i].rkey && !local) comm->tl_ops->rkey_release(comm->chans[i].rkey);
@@ -377,6 +379,9 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                                comm->bs};
   if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;
   if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
+  /* Transports that send only from registered memory keep user buffers registered. */
+  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY))
+    comm->rcache = zcoll__rcache_create(comm->tl_ops, comm->tl, comm->cfg->rcache_max_bytes);
   /* Nobody starts (and could fail and leave) before every rank is connected. */
   if ((st = zcoll__bootstrap_barrier(comm->bs)) != ZCOLL_OK) goto fail_abort;
   if (comm->cfg->trace[0] &&

@@ -15,6 +15,7 @@
 #include "bootstrap.h"
 #include "channel.h"
 #include "config.h"
+#include "rcache.h"
 #include "schedule.h"
 #include "trace.h"
 #include "transport.h"
@@ -75,6 +76,7 @@ struct zcoll_comm {
   unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__sched_cache_entry *cache_mru; /* the last hit or build, or NULL */
+  struct zcoll__rcache *rcache; /* verbs: user buffers kept registered; NULL: none */
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
   /* The collectives in flight, oldest first (exec_queue.c); the placement hook finds

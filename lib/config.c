@@ -248,6 +248,9 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       spin_us, parse_nonneg_int),
     F("YIELD_US", "2000", "then microseconds to poll yielding the core, before sleeping",
       yield_us, parse_nonneg_int),
+    F("RCACHE_MAX_BYTES", "1G", "verbs: bytes of user buffers kept registered between calls "
+      "(sent without staging; invalidated through libucm); 0: stage every send",
+      rcache_max_bytes, parse_bytes),
 };
 
 static const struct field *find_field(const char *name) {

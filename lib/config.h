@@ -12,7 +12,7 @@
 enum { ZCOLL_TL_AUTO, ZCOLL_TL_VERBS, ZCOLL_TL_UCX, ZCOLL_TL_LOOPBACK, ZCOLL_TL_SHM };
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-#define ZCOLL_CONFIG_NFIELDS 22
+#define ZCOLL_CONFIG_NFIELDS 23
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -35,6 +35,7 @@ struct zcoll_config {
   char trace[512];
   int spin_us;
   int yield_us;
+  size_t rcache_max_bytes; /* registration cache bound (verbs); 0: no cache */
   char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
   unsigned char explicit_[ZCOLL_CONFIG_NFIELDS]; /* set from the environment or code */
 };

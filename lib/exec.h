@@ -28,6 +28,7 @@ struct zcoll__exec_state {
  * order of their ordinals), and move pieces in that order on every channel. */
 struct run {
   struct run *next;      /* in comm->active */
+  uint64_t rc_since;     /* registration-cache clock at its start: what it uses stays */
   zcoll_status_t status; /* ZCOLL_IN_PROGRESS while listed; then how it ended */
   int64_t started_ns;    /* for the trace; 0 if off */
   zcoll_comm_t *comm;

@@ -55,6 +55,20 @@ static char *stage_buf(const struct run *r, const struct zcoll__chan *c, uint32_
                    : c->small + (size_t)slot * (ZCOLL_CHAN_HDR_BYTES + ZCOLL_CHAN_MERGE_MAX);
 }
 
+/* Below this an op's bytes are copied: staging a few KiB costs less than looking the
+ * buffer up, and registering every small temporary would churn the cache. */
+#define RCACHE_MIN_BYTES ((size_t)16 << 10)
+
+/* The registration an op's source lies in: the application's, else the cache's (which
+ * keeps what any collective in flight uses), else NULL (staged). */
+static struct zcoll_tl_mr *src_registration(const struct run *r, const char *src, size_t bytes) {
+  zcoll_comm_t *comm = r->comm;
+  struct zcoll_tl_mr *mr = zcoll__mr_find(comm, src, bytes);
+  if (mr || !comm->rcache || bytes < RCACHE_MIN_BYTES) return mr;
+  const struct run *oldest = comm->active ? comm->active : r;
+  return zcoll__rcache_get(comm->rcache, src, bytes, oldest->rc_since);
+}
+
 /* This collective's header, alone in a slot: the first piece is too big to carry it. */
 static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, uint32_t slot) {
   zcoll_comm_t *comm = r->comm;
@@ -104,7 +118,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
     if (a == o->off && r->staged)
-      r->e->src_mr[i] = o->count ? zcoll__mr_find(comm, src, o->count * r->dsize) : NULL;
+      r->e->src_mr[i] = o->count ? src_registration(r, src, o->count * r->dsize) : NULL;
     struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
     /* A piece that carries the header is copied behind it, so it is staged too. */
     int stage = (r->staged && !lmr) || hdr;
@@ -423,6 +437,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   r->dsize = zcoll__dsize(dtype);
   r->chunk = comm->slot_bytes / r->dsize;
   r->staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
+  r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
   r->remaining = s->nops;
   r->started_ns = comm->trace.f ? zcoll__trace_now() : 0;
   for (int i = 0; i < s->nops; i++) {

@@ -75,7 +75,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y libopenmpi-dev openmpi-bin >/dev/null; }
 fi
 MPI_BIN=perf/build/mpi_allreduce_perf
-if [ ! -x "$MPI_BIN" ] || [ perf/mpi_allreduce_perf.c -nt "$MPI_BIN" ] || [ tools/perf_table.h -nt "$MPI_BIN" ]; then
+if [ ! -x "$MPI_BIN" ] || [ perf/mpi_allreduce_perf.c -nt "$MPI_BIN" ] || [ -n "$(find tools -name 'perf_*.h' -newer "$MPI_BIN")" ]; then
   echo "== building $MPI_BIN with mpicc"
   mkdir -p perf/build
   mpicc -std=c11 -O2 -Wall -Wextra -Itools -o "$MPI_BIN" perf/mpi_allreduce_perf.c

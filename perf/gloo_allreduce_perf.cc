@@ -20,7 +20,7 @@
  * the element type: int8, uint8, int32, uint32, int64, uint64, half (gloo::float16, each
  * addition rounded to half), float, double; no bfloat16. Ops: sum, prod, min, max; avg is
  * sum then a division (see gloo_perf_driver.c, which holds the benchmark loop in C so that
- * it can share tools/perf_table.h with the other two programs).
+ * it can share tools/perf_*.h with the other two programs).
  *
  * Build: g++ -O2 -std=c++17 -Itools -c perf/gloo_allreduce_perf.cc
  *        gcc -O2 -std=c11 -Itools -c perf/gloo_perf_driver.c
@@ -345,7 +345,7 @@ int main(int argc, char **argv)
 {
   Ctx ctx;
   g_ctx = &ctx;
-  /* take -A out of argv (perf_table.h's parser knows the shared options only) */
+  /* take -A out of argv (perf_opts.h's parser knows the shared options only) */
   std::vector<char *> args{argv[0]};
   for (int i = 1; i < argc; i++) {
     if (std::strcmp(argv[i], "--") == 0) {

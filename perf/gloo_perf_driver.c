@@ -1,14 +1,14 @@
 /*
  * gloo_perf_driver.c -- the benchmark loop of perf/gloo_allreduce_perf (see
- * gloo_perf_driver.h): tools/perf_table.h's options, pattern, check and table, around a
+ * gloo_perf_driver.h): tools/perf_*.h's options, pattern, check and table, around a
  * library that only reduces in place.
  *
  * Gloo's allreduce algorithms reduce the vectors they were built on, in place. So for
  * every size the driver builds the algorithm once on the buffer (outside the timing),
  * runs w warmups, a barrier, then n timed back-to-back runs on that same buffer (the mean
- * per iteration; the table shows the slowest rank, as perf_table.h's pt_time_one does),
+ * per iteration; the table shows the slowest rank, as perf_driver.h's pt_time_one does),
  * then refills the buffer with the check pattern, poisons the guard after it and runs
- * once more to count wrong elements against perf_table.h's reference. That one
+ * once more to count wrong elements against perf_check.h's reference. That one
  * measurement goes in the out-of-place columns (no copy is added: this is what a Gloo
  * user runs); the in-place columns say N/A. AVG is SUM followed by a division by the
  * number of ranks on every rank, inside the timed loop, with the reference's arithmetic
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_table.h"
+#include "perf_driver.h"
 #include "gloo_perf_driver.h"
 
 /* gloo_allreduce_perf.cc repeats these values (it cannot include perf_table.h) */

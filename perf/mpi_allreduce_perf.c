@@ -4,7 +4,7 @@
  *   mpirun -np 4 --mca pml ob1 --mca btl self,vader ./mpi_allreduce_perf -b 8 -e 64M
  *
  * Same flags (less -a), same table, same timing statistic and the same check as
- * zcoll_perf: the driver, the pattern and the reference are tools/perf_table.h. In-place
+ * zcoll_perf: the driver, the pattern and the reference are tools/perf_*.h. In-place
  * runs pass MPI_IN_PLACE. MPI has no AVG: it runs as MPI_SUM followed by the division
  * by the number of ranks on every rank, inside the timed loop (the same arithmetic as
  * the reference: C's truncating integer division, float / (float)p, double / p).
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_table.h"
+#include "perf_driver.h"
 
 #define PROG "mpi_allreduce_perf"
 

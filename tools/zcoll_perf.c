@@ -5,7 +5,7 @@
  * For every size it times out-of-place and in-place zcoll_allreduce (w warmups, then
  * the mean of n back-to-back iterations on each rank; the table shows the slowest
  * rank), then checks one more run of each on freshly filled buffers against a reference
- * computed without zcoll. The options, table, pattern and driver live in perf_table.h,
+ * computed without zcoll. The options, table, pattern and driver live in tools/perf_*.h,
  * shared with perf/mpi_allreduce_perf.c so that both measure exactly the same thing.
  * Only the public API (zcoll.h) is used. Exit status: 0, 1 on an error or a wrong
  * element, 2 on a bad command line. */
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "zcoll.h"
-#include "perf_table.h"
+#include "perf_driver.h"
 
 #define PROG "zcoll_perf"
 

@@ -265,6 +265,29 @@ static inline uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t coun
   return wrong;
 }
 
+/* Before a checked run: fresh input, the guard after it poisoned, and (out of place) a
+ * poisoned receive buffer and guard. sendbuf NULL: in place, the input is in recvbuf. */
+static inline void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf,
+                                unsigned char *recvbuf, size_t count)
+{
+  unsigned char *in = sendbuf ? sendbuf : recvbuf;
+  pt_fill(in, pat->input, pat->esize, pat->period, count);
+  memset(in + count * pat->esize, PT_POISON, PT_GUARD);
+  if (sendbuf) memset(recvbuf, PT_POISON, count * pat->esize + PT_GUARD);
+}
+
+/* After it: the wrong result elements and guard slots, and out of place whatever the
+ * run changed in the input and its guard. */
+static inline uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendbuf,
+                                      const unsigned char *recvbuf, size_t count)
+{
+  const size_t es = pat->esize, per = pat->period;
+  uint64_t wrong = pt_count_wrong(recvbuf, pat->ref, es, per, count) + pt_guard_wrong(recvbuf, es, count);
+  if (sendbuf)
+    wrong += pt_count_wrong(sendbuf, pat->input, es, per, count) + pt_guard_wrong(sendbuf, es, count);
+  return wrong;
+}
+
 /* ---- AVG for peers that have none: the sum, then this division ---------------- */
 
 static inline float pt_f16_to_f32(uint16_t h)

@@ -1,13 +1,18 @@
 /*
- * perf_opts.h -- the command line of the benchmarks: sizes ("64K"), dtype and op names,
- * the options, their usage text and the parameters line of the table.
+ * perf_opts.h -- the command line of the benchmarks, nccl-tests' all_reduce_perf's flags
+ * (short and long forms, the same defaults where the meaning is the same): sizes
+ * ("64K"), dtype and op names, the options, their usage text and the parameters line
+ * of the table. Everything is checked here, before any program starts a job, so that a
+ * bad command line exits 2 without having touched the network.
  */
 #ifndef ZCOLL_PERF_OPTS_H
 #define ZCOLL_PERF_OPTS_H
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -71,40 +76,109 @@ static inline int pt_parse_long(const char *s, long lo, long hi, long *out)
 
 /* ---- options --------------------------------------------------------------------- */
 
+/* What a program can do beyond the common options. The parser refuses, with a reason,
+ * an option that needs what the program lacks. */
+enum pt_feature {
+  PT_HAS_ALGO = 1u << 0,          /* -A NAME chooses among the library's algorithms */
+  PT_HAS_NONBLOCKING = 1u << 1,   /* a non-blocking allreduce: -z 0 */
+  PT_HAS_REGISTER = 1u << 2,      /* -R 1: explicit memory registration */
+  PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
+};
+
+struct pt_prog {
+  const char *name;
+  unsigned features;  /* enum pt_feature */
+  const char *algo_doc; /* PT_HAS_ALGO: what -A takes and its default, one line */
+};
+
+/* How times (and CPU times) of the ranks become the one number of the table: -a. */
+enum pt_average { PT_AVG_RANK0, PT_AVG_MEAN, PT_AVG_MIN, PT_AVG_MAX };
+static const char *const pt_average_names[4] = {"rank 0's", "mean over ranks", "min over ranks",
+                                                "max over ranks"};
+
 struct pt_opts {
   size_t minbytes, maxbytes;
   size_t stepbytes;  /* > 0: add this; 0: multiply by stepfactor */
   long stepfactor;
   long iters, warmup, check;
+  long agg;      /* -m: collectives per timed iteration */
+  long cycles;   /* -N: sweeps; 0 = until interrupted */
+  long blocking; /* -z */
+  long average;  /* -a: enum pt_average */
+  long cputime;  /* -C */
+  long reg;      /* -R */
+  long timeout;  /* -T seconds; -1 = not given (the library's default, no alarm) */
   int ndtypes, nops;
   bool all_dtypes, all_ops;
   enum pt_dtype dtypes[PT_DTYPE_COUNT];
   enum pt_op ops[PT_OP_COUNT];
-  const char *algo; /* -a, or NULL */
+  const char *algo; /* -A, or NULL */
 };
 
-static inline void pt_usage(FILE *f, const char *prog, bool with_algo)
+static inline void pt_usage(FILE *f, const struct pt_prog *p)
 {
+  const bool nb = p->features & PT_HAS_NONBLOCKING;
   fprintf(f,
-          "usage: %s [-b minbytes] [-e maxbytes] [-f stepfactor | -i stepbytes] [-n iters]\n"
-          "       %*s [-w warmup] [-c 0|1] [-d dtype] [-o op]%s [-h]\n"
-          "  -b SIZE   smallest vector in bytes (default 8); sizes take K, M, G suffixes\n"
-          "  -e SIZE   largest vector in bytes (default 64M)\n"
-          "  -f N      multiply the size by N at each step (default 2)\n"
-          "  -i SIZE   add SIZE at each step instead (default 0: use -f)\n"
-          "  -n N      timed iterations per size (default 20)\n"
-          "  -w N      warmup iterations per size (default 5)\n"
-          "  -c 0|1    check every element against an independent reference (default 1)\n"
-          "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 half|float16 bfloat16\n"
-          "            float|float32 double|float64, or all (default float)\n"
-          "  -o OP     sum prod min max avg, or all (default sum)\n"
-          "%s"
-          "  -h        print this help\n"
-          "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
-          "time is the slowest rank's mean per iteration; busbw = algbw * 2(p-1)/p.\n",
-          prog, (int)strlen(prog), "", with_algo ? " [-a algorithm]" : "",
-          with_algo ? "  -a NAME   force the allreduce algorithm (the ALGO configuration field)\n"
-                    : "");
+          "usage: %s [options]   (nccl-tests' all_reduce_perf flags, short or long)\n"
+          "  -b, --minbytes SIZE     smallest vector in bytes (default 8); sizes take K, M, G\n"
+          "  -e, --maxbytes SIZE     largest vector in bytes (default 64M)\n"
+          "  -f, --stepfactor N      multiply the size by N at each step (default 2)\n"
+          "  -i, --stepbytes SIZE    add SIZE at each step instead (default 0: use -f)\n"
+          "  -n, --iters N           timed iterations per size (default 20)\n"
+          "  -w, --warmup_iters N    warmup iterations per size (default 5)\n"
+          "  -m, --agg_iters N       collectives per iteration (default 1); times are per\n"
+          "                          collective: the iteration's time / N\n"
+          "  -N, --run_cycles N      run the whole sweep N times, a table each (default 1;\n"
+          "                          0: until interrupted)\n"
+          "  -c, --check 0|1         check every element against an independent reference\n"
+          "                          (default 1)\n"
+          "  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half|float16\n"
+          "                          bfloat16 float|float32 double|float64, or all (default float)\n"
+          "  -o, --op OP             sum prod min max avg, or all (default sum)\n",
+          p->name);
+  if (nb)
+    fputs("  -z, --blocking 0|1      0 (default): the timed collectives are posted non-blocking\n"
+          "                          one after the other, at most 32 in flight (when full, wait\n"
+          "                          for the oldest), all waited at the end: consecutive ones\n"
+          "                          may overlap. 1: an iteration ends before the next starts:\n"
+          "                          one blocking call (the latency of a blocking call); with\n"
+          "                          -m N, N non-blocking ones posted, then all waited\n",
+          f);
+  else
+    fprintf(f,
+            "  -z, --blocking 1        each collective is a blocking call; -m N: N back-to-back\n"
+            "                          calls per iteration (default 1: %s has no\n"
+            "                          non-blocking allreduce, -z 0 is refused)\n",
+            p->name);
+  fputs("  -a, --average 0|1|2|3   how the ranks' times combine into the table's: 0 rank 0's,\n"
+        "                          1 the mean over ranks (default), 2 the min, 3 the max\n"
+        "  -C, --report_cputime 0|1  1: also print cpu(us) after each time column: the\n"
+        "                          process's CPU time (user + sys, getrusage; a progress\n"
+        "                          thread of the library counts too) over the timed loop per\n"
+        "                          collective, combined as -a (default 0)\n",
+        f);
+  if (p->features & PT_HAS_REGISTER)
+    fputs("  -R, --local_register 0|1  1: register the send and receive buffers with the\n"
+          "                          library (zcoll_mem_register) before timing (default 0)\n",
+          f);
+  if (p->features & PT_HAS_STALL_TIMEOUT)
+    fputs("  -T, --timeout SECONDS   the library's deadline for a stalled collective (the\n"
+          "                          TIMEOUT configuration field), so that a hang is an error\n"
+          "                          (default: the library's, ZCOLL_TIMEOUT or 120; 0: none)\n",
+          f);
+  else
+    fputs("  -T, --timeout SECONDS   end the whole run with SIGALRM after SECONDS (alarm(),\n"
+          "                          so that a hang is an error; default 0: none)\n",
+          f);
+  if (p->features & PT_HAS_ALGO)
+    fprintf(f,
+            "  -A, --algo, --algorithm NAME\n"
+            "                          %s\n",
+            p->algo_doc);
+  fputs("  -h, --help              print this help\n"
+        "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
+        "time: each rank's mean per collective, combined as -a; busbw = algbw * 2(p-1)/p.\n",
+        f);
 }
 
 __attribute__((format(printf, 2, 3))) static inline int pt_opt_error(const char *prog,
@@ -119,103 +193,165 @@ __attribute__((format(printf, 2, 3))) static inline int pt_opt_error(const char 
   return 2;
 }
 
+/* The options that take a whole number: where it goes, its range and what it must be. */
+struct pt_num_opt {
+  int c;
+  long lo, hi;
+  size_t off;
+  const char *need;
+};
+
+static const struct pt_num_opt pt_num_opts[] = {
+    {'f', 0, 1L << 20, offsetof(struct pt_opts, stepfactor), "a step factor"},
+    {'n', 1, INT_MAX, offsetof(struct pt_opts, iters), "an iteration count >= 1"},
+    {'w', 0, INT_MAX, offsetof(struct pt_opts, warmup), "a warmup count >= 0"},
+    {'m', 1, 1L << 20, offsetof(struct pt_opts, agg), "a count of collectives in 1..1048576"},
+    {'N', 0, INT_MAX, offsetof(struct pt_opts, cycles), "a cycle count >= 0"},
+    {'c', 0, 1, offsetof(struct pt_opts, check), "0 or 1"},
+    {'z', 0, 1, offsetof(struct pt_opts, blocking), "0 or 1"},
+    {'C', 0, 1, offsetof(struct pt_opts, cputime), "0 or 1"},
+    {'R', 0, 1, offsetof(struct pt_opts, reg), "0 or 1"},
+    {'T', 0, 1000000000L, offsetof(struct pt_opts, timeout), "a whole number of seconds >= 0"},
+    {'a', 0, 3, offsetof(struct pt_opts, average),
+     "0..3 (0 rank 0's time, 1 the mean over ranks, 2 the min, 3 the max)"},
+};
+
+/* Sets a whole-number option; 2 after a message if the value is not one. */
+static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+{
+  for (size_t i = 0; i < sizeof pt_num_opts / sizeof pt_num_opts[0]; i++) {
+    const struct pt_num_opt *n = &pt_num_opts[i];
+    if (n->c != c) continue;
+    if (pt_parse_long(arg, n->lo, n->hi, (long *)((char *)o + n->off)) == 0) return 0;
+    if (c == 'a' && (*arg < '0' || *arg > '9'))
+      return pt_opt_error(p->name,
+                          "-a '%s': -a now takes 0..3 as in nccl-tests (how the ranks' times "
+                          "combine: 0 rank 0's, 1 mean, 2 min, 3 max)%s",
+                          arg, p->features & PT_HAS_ALGO ? "; the algorithm is -A/--algo NAME" : "");
+    return pt_opt_error(p->name, "-%c: '%s' is not %s", c, arg, n->need);
+  }
+  return pt_opt_error(p->name, "-%c: no such option", c); /* not reached */
+}
+
+/* -d all / -o all, or one name. */
+static inline int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+{
+  const bool all = strcmp(arg, "all") == 0;
+  const int n = c == 'd' ? PT_DTYPE_COUNT : PT_OP_COUNT;
+  int v = all ? 0 : c == 'd' ? pt_parse_dtype(arg) : pt_parse_op(arg);
+  if (v < 0) return pt_opt_error(p->name, "-%c: unknown %s '%s'", c, c == 'd' ? "dtype" : "op", arg);
+  for (int i = 0; i < (all ? n : 1); i++) {
+    if (c == 'd') o->dtypes[i] = (enum pt_dtype)(all ? i : v);
+    else o->ops[i] = (enum pt_op)(all ? i : v);
+  }
+  if (c == 'd') {
+    o->all_dtypes = all;
+    o->ndtypes = all ? n : 1;
+  } else {
+    o->all_ops = all;
+    o->nops = all ? n : 1;
+  }
+  return 0;
+}
+
+/* The options the program has not got, and those that contradict each other. */
+static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o)
+{
+  if (o->minbytes > o->maxbytes)
+    return pt_opt_error(p->name, "minbytes (-b %zu) is larger than maxbytes (-e %zu)", o->minbytes,
+                        o->maxbytes);
+  if (o->stepbytes == 0 && o->stepfactor < 2)
+    return pt_opt_error(p->name, "-f: step factor %ld must be >= 2 when -i is 0", o->stepfactor);
+  if (o->algo && !(p->features & PT_HAS_ALGO))
+    return pt_opt_error(p->name, "-A %s: %s has no algorithm choice", o->algo, p->name);
+  if (o->algo && *o->algo == '\0') return pt_opt_error(p->name, "-A: empty algorithm name");
+  if (!(p->features & PT_HAS_NONBLOCKING) && o->blocking == 0)
+    return pt_opt_error(p->name, "-z 0: %s has no non-blocking allreduce", p->name);
+  if (o->reg && !(p->features & PT_HAS_REGISTER))
+    return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
+  return 0;
+}
+
 /* Returns 0 to run, 1 when -h printed the usage (exit 0), 2 on a bad command line (a
  * message was printed; exit 2). */
-static inline int pt_parse_args(int argc, char **argv, const char *prog, bool with_algo,
-                                struct pt_opts *o)
+static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
 {
+  static const struct option longs[] = {
+      {"minbytes", required_argument, NULL, 'b'},     {"maxbytes", required_argument, NULL, 'e'},
+      {"stepbytes", required_argument, NULL, 'i'},    {"stepfactor", required_argument, NULL, 'f'},
+      {"iters", required_argument, NULL, 'n'},        {"warmup_iters", required_argument, NULL, 'w'},
+      {"agg_iters", required_argument, NULL, 'm'},    {"run_cycles", required_argument, NULL, 'N'},
+      {"check", required_argument, NULL, 'c'},        {"datatype", required_argument, NULL, 'd'},
+      {"op", required_argument, NULL, 'o'},           {"blocking", required_argument, NULL, 'z'},
+      {"average", required_argument, NULL, 'a'},      {"report_cputime", required_argument, NULL, 'C'},
+      {"local_register", required_argument, NULL, 'R'}, {"timeout", required_argument, NULL, 'T'},
+      {"algo", required_argument, NULL, 'A'},         {"algorithm", required_argument, NULL, 'A'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
   o->minbytes = 8;
   o->maxbytes = (size_t)64 << 20;
   o->stepfactor = 2;
   o->iters = 20;
   o->warmup = 5;
+  o->agg = 1;
+  o->cycles = 1;
   o->check = 1;
+  o->blocking = (p->features & PT_HAS_NONBLOCKING) ? 0 : 1; /* nccl-tests' default is 0 */
+  o->average = PT_AVG_MEAN;                                 /* nccl-tests' default */
+  o->timeout = -1;
   o->ndtypes = 1;
   o->dtypes[0] = PT_FLOAT32;
   o->nops = 1;
   o->ops[0] = PT_SUM;
-  const char *optstring = with_algo ? ":b:e:f:i:n:w:c:d:o:a:h" : ":b:e:f:i:n:w:c:d:o:h";
   opterr = 0;
   optind = 1;
   int c;
-  while ((c = getopt(argc, argv, optstring)) != -1) {
-    int v;
+  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:h", longs, NULL)) != -1) {
+    int rc = 0;
     switch (c) {
-    case 'b':
-      if (pt_parse_size(optarg, &o->minbytes)) return pt_opt_error(prog, "-b: bad size '%s'", optarg);
-      break;
-    case 'e':
-      if (pt_parse_size(optarg, &o->maxbytes)) return pt_opt_error(prog, "-e: bad size '%s'", optarg);
-      break;
-    case 'i':
-      if (pt_parse_size(optarg, &o->stepbytes)) return pt_opt_error(prog, "-i: bad size '%s'", optarg);
-      break;
-    case 'f':
-      if (pt_parse_long(optarg, 0, 1L << 20, &o->stepfactor))
-        return pt_opt_error(prog, "-f: bad step factor '%s'", optarg);
-      break;
-    case 'n':
-      if (pt_parse_long(optarg, 1, INT_MAX, &o->iters))
-        return pt_opt_error(prog, "-n: bad iteration count '%s' (need >= 1)", optarg);
-      break;
-    case 'w':
-      if (pt_parse_long(optarg, 0, INT_MAX, &o->warmup))
-        return pt_opt_error(prog, "-w: bad warmup count '%s'", optarg);
-      break;
-    case 'c':
-      if (pt_parse_long(optarg, 0, 1, &o->check)) return pt_opt_error(prog, "-c: '%s' is not 0 or 1", optarg);
-      break;
-    case 'd':
-      o->all_dtypes = strcmp(optarg, "all") == 0;
-      if (o->all_dtypes) {
-        o->ndtypes = PT_DTYPE_COUNT;
-        for (int i = 0; i < PT_DTYPE_COUNT; i++) o->dtypes[i] = (enum pt_dtype)i;
-      } else {
-        if ((v = pt_parse_dtype(optarg)) < 0) return pt_opt_error(prog, "-d: unknown dtype '%s'", optarg);
-        o->ndtypes = 1;
-        o->dtypes[0] = (enum pt_dtype)v;
-      }
-      break;
-    case 'o':
-      o->all_ops = strcmp(optarg, "all") == 0;
-      if (o->all_ops) {
-        o->nops = PT_OP_COUNT;
-        for (int i = 0; i < PT_OP_COUNT; i++) o->ops[i] = (enum pt_op)i;
-      } else {
-        if ((v = pt_parse_op(optarg)) < 0) return pt_opt_error(prog, "-o: unknown op '%s'", optarg);
-        o->nops = 1;
-        o->ops[0] = (enum pt_op)v;
-      }
-      break;
-    case 'a':
-      if (*optarg == '\0') return pt_opt_error(prog, "-a: empty algorithm name");
-      o->algo = optarg;
-      break;
-    case 'h':
-      pt_usage(stdout, prog, with_algo);
-      return 1;
+    case 'b': case 'e': case 'i': {
+      size_t *dst = c == 'b' ? &o->minbytes : c == 'e' ? &o->maxbytes : &o->stepbytes;
+      if (pt_parse_size(optarg, dst)) rc = pt_opt_error(p->name, "-%c: bad size '%s'", c, optarg);
+    } break;
+    case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
+    case 'A': o->algo = optarg; break;
+    case 'h': pt_usage(stdout, p); return 1;
     case ':':
-      return pt_opt_error(prog, "option -%c needs a value", optopt);
+      if (optopt > ' ' && optopt < 127 && strncmp(argv[optind - 1], "--", 2) != 0)
+        return pt_opt_error(p->name, "option -%c needs a value", optopt);
+      return pt_opt_error(p->name, "option '%s' needs a value", argv[optind - 1]);
+    case '?':
+      if (optopt > ' ' && optopt < 127) return pt_opt_error(p->name, "unknown option -%c", optopt);
+      return pt_opt_error(p->name, "unknown option '%s'", argv[optind - 1]);
     default:
-      if (optopt > ' ' && optopt < 127) return pt_opt_error(prog, "unknown option -%c", optopt);
-      return pt_opt_error(prog, "unknown option '%s'", argv[optind - 1]);
+      rc = pt_set_num(p, o, c, optarg);
+      break;
     }
+    if (rc) return rc;
   }
-  if (optind < argc) return pt_opt_error(prog, "unexpected argument '%s'", argv[optind]);
-  if (o->minbytes > o->maxbytes)
-    return pt_opt_error(prog, "minbytes (-b %zu) is larger than maxbytes (-e %zu)", o->minbytes, o->maxbytes);
-  if (o->stepbytes == 0 && o->stepfactor < 2)
-    return pt_opt_error(prog, "-f: step factor %ld must be >= 2 when -i is 0", o->stepfactor);
-  return 0;
+  if (optind < argc) return pt_opt_error(p->name, "unexpected argument '%s'", argv[optind]);
+  return pt_check_opts(p, o);
 }
 
+/* nccl-tests' parameters line; graph is its CUDA-graph count, always 0 here, kept so that
+ * what reads nccl-tests' output reads this too. */
 static inline void pt_print_params(FILE *f, const struct pt_opts *o)
 {
   if (o->stepbytes)
     fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->minbytes, o->maxbytes, o->stepbytes);
   else
     fprintf(f, "# minBytes %zu maxBytes %zu step: %ld(factor)", o->minbytes, o->maxbytes, o->stepfactor);
-  fprintf(f, " warmup iters: %ld iters: %ld validation: %ld\n#\n", o->warmup, o->iters, o->check);
+  fprintf(f, " warmup iters: %ld iters: %ld agg iters: %ld validation: %ld graph: 0\n#\n", o->warmup,
+          o->iters, o->agg, o->check);
 }
+
+/* The second banner line: how the table was measured. */
+static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
+{
+  fprintf(f, "# %s: %s, blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
+          prog, "allreduce", o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
+  fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
+}
+
 #endif /* ZCOLL_PERF_OPTS_H */

@@ -44,7 +44,6 @@ static inline bool pt_is_unsigned(enum pt_dtype t)
   return t == PT_UINT8 || t == PT_UINT32 || t == PT_UINT64;
 }
 
-
 /* ---- the table ------------------------------------------------------------------- */
 
 static inline double pt_busbw(double algbw, int nranks)
@@ -58,15 +57,29 @@ static inline double pt_algbw(size_t bytes, double time_us)
   return time_us > 0.0 ? (double)bytes / time_us / 1.0e3 : 0.0;
 }
 
-static inline void pt_print_header(FILE *f, bool algo_column)
+/* A time or CPU time in a 7-wide column, with fewer decimals as it grows. */
+static inline const char *pt_fmt_us(char buf[32], double us)
 {
-  fprintf(f, "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place\n",
-          "", "", "", "", "");
-  fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s%s\n", "size", "count",
-          "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-          "#wrong", algo_column ? "  algorithm" : "");
-  fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s\n", "(B)",
-          "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)");
+  snprintf(buf, 32, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
+  return buf;
+}
+
+/* cpu: a cpu(us) column after each time column (-C 1). Without it the header is
+ * nccl-tests' to the byte. */
+static inline void pt_print_header(FILE *f, bool algo_column, bool cpu)
+{
+  const char *c = cpu ? "  %7s" : "%.0s"; /* the cpu column, or nothing */
+  char fmt[160];
+  fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %*sout-of-place%*sin-place\n", "", "", "", "", "",
+          cpu ? 13 : 9, "", cpu ? 32 : 23, "");
+  snprintf(fmt, sizeof fmt, "# %%10s  %%12s  %%8s  %%6s  %%6s  %%7s%s  %%6s  %%6s %%6s  %%7s%s  %%6s  %%6s %%6s%%s\n",
+           c, c);
+  fprintf(f, fmt, "size", "count", "type", "redop", "root", "time", "cpu", "algbw", "busbw", "#wrong",
+          "time", "cpu", "algbw", "busbw", "#wrong", algo_column ? "  algorithm" : "");
+  snprintf(fmt, sizeof fmt, "# %%10s  %%12s  %%8s  %%6s  %%6s  %%7s%s  %%6s  %%6s  %%5s  %%7s%s  %%6s  %%6s\n",
+           c, c);
+  fprintf(f, fmt, "(B)", "(elements)", "", "", "", "(us)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)",
+          "(GB/s)", "(GB/s)");
 }
 
 static inline void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
@@ -75,23 +88,37 @@ static inline void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum 
   fprintf(f, "%12zu  %12zu  %8s  %6s  %6i", bytes, count, pt_dtype_names[t], pt_op_names[op], -1);
 }
 
-static inline void pt_print_cell(FILE *f, double time_us, size_t bytes, int nranks, bool checked,
-                                 uint64_t wrong)
+/* One measured column group of a row: out-of-place or in-place. */
+struct pt_cell {
+  double time_us, cpu_us;
+  uint64_t wrong;
+};
+
+static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, int nranks, bool cpu,
+                                 bool checked)
 {
-  char tbuf[32];
-  snprintf(tbuf, sizeof tbuf, time_us >= 10000.0 ? "%7.0f" : time_us >= 100.0 ? "%7.1f" : "%7.2f",
-           time_us);
-  double algbw = pt_algbw(bytes, time_us);
-  fprintf(f, "  %7s  %6.2f  %6.2f", tbuf, algbw, pt_busbw(algbw, nranks));
+  char tbuf[32], cbuf[32];
+  double algbw = pt_algbw(bytes, c->time_us);
+  fprintf(f, "  %7s", pt_fmt_us(tbuf, c->time_us));
+  if (cpu) fprintf(f, "  %7s", pt_fmt_us(cbuf, c->cpu_us));
+  fprintf(f, "  %6.2f  %6.2f", algbw, pt_busbw(algbw, nranks));
   if (checked)
-    fprintf(f, "  %5" PRIu64, wrong);
+    fprintf(f, "  %5" PRIu64, c->wrong);
   else
     fprintf(f, "  %5s", "N/A");
 }
 
-static inline void pt_print_footer(FILE *f, uint64_t wrong, double avg_busbw)
+/* A column group that was not measured. */
+static inline void pt_print_na_cell(FILE *f, bool cpu)
+{
+  fprintf(f, "  %7s%s  %6s  %6s  %5s", "N/A", cpu ? "      N/A" : "", "N/A", "N/A", "N/A");
+}
+
+/* avg_name: "Avg bus bandwidth" (nccl-tests'), or what else the rows average. */
+static inline void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name, double avg)
 {
   fprintf(f, "# %-20s : %" PRIu64 " %s\n", "Out of bounds values", wrong, wrong ? "FAILED" : "OK");
-  fprintf(f, "# %-20s : %g\n#\n", "Avg bus bandwidth", avg_busbw);
+  fprintf(f, "# %-20s : %g\n#\n", avg_name, avg);
 }
+
 #endif /* ZCOLL_PERF_TABLE_H */

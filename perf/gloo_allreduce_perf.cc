@@ -9,7 +9,7 @@
  *          (or --algo, --algorithm, as zcoll_perf's)
  * -S       synchronous pairs (default: Gloo's default, asynchronous: a device thread per
  *          process does the socket I/O and wakes the caller)
- * Gloo has no non-blocking allreduce: -z is 1 here (-z 0 is refused).
+ * Gloo has no non-blocking allreduce: -z is 1 here (-z 0 and --overlap are refused).
  *
  * Ranks: OMPI_COMM_WORLD_RANK/SIZE (mpirun only starts the processes: no MPI is used),
  * else RANK/SIZE, else ZCOLL_RANK/ZCOLL_SIZE. Rendezvous: a gloo FileStore in the

@@ -13,8 +13,8 @@
  * out-of-place columns (no copy is added: this is what a Gloo user runs); the in-place
  * columns say N/A. AVG is SUM followed by a division by the number of ranks on every
  * rank, inside the timed loop, with the reference's arithmetic (as mpi_allreduce_perf
- * does). Gloo has no non-blocking allreduce: -z is 1, and -z 0 is refused, as is -R
- * (Gloo registers its buffers itself); -T is alarm().
+ * does). Gloo has no non-blocking allreduce: -z is 1, and -z 0 and --overlap are
+ * refused, as is -R (Gloo registers its buffers itself); -T is alarm().
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>

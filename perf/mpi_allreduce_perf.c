@@ -5,8 +5,9 @@
  *
  * Same flags, same table, same timing statistic and the same check as zcoll_perf: the
  * driver, the pattern and the reference are tools/perf_*.h. Less -A (MPI picks its own
- * algorithm) and -R (MPI registers memory by itself); -z 0 uses MPI_Iallreduce and
- * MPI_Wait; -T is alarm(). In-place runs pass MPI_IN_PLACE. MPI has no AVG:
+ * algorithm) and -R (MPI registers memory by itself); -z 0 and --overlap use
+ * MPI_Iallreduce and MPI_Wait (Open MPI progresses a request only inside MPI calls, so
+ * expect little overlap); -T is alarm(). In-place runs pass MPI_IN_PLACE. MPI has no AVG:
  * it runs as MPI_SUM followed by the division by the number of ranks on every rank,
  * inside the timed loop (at MPI_Wait for a non-blocking one; the same arithmetic as the
  * reference: C's truncating integer division, float / (float)p, double / p).

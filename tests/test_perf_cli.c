@@ -137,7 +137,7 @@ Test(perf_cli, help_prints_usage)
                          "-n, --iters", "-w, --warmup_iters", "-m, --agg_iters", "-N, --run_cycles",
                          "-c, --check", "-d, --datatype", "-o, --op", "-z, --blocking",
                          "-a, --average", "-C, --report_cputime", "-R, --local_register",
-                         "-T, --timeout", "-A, --algo, --algorithm", "-h, --help"};
+                         "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "-h, --help"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_expect(strstr(out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
   /* the defaults that changed with nccl-tests' meanings, and what -C counts */
@@ -210,6 +210,9 @@ static const struct {
     {ARGS("--agg_iters", "-3"), "-m"},
     {ARGS("-N", "-1"), "-N"},
     {ARGS("-T", "1.5"), "-T"},
+    /* --overlap times one non-blocking collective at a time */
+    {ARGS("--overlap", "-m", "2"), "--overlap"},
+    {ARGS("--overlap", "-z", "1"), "--overlap"},
 };
 
 Test(perf_cli, nccl_tests_flags_bad_values)

@@ -2,7 +2,8 @@
  * perf_driver.h -- the benchmark driver shared by zcoll_perf and perf/mpi_allreduce_perf.
  * For every cycle (-N), dtype, op and size it times out-of-place and in-place runs,
  * checks one more run of each against perf_check.h's reference and prints perf_table.h's
- * row. The library is reached only through perf_backend.h's table.
+ * row; with --overlap, perf_overlap.h's row instead. The library is reached only through
+ * perf_backend.h's table.
  *
  * A timed iteration is -m collectives. -z 1: each iteration ends before the next begins
  * (one blocking call with -m 1; else -m posted, then all waited). -z 0: every collective
@@ -14,8 +15,7 @@
 #ifndef ZCOLL_PERF_DRIVER_H
 #define ZCOLL_PERF_DRIVER_H
 
-#include "perf_backend.h"
-#include "perf_check.h"
+#include "perf_overlap.h"
 
 #define PT_ALIGN 4096
 
@@ -73,7 +73,7 @@ static inline int pt_measure(const struct pt_opts *o, const struct pt_backend *b
 /* What the footer sums up over every row. */
 struct pt_totals {
   uint64_t wrong;
-  double sum; /* of busbw */
+  double sum; /* of busbw, or of the overlap with --overlap */
   long n;
 };
 
@@ -121,10 +121,34 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
   return 0;
 }
 
+/* One row of the overlap table. */
+static inline int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
+                                 const struct pt_pattern *pat, struct pt_compute *cp,
+                                 unsigned char *sendbuf, unsigned char *recvbuf, size_t count,
+                                 struct pt_totals *tot)
+{
+  struct pt_overlap_row r;
+  if (pt_overlap_size(o, be, pat, cp, sendbuf, recvbuf, count, &r)) return -1;
+  int rc;
+  const char *algo = pt_algorithm(be, count, pat->dtype, pat->op, &rc);
+  if (rc) return -1;
+  tot->wrong += r.wrong;
+  tot->sum += r.overlap;
+  tot->n++;
+  if (be->rank == 0) {
+    pt_print_overlap_row(stdout, count * pat->esize, count, pat->dtype, pat->op, &r, o->cputime,
+                         o->check);
+    if (be->algorithm) printf("  %s", algo);
+    printf("\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+
 /* One table section: every size for one dtype and op. */
 static inline int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
                                  unsigned char *sendbuf, unsigned char *recvbuf, enum pt_dtype t,
-                                 enum pt_op op, struct pt_totals *tot)
+                                 enum pt_op op, struct pt_compute *cp, struct pt_totals *tot)
 {
   struct pt_pattern pat;
   if (pt_pattern_init(&pat, t, op, be->rank, be->nranks, o->check != 0)) {
@@ -137,7 +161,8 @@ static inline int pt_run_section(const struct pt_opts *o, const struct pt_backen
     size_t count = pt_count_for(s, pat.esize);
     if (count != prev) {
       prev = count;
-      rc = pt_table_row(o, be, &pat, sendbuf, recvbuf, count, tot);
+      rc = o->overlap ? pt_overlap_row(o, be, &pat, cp, sendbuf, recvbuf, count, tot)
+                      : pt_table_row(o, be, &pat, sendbuf, recvbuf, count, tot);
     }
     if (!pt_next_size(o, &s)) break;
   }
@@ -153,18 +178,22 @@ static inline void pt_print_section_start(const struct pt_opts *o, long cycle, i
   if (cycle + d + k > 1) printf("#\n");
   if (o->cycles == 0 && d + k == 0) printf("# cycle %ld (until interrupted)\n", cycle);
   if (o->cycles > 1 && d + k == 0) printf("# cycle %ld of %ld\n", cycle, o->cycles);
-  pt_print_header(stdout, algo_column, o->cputime);
+  if (o->overlap)
+    pt_print_overlap_header(stdout, algo_column, o->cputime);
+  else
+    pt_print_header(stdout, algo_column, o->cputime);
 }
 
 /* Every dtype x op section, once per cycle, a table each. */
 static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
-                                unsigned char *sendbuf, unsigned char *recvbuf, struct pt_totals *tot)
+                                unsigned char *sendbuf, unsigned char *recvbuf, struct pt_compute *cp,
+                                struct pt_totals *tot)
 {
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
     for (int d = 0; d < o->ndtypes; d++) {
       for (int k = 0; k < o->nops; k++) {
         if (be->rank == 0) pt_print_section_start(o, cycle, d, k, be->algorithm != NULL);
-        if (pt_run_section(o, be, sendbuf, recvbuf, o->dtypes[d], o->ops[k], tot)) return -1;
+        if (pt_run_section(o, be, sendbuf, recvbuf, o->dtypes[d], o->ops[k], cp, tot)) return -1;
       }
     }
   }
@@ -186,18 +215,25 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
     free(sendbuf);
     return -1;
   }
+  struct pt_compute cp = {NULL, 0.0, 0.0};
   struct pt_totals tot = {0, 0.0, 0};
   int rc = 0;
-  if (o->reg &&
+  if (o->overlap && pt_compute_init(&cp)) {
+    fprintf(stderr, "%s: rank %d: out of memory for the computation\n", be->prog, be->rank);
+    rc = -1;
+  }
+  if (rc == 0 && o->reg &&
       (be->register_mem(be->ctx, sendbuf, bytes) || be->register_mem(be->ctx, recvbuf, bytes)))
     rc = -1;
-  if (rc == 0) rc = pt_run_cycles(o, be, sendbuf, recvbuf, &tot);
+  if (rc == 0) rc = pt_run_cycles(o, be, sendbuf, recvbuf, &cp, &tot);
   if (rc == 0 && o->reg && be->deregister_all(be->ctx)) rc = -1;
+  pt_compute_free(&cp);
   free(sendbuf);
   free(recvbuf);
   if (rc) return -1;
   if (be->rank == 0) {
-    pt_print_footer(stdout, tot.wrong, "Avg bus bandwidth", tot.n ? tot.sum / (double)tot.n : 0.0);
+    pt_print_footer(stdout, tot.wrong, o->overlap ? "Avg overlap (%)" : "Avg bus bandwidth",
+                    tot.n ? tot.sum / (double)tot.n : 0.0);
     fflush(stdout);
   }
   return tot.wrong ? 1 : 0;

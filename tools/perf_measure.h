@@ -1,7 +1,7 @@
 /*
  * perf_measure.h -- what every benchmark loop measures with: the clocks (wall and the
  * process's CPU time), the sweep of sizes, and -a's combination of one measurement
- * over the ranks. Shared by perf_driver.h and perf/gloo_perf_driver.c,
+ * over the ranks. Shared by perf_driver.h, perf_overlap.h and perf/gloo_perf_driver.c,
  * which reach their libraries through different backend tables: combining takes the
  * two reductions it needs as a struct of its own.
  */

@@ -80,7 +80,7 @@ static inline int pt_parse_long(const char *s, long lo, long hi, long *out)
  * an option that needs what the program lacks. */
 enum pt_feature {
   PT_HAS_ALGO = 1u << 0,          /* -A NAME chooses among the library's algorithms */
-  PT_HAS_NONBLOCKING = 1u << 1,   /* a non-blocking allreduce: -z 0 */
+  PT_HAS_NONBLOCKING = 1u << 1,   /* a non-blocking allreduce: -z 0 and --overlap */
   PT_HAS_REGISTER = 1u << 2,      /* -R 1: explicit memory registration */
   PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
 };
@@ -108,6 +108,7 @@ struct pt_opts {
   long cputime;  /* -C */
   long reg;      /* -R */
   long timeout;  /* -T seconds; -1 = not given (the library's default, no alarm) */
+  bool overlap;  /* --overlap */
   int ndtypes, nops;
   bool all_dtypes, all_ops;
   enum pt_dtype dtypes[PT_DTYPE_COUNT];
@@ -175,6 +176,15 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
             "  -A, --algo, --algorithm NAME\n"
             "                          %s\n",
             p->algo_doc);
+  if (nb)
+    fputs("      --overlap           instead of the table above, per size and out of place, as\n"
+          "                          OSU's osu_iallreduce: comm = post + wait; compute = a\n"
+          "                          loop of arithmetic calibrated to last about comm, alone\n"
+          "                          (it never calls the library); overall = post, compute,\n"
+          "                          wait; overlap% = 100 (1 - (overall - compute) / comm),\n"
+          "                          in 0..100. Each the mean of -n iterations, combined as -a.\n"
+          "                          -C adds the CPU time of the overall phase. (-m 1, -z 0)\n",
+          f);
   fputs("  -h, --help              print this help\n"
         "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
         "time: each rank's mean per collective, combined as -a; busbw = algbw * 2(p-1)/p.\n",
@@ -216,6 +226,8 @@ static const struct pt_num_opt pt_num_opts[] = {
      "0..3 (0 rank 0's time, 1 the mean over ranks, 2 the min, 3 the max)"},
 };
 
+#define PT_OPT_OVERLAP 0x100 /* long-only options */
+
 /* Sets a whole-number option; 2 after a message if the value is not one. */
 static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
 {
@@ -255,7 +267,7 @@ static inline int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c,
 }
 
 /* The options the program has not got, and those that contradict each other. */
-static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o)
+static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool z_given)
 {
   if (o->minbytes > o->maxbytes)
     return pt_opt_error(p->name, "minbytes (-b %zu) is larger than maxbytes (-e %zu)", o->minbytes,
@@ -265,10 +277,14 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
   if (o->algo && !(p->features & PT_HAS_ALGO))
     return pt_opt_error(p->name, "-A %s: %s has no algorithm choice", o->algo, p->name);
   if (o->algo && *o->algo == '\0') return pt_opt_error(p->name, "-A: empty algorithm name");
-  if (!(p->features & PT_HAS_NONBLOCKING) && o->blocking == 0)
-    return pt_opt_error(p->name, "-z 0: %s has no non-blocking allreduce", p->name);
+  if (!(p->features & PT_HAS_NONBLOCKING) && (o->blocking == 0 || o->overlap))
+    return pt_opt_error(p->name, "%s: %s has no non-blocking allreduce", o->overlap ? "--overlap" : "-z 0",
+                        p->name);
   if (o->reg && !(p->features & PT_HAS_REGISTER))
     return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
+  if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
+    return pt_opt_error(p->name, "--overlap times one non-blocking collective at a time: "
+                        "it takes neither -m %ld nor -z 1", o->agg);
   return 0;
 }
 
@@ -286,7 +302,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
       {"average", required_argument, NULL, 'a'},      {"report_cputime", required_argument, NULL, 'C'},
       {"local_register", required_argument, NULL, 'R'}, {"timeout", required_argument, NULL, 'T'},
       {"algo", required_argument, NULL, 'A'},         {"algorithm", required_argument, NULL, 'A'},
-      {"help", no_argument, NULL, 'h'},
+      {"overlap", no_argument, NULL, PT_OPT_OVERLAP}, {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
   o->minbytes = 8;
@@ -304,6 +320,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
   o->dtypes[0] = PT_FLOAT32;
   o->nops = 1;
   o->ops[0] = PT_SUM;
+  bool z_given = false;
   opterr = 0;
   optind = 1;
   int c;
@@ -316,6 +333,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
     } break;
     case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
     case 'A': o->algo = optarg; break;
+    case PT_OPT_OVERLAP: o->overlap = true; break;
     case 'h': pt_usage(stdout, p); return 1;
     case ':':
       if (optopt > ' ' && optopt < 127 && strncmp(argv[optind - 1], "--", 2) != 0)
@@ -325,13 +343,14 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
       if (optopt > ' ' && optopt < 127) return pt_opt_error(p->name, "unknown option -%c", optopt);
       return pt_opt_error(p->name, "unknown option '%s'", argv[optind - 1]);
     default:
+      z_given |= c == 'z';
       rc = pt_set_num(p, o, c, optarg);
       break;
     }
     if (rc) return rc;
   }
   if (optind < argc) return pt_opt_error(p->name, "unexpected argument '%s'", argv[optind]);
-  return pt_check_opts(p, o);
+  return pt_check_opts(p, o, z_given);
 }
 
 /* nccl-tests' parameters line; graph is its CUDA-graph count, always 0 here, kept so that
@@ -350,7 +369,8 @@ static inline void pt_print_params(FILE *f, const struct pt_opts *o)
 static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
 {
   fprintf(f, "# %s: %s, blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
-          prog, "allreduce", o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
+          prog, o->overlap ? "overlap mode" : "allreduce", o->blocking, o->agg, o->average,
+          pt_average_names[o->average], o->reg);
   fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
 }
 

@@ -121,4 +121,36 @@ static inline void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name
   fprintf(f, "# %-20s : %g\n#\n", avg_name, avg);
 }
 
+/* ---- the overlap table (--overlap) ------------------------------------------------ */
+
+/* One size of the overlap mode: times in us, overlap in %. */
+struct pt_overlap_row {
+  double comm_us, compute_us, overall_us, cpu_us, overlap;
+  uint64_t wrong;
+};
+
+static inline void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu)
+{
+  fprintf(f, "# %10s  %12s  %8s  %6s  out-of-place, overlapped with computation\n", "", "", "", "");
+  fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s  %6s%s\n", "size", "count", "type", "redop",
+          "comm", "compute", "overall", cpu ? "      cpu" : "", "overlap", "#wrong",
+          algo_column ? "  algorithm" : "");
+  fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s\n", "(B)", "(elements)", "", "", "(us)", "(us)",
+          "(us)", cpu ? "     (us)" : "", "(%)");
+}
+
+static inline void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t, enum pt_op op,
+                                        const struct pt_overlap_row *r, bool cpu, bool checked)
+{
+  char b[4][32];
+  fprintf(f, "%12zu  %12zu  %8s  %6s  %7s  %7s  %7s", bytes, count, pt_dtype_names[t], pt_op_names[op],
+          pt_fmt_us(b[0], r->comm_us), pt_fmt_us(b[1], r->compute_us), pt_fmt_us(b[2], r->overall_us));
+  if (cpu) fprintf(f, "  %7s", pt_fmt_us(b[3], r->cpu_us));
+  fprintf(f, "  %7.2f", r->overlap);
+  if (checked)
+    fprintf(f, "  %6" PRIu64, r->wrong);
+  else
+    fprintf(f, "  %6s", "N/A");
+}
+
 #endif /* ZCOLL_PERF_TABLE_H */

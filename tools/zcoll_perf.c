@@ -6,7 +6,8 @@
  * of n iterations on each rank, non-blocking zcoll_iallreduce by default, blocking
  * zcoll_allreduce with -z 1; the table combines the ranks' times as -a says), then
  * checks one more run of each on freshly filled buffers against a reference computed
- * without zcoll. The options, table, pattern and driver live in tools/perf_*.h, shared
+ * without zcoll; --overlap measures instead how much of a zcoll_iallreduce overlaps a
+ * computation. The options, table, pattern and driver live in tools/perf_*.h, shared
  * with perf/mpi_allreduce_perf.c so that both measure exactly the same thing; this file
  * is the zcoll backend of that driver. Only the public API (zcoll.h) is used. Exit
  * status: 0, 1 on an error or a wrong element, 2 on a bad command line. */

@@ -132,11 +132,13 @@ static int supported(struct pt_opts *o, const struct gp_backend *be, char *notes
       continue;
     }
     if (!o->all_dtypes) {
-      fprintf(stderr, "%s: -d %s: Gloo has no such datatype\n", be->prog, pt_dtype_names[o->dtypes[i]]);
+      fprintf(stderr, "%s: -d %s: Gloo has no such datatype\n", be->prog,
+              pt_dtype_names[o->dtypes[i]]);
       return 2;
     }
     size_t l = strlen(notes);
-    snprintf(notes + l, len - l, "%s%s", (*dropped_t)++ ? ", " : "# note: skipped (Gloo has no such datatype): ",
+    snprintf(notes + l, len - l, "%s%s",
+             (*dropped_t)++ ? ", " : "# note: skipped (Gloo has no such datatype): ",
              pt_dtype_names[o->dtypes[i]]);
   }
   o->ndtypes = n;
@@ -198,7 +200,8 @@ int gp_main(int argc, char **argv, const struct gp_backend *be, const char *algo
   void *buf = NULL;
   int err = posix_memalign(&buf, PT_ALIGN, bytes);
   if (err != 0) {
-    fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes: %s\n", be->prog, rank, bytes, strerror(err));
+    fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes: %s\n", be->prog, rank, bytes,
+            strerror(err));
     return 1;
   }
   struct pt_totals tot = {0, 0.0, 0};

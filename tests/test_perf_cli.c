@@ -224,12 +224,14 @@ Test(perf_cli, nccl_tests_flags_bad_values)
 /* -A goes through zcoll_config_set, which validates the name: still no collective. */
 Test(perf_cli, unknown_algorithm)
 {
-  const char *const *forms[] = {ARGS("-A", "no-such-algorithm"), ARGS("--algo", "no-such-algorithm"),
+  const char *const *forms[] = {ARGS("-A", "no-such-algorithm"),
+                                ARGS("--algo", "no-such-algorithm"),
                                 ARGS("--algorithm=no-such-algorithm")};
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
     static struct result r;
     run_perf(&r, forms[i]);
-    cr_expect_eq(r.status, 2, "%s: exit status %d, want 2; stderr: %s", forms[i][0], r.status, r.err);
+    cr_expect_eq(r.status, 2, "%s: exit status %d, want 2; stderr: %s", forms[i][0], r.status,
+                 r.err);
     cr_expect(has_line(r.err, "zcoll_perf: -A no-such-algorithm: "), "stderr: '%s'", r.err);
   }
   expect_usage_error(ARGS("--algo"), "--algo");
@@ -247,7 +249,8 @@ Test(perf_cli, algorithm_forms_accepted)
     static struct result r;
     run_perf(&r, forms[i]);
     cr_expect_eq(r.status, 0, "%s: exit %d; stderr: %s", forms[i][0], r.status, r.err);
-    cr_expect(strstr(r.out, ", algorithm ring, ranks 1,") != NULL, "%s: stdout: %s", forms[i][0], r.out);
+    cr_expect(strstr(r.out, ", algorithm ring, ranks 1,") != NULL, "%s: stdout: %s", forms[i][0],
+              r.out);
     cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "stdout: %s", r.out);
   }
 }

@@ -56,14 +56,17 @@ static void check_rows(const char *out, const struct shape *sh, int *tables, int
     if (strncmp(line, "#       size", 12) == 0) ++*tables;
     char *tok[24], *save = NULL;
     int n = 0;
-    for (char *t = strtok_r(line, " \t", &save); t && n < 24; t = strtok_r(NULL, " \t", &save)) tok[n++] = t;
-    if (n == 0 || tok[0][0] < '0' || tok[0][0] > '9' || strspn(tok[0], "0123456789") != strlen(tok[0]))
+    for (char *t = strtok_r(line, " \t", &save); t && n < 24; t = strtok_r(NULL, " \t", &save))
+      tok[n++] = t;
+    if (n == 0 || tok[0][0] < '0' || tok[0][0] > '9' ||
+        strspn(tok[0], "0123456789") != strlen(tok[0]))
       continue; /* a comment, or a line the library logged */
     ++*rows;
     cr_expect_eq(n, sh->fields, "row with %d fields, want %d: %.*s", n, sh->fields, (int)len, l);
     if (n != sh->fields) continue;
     for (int k = 0; k < sh->nwrong; k++)
-      cr_expect_str_eq(tok[sh->wrong[k]], "0", "#wrong in column %d: %.*s", sh->wrong[k], (int)len, l);
+      cr_expect_str_eq(tok[sh->wrong[k]], "0", "#wrong in column %d: %.*s", sh->wrong[k], (int)len,
+                       l);
     for (int k = 0; k < sh->nnum; k++)
       cr_expect(number_in(tok[sh->num[k]], 0.0, 1e12), "column %d is not a number: %.*s",
                 sh->num[k], (int)len, l);

@@ -282,9 +282,11 @@ static inline uint64_t pt_check_count(const struct pt_pattern *pat, const unsign
                                       const unsigned char *recvbuf, size_t count)
 {
   const size_t es = pat->esize, per = pat->period;
-  uint64_t wrong = pt_count_wrong(recvbuf, pat->ref, es, per, count) + pt_guard_wrong(recvbuf, es, count);
+  uint64_t wrong =
+      pt_count_wrong(recvbuf, pat->ref, es, per, count) + pt_guard_wrong(recvbuf, es, count);
   if (sendbuf)
-    wrong += pt_count_wrong(sendbuf, pat->input, es, per, count) + pt_guard_wrong(sendbuf, es, count);
+    wrong +=
+        pt_count_wrong(sendbuf, pat->input, es, per, count) + pt_guard_wrong(sendbuf, es, count);
   return wrong;
 }
 

@@ -21,8 +21,8 @@
 
 /* One timed iteration. */
 static inline int pt_iteration(const struct pt_opts *o, const struct pt_backend *be,
-                               struct pt_window *w, const void *sendbuf, void *recvbuf, size_t count,
-                               enum pt_dtype t, enum pt_op op)
+                               struct pt_window *w, const void *sendbuf, void *recvbuf,
+                               size_t count, enum pt_dtype t, enum pt_op op)
 {
   if (be->iallreduce == NULL || (o->blocking && o->agg == 1)) {
     for (long j = 0; j < o->agg; j++)
@@ -113,7 +113,8 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
   }
   if (be->rank == 0) {
     pt_print_row_start(stdout, bytes, count, pat->dtype, pat->op);
-    for (int k = 0; k < 2; k++) pt_print_cell(stdout, &c[k], bytes, be->nranks, o->cputime, o->check);
+    for (int k = 0; k < 2; k++)
+      pt_print_cell(stdout, &c[k], bytes, be->nranks, o->cputime, o->check);
     if (be->algorithm) printf("  %s", algo);
     printf("\n");
     fflush(stdout);
@@ -186,8 +187,8 @@ static inline void pt_print_section_start(const struct pt_opts *o, long cycle, i
 
 /* Every dtype x op section, once per cycle, a table each. */
 static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
-                                unsigned char *sendbuf, unsigned char *recvbuf, struct pt_compute *cp,
-                                struct pt_totals *tot)
+                                unsigned char *sendbuf, unsigned char *recvbuf,
+                                struct pt_compute *cp, struct pt_totals *tot)
 {
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
     for (int d = 0; d < o->ndtypes; d++) {

@@ -43,7 +43,8 @@ static inline struct pt_clock pt_clock_start(void)
 }
 
 /* The mean wall time and CPU time per unit since start, over n units. */
-static inline void pt_clock_stop(const struct pt_clock *c, double n, double *time_us, double *cpu_us)
+static inline void pt_clock_stop(const struct pt_clock *c, double n, double *time_us,
+                                 double *cpu_us)
 {
   double t1 = pt_now_us(), cpu1 = pt_cpu_us();
   *time_us = (t1 - c->t0) / n;

@@ -134,7 +134,8 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
           "  -c, --check 0|1         check every element against an independent reference\n"
           "                          (default 1)\n"
           "  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half|float16\n"
-          "                          bfloat16 float|float32 double|float64, or all (default float)\n"
+          "                          bfloat16 float|float32 double|float64, or all\n"
+          "                          (default float)\n"
           "  -o, --op OP             sum prod min max avg, or all (default sum)\n",
           p->name);
   if (nb)
@@ -239,7 +240,8 @@ static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, 
       return pt_opt_error(p->name,
                           "-a '%s': -a now takes 0..3 as in nccl-tests (how the ranks' times "
                           "combine: 0 rank 0's, 1 mean, 2 min, 3 max)%s",
-                          arg, p->features & PT_HAS_ALGO ? "; the algorithm is -A/--algo NAME" : "");
+                          arg,
+                          p->features & PT_HAS_ALGO ? "; the algorithm is -A/--algo NAME" : "");
     return pt_opt_error(p->name, "-%c: '%s' is not %s", c, arg, n->need);
   }
   return pt_opt_error(p->name, "-%c: no such option", c); /* not reached */
@@ -251,7 +253,8 @@ static inline int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c,
   const bool all = strcmp(arg, "all") == 0;
   const int n = c == 'd' ? PT_DTYPE_COUNT : PT_OP_COUNT;
   int v = all ? 0 : c == 'd' ? pt_parse_dtype(arg) : pt_parse_op(arg);
-  if (v < 0) return pt_opt_error(p->name, "-%c: unknown %s '%s'", c, c == 'd' ? "dtype" : "op", arg);
+  if (v < 0)
+    return pt_opt_error(p->name, "-%c: unknown %s '%s'", c, c == 'd' ? "dtype" : "op", arg);
   for (int i = 0; i < (all ? n : 1); i++) {
     if (c == 'd') o->dtypes[i] = (enum pt_dtype)(all ? i : v);
     else o->ops[i] = (enum pt_op)(all ? i : v);
@@ -278,8 +281,8 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
     return pt_opt_error(p->name, "-A %s: %s has no algorithm choice", o->algo, p->name);
   if (o->algo && *o->algo == '\0') return pt_opt_error(p->name, "-A: empty algorithm name");
   if (!(p->features & PT_HAS_NONBLOCKING) && (o->blocking == 0 || o->overlap))
-    return pt_opt_error(p->name, "%s: %s has no non-blocking allreduce", o->overlap ? "--overlap" : "-z 0",
-                        p->name);
+    return pt_opt_error(p->name, "%s: %s has no non-blocking allreduce",
+                        o->overlap ? "--overlap" : "-z 0", p->name);
   if (o->reg && !(p->features & PT_HAS_REGISTER))
     return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
   if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
@@ -292,18 +295,27 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
  * message was printed; exit 2). */
 static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
 {
-  static const struct option longs[] = {
-      {"minbytes", required_argument, NULL, 'b'},     {"maxbytes", required_argument, NULL, 'e'},
-      {"stepbytes", required_argument, NULL, 'i'},    {"stepfactor", required_argument, NULL, 'f'},
-      {"iters", required_argument, NULL, 'n'},        {"warmup_iters", required_argument, NULL, 'w'},
-      {"agg_iters", required_argument, NULL, 'm'},    {"run_cycles", required_argument, NULL, 'N'},
-      {"check", required_argument, NULL, 'c'},        {"datatype", required_argument, NULL, 'd'},
-      {"op", required_argument, NULL, 'o'},           {"blocking", required_argument, NULL, 'z'},
-      {"average", required_argument, NULL, 'a'},      {"report_cputime", required_argument, NULL, 'C'},
-      {"local_register", required_argument, NULL, 'R'}, {"timeout", required_argument, NULL, 'T'},
-      {"algo", required_argument, NULL, 'A'},         {"algorithm", required_argument, NULL, 'A'},
-      {"overlap", no_argument, NULL, PT_OPT_OVERLAP}, {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option longs[] = {{"minbytes", required_argument, NULL, 'b'},
+                                        {"maxbytes", required_argument, NULL, 'e'},
+                                        {"stepbytes", required_argument, NULL, 'i'},
+                                        {"stepfactor", required_argument, NULL, 'f'},
+                                        {"iters", required_argument, NULL, 'n'},
+                                        {"warmup_iters", required_argument, NULL, 'w'},
+                                        {"agg_iters", required_argument, NULL, 'm'},
+                                        {"run_cycles", required_argument, NULL, 'N'},
+                                        {"check", required_argument, NULL, 'c'},
+                                        {"datatype", required_argument, NULL, 'd'},
+                                        {"op", required_argument, NULL, 'o'},
+                                        {"blocking", required_argument, NULL, 'z'},
+                                        {"average", required_argument, NULL, 'a'},
+                                        {"report_cputime", required_argument, NULL, 'C'},
+                                        {"local_register", required_argument, NULL, 'R'},
+                                        {"timeout", required_argument, NULL, 'T'},
+                                        {"algo", required_argument, NULL, 'A'},
+                                        {"algorithm", required_argument, NULL, 'A'},
+                                        {"overlap", no_argument, NULL, PT_OPT_OVERLAP},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
   o->minbytes = 8;
   o->maxbytes = (size_t)64 << 20;
@@ -358,11 +370,13 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
 static inline void pt_print_params(FILE *f, const struct pt_opts *o)
 {
   if (o->stepbytes)
-    fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->minbytes, o->maxbytes, o->stepbytes);
+    fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->minbytes, o->maxbytes,
+            o->stepbytes);
   else
-    fprintf(f, "# minBytes %zu maxBytes %zu step: %ld(factor)", o->minbytes, o->maxbytes, o->stepfactor);
-  fprintf(f, " warmup iters: %ld iters: %ld agg iters: %ld validation: %ld graph: 0\n#\n", o->warmup,
-          o->iters, o->agg, o->check);
+    fprintf(f, "# minBytes %zu maxBytes %zu step: %ld(factor)", o->minbytes, o->maxbytes,
+            o->stepfactor);
+  fprintf(f, " warmup iters: %ld iters: %ld agg iters: %ld validation: %ld graph: 0\n#\n",
+          o->warmup, o->iters, o->agg, o->check);
 }
 
 /* The second banner line: how the table was measured. */

@@ -63,7 +63,10 @@ static inline double pt_compute_time(struct pt_compute *c, long units, long reps
 }
 
 /* A positive count, rounded (no libm: the MPI program links without -lm). */
-static inline long pt_units(double v) { return v < 1.0 ? 1 : v > 1e12 ? (long)1e12 : (long)(v + 0.5); }
+static inline long pt_units(double v)
+{
+  return v < 1.0 ? 1 : v > 1e12 ? (long)1e12 : (long)(v + 0.5);
+}
 
 /* The units that last about target_us, here and now: an estimate from the last measured
  * cost (the first from a run of at least 1 ms), corrected by one timed run at that
@@ -140,7 +143,8 @@ static inline int pt_overlap_size(const struct pt_opts *o, const struct pt_backe
   row->compute_us = v[0];
   row->overall_us = v[1];
   row->cpu_us = v[2];
-  double ov = row->comm_us > 0.0 ? 100.0 * (1.0 - (row->overall_us - row->compute_us) / row->comm_us) : 0.0;
+  double ov =
+      row->comm_us > 0.0 ? 100.0 * (1.0 - (row->overall_us - row->compute_us) / row->comm_us) : 0.0;
   row->overlap = ov < 0.0 ? 0.0 : ov > 100.0 ? 100.0 : ov;
   return 0;
 }

@@ -72,14 +72,17 @@ static inline void pt_print_header(FILE *f, bool algo_column, bool cpu)
   char fmt[160];
   fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %*sout-of-place%*sin-place\n", "", "", "", "", "",
           cpu ? 13 : 9, "", cpu ? 32 : 23, "");
-  snprintf(fmt, sizeof fmt, "# %%10s  %%12s  %%8s  %%6s  %%6s  %%7s%s  %%6s  %%6s %%6s  %%7s%s  %%6s  %%6s %%6s%%s\n",
-           c, c);
-  fprintf(f, fmt, "size", "count", "type", "redop", "root", "time", "cpu", "algbw", "busbw", "#wrong",
-          "time", "cpu", "algbw", "busbw", "#wrong", algo_column ? "  algorithm" : "");
-  snprintf(fmt, sizeof fmt, "# %%10s  %%12s  %%8s  %%6s  %%6s  %%7s%s  %%6s  %%6s  %%5s  %%7s%s  %%6s  %%6s\n",
-           c, c);
-  fprintf(f, fmt, "(B)", "(elements)", "", "", "", "(us)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)",
-          "(GB/s)", "(GB/s)");
+  snprintf(
+      fmt, sizeof fmt,
+      "# %%10s  %%12s  %%8s  %%6s  %%6s  %%7s%s  %%6s  %%6s %%6s  %%7s%s  %%6s  %%6s %%6s%%s\n", c,
+      c);
+  fprintf(f, fmt, "size", "count", "type", "redop", "root", "time", "cpu", "algbw", "busbw",
+          "#wrong", "time", "cpu", "algbw", "busbw", "#wrong", algo_column ? "  algorithm" : "");
+  snprintf(fmt, sizeof fmt,
+           "# %%10s  %%12s  %%8s  %%6s  %%6s  %%7s%s  %%6s  %%6s  %%5s  %%7s%s  %%6s  %%6s\n", c,
+           c);
+  fprintf(f, fmt, "(B)", "(elements)", "", "", "", "(us)", "(us)", "(GB/s)", "(GB/s)", "", "(us)",
+          "(us)", "(GB/s)", "(GB/s)");
 }
 
 static inline void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
@@ -94,8 +97,8 @@ struct pt_cell {
   uint64_t wrong;
 };
 
-static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, int nranks, bool cpu,
-                                 bool checked)
+static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, int nranks,
+                                 bool cpu, bool checked)
 {
   char tbuf[32], cbuf[32];
   double algbw = pt_algbw(bytes, c->time_us);
@@ -132,19 +135,21 @@ struct pt_overlap_row {
 static inline void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu)
 {
   fprintf(f, "# %10s  %12s  %8s  %6s  out-of-place, overlapped with computation\n", "", "", "", "");
-  fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s  %6s%s\n", "size", "count", "type", "redop",
-          "comm", "compute", "overall", cpu ? "      cpu" : "", "overlap", "#wrong",
+  fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s  %6s%s\n", "size", "count", "type",
+          "redop", "comm", "compute", "overall", cpu ? "      cpu" : "", "overlap", "#wrong",
           algo_column ? "  algorithm" : "");
-  fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s\n", "(B)", "(elements)", "", "", "(us)", "(us)",
-          "(us)", cpu ? "     (us)" : "", "(%)");
+  fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s\n", "(B)", "(elements)", "", "", "(us)",
+          "(us)", "(us)", cpu ? "     (us)" : "", "(%)");
 }
 
-static inline void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t, enum pt_op op,
-                                        const struct pt_overlap_row *r, bool cpu, bool checked)
+static inline void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
+                                        enum pt_op op, const struct pt_overlap_row *r, bool cpu,
+                                        bool checked)
 {
   char b[4][32];
-  fprintf(f, "%12zu  %12zu  %8s  %6s  %7s  %7s  %7s", bytes, count, pt_dtype_names[t], pt_op_names[op],
-          pt_fmt_us(b[0], r->comm_us), pt_fmt_us(b[1], r->compute_us), pt_fmt_us(b[2], r->overall_us));
+  fprintf(f, "%12zu  %12zu  %8s  %6s  %7s  %7s  %7s", bytes, count, pt_dtype_names[t],
+          pt_op_names[op], pt_fmt_us(b[0], r->comm_us), pt_fmt_us(b[1], r->compute_us),
+          pt_fmt_us(b[2], r->overall_us));
   if (cpu) fprintf(f, "  %7s", pt_fmt_us(b[3], r->cpu_us));
   fprintf(f, "  %7.2f", r->overlap);
   if (checked)

@@ -143,8 +143,8 @@ static int perf_register(void *ctx, void *addr, size_t len)
   struct perf_ctx *c = ctx;
   zcoll_mr_t *mr = NULL;
   if (c->nmr == 2) return check(c, ZCOLL_ERR_INVALID_ARG, "rank %d: a third registration", c->rank);
-  if (check(c, zcoll_mem_register(c->comm, addr, len, &mr), "zcoll_mem_register (rank %d, %zu bytes)",
-            c->rank, len))
+  if (check(c, zcoll_mem_register(c->comm, addr, len, &mr),
+            "zcoll_mem_register (rank %d, %zu bytes)", c->rank, len))
     return -1;
   c->mr[c->nmr++] = mr;
   return 0;
@@ -154,8 +154,10 @@ static int perf_deregister_all(void *ctx)
 {
   struct perf_ctx *c = ctx;
   int rc = 0;
-  while (c->nmr > 0)
-    rc |= check(c, zcoll_mem_deregister(c->mr[--c->nmr]), "zcoll_mem_deregister (rank %d)", c->rank);
+  while (c->nmr > 0) {
+    zcoll_mr_t *mr = c->mr[--c->nmr];
+    rc |= check(c, zcoll_mem_deregister(mr), "zcoll_mem_deregister (rank %d)", c->rank);
+  }
   return rc;
 }
 
@@ -171,7 +173,8 @@ static zcoll_config_t *configure(const struct pt_opts *o, char *algo, size_t alg
   char timeout[32];
   snprintf(timeout, sizeof timeout, "%ld", o->timeout);
   if ((o->algo && check(NULL, zcoll_config_set(cfg, "ALGO", o->algo), "-A %.64s", o->algo)) ||
-      (o->timeout >= 0 && check(NULL, zcoll_config_set(cfg, "TIMEOUT", timeout), "-T %s", timeout))) {
+      (o->timeout >= 0 &&
+       check(NULL, zcoll_config_set(cfg, "TIMEOUT", timeout), "-T %s", timeout))) {
     *exit_code = 2;
     zcoll_config_free(cfg);
     return NULL;
@@ -227,8 +230,8 @@ int main(int argc, char **argv)
   };
   if (be.rank == 0) {
     const char *tl = zcoll_comm_transport(ctx.comm);
-    printf("# " PROG ": transport %s, algorithm %s, ranks %d, progress %s, zcoll %s\n", tl ? tl : "?",
-           algo, be.nranks, progress, zcoll_version_string());
+    printf("# " PROG ": transport %s, algorithm %s, ranks %d, progress %s, zcoll %s\n",
+           tl ? tl : "?", algo, be.nranks, progress, zcoll_version_string());
     pt_print_modes(stdout, PROG, &o);
     pt_print_params(stdout, &o);
     fflush(stdout);

@@ -10,7 +10,9 @@
 # rank, us), the spread (min..max), and B/A and B/MPI, the medians' ratios. A build is a
 # directory holding zcoll_run and zcoll_perf (any build type; say which in the note); a
 # libzcoll.so.0 in it is the one they use (LD_LIBRARY_PATH), so that variants of the
-# library can be compared with one pair of programs.
+# library can be compared with one pair of programs. Every program times blocking calls
+# and reports the slowest rank (-z 1 -a 3), except a zcoll_perf older than those flags,
+# which knows no other way.
 # Raw outputs: perf/results/ab-<timestamp>/.
 set -euo pipefail
 
@@ -62,6 +64,9 @@ bytes() { # 8M -> 8388608
   [[ "$v" =~ ^[0-9]+$ ]] || { echo "ab.sh: bad size '$1'" >&2; exit 2; }
   echo $((v * m))
 }
+# -z 1 -a 3 for a program that knows them (zcoll_perf before nccl-tests' flags did
+# exactly that, and refuses them)
+modes() { if "$1" -h 2>/dev/null | grep -q -- --blocking; then echo "-z 1 -a 3"; fi; }
 iters() {
   if [ -n "$N" ]; then echo "$N"
   elif [ "$1" -le 4096 ]; then echo 20000
@@ -73,7 +78,8 @@ MPI_BIN=$ROOT/perf/build/mpi_allreduce_perf
 if [ "$MPI" = 1 ]; then
   command -v mpicc >/dev/null && command -v mpirun >/dev/null ||
     { echo "ab.sh: needs Open MPI (apt-get install libopenmpi-dev openmpi-bin) or --no-mpi" >&2; exit 2; }
-  if [ ! -x "$MPI_BIN" ] || [ "$ROOT/perf/mpi_allreduce_perf.c" -nt "$MPI_BIN" ]; then
+  if [ ! -x "$MPI_BIN" ] || [ "$ROOT/perf/mpi_allreduce_perf.c" -nt "$MPI_BIN" ] ||
+    [ -n "$(find "$ROOT/tools" -name 'perf_*.h' -newer "$MPI_BIN")" ]; then
     mkdir -p "$ROOT/perf/build"
     mpicc -std=c11 -O2 -Wall -Wextra -I"$ROOT/tools" -o "$MPI_BIN" "$ROOT/perf/mpi_allreduce_perf.c"
   fi
@@ -112,11 +118,12 @@ for r in $(seq "$R"); do
     [ $((r % 2)) = 0 ] && order="B A" # ABBA: whatever favours the first or second run cancels
     for l in $order; do
       d=$A; [ "$l" = B ] && d=$B
+      # shellcheck disable=SC2046 # modes prints words, or nothing
       one "$l" "$b" env LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        "$d/zcoll_run" -np "$NP" "${PINNED[@]}" "$d/zcoll_perf" "${ARGS[@]}"
+        "$d/zcoll_run" -np "$NP" "${PINNED[@]}" "$d/zcoll_perf" "${ARGS[@]}" $(modes "$d/zcoll_perf")
     done
     [ "$MPI" = 0 ] || one MPI "$b" mpirun --allow-run-as-root --oversubscribe -np "$NP" \
-      "${MPI_PIN[@]}" --mca pml ob1 --mca btl self,vader "$MPI_BIN" "${ARGS[@]}"
+      "${MPI_PIN[@]}" --mca pml ob1 --mca btl self,vader "$MPI_BIN" "${ARGS[@]}" -z 1 -a 3
   done
   echo "round $r of $R done" >&2
 done >"$RES/times.txt"

@@ -14,10 +14,10 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: perf/compare_mpi.sh [-np "2 4"] [-b 8] [-e 64M] [-f 2] [-n 20] [-w 5] [-d float]
-                           [-o sum] [-a algorithm] [-I] [-t seconds] [-- args for both]
+                           [-o sum] [-A algorithm] [-I] [-t seconds] [-- args for both]
   -np LIST   rank counts to run, space separated (default "2 4")
   -b, -e, -f, -n, -w, -d, -o   passed to both benchmarks (see zcoll_perf -h)
-  -a NAME    zcoll algorithm (zcoll_perf -a; MPI picks its own)
+  -A NAME    zcoll algorithm (zcoll_perf -A; MPI picks its own)
   -I         compare the in-place columns (default: out-of-place)
   -t SECS    time limit of each benchmark run (default 1800)
   -- ARGS    further arguments given to both benchmarks (e.g. -- -c 0)
@@ -39,7 +39,8 @@ while [ $# -gt 0 ]; do
     -w) need "$@"; W=$2; shift 2 ;;
     -d) need "$@"; D=$2; shift 2 ;;
     -o) need "$@"; O=$2; shift 2 ;;
-    -a) need "$@"; ALGO=$2; shift 2 ;;
+    -A|--algo) need "$@"; ALGO=$2; shift 2 ;;
+    -a) echo "compare_mpi.sh: -a: zcoll's algorithm is now -A (zcoll_perf's -a is nccl-tests' averaging)" >&2; exit 2 ;;
     -I) PLACE=ip; shift ;;
     -t) need "$@"; TMO=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -75,7 +76,7 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y libopenmpi-dev openmpi-bin >/dev/null; }
 fi
 MPI_BIN=perf/build/mpi_allreduce_perf
-if [ ! -x "$MPI_BIN" ] || [ perf/mpi_allreduce_perf.c -nt "$MPI_BIN" ] || [ tools/perf_table.h -nt "$MPI_BIN" ]; then
+if [ ! -x "$MPI_BIN" ] || [ perf/mpi_allreduce_perf.c -nt "$MPI_BIN" ] || [ -n "$(find tools -name 'perf_*.h' -newer "$MPI_BIN")" ]; then
   echo "== building $MPI_BIN with mpicc"
   mkdir -p perf/build
   mpicc -std=c11 -O2 -Wall -Wextra -Itools -o "$MPI_BIN" perf/mpi_allreduce_perf.c
@@ -84,9 +85,11 @@ fi
 # ---- runs -------------------------------------------------------------------------
 RES=perf/results/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RES"
-ARGS=(-b "$B" -e "$E" -f "$F" -n "$N" -w "$W" -d "$D" -o "$O" ${PASS[@]+"${PASS[@]}"})
+# -z 1: the latency of blocking calls, as this comparison always measured (-- -z 0 for
+# the non-blocking, pipelined one)
+ARGS=(-b "$B" -e "$E" -f "$F" -n "$N" -w "$W" -d "$D" -o "$O" -z 1 ${PASS[@]+"${PASS[@]}"})
 ZARGS=("${ARGS[@]}")
-[ -z "$ALGO" ] || ZARGS+=(-a "$ALGO")
+[ -z "$ALGO" ] || ZARGS+=(-A "$ALGO")
 {
   echo "date: $(date -Is)"
   echo "command: perf/compare_mpi.sh $CMDLINE"
@@ -129,7 +132,8 @@ def parse(path):
         return rows, banner
     with open(path) as f:
         for line in f:
-            if line.startswith("# zcoll_perf:") or line.startswith("# mpi_allreduce_perf:"):
+            if (line.startswith("# zcoll_perf:") or line.startswith("# mpi_allreduce_perf:")) \
+                    and not banner:  # the first banner line: the library, transport, ranks
                 banner = line[2:].strip()
             if line.startswith("#"):
                 continue

@@ -319,7 +319,7 @@ def plot(res, nps, data, sections, cpu, place, reps):
             ax.set_xscale("log", base=2)
             if kind == "latency":
                 ax.set_yscale("log")
-                ax.set_ylabel("time per allreduce (us, slowest rank's mean)")
+                ax.set_ylabel("time per allreduce (us, blocking, mean over ranks)")
             else:
                 ax.set_ylabel("busbw (GB/s) = size/time * 2(p-1)/p")
                 ax.set_ylim(bottom=0)

@@ -6,8 +6,10 @@
  *   mpirun -np 4 -x GLOO_PERF_STORE=/tmp/store perf/build/gloo_allreduce_perf -A hd -e 64M
  *
  * -A ring  gloo::AllreduceRingChunked (default)    -A hd  gloo::AllreduceHalvingDoubling
+ *          (or --algo, --algorithm, as zcoll_perf's)
  * -S       synchronous pairs (default: Gloo's default, asynchronous: a device thread per
  *          process does the socket I/O and wakes the caller)
+ * Gloo has no non-blocking allreduce: -z is 1 here (-z 0 and --overlap are refused).
  *
  * Ranks: OMPI_COMM_WORLD_RANK/SIZE (mpirun only starts the processes: no MPI is used),
  * else RANK/SIZE, else ZCOLL_RANK/ZCOLL_SIZE. Rendezvous: a gloo FileStore in the
@@ -20,7 +22,7 @@
  * the element type: int8, uint8, int32, uint32, int64, uint64, half (gloo::float16, each
  * addition rounded to half), float, double; no bfloat16. Ops: sum, prod, min, max; avg is
  * sum then a division (see gloo_perf_driver.c, which holds the benchmark loop in C so that
- * it can share tools/perf_table.h with the other two programs).
+ * it can share tools/perf_*.h with the other two programs).
  *
  * Build: g++ -O2 -std=c++17 -Itools -c perf/gloo_allreduce_perf.cc
  *        gcc -O2 -std=c11 -Itools -c perf/gloo_perf_driver.c
@@ -124,7 +126,7 @@ struct Ctx {
   bool failed = false; /* a Gloo call threw: leave without tearing down */
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::unique_ptr<FlushBarrier> barrier;
-  std::map<size_t, std::unique_ptr<Small<double>>> max_double;
+  std::map<size_t, std::unique_ptr<Small<double>>> max_double, sum_double;
   std::map<size_t, std::unique_ptr<Small<uint64_t>>> sum_u64;
   std::unique_ptr<gloo::Algorithm> prepared;
   std::string describe, host;
@@ -323,6 +325,13 @@ int max_double(void *ctx, double *v, size_t n)
                "allreduce (max of the times)");
 }
 
+int sum_double(void *ctx, double *v, size_t n)
+{
+  Ctx &c = *static_cast<Ctx *>(ctx);
+  return small(c, c.sum_double, v, n, gloo::ReductionFunction<double>::sum,
+               "allreduce (sum of the times)");
+}
+
 int sum_u64(void *ctx, uint64_t *v, size_t n)
 {
   Ctx &c = *static_cast<Ctx *>(ctx);
@@ -330,11 +339,27 @@ int sum_u64(void *ctx, uint64_t *v, size_t n)
                "allreduce (sum of the wrong counts)");
 }
 
+int set_algo(void *ctx, const char *a)
+{
+  Ctx &c = *static_cast<Ctx *>(ctx);
+  if (std::strcmp(a, "ring") == 0 || std::strcmp(a, "ring_chunked") == 0) {
+    c.algo = Algo::ring;
+  } else if (std::strcmp(a, "hd") == 0 || std::strcmp(a, "halving_doubling") == 0) {
+    c.algo = Algo::hd;
+  } else {
+    std::fprintf(stderr, PROG ": -A: unknown algorithm '%s' (ring or hd) (try -h)\n", a);
+    return -1;
+  }
+  return 0;
+}
+
+const char kAlgoDoc[] = "Gloo's algorithm: ring (AllreduceRingChunked, default) or hd\n"
+                        "                          (AllreduceHalvingDoubling)";
+
 const char kExtraUsage[] =
-    "  -A ALGO   Gloo algorithm: ring (AllreduceRingChunked, default) or hd\n"
-    "            (AllreduceHalvingDoubling)\n"
-    "  -S        Gloo's synchronous mode: the calling thread reads and writes the sockets\n"
-    "            itself (pair->setSync(true, false)), no hand-off to the device thread\n"
+    "  -S                      Gloo's synchronous mode: the calling thread reads and writes\n"
+    "                          the sockets itself (pair->setSync(true, false)), no hand-off\n"
+    "                          to the device thread (default: asynchronous)\n"
     "Gloo reduces in place: the out-of-place columns time that run; the in-place columns are N/A.\n"
     "Environment: OMPI_COMM_WORLD_RANK/SIZE or RANK/SIZE; GLOO_PERF_STORE (a fresh directory\n"
     "for the FileStore rendezvous), GLOO_PERF_HOST (127.0.0.1), GLOO_PERF_TIMEOUT (120 s).\n";
@@ -345,37 +370,17 @@ int main(int argc, char **argv)
 {
   Ctx ctx;
   g_ctx = &ctx;
-  /* take -A out of argv (perf_table.h's parser knows the shared options only) */
+  /* take -S out of argv (perf_opts.h's parser knows the shared options only) */
   std::vector<char *> args{argv[0]};
   for (int i = 1; i < argc; i++) {
     if (std::strcmp(argv[i], "--") == 0) {
       for (; i < argc; i++) args.push_back(argv[i]);
       break;
     }
-    const char *a = nullptr;
-    if (std::strcmp(argv[i], "-S") == 0) {
+    if (std::strcmp(argv[i], "-S") == 0)
       ctx.sync = true;
-      continue;
-    }
-    if (std::strcmp(argv[i], "-A") == 0) {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, PROG ": option -A needs a value (try -h)\n");
-        return 2;
-      }
-      a = argv[++i];
-    } else if (std::strncmp(argv[i], "-A", 2) == 0) {
-      a = argv[i] + 2;
-    }
-    if (a == nullptr) {
+    else
       args.push_back(argv[i]);
-    } else if (std::strcmp(a, "ring") == 0 || std::strcmp(a, "ring_chunked") == 0) {
-      ctx.algo = Algo::ring;
-    } else if (std::strcmp(a, "hd") == 0 || std::strcmp(a, "halving_doubling") == 0) {
-      ctx.algo = Algo::hd;
-    } else {
-      std::fprintf(stderr, PROG ": -A: unknown algorithm '%s' (ring or hd) (try -h)\n", a);
-      return 2;
-    }
   }
   args.push_back(nullptr);
 
@@ -392,14 +397,17 @@ int main(int argc, char **argv)
   be.release = release;
   be.barrier = barrier;
   be.max_double = max_double;
+  be.sum_double = sum_double;
   be.sum_u64 = sum_u64;
-  int rc = gp_main((int)args.size() - 1, args.data(), &be, kExtraUsage);
+  be.set_algo = set_algo;
+  int rc = gp_main((int)args.size() - 1, args.data(), &be, kAlgoDoc, kExtraUsage);
   std::fflush(stdout);
   /* a peer may be stuck or gone: tearing the connections down could block or throw */
   if (ctx.failed || (ctx.context && barrier(&ctx) != 0)) _exit(rc ? rc : 1);
   try {
     ctx.prepared.reset();
     ctx.max_double.clear();
+    ctx.sum_double.clear();
     ctx.sum_u64.clear();
     ctx.barrier.reset();
     ctx.context.reset();

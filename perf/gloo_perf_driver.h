@@ -1,7 +1,7 @@
 /*
  * gloo_perf_driver.h -- the seam between perf/gloo_allreduce_perf.cc (C++, the Gloo
  * calls) and perf/gloo_perf_driver.c (C, the benchmark loop). The driver is written in C
- * so that it can use tools/perf_table.h as it is (the header is C, not C++): the same
+ * so that it can use tools/perf_*.h as they are (the headers are C, not C++): the same
  * option parsing, the same check pattern and reference, the same table and the same
  * busbw formula as zcoll_perf and mpi_allreduce_perf.
  *
@@ -40,13 +40,18 @@ struct gp_backend {
   int (*release)(void *ctx);
   int (*barrier)(void *ctx);
   int (*max_double)(void *ctx, double *v, size_t n); /* in place, over all ranks */
+  int (*sum_double)(void *ctx, double *v, size_t n);
   int (*sum_u64)(void *ctx, uint64_t *v, size_t n);
+  /* -A NAME, before connect: -1 after a message if Gloo has no such algorithm */
+  int (*set_algo)(void *ctx, const char *name);
 };
 
-/* Parses argv (perf_table.h's options; extra_usage is printed after its usage on -h),
- * connects, runs every size and prints the nccl-tests table on rank 0. Returns the exit
- * status: 0, 1 on an error or a wrong element, 2 on a bad command line. */
-int gp_main(int argc, char **argv, const struct gp_backend *be, const char *extra_usage);
+/* Parses argv (perf_opts.h's options; algo_doc is the usage's line for -A, what it takes
+ * and its default, extra_usage is printed after the usage on -h), connects, runs every
+ * size and prints the nccl-tests table on rank 0. Returns the exit status: 0, 1 on an
+ * error or a wrong element, 2 on a bad command line. */
+int gp_main(int argc, char **argv, const struct gp_backend *be, const char *algo_doc,
+            const char *extra_usage);
 
 #ifdef __cplusplus
 }

@@ -3,11 +3,14 @@
  *   mpicc -O2 -std=c11 -I tools -o mpi_allreduce_perf perf/mpi_allreduce_perf.c
  *   mpirun -np 4 --mca pml ob1 --mca btl self,vader ./mpi_allreduce_perf -b 8 -e 64M
  *
- * Same flags (less -a), same table, same timing statistic and the same check as
- * zcoll_perf: the driver, the pattern and the reference are tools/perf_table.h. In-place
- * runs pass MPI_IN_PLACE. MPI has no AVG: it runs as MPI_SUM followed by the division
- * by the number of ranks on every rank, inside the timed loop (the same arithmetic as
- * the reference: C's truncating integer division, float / (float)p, double / p).
+ * Same flags, same table, same timing statistic and the same check as zcoll_perf: the
+ * driver, the pattern and the reference are tools/perf_*.h. Less -A (MPI picks its own
+ * algorithm) and -R (MPI registers memory by itself); -z 0 and --overlap use
+ * MPI_Iallreduce and MPI_Wait (Open MPI progresses a request only inside MPI calls, so
+ * expect little overlap); -T is alarm(). In-place runs pass MPI_IN_PLACE. MPI has no AVG:
+ * it runs as MPI_SUM followed by the division by the number of ranks on every rank,
+ * inside the timed loop (at MPI_Wait for a non-blocking one; the same arithmetic as the
+ * reference: C's truncating integer division, float / (float)p, double / p).
  * Open MPI 4.1 has no float16 or bfloat16 type: naming one is an error, and `-d all`
  * skips them with a note. Needs no libzcoll.
  *
@@ -16,11 +19,12 @@
  * sum overflows (uint8 sum on 64 ranks does); `--mca op ^avx` gives the wrapping result. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf_table.h"
+#include "perf_driver.h"
 
 #define PROG "mpi_allreduce_perf"
 
@@ -49,8 +53,18 @@ static MPI_Op mpi_op(enum pt_op op)
   }
 }
 
+/* A non-blocking allreduce, and what MPI_Wait must still do for AVG. */
+struct mpi_req {
+  MPI_Request r;
+  void *buf;
+  size_t count;
+  enum pt_dtype t;
+  bool avg, used;
+};
+
 struct mpi_ctx {
   int rank, nranks;
+  struct mpi_req pool[PT_WINDOW]; /* the driver keeps at most PT_WINDOW in flight */
 };
 
 static int mpi_fail(const struct mpi_ctx *c, const char *what, int err)
@@ -62,19 +76,53 @@ static int mpi_fail(const struct mpi_ctx *c, const char *what, int err)
   return -1;
 }
 
+static int mpi_count(size_t count)
+{
+  if (count <= INT_MAX) return 0;
+  fprintf(stderr, PROG ": %zu elements is more than MPI's int count\n", count);
+  return -1;
+}
 
 static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
                          enum pt_dtype t, enum pt_op op)
 {
   struct mpi_ctx *c = ctx;
-  if (count > INT_MAX) {
-    fprintf(stderr, PROG ": %zu elements is more than MPI's int count\n", count);
-    return -1;
-  }
+  if (mpi_count(count)) return -1;
   int err = MPI_Allreduce(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count, mpi_dtype(t),
                           mpi_op(op), MPI_COMM_WORLD);
   if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Allreduce", err);
   if (op == PT_AVG) pt_divide(recvbuf, count, t, c->nranks);
+  return 0;
+}
+
+static int mpi_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                          enum pt_dtype t, enum pt_op op, struct pt_req **req)
+{
+  struct mpi_ctx *c = ctx;
+  if (mpi_count(count)) return -1;
+  struct mpi_req *q = NULL;
+  for (int i = 0; i < PT_WINDOW && q == NULL; i++)
+    if (!c->pool[i].used) q = &c->pool[i];
+  if (q == NULL) {
+    fprintf(stderr, PROG ": rank %d: more than %d requests in flight\n", c->rank, PT_WINDOW);
+    return -1;
+  }
+  int err = MPI_Iallreduce(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count, mpi_dtype(t),
+                           mpi_op(op), MPI_COMM_WORLD, &q->r);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Iallreduce", err);
+  *q = (struct mpi_req){q->r, recvbuf, count, t, op == PT_AVG, true};
+  *req = (struct pt_req *)q;
+  return 0;
+}
+
+static int mpi_wait(void *ctx, struct pt_req *req)
+{
+  struct mpi_ctx *c = ctx;
+  struct mpi_req *q = (struct mpi_req *)req;
+  q->used = false;
+  int err = MPI_Wait(&q->r, MPI_STATUS_IGNORE);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Wait", err);
+  if (q->avg) pt_divide(q->buf, q->count, q->t, c->nranks);
   return 0;
 }
 
@@ -90,6 +138,12 @@ static int mpi_max_double(void *ctx, double *v, size_t n)
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (max of the times)", err);
 }
 
+static int mpi_sum_double(void *ctx, double *v, size_t n)
+{
+  int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (sum of the times)", err);
+}
+
 static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n)
 {
   int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -98,8 +152,9 @@ static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n)
 
 int main(int argc, char **argv)
 {
+  static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING, NULL};
   struct pt_opts o;
-  int rc = pt_parse_args(argc, argv, PROG, false, &o);
+  int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
   if (rc != 0) return 2;
   /* drop the types MPI lacks: an error if named, a note with -d all */
@@ -117,7 +172,8 @@ int main(int argc, char **argv)
   o.ndtypes = n;
 
   MPI_Init(&argc, &argv);
-  struct mpi_ctx ctx;
+  if (o.timeout > 0) alarm((unsigned)o.timeout); /* a hang ends the job: SIGALRM */
+  static struct mpi_ctx ctx; /* static: every request of the pool starts unused */
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ctx.nranks);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -129,8 +185,10 @@ int main(int argc, char **argv)
       .allreduce = mpi_allreduce,
       .barrier = mpi_barrier,
       .max_double = mpi_max_double,
+      .sum_double = mpi_sum_double,
       .sum_u64 = mpi_sum_u64,
-      .algorithm = NULL,
+      .iallreduce = mpi_iallreduce,
+      .wait = mpi_wait,
   };
   if (ctx.rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -138,6 +196,7 @@ int main(int argc, char **argv)
     MPI_Get_library_version(version, &len);
     version[strcspn(version, ",\n")] = '\0'; /* "Open MPI v4.1.4" */
     printf("# " PROG ": %s, ranks %d\n", version, ctx.nranks);
+    pt_print_modes(stdout, PROG, &o);
     if (dropped) printf("# note: half and bfloat16 skipped: MPI has no such datatypes\n");
     if (o.all_ops || o.ops[0] == PT_AVG)
       printf("# note: avg is MPI_SUM, then a division by the number of ranks on every rank\n");

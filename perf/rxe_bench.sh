@@ -33,7 +33,8 @@ out=$(pair ib_write_lat 8 -n 2000)
 read -r lat_typ lat_avg < <(awk '$1 == 8 {print $5, $6}' <<<"$out")
 echo "ib_write_lat -x 1 -s 8: typical ${lat_typ} us, average ${lat_avg} us"
 
-zperf() { ZCOLL_TRANSPORT=verbs "$build/zcoll_run" -np 2 "$build/zcoll_perf" -c 1 "$@"; }
+# -z 1 -a 3: the latency of a blocking call on the slower rank, beside ib_write_lat's
+zperf() { ZCOLL_TRANSPORT=verbs "$build/zcoll_run" -np 2 "$build/zcoll_perf" -c 1 -z 1 -a 3 "$@"; }
 zout=$(zperf -b 8 -e 8 -n 200 -w 20; zperf -b 1M -e 8M -f 8 -n 10 -w 2)
 printf '%s\n' "$zout"
 # busbw from the time column (the table rounds GB/s to 2 decimals): 2 ranks, so

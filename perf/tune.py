@@ -63,7 +63,7 @@ def main():
         times = {}
         for a in algos:
             out = run([os.path.join(args.build, "zcoll_run"), "-np", str(p),
-                       os.path.join(args.build, "zcoll_perf"), "-a", a, "-b", args.b,
+                       os.path.join(args.build, "zcoll_perf"), "-A", a, "-z", "1", "-a", "3", "-b", args.b,
                        "-e", args.e, "-f", "2", "-n", args.n, "-w", args.w, "-c", "0"], env=env)
             times[a] = table(out)
             print(f"tune: p={p} {a}: {len(times[a])} sizes", file=sys.stderr)

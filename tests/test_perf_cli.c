@@ -1,6 +1,7 @@
 /* zcoll_perf's command line: what it rejects (exit 2, a message on stderr) and -h.
  * None of these reach a collective: the arguments are checked before zcoll_comm_init,
- * so the program runs here as a plain process, with no launcher. */
+ * so the program runs here as a plain process, with no launcher. The accepted forms of
+ * -A run as a job of one rank (no launcher variables: zcoll's default). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -117,17 +118,36 @@ static void expect_usage_error(const char *const *args, const char *what)
 
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-Test(perf_cli, help_prints_usage)
+/* Exit 0, the usage on stdout, nothing on stderr; returns the usage. */
+static const char *expect_usage_ok(const char *const *args)
 {
   static struct result r;
-  run_perf(&r, ARGS("-h"));
+  run_perf(&r, args);
   cr_expect_eq(r.status, 0, "stderr: %s", r.err);
   cr_expect(strstr(r.out, "usage: zcoll_perf") != NULL, "stdout: %s", r.out);
-  const char *flags[] = {"-b", "-e", "-f", "-i", "-n", "-w", "-c", "-d", "-o", "-a", "-h"};
-  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
-    cr_expect(strstr(r.out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
   cr_expect_str_empty(r.err);
+  return r.out;
 }
+
+Test(perf_cli, help_prints_usage)
+{
+  const char *out = expect_usage_ok(ARGS("-h"));
+  /* nccl-tests' short and long forms, and zcoll_perf's own */
+  const char *flags[] = {"-b, --minbytes", "-e, --maxbytes", "-f, --stepfactor", "-i, --stepbytes",
+                         "-n, --iters", "-w, --warmup_iters", "-m, --agg_iters", "-N, --run_cycles",
+                         "-c, --check", "-d, --datatype", "-o, --op", "-z, --blocking",
+                         "-a, --average", "-C, --report_cputime", "-R, --local_register",
+                         "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "-h, --help"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    cr_expect(strstr(out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
+  /* the defaults that changed with nccl-tests' meanings, and what -C counts */
+  cr_expect(strstr(out, "0 (default): the timed collectives are posted non-blocking") != NULL,
+            "%s", out);
+  cr_expect(strstr(out, "1 the mean over ranks (default)") != NULL, "%s", out);
+  cr_expect(strstr(out, "process's CPU time") != NULL, "%s", out);
+}
+
+Test(perf_cli, long_help) { expect_usage_ok(ARGS("--help")); }
 
 Test(perf_cli, unknown_dtype) { expect_usage_error(ARGS("-d", "float128"), "float128"); }
 
@@ -160,17 +180,77 @@ Test(perf_cli, bad_counts)
   expect_usage_error(ARGS("-c", "2"), "-c");
 }
 
-Test(perf_cli, unknown_option) { expect_usage_error(ARGS("-z"), "-z"); }
+Test(perf_cli, unknown_option)
+{
+  expect_usage_error(ARGS("-q"), "-q");
+  expect_usage_error(ARGS("--no-such-option"), "--no-such-option");
+}
 
-Test(perf_cli, missing_value) { expect_usage_error(ARGS("-b"), "-b"); }
+/* nccl-tests' options, in both forms, each with a value it refuses and what its message
+ * must mention. */
+static const struct {
+  const char *const *args;
+  const char *what;
+} bad_values[] = {
+    {ARGS("--minbytes", "12Q"), "12Q"},
+    {ARGS("--iters=0"), "-n"},
+    {ARGS("--maxbytes"), "--maxbytes"},
+    {ARGS("--datatype", "float128"), "float128"},
+    /* -a is nccl-tests' averaging now; the old habit -a ALGO gets a pointer to -A */
+    {ARGS("-a", "ring"), "-a now takes 0..3 as in nccl-tests"},
+    {ARGS("-a", "ring"), "-A/--algo"},
+    {ARGS("-a", "4"), "-a"},
+    {ARGS("--average", "-1"), "0..3"},
+    {ARGS("-z", "2"), "-z"},
+    {ARGS("--blocking", "yes"), "yes"},
+    {ARGS("-z"), "-z"},
+    {ARGS("-C", "2"), "-C"},
+    {ARGS("-R", "on"), "-R"},
+    {ARGS("-m", "0"), "-m"},
+    {ARGS("--agg_iters", "-3"), "-m"},
+    {ARGS("-N", "-1"), "-N"},
+    {ARGS("-T", "1.5"), "-T"},
+    /* --overlap times one non-blocking collective at a time */
+    {ARGS("--overlap", "-m", "2"), "--overlap"},
+    {ARGS("--overlap", "-z", "1"), "--overlap"},
+};
 
-Test(perf_cli, stray_argument) { expect_usage_error(ARGS("-b", "8", "extra"), "extra"); }
+Test(perf_cli, nccl_tests_flags_bad_values)
+{
+  for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++)
+    expect_usage_error(bad_values[i].args, bad_values[i].what);
+}
 
-/* -a goes through zcoll_config_set, which validates the name: still no collective. */
+/* -A goes through zcoll_config_set, which validates the name: still no collective. */
 Test(perf_cli, unknown_algorithm)
 {
-  static struct result r;
-  run_perf(&r, ARGS("-a", "no-such-algorithm"));
-  cr_expect_eq(r.status, 2, "exit status %d, want 2; stderr: %s", r.status, r.err);
-  cr_expect(has_line(r.err, "zcoll_perf: -a no-such-algorithm: "), "stderr: '%s'", r.err);
+  const char *const *forms[] = {ARGS("-A", "no-such-algorithm"),
+                                ARGS("--algo", "no-such-algorithm"),
+                                ARGS("--algorithm=no-such-algorithm")};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    static struct result r;
+    run_perf(&r, forms[i]);
+    cr_expect_eq(r.status, 2, "%s: exit status %d, want 2; stderr: %s", forms[i][0], r.status,
+                 r.err);
+    cr_expect(has_line(r.err, "zcoll_perf: -A no-such-algorithm: "), "stderr: '%s'", r.err);
+  }
+  expect_usage_error(ARGS("--algo"), "--algo");
+  expect_usage_error(ARGS("-A", ""), "-A");
+}
+
+/* Every form of -A reaches the ALGO field: a job of one rank says which algorithm ran. */
+Test(perf_cli, algorithm_forms_accepted)
+{
+#define ONE_SIZE "-b", "8", "-e", "8", "-n", "1", "-w", "0"
+  const char *const *forms[] = {ARGS("-A", "ring", ONE_SIZE), ARGS("-Aring", ONE_SIZE),
+                                ARGS("--algo", "ring", ONE_SIZE), ARGS("--algo=ring", ONE_SIZE),
+                                ARGS("--algorithm", "ring", ONE_SIZE)};
+  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+    static struct result r;
+    run_perf(&r, forms[i]);
+    cr_expect_eq(r.status, 0, "%s: exit %d; stderr: %s", forms[i][0], r.status, r.err);
+    cr_expect(strstr(r.out, ", algorithm ring, ranks 1,") != NULL, "%s: stdout: %s", forms[i][0],
+              r.out);
+    cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "stdout: %s", r.out);
+  }
 }

@@ -1,13 +1,26 @@
 /*
  * perf_check.h -- the check pattern of the benchmarks and its independent reference,
  * with their own 16-bit float conversions, and the AVG division for peers without one.
- * Part of perf_table.h (included from it, after its names and options), split out to
- * keep one concern per file.
+ *
+ * The check pattern makes every reference value exact, for every dtype and op, for any
+ * number of ranks: at most 64 ranks contribute a non-zero value to any element of a
+ * sum-like op (|sum| <= 256, exact in float16 and bfloat16 and in every partial sum,
+ * whatever the reduction order), a product is +-1, +-2 or +-0.5 for floating types and
+ * wraps modulo 2^bits for integers, and 8-bit AVG uses small enough values that the sum
+ * never wraps. The reference is computed here, element by element, without the
+ * library under test.
  */
 #ifndef ZCOLL_PERF_CHECK_H
 #define ZCOLL_PERF_CHECK_H
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "perf_table.h"
+
+#define PT_GUARD 256      /* bytes after the vector that must stay untouched */
+#define PT_POISON 0xA5    /* what the receive buffer and the guard hold before a check */
+#define PT_MAX_CONTRIB 64 /* at most this many ranks give a non-zero sum-like value */
 
 /* ---- 16-bit floating point, round to nearest even ---------------------------------- */
 
@@ -252,6 +265,31 @@ static inline uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t coun
   return wrong;
 }
 
+/* Before a checked run: fresh input, the guard after it poisoned, and (out of place) a
+ * poisoned receive buffer and guard. sendbuf NULL: in place, the input is in recvbuf. */
+static inline void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf,
+                                unsigned char *recvbuf, size_t count)
+{
+  unsigned char *in = sendbuf ? sendbuf : recvbuf;
+  pt_fill(in, pat->input, pat->esize, pat->period, count);
+  memset(in + count * pat->esize, PT_POISON, PT_GUARD);
+  if (sendbuf) memset(recvbuf, PT_POISON, count * pat->esize + PT_GUARD);
+}
+
+/* After it: the wrong result elements and guard slots, and out of place whatever the
+ * run changed in the input and its guard. */
+static inline uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendbuf,
+                                      const unsigned char *recvbuf, size_t count)
+{
+  const size_t es = pat->esize, per = pat->period;
+  uint64_t wrong =
+      pt_count_wrong(recvbuf, pat->ref, es, per, count) + pt_guard_wrong(recvbuf, es, count);
+  if (sendbuf)
+    wrong +=
+        pt_count_wrong(sendbuf, pat->input, es, per, count) + pt_guard_wrong(sendbuf, es, count);
+  return wrong;
+}
+
 /* ---- AVG for peers that have none: the sum, then this division ---------------- */
 
 static inline float pt_f16_to_f32(uint16_t h)
@@ -292,4 +330,4 @@ static inline void pt_divide(void *buf, size_t count, enum pt_dtype t, int p)
   }
 }
 
-#endif
+#endif /* ZCOLL_PERF_CHECK_H */

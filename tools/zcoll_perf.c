@@ -2,19 +2,22 @@
  *
  *   zcoll_run -np 4 zcoll_perf -b 8 -e 64M -f 2 -d float -o sum
  *
- * For every size it times out-of-place and in-place zcoll_allreduce (w warmups, then
- * the mean of n back-to-back iterations on each rank; the table shows the slowest
- * rank), then checks one more run of each on freshly filled buffers against a reference
- * computed without zcoll. The options, table, pattern and driver live in perf_table.h,
- * shared with perf/mpi_allreduce_perf.c so that both measure exactly the same thing.
- * Only the public API (zcoll.h) is used. Exit status: 0, 1 on an error or a wrong
- * element, 2 on a bad command line. */
+ * For every size it times out-of-place and in-place allreduces (w warmups, then the mean
+ * of n iterations on each rank, non-blocking zcoll_iallreduce by default, blocking
+ * zcoll_allreduce with -z 1; the table combines the ranks' times as -a says), then
+ * checks one more run of each on freshly filled buffers against a reference computed
+ * without zcoll; --overlap measures instead how much of a zcoll_iallreduce overlaps a
+ * computation. The options, table, pattern and driver live in tools/perf_*.h, shared
+ * with perf/mpi_allreduce_perf.c so that both measure exactly the same thing; this file
+ * is the zcoll backend of that driver. Only the public API (zcoll.h) is used. Exit
+ * status: 0, 1 on an error or a wrong element, 2 on a bad command line. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zcoll.h"
-#include "perf_table.h"
+#include "perf_driver.h"
 
 #define PROG "zcoll_perf"
 
@@ -33,6 +36,8 @@ static const zcoll_op_t op_map[PT_OP_COUNT] = {[PT_SUM] = ZCOLL_SUM, [PT_PROD] =
 struct perf_ctx {
   zcoll_comm_t *comm;
   int rank;
+  zcoll_mr_t *mr[2]; /* -R 1: the send and receive buffers */
+  int nmr;
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
@@ -43,53 +48,85 @@ static void report(const struct perf_ctx *c, const char *what, zcoll_status_t st
           detail && *detail ? detail : "(no details)");
 }
 
+/* 0 if st is ZCOLL_OK, else -1 after reporting what failed (a printf format). */
+__attribute__((format(printf, 3, 4))) static int check(const struct perf_ctx *c, zcoll_status_t st,
+                                                       const char *fmt, ...)
+{
+  if (st == ZCOLL_OK) return 0;
+  char what[192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  report(c, what, st);
+  return -1;
+}
+
+static const char *placement(const void *sendbuf) { return sendbuf ? "out-of-place" : "in-place"; }
+
 static int perf_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
                           enum pt_dtype t, enum pt_op op)
 {
   struct perf_ctx *c = ctx;
   zcoll_status_t st = zcoll_allreduce(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf, count,
                                       dtype_map[t], op_map[op]);
-  if (st == ZCOLL_OK) return 0;
-  char what[160];
-  snprintf(what, sizeof what, "zcoll_allreduce (rank %d, %zu x %s, %s, %s)", c->rank, count,
-           pt_dtype_names[t], pt_op_names[op], sendbuf ? "out-of-place" : "in-place");
-  report(c, what, st);
-  return -1;
+  return check(c, st, "zcoll_allreduce (rank %d, %zu x %s, %s, %s)", c->rank, count,
+               pt_dtype_names[t], pt_op_names[op], placement(sendbuf));
+}
+
+static int perf_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                           enum pt_dtype t, enum pt_op op, struct pt_req **req)
+{
+  struct perf_ctx *c = ctx;
+  zcoll_request_t *r = NULL;
+  zcoll_status_t st = zcoll_iallreduce(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf, count,
+                                       dtype_map[t], op_map[op], &r);
+  if (check(c, st, "zcoll_iallreduce (rank %d, %zu x %s, %s, %s)", c->rank, count,
+            pt_dtype_names[t], pt_op_names[op], placement(sendbuf)))
+    return -1;
+  *req = (struct pt_req *)r;
+  return 0;
+}
+
+/* A request that ended, well or not, is freed here: completion does not free it. */
+static int perf_wait(void *ctx, struct pt_req *req)
+{
+  struct perf_ctx *c = ctx;
+  zcoll_request_t *r = (zcoll_request_t *)req;
+  zcoll_status_t st = zcoll_wait(r);
+  zcoll_status_t fst = zcoll_request_free(r);
+  if (check(c, st, "zcoll_wait (rank %d)", c->rank)) return -1;
+  return check(c, fst, "zcoll_request_free (rank %d)", c->rank);
+}
+
+/* The driver's own small allreduces: the barrier, the times, the wrong counts. */
+static int small(struct perf_ctx *c, void *v, size_t n, zcoll_dtype_t t, zcoll_op_t op,
+                 const char *what)
+{
+  zcoll_status_t st = zcoll_allreduce(c->comm, ZCOLL_IN_PLACE, v, n, t, op);
+  return check(c, st, "zcoll_allreduce (rank %d, %s)", c->rank, what);
 }
 
 /* zcoll has no barrier: a one-element allreduce is one. */
 static int perf_barrier(void *ctx)
 {
-  struct perf_ctx *c = ctx;
   int32_t one = 1;
-  zcoll_status_t st = zcoll_allreduce(c->comm, ZCOLL_IN_PLACE, &one, 1, ZCOLL_INT32, ZCOLL_SUM);
-  if (st == ZCOLL_OK) return 0;
-  char what[96];
-  snprintf(what, sizeof what, "zcoll_allreduce (rank %d, barrier)", c->rank);
-  report(c, what, st);
-  return -1;
+  return small(ctx, &one, 1, ZCOLL_INT32, ZCOLL_SUM, "barrier");
 }
 
 static int perf_max_double(void *ctx, double *v, size_t n)
 {
-  struct perf_ctx *c = ctx;
-  zcoll_status_t st = zcoll_allreduce(c->comm, ZCOLL_IN_PLACE, v, n, ZCOLL_FLOAT64, ZCOLL_MAX);
-  if (st == ZCOLL_OK) return 0;
-  char what[96];
-  snprintf(what, sizeof what, "zcoll_allreduce (rank %d, max of the times)", c->rank);
-  report(c, what, st);
-  return -1;
+  return small(ctx, v, n, ZCOLL_FLOAT64, ZCOLL_MAX, "max of the times");
+}
+
+static int perf_sum_double(void *ctx, double *v, size_t n)
+{
+  return small(ctx, v, n, ZCOLL_FLOAT64, ZCOLL_SUM, "sum of the times");
 }
 
 static int perf_sum_u64(void *ctx, uint64_t *v, size_t n)
 {
-  struct perf_ctx *c = ctx;
-  zcoll_status_t st = zcoll_allreduce(c->comm, ZCOLL_IN_PLACE, v, n, ZCOLL_UINT64, ZCOLL_SUM);
-  if (st == ZCOLL_OK) return 0;
-  char what[96];
-  snprintf(what, sizeof what, "zcoll_allreduce (rank %d, sum of the wrong counts)", c->rank);
-  report(c, what, st);
-  return -1;
+  return small(ctx, v, n, ZCOLL_UINT64, ZCOLL_SUM, "sum of the wrong counts");
 }
 
 static int perf_algorithm(void *ctx, size_t count, enum pt_dtype t, enum pt_op op,
@@ -97,43 +134,77 @@ static int perf_algorithm(void *ctx, size_t count, enum pt_dtype t, enum pt_op o
 {
   struct perf_ctx *c = ctx;
   zcoll_status_t st = zcoll_allreduce_algorithm(c->comm, count, dtype_map[t], op_map[op], name);
-  if (st == ZCOLL_OK) return 0;
-  char what[128];
-  snprintf(what, sizeof what, "zcoll_allreduce_algorithm (rank %d, %zu x %s, %s)", c->rank, count,
-           pt_dtype_names[t], pt_op_names[op]);
-  report(c, what, st);
-  return -1;
+  return check(c, st, "zcoll_allreduce_algorithm (rank %d, %zu x %s, %s)", c->rank, count,
+               pt_dtype_names[t], pt_op_names[op]);
+}
+
+static int perf_register(void *ctx, void *addr, size_t len)
+{
+  struct perf_ctx *c = ctx;
+  zcoll_mr_t *mr = NULL;
+  if (c->nmr == 2) return check(c, ZCOLL_ERR_INVALID_ARG, "rank %d: a third registration", c->rank);
+  if (check(c, zcoll_mem_register(c->comm, addr, len, &mr),
+            "zcoll_mem_register (rank %d, %zu bytes)", c->rank, len))
+    return -1;
+  c->mr[c->nmr++] = mr;
+  return 0;
+}
+
+static int perf_deregister_all(void *ctx)
+{
+  struct perf_ctx *c = ctx;
+  int rc = 0;
+  while (c->nmr > 0) {
+    zcoll_mr_t *mr = c->mr[--c->nmr];
+    rc |= check(c, zcoll_mem_deregister(mr), "zcoll_mem_deregister (rank %d)", c->rank);
+  }
+  return rc;
+}
+
+/* The configuration: the environment's, then -A and -T. Returns NULL after a message,
+ * with *exit_code 2 for a bad value (still before zcoll_comm_init) and 1 otherwise. */
+static zcoll_config_t *configure(const struct pt_opts *o, char *algo, size_t algo_len,
+                                 char *progress, size_t progress_len, int *exit_code)
+{
+  zcoll_config_t *cfg = NULL;
+  zcoll_status_t st = zcoll_config_create(&cfg);
+  *exit_code = 1;
+  if (check(NULL, st, "zcoll_config_create")) return NULL;
+  char timeout[32];
+  snprintf(timeout, sizeof timeout, "%ld", o->timeout);
+  if ((o->algo && check(NULL, zcoll_config_set(cfg, "ALGO", o->algo), "-A %.64s", o->algo)) ||
+      (o->timeout >= 0 &&
+       check(NULL, zcoll_config_set(cfg, "TIMEOUT", timeout), "-T %s", timeout))) {
+    *exit_code = 2;
+    zcoll_config_free(cfg);
+    return NULL;
+  }
+  /* the values in effect, whether from the environment, the command line or defaults */
+  if (check(NULL, zcoll_config_get(cfg, "ALGO", algo, algo_len), "zcoll_config_get(ALGO)") ||
+      check(NULL, zcoll_config_get(cfg, "PROGRESS", progress, progress_len),
+            "zcoll_config_get(PROGRESS)")) {
+    zcoll_config_free(cfg);
+    return NULL;
+  }
+  return cfg;
 }
 
 int main(int argc, char **argv)
 {
+  static const struct pt_prog prog = {
+      PROG, PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT,
+      "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
+      "                          lists the names; default: ZCOLL_ALGO, else auto)"};
   struct pt_opts o;
-  int rc = pt_parse_args(argc, argv, PROG, true, &o);
+  int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
   if (rc != 0) return 2;
 
-  zcoll_config_t *cfg = NULL;
-  zcoll_status_t st = zcoll_config_create(&cfg);
-  if (st != ZCOLL_OK) {
-    report(NULL, "zcoll_config_create", st);
-    return 1;
-  }
-  if (o.algo != NULL && (st = zcoll_config_set(cfg, "ALGO", o.algo)) != ZCOLL_OK) {
-    char what[96];
-    snprintf(what, sizeof what, "-a %.64s", o.algo);
-    report(NULL, what, st);
-    zcoll_config_free(cfg);
-    return 2;
-  }
-  char algo[64];
-  if ((st = zcoll_config_get(cfg, "ALGO", algo, sizeof algo)) != ZCOLL_OK) {
-    report(NULL, "zcoll_config_get(ALGO)", st);
-    zcoll_config_free(cfg);
-    return 1;
-  }
-
-  struct perf_ctx ctx = {NULL, -1};
-  st = zcoll_comm_init(&ctx.comm, cfg);
+  char algo[64], progress[16];
+  zcoll_config_t *cfg = configure(&o, algo, sizeof algo, progress, sizeof progress, &rc);
+  if (cfg == NULL) return rc;
+  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0};
+  zcoll_status_t st = zcoll_comm_init(&ctx.comm, cfg);
   zcoll_config_free(cfg);
   if (st != ZCOLL_OK) {
     ctx.comm = NULL;
@@ -149,20 +220,27 @@ int main(int argc, char **argv)
       .allreduce = perf_allreduce,
       .barrier = perf_barrier,
       .max_double = perf_max_double,
+      .sum_double = perf_sum_double,
       .sum_u64 = perf_sum_u64,
       .algorithm = perf_algorithm,
+      .iallreduce = perf_iallreduce,
+      .wait = perf_wait,
+      .register_mem = perf_register,
+      .deregister_all = perf_deregister_all,
   };
   if (be.rank == 0) {
     const char *tl = zcoll_comm_transport(ctx.comm);
-    printf("# " PROG ": transport %s, algorithm %s, ranks %d, zcoll %s\n", tl ? tl : "?", algo,
-           be.nranks, zcoll_version_string());
+    printf("# " PROG ": transport %s, algorithm %s, ranks %d, progress %s, zcoll %s\n",
+           tl ? tl : "?", algo, be.nranks, progress, zcoll_version_string());
+    pt_print_modes(stdout, PROG, &o);
     pt_print_params(stdout, &o);
     fflush(stdout);
   }
 
   rc = pt_run(&o, &be);
   if (rc < 0) {
-    /* tell the peers at once rather than letting them wait for a timeout */
+    /* tell the peers at once rather than letting them wait for a timeout; this also
+     * frees the requests and registrations left behind */
     zcoll_comm_abort(ctx.comm);
     return 1;
   }

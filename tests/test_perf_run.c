@@ -1,0 +1,150 @@
+/* zcoll_perf as it runs: 2 ranks over shm under zcoll_run, a small sweep (8 B .. 256 KiB)
+ * with every element checked, once per mode of nccl-tests' flags and for --overlap. Each
+ * run must exit 0, say "Out of bounds values : 0 OK", and every row must have the shape
+ * its mode gives it, numbers where numbers belong and 0 in every #wrong column. */
+#include <criterion/criterion.h>
+#include <stdbool.h>
+
+#include "spawn.h"
+
+#define SIZES 6 /* 8, 64, 512, 4K, 32K, 256K: -b 8 -e 1M -f 8 */
+
+/* Runs the sweep with extra arguments (NULL-terminated) and extra environment entries;
+ * returns the output (stdout and stderr), after checking the exit status and footer. */
+static char *run_perf(const char *const *extra, const char *const *env_extra)
+{
+  const char *argv[40] = {SP_BIN("zcoll_run"), "-np", "2", "--timeout", "150",
+                          SP_BIN("zcoll_perf"), "-b", "8", "-e", "1M", "-f", "8", "-n", "3",
+                          "-w", "1", "-c", "1"};
+  size_t n = 0;
+  while (argv[n]) n++;
+  for (size_t i = 0; extra[i] && n < 39; i++) argv[n++] = extra[i];
+  const char *env[8] = {"ZCOLL_TRANSPORT=shm"};
+  for (size_t i = 0; env_extra && env_extra[i] && i < 6; i++) env[i + 1] = env_extra[i];
+  struct sp_result r = sp_run(argv, env, 180);
+  cr_assert_eq(r.status, 0, "exit %d\n%s", r.status, r.out ? r.out : "");
+  cr_expect(strstr(r.out, "# Out of bounds values : 0 OK") != NULL, "%s", r.out);
+  return r.out;
+}
+
+/* A number and nothing else, in [lo, hi]. */
+static bool number_in(const char *tok, double lo, double hi)
+{
+  char *end;
+  double v = strtod(tok, &end);
+  return end != tok && *end == '\0' && v >= lo && v <= hi;
+}
+
+/* What a row of the table must look like. */
+struct shape {
+  int fields;         /* whitespace-separated, the algorithm included */
+  int wrong[2], nwrong;  /* where the #wrong counts are */
+  int num[4], nnum;      /* further columns that must be numbers >= 0 */
+  int percent;           /* a column in 0..100, or -1 */
+};
+
+/* Checks every data row against the shape; returns how many tables and rows there were. */
+static void check_rows(const char *out, const struct shape *sh, int *tables, int *rows)
+{
+  *tables = *rows = 0;
+  for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    size_t len = strcspn(l, "\n");
+    char line[512];
+    if (len >= sizeof line) continue;
+    memcpy(line, l, len);
+    line[len] = '\0';
+    if (strncmp(line, "#       size", 12) == 0) ++*tables;
+    char *tok[24], *save = NULL;
+    int n = 0;
+    for (char *t = strtok_r(line, " \t", &save); t && n < 24; t = strtok_r(NULL, " \t", &save))
+      tok[n++] = t;
+    if (n == 0 || tok[0][0] < '0' || tok[0][0] > '9' ||
+        strspn(tok[0], "0123456789") != strlen(tok[0]))
+      continue; /* a comment, or a line the library logged */
+    ++*rows;
+    cr_expect_eq(n, sh->fields, "row with %d fields, want %d: %.*s", n, sh->fields, (int)len, l);
+    if (n != sh->fields) continue;
+    for (int k = 0; k < sh->nwrong; k++)
+      cr_expect_str_eq(tok[sh->wrong[k]], "0", "#wrong in column %d: %.*s", sh->wrong[k], (int)len,
+                       l);
+    for (int k = 0; k < sh->nnum; k++)
+      cr_expect(number_in(tok[sh->num[k]], 0.0, 1e12), "column %d is not a number: %.*s",
+                sh->num[k], (int)len, l);
+    if (sh->percent >= 0)
+      cr_expect(number_in(tok[sh->percent], 0.0, 100.0), "column %d not in 0..100: %.*s",
+                sh->percent, (int)len, l);
+  }
+}
+
+/* size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong | algo */
+static const struct shape table = {14, {8, 12}, 2, {5, 6, 9, 10}, 4, -1};
+/* ... with cpu(us) after each time */
+static const struct shape table_cpu = {16, {9, 14}, 2, {5, 6, 10, 11}, 4, -1};
+/* size count type redop | comm compute overall overlap #wrong | algo */
+static const struct shape overlap = {10, {8, 0}, 1, {4, 5, 6, 7}, 4, 7};
+static const struct shape overlap_cpu = {11, {9, 0}, 1, {4, 5, 6, 7}, 4, 8};
+
+/* Returns the output for more checks (free it). */
+static char *expect_tables(const char *const *extra, const char *const *env, const struct shape *sh,
+                           int want_tables)
+{
+  char *out = run_perf(extra, env);
+  int tables, rows;
+  check_rows(out, sh, &tables, &rows);
+  cr_expect_eq(tables, want_tables, "%d tables, want %d:\n%s", tables, want_tables, out);
+  cr_expect_eq(rows, want_tables * SIZES, "%d rows, want %d:\n%s", rows, want_tables * SIZES, out);
+  return out;
+}
+
+/* The run's banner says how it measured. */
+static void expect_banner(const char *const *extra, const char *const *env, const struct shape *sh,
+                          int want_tables, const char *banner)
+{
+  char *out = expect_tables(extra, env, sh, want_tables);
+  cr_expect(strstr(out, banner) != NULL, "no '%s' in:\n%s", banner, out);
+  free(out);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define NONE ((const char *const[]){NULL})
+
+TestSuite(perf_run, .timeout = 300);
+
+Test(perf_run, nonblocking)
+{
+  expect_banner(ARGS("-z", "0"), NULL, &table, 1, "blocking 0 (-z)");
+  expect_banner(NONE, NULL, &table, 1, "blocking 0 (-z)"); /* the default */
+}
+
+Test(perf_run, blocking) { expect_banner(ARGS("-z", "1"), NULL, &table, 1, "blocking 1 (-z)"); }
+
+Test(perf_run, aggregated)
+{
+  expect_banner(ARGS("-m", "3"), NULL, &table, 1, "agg iters: 3 ");
+  expect_banner(ARGS("-m", "3", "-z", "1"), NULL, &table, 1, "agg iters: 3 ");
+}
+
+Test(perf_run, two_cycles) { expect_banner(ARGS("-N", "2"), NULL, &table, 2, "# cycle 2 of 2"); }
+
+Test(perf_run, cputime) { expect_banner(ARGS("-C", "1"), NULL, &table_cpu, 1, "      cpu"); }
+
+Test(perf_run, registered) { expect_banner(ARGS("-R", "1"), NULL, &table, 1, "registered 1 (-R)"); }
+
+Test(perf_run, rank0_and_min)
+{
+  expect_banner(ARGS("-a", "0"), NULL, &table, 1, "average 0: rank 0's (-a)");
+  expect_banner(ARGS("-a", "2", "-T", "60"), NULL, &table, 1, "average 2: min over ranks (-a)");
+}
+
+Test(perf_run, overlap)
+{
+  expect_banner(ARGS("--overlap"), NULL, &overlap, 1, "# Avg overlap (%)");
+  expect_banner(ARGS("--overlap", "-C", "1", "-d", "half", "-o", "avg"), NULL, &overlap_cpu, 1,
+                "   half     avg");
+}
+
+Test(perf_run, overlap_with_progress_thread)
+{
+  const char *const env[] = {"ZCOLL_PROGRESS=thread", NULL};
+  expect_banner(ARGS("--overlap"), env, &overlap, 1, ", progress thread,");
+}

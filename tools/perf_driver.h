@@ -1,0 +1,243 @@
+/*
+ * perf_driver.h -- the benchmark driver shared by zcoll_perf and perf/mpi_allreduce_perf.
+ * For every cycle (-N), dtype, op and size it times out-of-place and in-place runs,
+ * checks one more run of each against perf_check.h's reference and prints perf_table.h's
+ * row; with --overlap, perf_overlap.h's row instead. The library is reached only through
+ * perf_backend.h's table.
+ *
+ * A timed iteration is -m collectives. -z 1: each iteration ends before the next begins
+ * (one blocking call with -m 1; else -m posted, then all waited). -z 0: every collective
+ * is posted non-blocking, at most PT_WINDOW in flight (when full, the oldest is waited
+ * for), and whatever is in flight is waited for at the end of the timed loop, inside the
+ * timing. Either way the time is the loop's over iterations x -m, per rank; the ranks'
+ * times are combined as -a says.
+ */
+#ifndef ZCOLL_PERF_DRIVER_H
+#define ZCOLL_PERF_DRIVER_H
+
+#include "perf_overlap.h"
+
+#define PT_ALIGN 4096
+
+/* One timed iteration. */
+static inline int pt_iteration(const struct pt_opts *o, const struct pt_backend *be,
+                               struct pt_window *w, const void *sendbuf, void *recvbuf,
+                               size_t count, enum pt_dtype t, enum pt_op op)
+{
+  if (be->iallreduce == NULL || (o->blocking && o->agg == 1)) {
+    for (long j = 0; j < o->agg; j++)
+      if (be->allreduce(be->ctx, sendbuf, recvbuf, count, t, op)) return -1;
+    return 0;
+  }
+  for (long j = 0; j < o->agg; j++)
+    if (pt_post(be, w, sendbuf, recvbuf, count, t, op)) return -1;
+  return o->blocking ? pt_drain(be, w) : 0;
+}
+
+/* w warmup iterations, a barrier, then n timed ones: the mean wall and CPU time per
+ * collective on this rank. Nothing is left in flight. */
+static inline int pt_time_one(const struct pt_opts *o, const struct pt_backend *be,
+                              const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                              enum pt_op op, struct pt_cell *cell)
+{
+  struct pt_window w = {{NULL}, 0, 0};
+  for (long k = 0; k < o->warmup; k++)
+    if (pt_iteration(o, be, &w, sendbuf, recvbuf, count, t, op)) return -1;
+  if (pt_drain(be, &w) || be->barrier(be->ctx)) return -1;
+  struct pt_clock ck = pt_clock_start();
+  for (long k = 0; k < o->iters; k++)
+    if (pt_iteration(o, be, &w, sendbuf, recvbuf, count, t, op)) return -1;
+  if (pt_drain(be, &w)) return -1;
+  pt_clock_stop(&ck, (double)o->iters * (double)o->agg, &cell->time_us, &cell->cpu_us);
+  return 0;
+}
+
+/* One placement (sendbuf NULL: in place): timed, then one more run on fresh buffers
+ * checked, made the way the timed ones were (non-blocking with -z 0). */
+static inline int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
+                             const struct pt_pattern *pat, unsigned char *sendbuf,
+                             unsigned char *recvbuf, size_t count, struct pt_cell *cell)
+{
+  const enum pt_dtype t = pat->dtype;
+  const enum pt_op op = pat->op;
+  pt_fill(sendbuf ? sendbuf : recvbuf, pat->input, pat->esize, pat->period, count);
+  if (pt_time_one(o, be, sendbuf, recvbuf, count, t, op, cell)) return -1;
+  cell->wrong = 0;
+  if (!o->check) return 0;
+  pt_check_arm(pat, sendbuf, recvbuf, count);
+  if (pt_one(be, o->blocking == 0, sendbuf, recvbuf, count, t, op)) return -1;
+  cell->wrong = pt_check_count(pat, sendbuf, recvbuf, count);
+  return 0;
+}
+
+/* What the footer sums up over every row. */
+struct pt_totals {
+  uint64_t wrong;
+  double sum; /* of busbw, or of the overlap with --overlap */
+  long n;
+};
+
+static inline const char *pt_algorithm(const struct pt_backend *be, size_t count, enum pt_dtype t,
+                                       enum pt_op op, int *rc)
+{
+  const char *algo = NULL;
+  *rc = be->algorithm ? be->algorithm(be->ctx, count, t, op, &algo) : 0;
+  return algo ? algo : "-";
+}
+
+/* One row of the table: both placements, combined over the ranks, printed on rank 0. */
+static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
+                               const struct pt_pattern *pat, unsigned char *sendbuf,
+                               unsigned char *recvbuf, size_t count, struct pt_totals *tot)
+{
+  const struct pt_reducer red = pt_reducer_of(be);
+  struct pt_cell c[2];
+  if (pt_measure(o, be, pat, sendbuf, recvbuf, count, &c[0]) ||
+      pt_measure(o, be, pat, NULL, recvbuf, count, &c[1]))
+    return -1;
+  double v[4] = {c[0].time_us, c[1].time_us, c[0].cpu_us, c[1].cpu_us};
+  uint64_t wrong[2] = {c[0].wrong, c[1].wrong};
+  if (pt_combine(&red, o->average, v, o->cputime ? 4 : 2)) return -1;
+  if (o->check && be->sum_u64(be->ctx, wrong, 2)) return -1;
+  int rc;
+  const char *algo = pt_algorithm(be, count, pat->dtype, pat->op, &rc);
+  if (rc) return -1;
+  const size_t bytes = count * pat->esize;
+  for (int k = 0; k < 2; k++) {
+    c[k].time_us = v[k];
+    c[k].cpu_us = v[2 + k];
+    c[k].wrong = wrong[k];
+    tot->wrong += wrong[k];
+    tot->sum += pt_busbw(pt_algbw(bytes, v[k]), be->nranks);
+    tot->n++;
+  }
+  if (be->rank == 0) {
+    pt_print_row_start(stdout, bytes, count, pat->dtype, pat->op);
+    for (int k = 0; k < 2; k++)
+      pt_print_cell(stdout, &c[k], bytes, be->nranks, o->cputime, o->check);
+    if (be->algorithm) printf("  %s", algo);
+    printf("\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+
+/* One row of the overlap table. */
+static inline int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
+                                 const struct pt_pattern *pat, struct pt_compute *cp,
+                                 unsigned char *sendbuf, unsigned char *recvbuf, size_t count,
+                                 struct pt_totals *tot)
+{
+  struct pt_overlap_row r;
+  if (pt_overlap_size(o, be, pat, cp, sendbuf, recvbuf, count, &r)) return -1;
+  int rc;
+  const char *algo = pt_algorithm(be, count, pat->dtype, pat->op, &rc);
+  if (rc) return -1;
+  tot->wrong += r.wrong;
+  tot->sum += r.overlap;
+  tot->n++;
+  if (be->rank == 0) {
+    pt_print_overlap_row(stdout, count * pat->esize, count, pat->dtype, pat->op, &r, o->cputime,
+                         o->check);
+    if (be->algorithm) printf("  %s", algo);
+    printf("\n");
+    fflush(stdout);
+  }
+  return 0;
+}
+
+/* One table section: every size for one dtype and op. */
+static inline int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
+                                 unsigned char *sendbuf, unsigned char *recvbuf, enum pt_dtype t,
+                                 enum pt_op op, struct pt_compute *cp, struct pt_totals *tot)
+{
+  struct pt_pattern pat;
+  if (pt_pattern_init(&pat, t, op, be->rank, be->nranks, o->check != 0)) {
+    fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
+    return -1;
+  }
+  int rc = 0;
+  size_t prev = SIZE_MAX;
+  for (size_t s = o->minbytes; rc == 0;) {
+    size_t count = pt_count_for(s, pat.esize);
+    if (count != prev) {
+      prev = count;
+      rc = o->overlap ? pt_overlap_row(o, be, &pat, cp, sendbuf, recvbuf, count, tot)
+                      : pt_table_row(o, be, &pat, sendbuf, recvbuf, count, tot);
+    }
+    if (!pt_next_size(o, &s)) break;
+  }
+  pt_pattern_free(&pat);
+  return rc;
+}
+
+/* Rank 0, before the section of dtype d and op k in a cycle: a separator, the cycle's
+ * number (-N), the column headers. */
+static inline void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k,
+                                          bool algo_column)
+{
+  if (cycle + d + k > 1) printf("#\n");
+  if (o->cycles == 0 && d + k == 0) printf("# cycle %ld (until interrupted)\n", cycle);
+  if (o->cycles > 1 && d + k == 0) printf("# cycle %ld of %ld\n", cycle, o->cycles);
+  if (o->overlap)
+    pt_print_overlap_header(stdout, algo_column, o->cputime);
+  else
+    pt_print_header(stdout, algo_column, o->cputime);
+}
+
+/* Every dtype x op section, once per cycle, a table each. */
+static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
+                                unsigned char *sendbuf, unsigned char *recvbuf,
+                                struct pt_compute *cp, struct pt_totals *tot)
+{
+  for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
+    for (int d = 0; d < o->ndtypes; d++) {
+      for (int k = 0; k < o->nops; k++) {
+        if (be->rank == 0) pt_print_section_start(o, cycle, d, k, be->algorithm != NULL);
+        if (pt_run_section(o, be, sendbuf, recvbuf, o->dtypes[d], o->ops[k], cp, tot)) return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Runs the whole benchmark and prints the table on rank 0 (the caller prints the banner
+ * first). Returns 0, 1 if any element was wrong, or -1 on an error (printed; requests
+ * may be left in flight: the caller aborts the job). */
+static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
+{
+  size_t bytes = (o->maxbytes > 8 ? o->maxbytes : 8) + PT_ALIGN; /* room for the guard */
+  void *sendbuf = NULL, *recvbuf = NULL;
+  int err = posix_memalign(&sendbuf, PT_ALIGN, bytes);
+  if (err == 0) err = posix_memalign(&recvbuf, PT_ALIGN, bytes);
+  if (err != 0) {
+    fprintf(stderr, "%s: rank %d: cannot allocate 2 x %zu bytes: %s\n", be->prog, be->rank, bytes,
+            strerror(err));
+    free(sendbuf);
+    return -1;
+  }
+  struct pt_compute cp = {NULL, 0.0, 0.0};
+  struct pt_totals tot = {0, 0.0, 0};
+  int rc = 0;
+  if (o->overlap && pt_compute_init(&cp)) {
+    fprintf(stderr, "%s: rank %d: out of memory for the computation\n", be->prog, be->rank);
+    rc = -1;
+  }
+  if (rc == 0 && o->reg &&
+      (be->register_mem(be->ctx, sendbuf, bytes) || be->register_mem(be->ctx, recvbuf, bytes)))
+    rc = -1;
+  if (rc == 0) rc = pt_run_cycles(o, be, sendbuf, recvbuf, &cp, &tot);
+  if (rc == 0 && o->reg && be->deregister_all(be->ctx)) rc = -1;
+  pt_compute_free(&cp);
+  free(sendbuf);
+  free(recvbuf);
+  if (rc) return -1;
+  if (be->rank == 0) {
+    pt_print_footer(stdout, tot.wrong, o->overlap ? "Avg overlap (%)" : "Avg bus bandwidth",
+                    tot.n ? tot.sum / (double)tot.n : 0.0);
+    fflush(stdout);
+  }
+  return tot.wrong ? 1 : 0;
+}
+
+#endif /* ZCOLL_PERF_DRIVER_H */

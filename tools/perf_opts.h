@@ -1,0 +1,391 @@
+/*
+ * perf_opts.h -- the command line of the benchmarks, nccl-tests' all_reduce_perf's flags
+ * (short and long forms, the same defaults where the meaning is the same): sizes
+ * ("64K"), dtype and op names, the options, their usage text and the parameters line
+ * of the table. Everything is checked here, before any program starts a job, so that a
+ * bad command line exits 2 without having touched the network.
+ */
+#ifndef ZCOLL_PERF_OPTS_H
+#define ZCOLL_PERF_OPTS_H
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "perf_table.h"
+
+/* Returns the dtype, or -1. Accepts nccl-tests' names and zcoll's. */
+static inline int pt_parse_dtype(const char *s)
+{
+  static const struct { const char *name; enum pt_dtype t; } alias[] = {
+      {"int", PT_INT32}, {"float16", PT_FLOAT16}, {"fp16", PT_FLOAT16},
+      {"bf16", PT_BFLOAT16}, {"float32", PT_FLOAT32}, {"fp32", PT_FLOAT32},
+      {"float64", PT_FLOAT64}, {"fp64", PT_FLOAT64}};
+  for (int i = 0; i < PT_DTYPE_COUNT; i++)
+    if (strcmp(s, pt_dtype_names[i]) == 0) return i;
+  for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+    if (strcmp(s, alias[i].name) == 0) return (int)alias[i].t;
+  return -1;
+}
+
+static inline int pt_parse_op(const char *s)
+{
+  for (int i = 0; i < PT_OP_COUNT; i++)
+    if (strcmp(s, pt_op_names[i]) == 0) return i;
+  return -1;
+}
+
+/* "8", "64K", "1M", "64M", "1G" (binary multiples, case-insensitive, an optional
+ * trailing "B"). Returns 0, or -1 on anything malformed or out of range. */
+static inline int pt_parse_size(const char *s, size_t *out)
+{
+  if (s == NULL || *s < '0' || *s > '9') return -1; /* no sign, no blank, not empty */
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0) return -1;
+  unsigned shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
+  default: break;
+  }
+  if (*end == 'b' || *end == 'B') end++;
+  if (*end != '\0') return -1;
+  if (v > (unsigned long long)SIZE_MAX >> shift) return -1;
+  *out = (size_t)(v << shift);
+  return 0;
+}
+
+/* A whole decimal number in [lo, hi]. */
+static inline int pt_parse_long(const char *s, long lo, long hi, long *out)
+{
+  if (s == NULL || *s == '\0') return -1;
+  errno = 0;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* ---- options --------------------------------------------------------------------- */
+
+/* What a program can do beyond the common options. The parser refuses, with a reason,
+ * an option that needs what the program lacks. */
+enum pt_feature {
+  PT_HAS_ALGO = 1u << 0,          /* -A NAME chooses among the library's algorithms */
+  PT_HAS_NONBLOCKING = 1u << 1,   /* a non-blocking allreduce: -z 0 and --overlap */
+  PT_HAS_REGISTER = 1u << 2,      /* -R 1: explicit memory registration */
+  PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
+};
+
+struct pt_prog {
+  const char *name;
+  unsigned features;  /* enum pt_feature */
+  const char *algo_doc; /* PT_HAS_ALGO: what -A takes and its default, one line */
+};
+
+/* How times (and CPU times) of the ranks become the one number of the table: -a. */
+enum pt_average { PT_AVG_RANK0, PT_AVG_MEAN, PT_AVG_MIN, PT_AVG_MAX };
+static const char *const pt_average_names[4] = {"rank 0's", "mean over ranks", "min over ranks",
+                                                "max over ranks"};
+
+struct pt_opts {
+  size_t minbytes, maxbytes;
+  size_t stepbytes;  /* > 0: add this; 0: multiply by stepfactor */
+  long stepfactor;
+  long iters, warmup, check;
+  long agg;      /* -m: collectives per timed iteration */
+  long cycles;   /* -N: sweeps; 0 = until interrupted */
+  long blocking; /* -z */
+  long average;  /* -a: enum pt_average */
+  long cputime;  /* -C */
+  long reg;      /* -R */
+  long timeout;  /* -T seconds; -1 = not given (the library's default, no alarm) */
+  bool overlap;  /* --overlap */
+  int ndtypes, nops;
+  bool all_dtypes, all_ops;
+  enum pt_dtype dtypes[PT_DTYPE_COUNT];
+  enum pt_op ops[PT_OP_COUNT];
+  const char *algo; /* -A, or NULL */
+};
+
+static inline void pt_usage(FILE *f, const struct pt_prog *p)
+{
+  const bool nb = p->features & PT_HAS_NONBLOCKING;
+  fprintf(f,
+          "usage: %s [options]   (nccl-tests' all_reduce_perf flags, short or long)\n"
+          "  -b, --minbytes SIZE     smallest vector in bytes (default 8); sizes take K, M, G\n"
+          "  -e, --maxbytes SIZE     largest vector in bytes (default 64M)\n"
+          "  -f, --stepfactor N      multiply the size by N at each step (default 2)\n"
+          "  -i, --stepbytes SIZE    add SIZE at each step instead (default 0: use -f)\n"
+          "  -n, --iters N           timed iterations per size (default 20)\n"
+          "  -w, --warmup_iters N    warmup iterations per size (default 5)\n"
+          "  -m, --agg_iters N       collectives per iteration (default 1); times are per\n"
+          "                          collective: the iteration's time / N\n"
+          "  -N, --run_cycles N      run the whole sweep N times, a table each (default 1;\n"
+          "                          0: until interrupted)\n"
+          "  -c, --check 0|1         check every element against an independent reference\n"
+          "                          (default 1)\n"
+          "  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half|float16\n"
+          "                          bfloat16 float|float32 double|float64, or all\n"
+          "                          (default float)\n"
+          "  -o, --op OP             sum prod min max avg, or all (default sum)\n",
+          p->name);
+  if (nb)
+    fputs("  -z, --blocking 0|1      0 (default): the timed collectives are posted non-blocking\n"
+          "                          one after the other, at most 32 in flight (when full, wait\n"
+          "                          for the oldest), all waited at the end: consecutive ones\n"
+          "                          may overlap. 1: an iteration ends before the next starts:\n"
+          "                          one blocking call (the latency of a blocking call); with\n"
+          "                          -m N, N non-blocking ones posted, then all waited\n",
+          f);
+  else
+    fprintf(f,
+            "  -z, --blocking 1        each collective is a blocking call; -m N: N back-to-back\n"
+            "                          calls per iteration (default 1: %s has no\n"
+            "                          non-blocking allreduce, -z 0 is refused)\n",
+            p->name);
+  fputs("  -a, --average 0|1|2|3   how the ranks' times combine into the table's: 0 rank 0's,\n"
+        "                          1 the mean over ranks (default), 2 the min, 3 the max\n"
+        "  -C, --report_cputime 0|1  1: also print cpu(us) after each time column: the\n"
+        "                          process's CPU time (user + sys, getrusage; a progress\n"
+        "                          thread of the library counts too) over the timed loop per\n"
+        "                          collective, combined as -a (default 0)\n",
+        f);
+  if (p->features & PT_HAS_REGISTER)
+    fputs("  -R, --local_register 0|1  1: register the send and receive buffers with the\n"
+          "                          library (zcoll_mem_register) before timing (default 0)\n",
+          f);
+  if (p->features & PT_HAS_STALL_TIMEOUT)
+    fputs("  -T, --timeout SECONDS   the library's deadline for a stalled collective (the\n"
+          "                          TIMEOUT configuration field), so that a hang is an error\n"
+          "                          (default: the library's, ZCOLL_TIMEOUT or 120; 0: none)\n",
+          f);
+  else
+    fputs("  -T, --timeout SECONDS   end the whole run with SIGALRM after SECONDS (alarm(),\n"
+          "                          so that a hang is an error; default 0: none)\n",
+          f);
+  if (p->features & PT_HAS_ALGO)
+    fprintf(f,
+            "  -A, --algo, --algorithm NAME\n"
+            "                          %s\n",
+            p->algo_doc);
+  if (nb)
+    fputs("      --overlap           instead of the table above, per size and out of place, as\n"
+          "                          OSU's osu_iallreduce: comm = post + wait; compute = a\n"
+          "                          loop of arithmetic calibrated to last about comm, alone\n"
+          "                          (it never calls the library); overall = post, compute,\n"
+          "                          wait; overlap% = 100 (1 - (overall - compute) / comm),\n"
+          "                          in 0..100. Each the mean of -n iterations, combined as -a.\n"
+          "                          -C adds the CPU time of the overall phase. (-m 1, -z 0)\n",
+          f);
+  fputs("  -h, --help              print this help\n"
+        "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
+        "time: each rank's mean per collective, combined as -a; busbw = algbw * 2(p-1)/p.\n",
+        f);
+}
+
+__attribute__((format(printf, 2, 3))) static inline int pt_opt_error(const char *prog,
+                                                                      const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", prog);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (try -h)\n");
+  va_end(ap);
+  return 2;
+}
+
+/* The options that take a whole number: where it goes, its range and what it must be. */
+struct pt_num_opt {
+  int c;
+  long lo, hi;
+  size_t off;
+  const char *need;
+};
+
+static const struct pt_num_opt pt_num_opts[] = {
+    {'f', 0, 1L << 20, offsetof(struct pt_opts, stepfactor), "a step factor"},
+    {'n', 1, INT_MAX, offsetof(struct pt_opts, iters), "an iteration count >= 1"},
+    {'w', 0, INT_MAX, offsetof(struct pt_opts, warmup), "a warmup count >= 0"},
+    {'m', 1, 1L << 20, offsetof(struct pt_opts, agg), "a count of collectives in 1..1048576"},
+    {'N', 0, INT_MAX, offsetof(struct pt_opts, cycles), "a cycle count >= 0"},
+    {'c', 0, 1, offsetof(struct pt_opts, check), "0 or 1"},
+    {'z', 0, 1, offsetof(struct pt_opts, blocking), "0 or 1"},
+    {'C', 0, 1, offsetof(struct pt_opts, cputime), "0 or 1"},
+    {'R', 0, 1, offsetof(struct pt_opts, reg), "0 or 1"},
+    {'T', 0, 1000000000L, offsetof(struct pt_opts, timeout), "a whole number of seconds >= 0"},
+    {'a', 0, 3, offsetof(struct pt_opts, average),
+     "0..3 (0 rank 0's time, 1 the mean over ranks, 2 the min, 3 the max)"},
+};
+
+#define PT_OPT_OVERLAP 0x100 /* long-only options */
+
+/* Sets a whole-number option; 2 after a message if the value is not one. */
+static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+{
+  for (size_t i = 0; i < sizeof pt_num_opts / sizeof pt_num_opts[0]; i++) {
+    const struct pt_num_opt *n = &pt_num_opts[i];
+    if (n->c != c) continue;
+    if (pt_parse_long(arg, n->lo, n->hi, (long *)((char *)o + n->off)) == 0) return 0;
+    if (c == 'a' && (*arg < '0' || *arg > '9'))
+      return pt_opt_error(p->name,
+                          "-a '%s': -a now takes 0..3 as in nccl-tests (how the ranks' times "
+                          "combine: 0 rank 0's, 1 mean, 2 min, 3 max)%s",
+                          arg,
+                          p->features & PT_HAS_ALGO ? "; the algorithm is -A/--algo NAME" : "");
+    return pt_opt_error(p->name, "-%c: '%s' is not %s", c, arg, n->need);
+  }
+  return pt_opt_error(p->name, "-%c: no such option", c); /* not reached */
+}
+
+/* -d all / -o all, or one name. */
+static inline int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+{
+  const bool all = strcmp(arg, "all") == 0;
+  const int n = c == 'd' ? PT_DTYPE_COUNT : PT_OP_COUNT;
+  int v = all ? 0 : c == 'd' ? pt_parse_dtype(arg) : pt_parse_op(arg);
+  if (v < 0)
+    return pt_opt_error(p->name, "-%c: unknown %s '%s'", c, c == 'd' ? "dtype" : "op", arg);
+  for (int i = 0; i < (all ? n : 1); i++) {
+    if (c == 'd') o->dtypes[i] = (enum pt_dtype)(all ? i : v);
+    else o->ops[i] = (enum pt_op)(all ? i : v);
+  }
+  if (c == 'd') {
+    o->all_dtypes = all;
+    o->ndtypes = all ? n : 1;
+  } else {
+    o->all_ops = all;
+    o->nops = all ? n : 1;
+  }
+  return 0;
+}
+
+/* The options the program has not got, and those that contradict each other. */
+static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool z_given)
+{
+  if (o->minbytes > o->maxbytes)
+    return pt_opt_error(p->name, "minbytes (-b %zu) is larger than maxbytes (-e %zu)", o->minbytes,
+                        o->maxbytes);
+  if (o->stepbytes == 0 && o->stepfactor < 2)
+    return pt_opt_error(p->name, "-f: step factor %ld must be >= 2 when -i is 0", o->stepfactor);
+  if (o->algo && !(p->features & PT_HAS_ALGO))
+    return pt_opt_error(p->name, "-A %s: %s has no algorithm choice", o->algo, p->name);
+  if (o->algo && *o->algo == '\0') return pt_opt_error(p->name, "-A: empty algorithm name");
+  if (!(p->features & PT_HAS_NONBLOCKING) && (o->blocking == 0 || o->overlap))
+    return pt_opt_error(p->name, "%s: %s has no non-blocking allreduce",
+                        o->overlap ? "--overlap" : "-z 0", p->name);
+  if (o->reg && !(p->features & PT_HAS_REGISTER))
+    return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
+  if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
+    return pt_opt_error(p->name, "--overlap times one non-blocking collective at a time: "
+                        "it takes neither -m %ld nor -z 1", o->agg);
+  return 0;
+}
+
+/* Returns 0 to run, 1 when -h printed the usage (exit 0), 2 on a bad command line (a
+ * message was printed; exit 2). */
+static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
+{
+  static const struct option longs[] = {{"minbytes", required_argument, NULL, 'b'},
+                                        {"maxbytes", required_argument, NULL, 'e'},
+                                        {"stepbytes", required_argument, NULL, 'i'},
+                                        {"stepfactor", required_argument, NULL, 'f'},
+                                        {"iters", required_argument, NULL, 'n'},
+                                        {"warmup_iters", required_argument, NULL, 'w'},
+                                        {"agg_iters", required_argument, NULL, 'm'},
+                                        {"run_cycles", required_argument, NULL, 'N'},
+                                        {"check", required_argument, NULL, 'c'},
+                                        {"datatype", required_argument, NULL, 'd'},
+                                        {"op", required_argument, NULL, 'o'},
+                                        {"blocking", required_argument, NULL, 'z'},
+                                        {"average", required_argument, NULL, 'a'},
+                                        {"report_cputime", required_argument, NULL, 'C'},
+                                        {"local_register", required_argument, NULL, 'R'},
+                                        {"timeout", required_argument, NULL, 'T'},
+                                        {"algo", required_argument, NULL, 'A'},
+                                        {"algorithm", required_argument, NULL, 'A'},
+                                        {"overlap", no_argument, NULL, PT_OPT_OVERLAP},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {NULL, 0, NULL, 0}};
+  memset(o, 0, sizeof *o);
+  o->minbytes = 8;
+  o->maxbytes = (size_t)64 << 20;
+  o->stepfactor = 2;
+  o->iters = 20;
+  o->warmup = 5;
+  o->agg = 1;
+  o->cycles = 1;
+  o->check = 1;
+  o->blocking = (p->features & PT_HAS_NONBLOCKING) ? 0 : 1; /* nccl-tests' default is 0 */
+  o->average = PT_AVG_MEAN;                                 /* nccl-tests' default */
+  o->timeout = -1;
+  o->ndtypes = 1;
+  o->dtypes[0] = PT_FLOAT32;
+  o->nops = 1;
+  o->ops[0] = PT_SUM;
+  bool z_given = false;
+  opterr = 0;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:h", longs, NULL)) != -1) {
+    int rc = 0;
+    switch (c) {
+    case 'b': case 'e': case 'i': {
+      size_t *dst = c == 'b' ? &o->minbytes : c == 'e' ? &o->maxbytes : &o->stepbytes;
+      if (pt_parse_size(optarg, dst)) rc = pt_opt_error(p->name, "-%c: bad size '%s'", c, optarg);
+    } break;
+    case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
+    case 'A': o->algo = optarg; break;
+    case PT_OPT_OVERLAP: o->overlap = true; break;
+    case 'h': pt_usage(stdout, p); return 1;
+    case ':':
+      if (optopt > ' ' && optopt < 127 && strncmp(argv[optind - 1], "--", 2) != 0)
+        return pt_opt_error(p->name, "option -%c needs a value", optopt);
+      return pt_opt_error(p->name, "option '%s' needs a value", argv[optind - 1]);
+    case '?':
+      if (optopt > ' ' && optopt < 127) return pt_opt_error(p->name, "unknown option -%c", optopt);
+      return pt_opt_error(p->name, "unknown option '%s'", argv[optind - 1]);
+    default:
+      z_given |= c == 'z';
+      rc = pt_set_num(p, o, c, optarg);
+      break;
+    }
+    if (rc) return rc;
+  }
+  if (optind < argc) return pt_opt_error(p->name, "unexpected argument '%s'", argv[optind]);
+  return pt_check_opts(p, o, z_given);
+}
+
+/* nccl-tests' parameters line; graph is its CUDA-graph count, always 0 here, kept so that
+ * what reads nccl-tests' output reads this too. */
+static inline void pt_print_params(FILE *f, const struct pt_opts *o)
+{
+  if (o->stepbytes)
+    fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->minbytes, o->maxbytes,
+            o->stepbytes);
+  else
+    fprintf(f, "# minBytes %zu maxBytes %zu step: %ld(factor)", o->minbytes, o->maxbytes,
+            o->stepfactor);
+  fprintf(f, " warmup iters: %ld iters: %ld agg iters: %ld validation: %ld graph: 0\n#\n",
+          o->warmup, o->iters, o->agg, o->check);
+}
+
+/* The second banner line: how the table was measured. */
+static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
+{
+  fprintf(f, "# %s: %s, blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
+          prog, o->overlap ? "overlap mode" : "allreduce", o->blocking, o->agg, o->average,
+          pt_average_names[o->average], o->reg);
+  fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
+}
+
+#endif /* ZCOLL_PERF_OPTS_H */

@@ -163,7 +163,7 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
  * no call on it is running. */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
-/* The transport chosen at init: "ucx", "verbs", "loopback". */
+/* The transport chosen at init: "shm", "verbs", "ucx" or "loopback". */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
 
 /* ---- allreduce --------------------------------------------------------------------

@@ -235,7 +235,7 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       chunk_bytes, parse_chunk),
     F("PIPELINE_DEPTH", "8", "staging slots (chunks in flight) per peer and direction",
       pipeline_depth, parse_depth),
-    F("TUNING_FILE", "", "algorithm selection table measured by zcoll_perf --tune", tuning_file,
+    F("TUNING_FILE", "", "algorithm selection table written by perf/tune.py", tuning_file,
       parse_string),
     F("TIMEOUT", "120", "seconds without progress before a silent peer is an error; 0: never",
       timeout, parse_seconds),

@@ -166,6 +166,22 @@ ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transport chosen at init: "shm", "verbs", "ucx" or "loopback". */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
 
+/* Counters of a communicator, for tools and operators (zcoll_perf prints them). Fields
+ * are only ever added at the end: pass sizeof(zcoll_comm_stats_t) as the caller was
+ * compiled with, and fields the library does not know stay 0. The rcache_* counters are
+ * the registration cache's (over verbs; 0 elsewhere, or with ZCOLL_RCACHE_MAX_BYTES=0). */
+typedef struct zcoll_comm_stats {
+  uint64_t collectives;          /* collectives issued on comm (blocking or not) */
+  uint64_t rcache_hits;          /* sends from a user buffer found registered */
+  uint64_t rcache_misses;        /* ... not found: registered then (or staged) */
+  uint64_t rcache_evictions;     /* registrations dropped for room */
+  uint64_t rcache_invalidations; /* registrations dropped because memory was unmapped */
+  uint64_t rcache_reg_ns;        /* time spent registering user buffers */
+  uint64_t rcache_bytes;         /* bytes registered now */
+} zcoll_comm_stats_t;
+ZCOLL_API zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats,
+                                          size_t size);
+
 /* ---- allreduce --------------------------------------------------------------------
  * Semantics follow MPI_Allreduce: every rank passes the same count, dtype and op;
  * sendbuf may be ZCOLL_IN_PLACE; buffers may have any alignment; count may be 0.

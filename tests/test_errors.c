@@ -126,6 +126,31 @@ Test(errors, registration) {
   cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
 }
 
+/* The counters: collectives counted, no cache on this transport, older and newer
+ * callers' struct sizes, and the argument errors. */
+Test(errors, stats) {
+  zcoll_comm_t *comm = single();
+  float s[4] = {1, 2, 3, 4}, r[4];
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(zcoll_allreduce(comm, s, r, 4, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_OK);
+  zcoll_comm_stats_t st;
+  memset(&st, 0xff, sizeof(st));
+  cr_assert_eq(zcoll_comm_stats(comm, &st, sizeof(st)), ZCOLL_OK);
+  cr_expect_eq(st.collectives, 3);
+  cr_expect_eq(st.rcache_hits + st.rcache_misses + st.rcache_bytes, 0);
+  uint64_t older[1] = {0}; /* a caller built when the struct had one field */
+  cr_assert_eq(zcoll_comm_stats(comm, (zcoll_comm_stats_t *)older, sizeof(older)), ZCOLL_OK);
+  cr_expect_eq(older[0], 3);
+  unsigned char newer[sizeof(st) + 16];
+  memset(newer, 0xff, sizeof(newer));
+  cr_assert_eq(zcoll_comm_stats(comm, (zcoll_comm_stats_t *)newer, sizeof(newer)), ZCOLL_OK);
+  for (size_t i = sizeof(st); i < sizeof(newer); i++) cr_expect_eq(newer[i], 0);
+  EXPECT(zcoll_comm_stats(comm, NULL, sizeof(st)), ZCOLL_ERR_INVALID_ARG, "stats is NULL");
+  EXPECT(zcoll_comm_stats(comm, &st, 0), ZCOLL_ERR_INVALID_ARG, "size is 0");
+  cr_expect_eq(zcoll_comm_stats(NULL, &st, sizeof(st)), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+}
+
 Test(errors, bad_configuration) {
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);

@@ -165,4 +165,14 @@ Test(verbs, rcache_follows_new_pages, .timeout = 600) {
   cr_assert_eq(r.status, 0, "%s", r.out);
   cr_expect_gt(rcache_count(r.out, "evictions"), 0, "%s", r.out);
   free(r.out);
+  /* zcoll_perf reports what registering cost and how often later calls hit. */
+  const char *perf[] = {SP_BIN("zcoll_run"), "-np", "2", SP_BIN("zcoll_perf"), "-b", "64K",
+                        "-e", "1M", "-f", "4", "-n", "3", "-w", "1", "-c", "1", NULL};
+  const char *verbs[] = {"ZCOLL_TRANSPORT=verbs", NULL};
+  r = sp_run(perf, verbs, 580);
+  cr_log_info("zcoll_perf over verbs:\n%s", r.out);
+  cr_assert_eq(r.status, 0, "%s", r.out);
+  cr_expect(strstr(r.out, "# Registration cache   : ") && strstr(r.out, "later uses hit"), "%s",
+            r.out);
+  free(r.out);
 }

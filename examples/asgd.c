@@ -221,7 +221,7 @@ static int train(struct trainer *t, const struct shard *s) {
       t->compute_s += now_s() - t0;
       if (++batches % o->every == 0 ? average(t) : poke(t)) return -1;
     }
-    double loss, blocked[2] = {t->comm_s, now_s() - t_start};
+    double loss = 0.0, blocked[2] = {t->comm_s, now_s() - t_start};
     if (epoch_end(t, s, &loss)) return -1;
     zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, blocked, 2, ZCOLL_FLOAT64, ZCOLL_MAX);
     if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (times)", st);

@@ -379,8 +379,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                                comm->bs};
   if ((st = comm->tl_ops->open(&tp, &comm->tl)) != ZCOLL_OK) goto fail_abort;
   if ((st = setup_channels(comm)) != ZCOLL_OK) goto fail_abort;
-  /* Transports that send only from registered memory keep user buffers registered. */
-  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY))
+  /* Where registering pins memory, user buffers stay registered between calls. */
+  if (comm->tl_ops->caps & ZCOLL_TL_CAP_PINS)
     comm->rcache = zcoll__rcache_create(comm->tl_ops, comm->tl, comm->cfg->rcache_max_bytes);
   /* Nobody starts (and could fail and leave) before every rank is connected. */
   if ((st = zcoll__bootstrap_barrier(comm->bs)) != ZCOLL_OK) goto fail_abort;

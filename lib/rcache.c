@@ -1,6 +1,7 @@
 /* rcache.c -- the registration cache (rcache.h says what and why). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include <ucm/api/ucm.h>
 
+#include "guard.h"
 #include "log.h"
 #include "rcache.h"
 #include "trace.h"
@@ -17,6 +19,9 @@
  * thread, so nothing it touches may be reallocated (nor may it allocate itself). */
 #define RC_MAX 256
 #define UCM_PRIORITY 1000
+/* After a registration failed even with every idle entry released (locked memory is
+ * used up: ulimit -l), this many misses are staged before the next attempt. */
+#define RC_BACKOFF 64
 
 struct entry {
   uintptr_t start, end; /* page-aligned */
@@ -31,9 +36,11 @@ struct zcoll__rcache {
   size_t max_bytes;
   uintptr_t page;
   uint64_t clock;
+  unsigned fork_gen; /* the process's fork generation at creation (guard.c) */
+  int backoff;       /* misses still to stage before registering again */
   /* lock: entries, n, unmaps and stats.invalidations/bytes, against the callback. */
   pthread_mutex_t lock;
-  uint64_t unmaps; /* unmap events that touched an entry */
+  uint64_t unmaps; /* unmap events seen (any range) */
   int n;
   struct entry e[RC_MAX];
   struct zcoll__rcache_stats stats;
@@ -65,12 +72,15 @@ static void ucm_load(void) {
 static void on_unmap(ucm_event_type_t type, ucm_event_t *ev, void *arg) {
   struct zcoll__rcache *rc = arg;
   if (type != UCM_EVENT_VM_UNMAPPED) return;
+  /* In a child forked while another thread held the lock, the lock stays held forever;
+   * the child's communicator only releases locally and never sends from the cache. */
+  if (zcoll__guard_fork_gen() != rc->fork_gen) return;
   uintptr_t a = (uintptr_t)ev->vm_unmapped.address, b = a + ev->vm_unmapped.size;
   pthread_mutex_lock(&rc->lock);
+  rc->unmaps++;
   for (int i = 0; i < rc->n; i++) {
     struct entry *e = &rc->e[i];
     if (e->start < b && a < e->end) {
-      rc->unmaps++;
       if (!e->invalid) rc->stats.invalidations++;
       e->invalid = 1;
     }
@@ -91,7 +101,21 @@ struct zcoll__rcache *zcoll__rcache_create(const struct zcoll_tl_ops *ops, struc
   if (!rc) return NULL;
   rc->ops = ops;
   rc->tl = tl;
+  /* Registered bytes count against the locked-memory limit, with the communicators'
+   * own slots: take at most half of it. */
+  struct rlimit ml;
+  if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY &&
+      max_bytes > ml.rlim_cur / 2) {
+    zcoll_log_info("registration cache: %zu bytes asked, %llu (half of ulimit -l) kept",
+                   max_bytes, (unsigned long long)(ml.rlim_cur / 2));
+    max_bytes = ml.rlim_cur / 2;
+  }
+  if (!max_bytes) {
+    free(rc);
+    return NULL;
+  }
   rc->max_bytes = max_bytes;
+  rc->fork_gen = zcoll__guard_fork_gen();
   long page = sysconf(_SC_PAGESIZE);
   rc->page = page > 0 ? (uintptr_t)page : 4096;
   pthread_mutex_init(&rc->lock, NULL);
@@ -110,13 +134,17 @@ struct zcoll__rcache *zcoll__rcache_create(const struct zcoll_tl_ops *ops, struc
 void zcoll__rcache_destroy(struct zcoll__rcache *rc, int local) {
   if (!rc) return;
   ucm.unset(UCM_EVENT_VM_UNMAPPED, on_unmap, rc); /* no callback after this returns */
+  if (local) { /* a forked child: the registrations, and perhaps the lock, are the parent's */
+    free(rc);
+    return;
+  }
   zcoll_log_info("registration cache: %llu hits, %llu misses, %llu evictions, %llu "
                  "invalidations, %llu uncached, %.3f ms registering",
                  (unsigned long long)rc->stats.hits, (unsigned long long)rc->stats.misses,
                  (unsigned long long)rc->stats.evictions,
                  (unsigned long long)rc->stats.invalidations,
                  (unsigned long long)rc->stats.uncached, (double)rc->stats.reg_ns * 1e-6);
-  for (int i = 0; i < rc->n && !local; i++) rc->ops->mem_dereg(rc->e[i].mr);
+  for (int i = 0; i < rc->n; i++) rc->ops->mem_dereg(rc->e[i].mr);
   pthread_mutex_destroy(&rc->lock);
   free(rc);
 }
@@ -164,10 +192,21 @@ static int sweep(struct zcoll__rcache *rc, uint64_t keep_since, size_t bytes) {
   return room;
 }
 
+static zcoll_status_t reg(struct zcoll__rcache *rc, uintptr_t start, size_t bytes,
+                          struct zcoll_tl_mr **mr) {
+  int64_t t0 = zcoll__trace_now();
+  zcoll__log_mute(1); /* a buffer that cannot be registered is staged, not an error */
+  zcoll_status_t st = rc->ops->mem_reg(rc->tl, (void *)start, bytes, 0, mr);
+  zcoll__log_mute(0);
+  rc->stats.reg_ns += (uint64_t)(zcoll__trace_now() - t0);
+  return st;
+}
+
 struct zcoll_tl_mr *zcoll__rcache_get(struct zcoll__rcache *rc, const void *addr, size_t len,
                                       uint64_t keep_since) {
   uintptr_t a = (uintptr_t)addr, b = a + len;
   uint64_t now = ++rc->clock;
+  if (len > UINTPTR_MAX - a) return NULL; /* wraps: not a buffer */
   pthread_mutex_lock(&rc->lock);
   for (int i = 0; i < rc->n; i++) {
     struct entry *e = &rc->e[i];
@@ -183,25 +222,31 @@ struct zcoll_tl_mr *zcoll__rcache_get(struct zcoll__rcache *rc, const void *addr
   pthread_mutex_unlock(&rc->lock);
   rc->stats.misses++;
   uintptr_t start = a & ~(rc->page - 1), end = (b + rc->page - 1) & ~(rc->page - 1);
-  if (end < b || end - start > rc->max_bytes || !sweep(rc, keep_since, end - start)) {
+  if (end < b || end - start > rc->max_bytes || rc->backoff > 0 ||
+      !sweep(rc, keep_since, end - start)) {
+    if (rc->backoff > 0) rc->backoff--;
     rc->stats.uncached++;
     return NULL;
   }
   struct zcoll_tl_mr *mr = NULL;
-  int64_t t0 = zcoll__trace_now();
-  zcoll__log_mute(1); /* a buffer that cannot be registered is staged, not an error */
-  zcoll_status_t st = rc->ops->mem_reg(rc->tl, (void *)start, end - start, 0, &mr);
-  zcoll__log_mute(0);
-  rc->stats.reg_ns += (uint64_t)(zcoll__trace_now() - t0);
+  zcoll_status_t st = reg(rc, start, end - start, &mr);
   if (st != ZCOLL_OK) {
-    zcoll_log_debug("registration cache: cannot register %#lx+%zu (%s): staging instead",
-                    (unsigned long)start, (size_t)(end - start), zcoll__last_error());
+    /* Most likely the locked-memory limit: give back every idle registration, once. */
+    sweep(rc, keep_since, rc->max_bytes);
+    st = reg(rc, start, end - start, &mr);
+  }
+  if (st != ZCOLL_OK) {
+    zcoll_log_debug("registration cache: cannot register %#lx+%zu (%s): staging the next "
+                    "%d misses", (unsigned long)start, (size_t)(end - start),
+                    zcoll__last_error(), RC_BACKOFF);
+    rc->backoff = RC_BACKOFF;
     rc->stats.uncached++;
     return NULL;
   }
   pthread_mutex_lock(&rc->lock);
-  /* An unmap while we registered may have hit this range: use the registration for this
-   * call (the caller's buffer is live, or it broke the rules), never again. */
+  /* Something was unmapped while we registered, perhaps this range (the callback only
+   * sees entries already listed): use the registration for this call (the caller's
+   * buffer is live, or it broke the rules), never again. */
   rc->e[rc->n++] = (struct entry){start, end, mr, now, rc->unmaps != unmaps};
   rc->stats.bytes += end - start;
   pthread_mutex_unlock(&rc->lock);

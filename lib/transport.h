@@ -45,6 +45,9 @@ enum {
    * registers by itself); without it the executor stages sends through its own
    * registered buffers. */
   ZCOLL_TL_CAP_PUT_ANY = 1u << 0,
+  /* mem_reg pins pages (an RDMA NIC): registrations of user buffers are worth keeping
+   * between calls, and must follow the application's unmappings (lib/rcache.h). */
+  ZCOLL_TL_CAP_PINS = 1u << 1,
 };
 
 enum { ZCOLL_TL_EV_PUT_DONE, ZCOLL_TL_EV_ARRIVED };

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "exec.h"
 #include "log.h"
 #include "reduce.h"
@@ -127,7 +128,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     if (stage) {
       char *staging = stage_buf(r, c, slot, &lmr);
       if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
-      if (len) memcpy(staging + off, src, len);
+      if (len) zcoll__copy(staging + off, src, len);
       src = staging;
       if (t0) {
         int64_t t1 = zcoll__trace_now();
@@ -291,7 +292,7 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
     } else if (len && !sl->placed) {
-      memcpy(dst, data, len);
+      zcoll__copy(dst, data, len);
     }
     if (t0)
       zcoll__trace_event(&comm->trace,
@@ -403,7 +404,7 @@ static zcoll_status_t do_local(struct run *r, int *progress) {
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->pos[i], b = piece_end(r, o, a);
     if (!deps_ready(r, o, a, b)) break;
-    memcpy(r->buf[ZCOLL_BUF_DST] + a * r->dsize, r->buf[o->acc] + a * r->dsize,
+    zcoll__copy(r->buf[ZCOLL_BUF_DST] + a * r->dsize, r->buf[o->acc] + a * r->dsize,
            (b - a) * r->dsize);
     r->e->pos[i] = b;
     *progress = 1;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "log.h"
 #include "loopback.h"
 
@@ -38,7 +39,7 @@ zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_
     pthread_mutex_unlock(&peer->lock);
     return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "loopback: rank %d has left", ep->peer);
   }
-  if (len) memcpy(rkey->base + roff, src, len);
+  if (len) zcoll__copy(rkey->base + roff, src, len);
   zcoll_status_t st = zcoll__lb_push_locked(peer, &arrived);
   pthread_mutex_unlock(&peer->lock);
   if (st != ZCOLL_OK) return st;

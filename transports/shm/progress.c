@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "copy.h"
 #include "log.h"
 #include "shm.h"
 
@@ -84,7 +85,7 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
       return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                          "shm: a %zu-byte put at offset %llu is outside rank %d's region", len,
                          (unsigned long long)roff, ep->peer);
-    memcpy(rkey->base + roff, src, len);
+    zcoll__copy(rkey->base + roff, src, len);
   }
   zcoll_status_t st = notify(ep, (uint64_t)imm | (uint64_t)len << 32);
   if (st != ZCOLL_OK) return st;

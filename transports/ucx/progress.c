@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "log.h"
 #include "sock.h"
 #include "ucx.h"
@@ -141,7 +142,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
     dst = mr->base + h.off;
   }
   if (!rndv) {
-    if (length) memcpy(dst, data, length);
+    if (length) zcoll__copy(dst, data, length);
     arrived(tl, h.src, h.imm, (uint32_t)length, final);
     return UCS_OK;
   }

@@ -137,7 +137,8 @@ Test(perf_cli, help_prints_usage)
                          "-n, --iters", "-w, --warmup_iters", "-m, --agg_iters", "-N, --run_cycles",
                          "-c, --check", "-d, --datatype", "-o, --op", "-z, --blocking",
                          "-a, --average", "-C, --report_cputime", "-R, --local_register",
-                         "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "-h, --help"};
+                         "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "--overlap=idle",
+                         "-h, --help"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_expect(strstr(out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
   /* the defaults that changed with nccl-tests' meanings, and what -C counts */
@@ -213,6 +214,7 @@ static const struct {
     /* --overlap times one non-blocking collective at a time */
     {ARGS("--overlap", "-m", "2"), "--overlap"},
     {ARGS("--overlap", "-z", "1"), "--overlap"},
+    {ARGS("--overlap=sleepy"), "--overlap=sleepy: busy or idle"},
 };
 
 Test(perf_cli, nccl_tests_flags_bad_values)

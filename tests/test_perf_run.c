@@ -147,4 +147,6 @@ Test(perf_run, overlap_with_progress_thread)
 {
   const char *const env[] = {"ZCOLL_PROGRESS=thread", NULL};
   expect_banner(ARGS("--overlap"), env, &overlap, 1, ", progress thread,");
+  expect_banner(ARGS("--overlap=idle"), env, &overlap, 1, "overlap mode (idle: compute sleeps)");
+  expect_banner(ARGS("--overlap=busy"), env, &overlap, 1, "overlap mode (busy: compute computes)");
 }

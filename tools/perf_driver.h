@@ -180,7 +180,7 @@ static inline void pt_print_section_start(const struct pt_opts *o, long cycle, i
   if (o->cycles == 0 && d + k == 0) printf("# cycle %ld (until interrupted)\n", cycle);
   if (o->cycles > 1 && d + k == 0) printf("# cycle %ld of %ld\n", cycle, o->cycles);
   if (o->overlap)
-    pt_print_overlap_header(stdout, algo_column, o->cputime);
+    pt_print_overlap_header(stdout, algo_column, o->cputime, o->idle);
   else
     pt_print_header(stdout, algo_column, o->cputime);
 }
@@ -216,9 +216,10 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
     free(sendbuf);
     return -1;
   }
-  struct pt_compute cp = {NULL, 0.0, 0.0};
+  struct pt_compute cp = {NULL, false, 0.0, 0.0};
   struct pt_totals tot = {0, 0.0, 0};
   int rc = 0;
+  cp.idle = o->idle;
   if (o->overlap && pt_compute_init(&cp)) {
     fprintf(stderr, "%s: rank %d: out of memory for the computation\n", be->prog, be->rank);
     rc = -1;

@@ -109,6 +109,7 @@ struct pt_opts {
   long reg;      /* -R */
   long timeout;  /* -T seconds; -1 = not given (the library's default, no alarm) */
   bool overlap;  /* --overlap */
+  bool idle;     /* --overlap=idle: the compute phase sleeps */
   int ndtypes, nops;
   bool all_dtypes, all_ops;
   enum pt_dtype dtypes[PT_DTYPE_COUNT];
@@ -184,7 +185,12 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
           "                          (it never calls the library); overall = post, compute,\n"
           "                          wait; overlap% = 100 (1 - (overall - compute) / comm),\n"
           "                          in 0..100. Each the mean of -n iterations, combined as -a.\n"
-          "                          -C adds the CPU time of the overall phase. (-m 1, -z 0)\n",
+          "                          -C adds the CPU time of the overall phase. (-m 1, -z 0)\n"
+          "      --overlap=idle      the same, but the compute phase sleeps as long instead:\n"
+          "                          an application waiting for an accelerator or for I/O.\n"
+          "                          The core is free then, so it measures whether the\n"
+          "                          library moves data without calls; busy (the default)\n"
+          "                          also needs a core to spare for that movement\n",
           f);
   fputs("  -h, --help              print this help\n"
         "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
@@ -313,7 +319,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
                                         {"timeout", required_argument, NULL, 'T'},
                                         {"algo", required_argument, NULL, 'A'},
                                         {"algorithm", required_argument, NULL, 'A'},
-                                        {"overlap", no_argument, NULL, PT_OPT_OVERLAP},
+                                        {"overlap", optional_argument, NULL, PT_OPT_OVERLAP},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
@@ -345,7 +351,12 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
     } break;
     case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
     case 'A': o->algo = optarg; break;
-    case PT_OPT_OVERLAP: o->overlap = true; break;
+    case PT_OPT_OVERLAP:
+      o->overlap = true;
+      o->idle = optarg && strcmp(optarg, "idle") == 0;
+      if (optarg && !o->idle && strcmp(optarg, "busy") != 0)
+        rc = pt_opt_error(p->name, "--overlap=%s: busy or idle", optarg);
+      break;
     case 'h': pt_usage(stdout, p); return 1;
     case ':':
       if (optopt > ' ' && optopt < 127 && strncmp(argv[optind - 1], "--", 2) != 0)
@@ -383,7 +394,9 @@ static inline void pt_print_params(FILE *f, const struct pt_opts *o)
 static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
 {
   fprintf(f, "# %s: %s, blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
-          prog, o->overlap ? "overlap mode" : "allreduce", o->blocking, o->agg, o->average,
+          prog, !o->overlap ? "allreduce" : o->idle ? "overlap mode (idle: compute sleeps)"
+                                                    : "overlap mode (busy: compute computes)",
+          o->blocking, o->agg, o->average,
           pt_average_names[o->average], o->reg);
   fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
 }

@@ -5,7 +5,11 @@
  *   comm     post + wait, nothing in between (after -w warmups);
  *   compute  a loop of arithmetic on a private array, calibrated to last about comm,
  *            alone; it never calls the library, so only a progress engine of the
- *            library's own (a thread) can move the collective meanwhile;
+ *            library's own (a thread) can move the collective meanwhile. With
+ *            --overlap=idle a sleep of that length instead: the core is free, as for an
+ *            application that waits for an accelerator or for I/O, so the figure shows
+ *            whether the library moves data without calls, apart from whether a core is
+ *            there to spare for it;
  *   overall  post, compute, wait;
  *   overlap  100 (1 - (overall - compute) / comm), clamped to 0..100: 100 when the
  *            collective hid entirely behind the computation, 0 when it all happened in
@@ -16,6 +20,9 @@
 #ifndef ZCOLL_PERF_OVERLAP_H
 #define ZCOLL_PERF_OVERLAP_H
 
+#include <errno.h>
+#include <time.h>
+
 #include "perf_backend.h"
 #include "perf_check.h"
 
@@ -24,6 +31,7 @@
 /* The computation: passes ("units") over a private array. */
 struct pt_compute {
   double *x;
+  bool idle;            /* a unit is a microsecond of sleep, not a pass */
   double unit_us;       /* the last measured cost of one unit; 0: not measured yet */
   volatile double sink; /* takes each run's result, so that no compiler drops the loop */
 };
@@ -47,6 +55,12 @@ static inline void pt_compute_free(struct pt_compute *c)
 /* x = 0.999 x + 0.25 tends to 250: no overflow, no subnormal slowing it down. */
 static inline void pt_compute_run(struct pt_compute *c, long units)
 {
+  if (c->idle) {
+    struct timespec ts = {units / 1000000, (units % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+    return;
+  }
   double *x = c->x, s = 0.0;
   for (long u = 0; u < units; u++)
     for (size_t i = 0; i < PT_COMPUTE_N; i++) x[i] = x[i] * 0.999 + 0.25;
@@ -74,6 +88,7 @@ static inline long pt_units(double v)
  * and a busy machine at this size. */
 static inline long pt_compute_calibrate(struct pt_compute *c, double target_us)
 {
+  if (c->idle) return pt_units(target_us);
   if (c->unit_us <= 0.0) {
     long n = 1;
     double el;

@@ -132,9 +132,10 @@ struct pt_overlap_row {
   uint64_t wrong;
 };
 
-static inline void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu)
+static inline void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, bool idle)
 {
-  fprintf(f, "# %10s  %12s  %8s  %6s  out-of-place, overlapped with computation\n", "", "", "", "");
+  fprintf(f, "# %10s  %12s  %8s  %6s  out-of-place, overlapped with %s\n", "", "", "", "",
+          idle ? "an idle wait (compute = sleep)" : "computation");
   fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s  %6s%s\n", "size", "count", "type",
           "redop", "comm", "compute", "overall", cpu ? "      cpu" : "", "overlap", "#wrong",
           algo_column ? "  algorithm" : "");

@@ -6,6 +6,7 @@
 #ifndef ZCOLL_EXEC_H
 #define ZCOLL_EXEC_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "comm.h"
@@ -30,6 +31,7 @@ struct run {
   struct run *next;      /* in comm->active */
   uint64_t rc_since;     /* registration-cache clock at its start: what it uses stays */
   zcoll_status_t status; /* ZCOLL_IN_PROGRESS while listed; then how it ended */
+  atomic_int ended;      /* 1 (release) once status is final: read without comm->mu */
   int64_t started_ns;    /* for the trace; 0 if off */
   zcoll_comm_t *comm;
   const struct zcoll__sched *s;

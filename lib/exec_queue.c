@@ -78,6 +78,7 @@ zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct run *r, const struct 
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
                          zcoll__trace_now(), -1, 0);
     r->status = ZCOLL_OK;
+    atomic_store_explicit(&r->ended, 1, memory_order_release);
     return ZCOLL_OK;
   }
   if (comm->active_tail)
@@ -94,6 +95,7 @@ void zcoll__reap(zcoll_comm_t *comm) {
     struct run *next = r->next;
     if (r->remaining == 0) {
       r->status = ZCOLL_OK;
+      atomic_store_explicit(&r->ended, 1, memory_order_release);
       if (prev)
         prev->next = next;
       else
@@ -111,6 +113,7 @@ void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
   for (struct run *r = comm->active, *next; r; r = next) {
     next = r->next;
     r->status = st;
+    atomic_store_explicit(&r->ended, 1, memory_order_release);
     r->next = NULL;
   }
   comm->active = comm->active_tail = NULL;

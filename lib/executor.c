@@ -424,6 +424,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
    * start-up alone is a tenth of an 8-byte allreduce. */
   r->next = NULL;
   r->status = ZCOLL_IN_PROGRESS;
+  atomic_store_explicit(&r->ended, 0, memory_order_relaxed);
   r->comm = comm;
   r->s = s;
   r->e = e;

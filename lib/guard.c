@@ -27,7 +27,7 @@ int zcoll__guard_forked(const zcoll_comm_t *comm) {
   return atomic_load_explicit(&fork_gen, memory_order_relaxed) != comm->fork_gen;
 }
 
-zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
+static zcoll_status_t enter(zcoll_comm_t *comm, const char *fn, int unless_busy) {
   if (zcoll__guard_forked(comm))
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "%s: called in a child process forked after zcoll_comm_init (pid %ld): a "
@@ -44,8 +44,21 @@ zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) {
                        "a time per communicator; use one communicator per thread)",
                        fn);
   /* With a progress thread, the executor is shared with it. */
-  if (comm->progress_on) pthread_mutex_lock(&comm->mu);
+  if (comm->progress_on) {
+    if (!unless_busy) {
+      pthread_mutex_lock(&comm->mu);
+    } else if (pthread_mutex_trylock(&comm->mu) != 0) {
+      atomic_store_explicit(&comm->inside, 0, memory_order_release);
+      return ZCOLL_IN_PROGRESS;
+    }
+  }
   return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__enter(zcoll_comm_t *comm, const char *fn) { return enter(comm, fn, 0); }
+
+zcoll_status_t zcoll__enter_unless_busy(zcoll_comm_t *comm, const char *fn) {
+  return enter(comm, fn, 1);
 }
 
 void zcoll__leave(zcoll_comm_t *comm) {

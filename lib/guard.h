@@ -24,6 +24,9 @@ int zcoll__guard_forked(const struct zcoll_comm *comm);
 /* ZCOLL_OK: the caller is now the one thread inside comm. Otherwise why not (nothing is
  * recorded in comm: the thread inside owns it). */
 zcoll_status_t zcoll__enter(struct zcoll_comm *comm, const char *fn);
+/* The same, except that ZCOLL_IN_PROGRESS (nothing recorded, nothing entered) says the
+ * progress thread is inside a pass, instead of waiting for the pass to end. */
+zcoll_status_t zcoll__enter_unless_busy(struct zcoll_comm *comm, const char *fn);
 void zcoll__leave(struct zcoll_comm *comm);
 /* Waits up to `seconds` for the thread inside (if any) to leave, and takes the
  * communicator for good (every later call is refused); 0 if the thread did not leave. */

@@ -24,6 +24,8 @@ struct zcoll_request {
   struct zcoll_request *prev, *next; /* comm->requests */
   int persistent;
   int started;    /* persistent: at least once */
+  int open;       /* started, and the application has not yet seen it end (its calls
+                   * alone read and write this: no lock needed) */
   struct zcoll__plan plan;
   struct zcoll__exec_state *e;
   struct run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
@@ -88,6 +90,7 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
                                        q->plan.src, q->plan.dst);
   if (st != ZCOLL_OK) q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
   else zcoll__progress_thread_wake(comm);
+  q->open = st == ZCOLL_OK;
   return st;
 }
 
@@ -168,10 +171,13 @@ static zcoll_status_t test_end(struct zcoll_request *q) {
     zcoll_status_t st = zcoll__progress(q->comm, &progress);
     if (st != ZCOLL_OK) zcoll__fail_runs(q->comm, st);
   }
-  return q->started ? q->run.status : ZCOLL_OK; /* inactive (never started): complete */
+  zcoll_status_t st = q->started ? q->run.status : ZCOLL_OK; /* never started: complete */
+  if (st != ZCOLL_IN_PROGRESS) q->open = 0;
+  return st;
 }
 
 static zcoll_status_t wait_end(struct zcoll_request *q) {
+  q->open = 0;
   if (!q->started) return ZCOLL_OK;
   if (in_flight(q) && !ended_by_revoke(q)) return zcoll__run_wait(q->comm, &q->run);
   return q->run.status;
@@ -189,7 +195,25 @@ static zcoll_status_t free_ended(struct zcoll_request *q) {
 }
 
 zcoll_status_t zcoll_start(zcoll_request_t *q) { return on_request(q, "zcoll_start", start_again); }
-zcoll_status_t zcoll_test(zcoll_request_t *q) { return on_request(q, "zcoll_test", test_end); }
+/* A request the application saw start and not end, while the progress thread is inside
+ * a pass, is in progress: say so at once rather than wait for the pass, which may take
+ * hundreds of microseconds of copies and reductions, more when the thread lost its core
+ * holding the lock. zcoll_test never blocks. */
+zcoll_status_t zcoll_test(zcoll_request_t *q) {
+  if (!q || !q->open) return on_request(q, "zcoll_test", test_end);
+  zcoll_comm_t *comm = q->comm;
+  zcoll_status_t st = zcoll__enter_unless_busy(comm, "zcoll_test");
+  if (st == ZCOLL_IN_PROGRESS) {
+    /* Ended already (the thread may be in a pass that has nothing to do with it): wait
+     * for the lock and report the end as usual. */
+    if (!atomic_load_explicit(&q->run.ended, memory_order_acquire)) return st;
+    return on_request(q, "zcoll_test", test_end);
+  }
+  if (st != ZCOLL_OK) return st;
+  st = zcoll__report(comm, test_end(q));
+  zcoll__leave(comm);
+  return st;
+}
 zcoll_status_t zcoll_wait(zcoll_request_t *q) { return on_request(q, "zcoll_wait", wait_end); }
 zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
   return on_request(q, "zcoll_request_free", free_ended);

@@ -221,7 +221,8 @@ ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
  *   zcoll_test now and then during long computations. ZCOLL_PROGRESS=thread: a thread
  *   per communicator moves it meanwhile (and sleeps when nothing is in flight); the
  *   application's calls and that thread take turns on a lock, so a call may wait for
- *   one pass of it.
+ *   one pass of it -- except zcoll_test, which never waits: while the thread is inside
+ *   a pass it answers ZCOLL_IN_PROGRESS for a request that has not ended.
  * - zcoll_test returns ZCOLL_OK when the request has completed, ZCOLL_IN_PROGRESS, or its
  *   error; zcoll_wait blocks until it ends and returns the same. Both may be called again
  *   on an ended request (same answer) and on an inactive one (ZCOLL_OK).

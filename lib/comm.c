@@ -272,6 +272,9 @@ static void release(zcoll_comm_t *comm, int local) {
    * about to free. Without the hook a transport places by region, into memory it owns. */
   if (!local && comm->tl && comm->tl_ops->set_placement)
     comm->tl_ops->set_placement(comm->tl, NULL, NULL);
+  /* Registrations go before the endpoints on purpose: after zcoll__drain nothing uses
+   * them, and after an abort (no drain) a put still queued fails on the missing key
+   * instead of reading user memory the application may already reuse. */
   zcoll__rcache_destroy(comm->rcache, local);
   comm->rcache = NULL;
   zcoll__mr_release_all(comm, local); /* registrations the application left behind */

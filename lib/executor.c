@@ -532,11 +532,19 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
   comm->active = comm->active_tail = &r; /* for the placement hook */
   struct idle id = {0, 0, 0};
+  /* A step that moved nothing moves nothing again until an event comes (an arrival, a
+   * credit, a put done): while waiting, only poll -- a shorter loop notices the arrival
+   * sooner. */
+  int step_idle = 0;
   while (r.remaining > 0) {
     int progress = 0;
-    if ((st = pump(comm, &progress)) != ZCOLL_OK ||
-        (st = run_step(&r, NULL, &progress)) != ZCOLL_OK)
-      break;
+    if ((st = pump(comm, &progress)) != ZCOLL_OK) break;
+    if (progress || !step_idle) {
+      int moved = 0;
+      if ((st = run_step(&r, NULL, &moved)) != ZCOLL_OK) break;
+      step_idle = !moved;
+      progress |= moved;
+    }
     if (progress) {
       id.since_ns = 0;
       continue;

@@ -85,6 +85,8 @@ struct zcoll_comm {
   uint8_t *chan_block; /* scratch of zcoll__progress: per channel, ZCOLL_BLOCK_* */
   int chan_block_cap;
   struct zcoll_request *requests; /* every request not yet freed (request.c) */
+  struct zcoll_request *request_pool; /* freed ones kept for reuse, with their arrays */
+  int request_pool_len;
   /* ZCOLL_PROGRESS=thread (progress_thread.c): mu guards the executor between the
    * application's calls and the thread; progress_on is set only while the thread runs. */
   int progress_on;
@@ -121,7 +123,7 @@ zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st);
 zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st);
 void zcoll__plan_release(struct zcoll__plan *pl);
 /* Frees every request of comm (request.c), at destroy or abort. */
-void zcoll__requests_release(zcoll_comm_t *comm);
+void zcoll__requests_release(zcoll_comm_t *comm); /* and the pool */
 /* How many requests of comm are in flight. */
 int zcoll__requests_active(const zcoll_comm_t *comm);
 /* ZCOLL_PROGRESS=thread: starts the communicator's progress thread (progress_thread.c). */

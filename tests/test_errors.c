@@ -82,6 +82,16 @@ Test(errors, request_misuse) {
   cr_assert_eq(zcoll_wait(req), ZCOLL_OK);
   cr_assert(r[0] == 1 && r[1] == 2 && r[2] == 3);
   cr_assert_eq(zcoll_request_free(req), ZCOLL_OK);
+  /* A freed request is kept for reuse: a second free (or any call) on it is refused, not
+   * a corrupted list -- until a new request takes its place. */
+  EXPECT(zcoll_request_free(req), ZCOLL_ERR_INVALID_ARG, "was freed");
+  EXPECT(zcoll_wait(req), ZCOLL_ERR_INVALID_ARG, "was freed");
+  EXPECT(zcoll_test(req), ZCOLL_ERR_INVALID_ARG, "was freed");
+  zcoll_request_t *again;
+  cr_assert_eq(zcoll_iallreduce(comm, s, r, 3, ZCOLL_FLOAT32, ZCOLL_MAX, &again), ZCOLL_OK);
+  cr_assert_eq(zcoll_wait(again), ZCOLL_OK);
+  cr_assert(r[0] == 1 && r[1] == 2 && r[2] == 3);
+  cr_assert_eq(zcoll_request_free(again), ZCOLL_OK);
   /* Out of place: alone, in place, there is nothing to do and it completes as it starts. */
   cr_assert_eq(zcoll_allreduce_init(comm, s, r, 3, ZCOLL_FLOAT32, ZCOLL_MAX, &pr), ZCOLL_OK);
   cr_assert_eq(zcoll_test(pr), ZCOLL_OK, "inactive is complete");

@@ -166,12 +166,20 @@ zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, voi
   return st;
 }
 
-/* The calls on a request: one thread inside the communicator, errors recorded in it. */
-static zcoll_status_t on_request(struct zcoll_request *q, const char *fn,
-                                 zcoll_status_t (*body)(struct zcoll_request *q)) {
+/* The calls on a request: one thread inside the communicator, errors recorded in it.
+ * unless_busy (q open, not pooled): while the progress thread is inside a pass, a request
+ * whose run has not ended is in progress -- say so at once rather than wait for the pass;
+ * one that has ended waits for the lock to report its end as usual. */
+static zcoll_status_t on_request_how(struct zcoll_request *q, const char *fn,
+                                     zcoll_status_t (*body)(struct zcoll_request *q),
+                                     int unless_busy) {
   if (!q) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: request is NULL", fn);
   zcoll_comm_t *comm = q->comm;
-  zcoll_status_t st = zcoll__enter(comm, fn);
+  zcoll_status_t st = unless_busy ? zcoll__enter_unless_busy(comm, fn) : zcoll__enter(comm, fn);
+  if (st == ZCOLL_IN_PROGRESS) {
+    if (!atomic_load_explicit(&q->run.ended, memory_order_acquire)) return st;
+    st = zcoll__enter(comm, fn);
+  }
   if (st != ZCOLL_OK) return st;
   if (q->pooled)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: the request was freed (zcoll_request_free)",
@@ -181,6 +189,11 @@ static zcoll_status_t on_request(struct zcoll_request *q, const char *fn,
   st = zcoll__report(comm, st);
   zcoll__leave(comm);
   return st;
+}
+
+static zcoll_status_t on_request(struct zcoll_request *q, const char *fn,
+                                 zcoll_status_t (*body)(struct zcoll_request *q)) {
+  return on_request_how(q, fn, body, 0);
 }
 
 static zcoll_status_t start_again(struct zcoll_request *q) {
@@ -233,24 +246,10 @@ static zcoll_status_t free_ended(struct zcoll_request *q) {
 }
 
 zcoll_status_t zcoll_start(zcoll_request_t *q) { return on_request(q, "zcoll_start", start_again); }
-/* A request the application saw start and not end, while the progress thread is inside
- * a pass, is in progress: say so at once rather than wait for the pass, which may take
- * hundreds of microseconds of copies and reductions, more when the thread lost its core
- * holding the lock. zcoll_test never blocks. */
+/* zcoll_test never waits for the progress thread's pass (copies and reductions of
+ * hundreds of microseconds, more when the thread lost its core holding the lock). */
 zcoll_status_t zcoll_test(zcoll_request_t *q) {
-  if (!q || !q->open || q->pooled) return on_request(q, "zcoll_test", test_end);
-  zcoll_comm_t *comm = q->comm;
-  zcoll_status_t st = zcoll__enter_unless_busy(comm, "zcoll_test");
-  if (st == ZCOLL_IN_PROGRESS) {
-    /* Ended already (the thread may be in a pass that has nothing to do with it): wait
-     * for the lock and report the end as usual. */
-    if (!atomic_load_explicit(&q->run.ended, memory_order_acquire)) return st;
-    return on_request(q, "zcoll_test", test_end);
-  }
-  if (st != ZCOLL_OK) return st;
-  st = zcoll__report(comm, test_end(q));
-  zcoll__leave(comm);
-  return st;
+  return on_request_how(q, "zcoll_test", test_end, q && q->open && !q->pooled);
 }
 zcoll_status_t zcoll_wait(zcoll_request_t *q) { return on_request(q, "zcoll_wait", wait_end); }
 zcoll_status_t zcoll_request_free(zcoll_request_t *q) {

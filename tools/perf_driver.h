@@ -216,10 +216,9 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
     free(sendbuf);
     return -1;
   }
-  struct pt_compute cp = {NULL, false, 0.0, 0.0};
+  struct pt_compute cp = {NULL, o->idle, 0.0, 0.0};
   struct pt_totals tot = {0, 0.0, 0};
   int rc = 0;
-  cp.idle = o->idle;
   if (o->overlap && pt_compute_init(&cp)) {
     fprintf(stderr, "%s: rank %d: out of memory for the computation\n", be->prog, be->rank);
     rc = -1;

@@ -31,6 +31,20 @@ static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype
                        why_len);
 }
 
+/* What changes from call to call even when the shape does not: the buffers. */
+static zcoll_status_t check_bufs(const void *sendbuf, void *recvbuf, size_t bytes) {
+  if (!recvbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: recvbuf is NULL");
+  if (!sendbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: sendbuf is NULL");
+  if (sendbuf != ZCOLL_IN_PLACE) {
+    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+    if (s < r + bytes && r < s + bytes)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "allreduce: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce "
+                         "in place");
+  }
+  return ZCOLL_OK;
+}
+
 static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t count,
                                  zcoll_dtype_t dtype, zcoll_op_t op) {
   if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
@@ -42,16 +56,7 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "allreduce: count %zu of %s overflows the address space", count,
                        zcoll_dtype_name(dtype));
-  if (count && !recvbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: recvbuf is NULL");
-  if (count && !sendbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: sendbuf is NULL");
-  if (count && sendbuf != ZCOLL_IN_PLACE) {
-    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, n = count * dsize;
-    if (s < r + n && r < s + n)
-      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                         "allreduce: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce "
-                         "in place");
-  }
-  return ZCOLL_OK;
+  return count ? check_bufs(sendbuf, recvbuf, count * dsize) : ZCOLL_OK;
 }
 
 zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm) {
@@ -142,6 +147,7 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   }
   if (victim->used) zcoll__sched_free(&victim->sched);
   victim->used = 0;
+  victim->gen = ++comm->sched_gen; /* a memo of the old build is stale now */
   zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place);
   if (st != ZCOLL_OK) return st;
   victim->used = 1;
@@ -165,27 +171,56 @@ void zcoll__plan_release(struct zcoll__plan *pl) {
   memset(pl, 0, sizeof(*pl));
 }
 
+/* The memo's shape again: only the buffers need checking, and the plan is the memo's. */
+static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                          zcoll_op_t op, int in_place, struct zcoll__plan *pl) {
+  struct zcoll__plan_memo *mm = &comm->memo;
+  struct zcoll__sched_cache_entry *e = mm->entry;
+  if (!e || e->gen != mm->gen || mm->count != count || mm->dtype != (int)dtype ||
+      mm->op != (int)op || mm->in_place != in_place)
+    return 0;
+  e->stamp = ++comm->ncolls;
+  e->pins++;
+  comm->cache_mru = e;
+  pl->s = &e->sched;
+  pl->entry = e;
+  pl->owned = NULL;
+  pl->desc = mm->desc;
+  return 1;
+}
+
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                     struct zcoll__plan *pl) {
-  memset(pl, 0, sizeof(*pl));
-  zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
-  if (st != ZCOLL_OK) return st;
   int in_place = sendbuf == ZCOLL_IN_PLACE;
-  char why[256];
-  why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
-  int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
-                       sizeof(why));
-  int built = 0;
-  if ((st = get_sched(comm, algo, count, in_place, pl, &built)) != ZCOLL_OK) return st;
-  /* Each decision once: a schedule is built the first time a size is seen. */
-  if (built)
-    zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
-                   comm->size, zcoll__algos[algo]->name, why);
-  pl->desc = (struct zcoll__coll_desc){
-      ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
-      /* only where it shapes the schedule: a per-rank setting */
-      algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1, 0, count};
+  zcoll_status_t st;
+  if (plan_from_memo(comm, count, dtype, op, in_place, pl)) {
+    /* dtype, op and count passed check_args when the memo was made */
+    if (count && (st = check_bufs(sendbuf, recvbuf, count * zcoll__dsize(dtype))) != ZCOLL_OK) {
+      zcoll__plan_release(pl);
+      return st;
+    }
+  } else {
+    memset(pl, 0, sizeof(*pl));
+    if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK) return st;
+    char why[256];
+    why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
+    int algo = pick_algo(comm, count, dtype,
+                         zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL, sizeof(why));
+    int built = 0;
+    if ((st = get_sched(comm, algo, count, in_place, pl, &built)) != ZCOLL_OK) return st;
+    /* Each decision once: a schedule is built the first time a size is seen. */
+    if (built)
+      zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count,
+                     zcoll_dtype_name(dtype), comm->size, zcoll__algos[algo]->name, why);
+    pl->desc = (struct zcoll__coll_desc){
+        ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
+        /* only where it shapes the schedule: a per-rank setting */
+        algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1, 0, count};
+    if (pl->entry) /* a schedule of its own (every entry pinned) is not worth a memo */
+      comm->memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count, (int)dtype,
+                                             (int)op, in_place, pl->desc};
+  }
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = recvbuf;
   return ZCOLL_OK;

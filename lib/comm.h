@@ -27,7 +27,19 @@ struct zcoll__sched_cache_entry {
   int in_place;
   uint64_t stamp;
   int pins; /* collectives in flight (or persistent requests) that use it */
+  uint64_t gen; /* changes whenever the entry is (re)built: see zcoll__plan_memo */
   struct zcoll__sched sched;
+};
+
+/* The last allreduce's plan: a loop of one shape skips the checks that cannot change,
+ * the algorithm choice and the cache lookup (an 8-byte allreduce notices them). Valid
+ * while its entry still holds the same build (entry->gen == gen). */
+struct zcoll__plan_memo {
+  struct zcoll__sched_cache_entry *entry; /* NULL: none */
+  uint64_t gen;
+  size_t count;
+  int dtype, op, in_place;
+  struct zcoll__coll_desc desc;
 };
 
 /* A collective ready to start: its schedule (cached and pinned, or its own), what it is,
@@ -76,6 +88,8 @@ struct zcoll_comm {
   unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__sched_cache_entry *cache_mru; /* the last hit or build, or NULL */
+  uint64_t sched_gen;                         /* the last entry build's gen */
+  struct zcoll__plan_memo memo;
   struct zcoll__rcache *rcache; /* verbs: user buffers kept registered; NULL: none */
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */

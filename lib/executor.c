@@ -437,7 +437,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   r->buf[ZCOLL_BUF_SRC] = (char *)src;
   r->buf[ZCOLL_BUF_DST] = dst;
   r->dsize = zcoll__dsize(dtype);
-  r->chunk = comm->slot_bytes / r->dsize;
+  r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
   r->staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
   r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
   r->remaining = s->nops;

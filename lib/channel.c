@@ -111,8 +111,10 @@ struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
                                          size_t slot_bytes, uint32_t imm, size_t len,
                                          uint32_t *ahead) {
   uint32_t a = ((imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
-  struct zcoll__slot *sl = &c->slots[(c->recv_seq + a) % (uint64_t)depth];
-  if (a >= (uint32_t)depth || sl->arrived || len > slot_bytes) return NULL;
+  if (a >= (uint32_t)depth) return NULL;
+  uint32_t i = c->recv_slot + a; /* both below depth */
+  struct zcoll__slot *sl = &c->slots[i >= (uint32_t)depth ? i - (uint32_t)depth : i];
+  if (sl->arrived || len > slot_bytes) return NULL;
   if (ahead) *ahead = a;
   return sl;
 }

@@ -109,6 +109,10 @@ struct zcoll__inflight { /* a piece we put and whose PUT_DONE we await */
   uint32_t bytes;
 };
 
+static inline uint32_t zcoll__slot_next(uint32_t slot, int depth) {
+  return ++slot == (uint32_t)depth ? 0 : slot;
+}
+
 struct zcoll__chan {
   int peer;
   struct zcoll_ep *ep;
@@ -118,6 +122,9 @@ struct zcoll__chan {
   /* Piece numbers are 64-bit so that seq % depth never jumps at a wrap (a 32-bit
    * counter would after 4 billion pieces: an hour of 1 us allreduces). */
   uint64_t send_seq;   /* next piece number */
+  /* Each *_slot is its *_seq % depth, kept in step (zcoll__slot_next): a 64-bit division
+   * per piece costs an 8-byte allreduce more than all its arithmetic. */
+  uint32_t send_slot, tail_slot, recv_slot;
   struct zcoll__coll_desc sent_desc; /* in the last header put on this channel */
   uint8_t sent_valid;
   uint32_t credits;    /* free slots at the peer */

@@ -23,7 +23,7 @@ static int64_t now_ns(void) {
 static int stuck_on(const struct run *r, int j) {
   const struct zcoll__chan *c = &r->comm->chans[r->e->chan[j]];
   if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] &&
-      !c->slots[c->recv_seq % (uint64_t)r->comm->depth].arrived)
+      !c->slots[c->recv_slot].arrived)
     return 1;
   return r->e->send_cur[j] < r->s->peer_recvs[j] && !c->credits;
 }

@@ -88,6 +88,7 @@ static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, ui
   c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, ZCOLL_CHAN_HDR_BYTES};
   c->credits--;
   c->send_seq++;
+  c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
   r->e->hdr_sent[j] = 1;
   return ZCOLL_OK;
 }
@@ -101,7 +102,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     int i = s->peer_ops[*cur];
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->issued[i], b = piece_end(r, o, a);
-    uint32_t slot = (uint32_t)(c->send_seq % (uint64_t)comm->depth);
+    uint32_t slot = c->send_slot;
     if (!c->credits || c->inflight[slot].busy) break;
     size_t len = (b - a) * r->dsize;
     int first = !r->e->hdr_sent[j];
@@ -154,6 +155,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
         (struct zcoll__inflight){1, 0, stage ? -1 : i, stage ? NULL : r, b, t0, (uint32_t)len};
     c->credits--;
     c->send_seq++;
+    c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
     r->e->issued[i] = b;
     if (stage) r->e->pos[i] = b;
     *progress = 1;
@@ -170,7 +172,7 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
   if (slot < (uint32_t)comm->depth) c->inflight[slot].done = 1;
   /* Sources are released in order, so an op's position is a prefix. */
   while (c->tail_seq != c->send_seq) {
-    struct zcoll__inflight *f = &c->inflight[c->tail_seq % (uint64_t)comm->depth];
+    struct zcoll__inflight *f = &c->inflight[c->tail_slot];
     if (!f->done) break;
     if (f->issued_ns)
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__trace_now(),
@@ -183,6 +185,7 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
     }
     f->busy = 0;
     c->tail_seq++;
+    c->tail_slot = zcoll__slot_next(c->tail_slot, comm->depth);
   }
 }
 
@@ -201,6 +204,7 @@ static zcoll_status_t consume(zcoll_comm_t *comm, struct zcoll__chan *c, struct 
   sl->arrived = 0;
   sl->data_off = 0;
   c->recv_seq++;
+  c->recv_slot = zcoll__slot_next(c->recv_slot, comm->depth);
   c->unreturned++;
   if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) return return_credits(comm, c);
   return ZCOLL_OK;
@@ -211,7 +215,7 @@ static zcoll_status_t consume(zcoll_comm_t *comm, struct zcoll__chan *c, struct 
 static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
                                   struct zcoll__slot *sl, size_t first_len, int *consumed) {
   zcoll_comm_t *comm = r->comm;
-  uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
+  uint32_t slot = c->recv_slot;
   *consumed = 0;
   if (sl->imm & ZCOLL_IMM_SAME) {
     if (!zcoll__chan_seen_same(c, &r->desc)) /* out of line: it only formats the news */
@@ -256,7 +260,7 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     int i = s->peer_ops[*cur];
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->pos[i], b = piece_end(r, o, a);
-    uint32_t slot = (uint32_t)(c->recv_seq % (uint64_t)comm->depth);
+    uint32_t slot = c->recv_slot;
     struct zcoll__slot *sl = &c->slots[slot];
     if (!sl->arrived) break;
     size_t len = (b - a) * r->dsize;

@@ -133,16 +133,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (peer >= 1 && peer < P && zcoll__chan_arrived(&chans[peer - 1], depth, slot_bytes, &ev) ==
                                      ZCOLL_OK && !(imm & ZCOLL_IMM_CREDIT)) {
       struct zcoll__chan *c = &chans[peer - 1];
-      struct zcoll__slot *sl = &c->slots[c->recv_seq % (uint64_t)depth];
+      struct zcoll__slot *sl = &c->slots[c->recv_slot];
       if (sl->arrived && (sl->imm & ZCOLL_IMM_HDR)) {
         struct zcoll__coll_desc mine = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM,
                                         (uint8_t)algo, 2, -1, 0, count};
-        zcoll__chan_hdr_check(c->recv + (c->recv_seq % (uint64_t)depth) * slot_bytes, sl->len,
+        zcoll__chan_hdr_check(c->recv + (size_t)c->recv_slot * slot_bytes, sl->len,
                               peer, r.ordinal, &mine, zcoll__coll_fingerprint(&mine));
       }
       if (sl->arrived && (fill & 1)) { /* consume it, as the executor would */
         sl->arrived = 0;
         c->recv_seq++;
+        c->recv_slot = zcoll__slot_next(c->recv_slot, depth);
       }
     }
   }

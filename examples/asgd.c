@@ -61,6 +61,8 @@ struct trainer {
   zcoll_request_t *req;  /* the persistent averaging */
   int in_flight;
   double comm_s, compute_s; /* time inside zcoll calls, and outside them */
+  /* comm_s by call: waiting for an average, starting one, testing, blocking averages */
+  double wait_s, start_s, test_s, blocking_s;
 };
 
 static double now_s(void) {
@@ -153,6 +155,7 @@ static int finish_average(struct trainer *t) {
   if (!t->in_flight) return 0;
   double t0 = now_s();
   zcoll_status_t st = zcoll_wait(t->req);
+  t->wait_s += now_s() - t0;
   t->comm_s += now_s() - t0;
   t->in_flight = 0;
   if (st != ZCOLL_OK) return fail(t, "zcoll_wait (model average)", st);
@@ -166,6 +169,7 @@ static int average(struct trainer *t) {
   zcoll_status_t st;
   if (t->o->blocking) {
     st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim, ZCOLL_FLOAT32, ZCOLL_AVG);
+    t->blocking_s += now_s() - t0;
     t->comm_s += now_s() - t0;
     return st == ZCOLL_OK ? 0 : fail(t, "zcoll_allreduce (model average)", st);
   }
@@ -173,6 +177,7 @@ static int average(struct trainer *t) {
   memcpy(t->snap, t->w, sizeof(float) * (size_t)t->o->dim);
   t0 = now_s();
   st = zcoll_start(t->req);
+  t->start_s += now_s() - t0;
   t->comm_s += now_s() - t0;
   if (st != ZCOLL_OK) return fail(t, "zcoll_start (model average)", st);
   t->in_flight = 1;
@@ -184,6 +189,7 @@ static int poke(struct trainer *t) {
   if (!t->in_flight) return 0;
   double t0 = now_s();
   zcoll_status_t st = zcoll_test(t->req);
+  t->test_s += now_s() - t0;
   t->comm_s += now_s() - t0;
   if (st == ZCOLL_OK || st == ZCOLL_IN_PROGRESS) return 0;
   t->in_flight = 0;
@@ -231,11 +237,21 @@ static int train(struct trainer *t, const struct shard *s) {
       printf("epoch %ld loss %.6f blocked %.4f s elapsed %.4f s\n", e, loss, blocked[0], blocked[1]);
     fflush(stdout);
   }
-  if (t->rank == 0)
+  /* Each figure the slowest rank's: where the time inside zcoll went. */
+  double spent[6] = {t->comm_s, t->wait_s, t->start_s, t->test_s, t->blocking_s, t->compute_s};
+  zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, spent, 6, ZCOLL_FLOAT64, ZCOLL_MAX);
+  if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (times)", st);
+  if (t->rank == 0) {
     printf("asgd: ranks %d dim %ld samples %ld %s: loss %.6f -> %.6f, blocked in zcoll %.4f s "
-           "(slowest rank), compute %.4f s (rank 0)\n",
+           "(slowest rank), compute %.4f s (slowest rank)\n",
            t->size, o->dim, o->samples, o->blocking ? "blocking" : "non-blocking", first, last,
-           t->comm_s, t->compute_s);
+           spent[0], spent[5]);
+    if (o->blocking)
+      printf("asgd: blocked in averages %.4f s, the rest in end-of-epoch calls\n", spent[4]);
+    else
+      printf("asgd: blocked in zcoll_wait %.4f s, zcoll_start %.4f s, zcoll_test %.4f s, the "
+             "rest in end-of-epoch calls\n", spent[1], spent[2], spent[3]);
+  }
   return 0;
 }
 

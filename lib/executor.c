@@ -470,8 +470,9 @@ static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
   const struct zcoll__sched *s = r->s;
   zcoll_status_t st = ZCOLL_OK;
   for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
-    if (!block) {
-      if ((st = do_recvs(r, j, progress)) == ZCOLL_OK) st = do_sends(r, j, progress);
+    if (!block) { /* the checks first: a call per peer and step shows at 8 bytes */
+      if (r->e->recv_cur[j] < s->peer_sends[j + 1]) st = do_recvs(r, j, progress);
+      if (st == ZCOLL_OK && r->e->send_cur[j] < s->peer_recvs[j]) st = do_sends(r, j, progress);
       continue;
     }
     /* A channel is a FIFO: this run's pieces go after those of every earlier run. */
@@ -482,7 +483,7 @@ static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
     if (r->e->send_cur[j] < s->peer_recvs[j]) *b |= ZCOLL_BLOCK_SEND;
   }
   if (st != ZCOLL_OK) return st;
-  do_local(r, progress);
+  if (r->local_cur < s->nlocal) do_local(r, progress);
   if (r->remaining == 0 && r->started_ns)
     zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
                        zcoll__trace_now(), -1, (size_t)r->desc.count * r->dsize);

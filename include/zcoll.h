@@ -178,6 +178,11 @@ typedef struct zcoll_comm_stats {
   uint64_t rcache_invalidations; /* registrations dropped because memory was unmapped */
   uint64_t rcache_reg_ns;        /* time spent registering user buffers */
   uint64_t rcache_bytes;         /* bytes registered now */
+  /* Pieces of results received from peers: delivered straight into the result buffer
+   * (shared memory, or a persistent request's buffer over RDMA), or copied into it from
+   * the communicator's receive slots. */
+  uint64_t result_pieces_placed;
+  uint64_t result_pieces_copied;
 } zcoll_comm_stats_t;
 ZCOLL_API zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats,
                                           size_t size);

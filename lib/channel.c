@@ -129,15 +129,28 @@ zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot
     return ZCOLL_OK;
   }
   struct zcoll__slot *sl = zcoll__chan_slot_for(c, depth, slot_bytes, ev->imm, ev->len, NULL);
-  if (!sl || ((ev->imm & ZCOLL_IMM_HDR) &&
-              (ev->len < ZCOLL_CHAN_HDR_BYTES || ev->placed || (ev->imm & ZCOLL_IMM_SAME))))
+  uint32_t kind = zcoll__imm_kind(ev->imm);
+  int ok = 0;
+  switch (kind) {
+  case 0:
+  case ZCOLL_IMM_SAME: ok = 1; break;
+  case ZCOLL_IMM_HDR: ok = ev->len >= ZCOLL_CHAN_HDR_BYTES && !ev->placed; break;
+  case ZCOLL_IMM_GRANT:
+    ok = ev->len >= sizeof(struct zcoll__chan_grant) && ev->len <= ZCOLL_GRANT_MAX_BYTES &&
+         !ev->placed;
+    break;
+  /* Written by the peer into our result: only a transport where the writer places data
+   * delivers one, and it holds data. Whether we granted it is the executor's check. */
+  case ZCOLL_IMM_DIRECT: ok = ev->len > 0 && !ev->placed; break;
+  }
+  if (!sl || !ok)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                        "protocol violation by rank %d: piece %u of %u bytes while expecting "
                        "piece %u",
                        c->peer, ev->imm & ZCOLL_IMM_SEQ_MASK, ev->len,
                        (uint32_t)c->recv_seq & ZCOLL_IMM_SEQ_MASK);
   sl->arrived = 1;
-  sl->placed = ev->placed;
+  sl->placed = ev->placed || kind == ZCOLL_IMM_DIRECT;
   sl->data_off = 0;
   sl->imm = ev->imm;
   sl->len = ev->len;

@@ -19,8 +19,24 @@
  *   bit  30      HDR: the piece starts with a collective header (below)
  *   bit  29      SAME: the first piece of a collective described exactly as the last one
  *                whose header went this way on this channel (below)
- *   bits 16..28  the low 13 bits of the collective's ordinal
+ *   bit  28      EXT: with HDR a grant, alone a direct piece (below)
+ *   bits 16..27  the low 12 bits of the collective's ordinal
  *   bits  0..15  the piece's number on this channel, mod 2^16
+ *
+ * so that a piece is one of five kinds (zcoll__imm_kind): plain, HDR, SAME, GRANT
+ * (EXT|HDR) or DIRECT (EXT). Every kind takes a piece number and a credit, whether or not
+ * its bytes land in the slot, so that the window and the credits stay one simple count.
+ *
+ * Grants (zero-copy results, lib/grant.c). Over a transport where the writer places the
+ * data (RDMA), a receiver whose result buffer is registered for remote writes (a
+ * persistent request) may tell a sender "write the rest of this range straight into my
+ * result": a GRANT piece holding a struct zcoll__chan_grant and the buffer's key, sent
+ * once the receiver's own ops no longer read or write that range. The sender then puts
+ * the range's remaining pieces into the result with DIRECT pieces (never the first piece
+ * of a collective on a channel, which carries its header); the receiver checks that each
+ * DIRECT piece falls in a range it granted and copies nothing. Grants are optional on
+ * both sides: a sender that has not seen one, or a piece the grant came too late for,
+ * uses the slots as before.
  *
  * Collective header. The first piece of every collective on every channel and direction
  * starts with a struct zcoll__chan_hdr padded to ZCOLL_CHAN_HDR_BYTES: the collective's
@@ -59,9 +75,31 @@
 #define ZCOLL_IMM_CREDIT 0x80000000u
 #define ZCOLL_IMM_HDR 0x40000000u
 #define ZCOLL_IMM_SAME 0x20000000u
+#define ZCOLL_IMM_EXT 0x10000000u
 #define ZCOLL_IMM_SEQ_MASK 0xffffu
 #define ZCOLL_IMM_ORD_SHIFT 16
-#define ZCOLL_IMM_ORD_MASK 0x1fffu
+#define ZCOLL_IMM_ORD_MASK 0xfffu
+
+/* The kinds of piece (the flag bits of the immediate, credit aside). */
+#define ZCOLL_IMM_KIND_MASK (ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT)
+#define ZCOLL_IMM_GRANT (ZCOLL_IMM_EXT | ZCOLL_IMM_HDR)
+#define ZCOLL_IMM_DIRECT ZCOLL_IMM_EXT
+static inline uint32_t zcoll__imm_kind(uint32_t imm) { return imm & ZCOLL_IMM_KIND_MASK; }
+
+/* A grant: the receiver's pair-th receive from the sender (in schedule order, which is
+ * the sender's pair-th send to it) may have its elements [off, off + count) written
+ * straight into the receiver's result through the key that follows (keylen bytes), at
+ * element offset times element size -- for collective `ordinal` only, and only if the
+ * sender's collective has the same fingerprint. */
+struct zcoll__chan_grant {
+  uint64_t ordinal;
+  uint64_t fingerprint;
+  uint64_t off, count;
+  uint32_t pair;
+  uint32_t keylen;
+};
+#define ZCOLL_GRANT_KEY_MAX 64u
+#define ZCOLL_GRANT_MAX_BYTES (sizeof(struct zcoll__chan_grant) + ZCOLL_GRANT_KEY_MAX)
 
 /* Room the header takes at the start of a slot: exactly the header, so that a small
  * payload shares its cache line (one line to move between cores, not two; the reduction
@@ -141,7 +179,7 @@ struct zcoll__chan {
   char *recv;          /* our receive ring for this peer's pieces */
 };
 
-/* flags: 0, ZCOLL_IMM_HDR or ZCOLL_IMM_SAME */
+/* flags: 0, ZCOLL_IMM_HDR, ZCOLL_IMM_SAME, ZCOLL_IMM_GRANT or ZCOLL_IMM_DIRECT */
 static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, uint32_t flags) {
   return ((uint32_t)seq & ZCOLL_IMM_SEQ_MASK) |
          (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) | flags;

@@ -275,6 +275,7 @@ static void release(zcoll_comm_t *comm, int local) {
   /* Registrations go before the endpoints on purpose: after zcoll__drain nothing uses
    * them, and after an abort (no drain) a put still queued fails on the missing key
    * instead of reading user memory the application may already reuse. */
+  zcoll__requests_revoke_grants(comm, local);
   zcoll__rcache_destroy(comm->rcache, local);
   comm->rcache = NULL;
   zcoll__mr_release_all(comm, local); /* registrations the application left behind */

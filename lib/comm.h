@@ -76,6 +76,9 @@ struct zcoll_comm {
   char last_error[512];
   int last_error_async; /* last_error is from the progress thread: the next report uses it */
   uint64_t ncolls;  /* schedule cache clock */
+  /* Result pieces received: delivered in place (placement hook, grants) or copied out
+   * of a slot (zcoll_comm_stats). */
+  uint64_t pieces_placed, pieces_copied;
   /* The next collective's number: every rank counts its collective calls alike (an
    * argument error counts too, see allreduce.c), and the wire header carries it. */
   uint64_t ordinal;
@@ -138,6 +141,9 @@ zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st);
 void zcoll__plan_release(struct zcoll__plan *pl);
 /* Frees every request of comm (request.c), at destroy or abort. */
 void zcoll__requests_release(zcoll_comm_t *comm); /* and the pool */
+/* Deregisters the result buffers that requests exposed to peers (before the transport
+ * closes); local: in a forked child, forget them instead. */
+void zcoll__requests_revoke_grants(zcoll_comm_t *comm, int local);
 /* How many requests of comm are in flight. */
 int zcoll__requests_active(const zcoll_comm_t *comm);
 /* ZCOLL_PROGRESS=thread: starts the communicator's progress thread (progress_thread.c). */

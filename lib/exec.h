@@ -22,6 +22,19 @@ struct zcoll__exec_state {
   uint8_t *hdr_sent, *hdr_seen;    /* per schedule peer: this collective's header */
   int64_t *awaited_ns;             /* per schedule peer: waiting on it since (0: not) */
   int cap_chans;
+  /* Grants (grant.c). Per op: a receive granted from this element on, or a send that may
+   * go straight into the peer's result from this element on (SIZE_MAX: neither). */
+  size_t *gfrom;
+  int *grant_cur;                /* per schedule peer: the next receive to consider granting */
+  struct zcoll_tl_rkey **gkey;   /* per schedule peer: its result's key, for this run; NULL */
+};
+
+/* A result buffer registered for peers to write into (a persistent request's): its
+ * registration and key, handed out in grants. */
+struct zcoll__grant_src {
+  struct zcoll_tl_mr *mr; /* NULL once revoked */
+  uint32_t keylen;
+  uint8_t key[ZCOLL_GRANT_KEY_MAX];
 };
 
 /* One collective in progress: on the caller's stack for a blocking call, in the request
@@ -46,6 +59,8 @@ struct run {
   int staged; /* the transport reads only registered memory: stage sends */
   int remaining;
   int local_cur;
+  struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */
+  int ngkeys;                     /* peers' keys held in e->gkey */
 };
 
 struct idle {
@@ -66,6 +81,43 @@ void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st);
 #define ZCOLL_BLOCK_RECV 2
 /* Takes finished runs off comm->active (any position: a later run may finish first). */
 void zcoll__reap(zcoll_comm_t *comm);
+
+static inline size_t zcoll__op_end(const struct zcoll__sop *o) { return o->off + o->count; }
+
+static inline size_t zcoll__piece_end(const struct run *r, const struct zcoll__sop *o, size_t at) {
+  size_t end = zcoll__op_end(o);
+  return end - at > r->chunk ? at + r->chunk : end;
+}
+
+/* Have the ops that o depends on progressed over [a, b)? */
+static inline int zcoll__deps_ready(const struct run *r, const struct zcoll__sop *o, size_t a,
+                                    size_t b) {
+  for (uint32_t i = 0; i < o->ndeps; i++) {
+    int d = (int)r->s->deps[o->dep_first + i];
+    const struct zcoll__sop *y = &r->s->ops[d];
+    size_t yend = zcoll__op_end(y);
+    if (a >= yend || y->off >= b || a == b) continue;
+    if (r->e->pos[d] < (b < yend ? b : yend)) return 0;
+  }
+  return 1;
+}
+
+/* The channel's oldest piece has been used: its slot is free again (credits go back in
+ * batches). */
+zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
+                                   struct zcoll__slot *sl);
+
+/* ---- grants (grant.c) ---- */
+/* Receiver: grants the peer j what r may now receive straight into its result. */
+zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress);
+/* Sender or receiver: the channel's oldest piece from peer j is a grant (sl). Takes it
+ * for r (or drops a stale one): *wait = 1 if it belongs to a later collective. */
+zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
+                                  struct zcoll__slot *sl, int *wait);
+/* r has ended: the peers' keys it holds go. */
+void zcoll__run_drop_grants(struct run *r);
+/* Stops peers writing into r's result (after a failure). */
+void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
 
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);

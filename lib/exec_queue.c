@@ -19,6 +19,9 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->hdr_sent);
   free(e->hdr_seen);
   free(e->awaited_ns);
+  free(e->gfrom);
+  free(e->grant_cur);
+  free(e->gkey); /* the keys themselves went with their run */
   free(e);
 }
 
@@ -37,7 +40,9 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
     if (fin) e->finished = fin;
     struct zcoll_tl_mr **m = realloc(e->src_mr, n * sizeof(*m));
     if (m) e->src_mr = m;
-    if (!pos || !issued || !fin || !m)
+    size_t *gf = realloc(e->gfrom, n * sizeof(size_t));
+    if (gf) e->gfrom = gf;
+    if (!pos || !issued || !fin || !m || !gf)
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_ops = nops;
   }
@@ -54,7 +59,15 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
     if (hr) e->hdr_seen = hr;
     int64_t *aw = realloc(e->awaited_ns, n * sizeof(int64_t));
     if (aw) e->awaited_ns = aw;
-    if (!a || !b || !c || !hs || !hr || !aw)
+    int *gc = realloc(e->grant_cur, n * sizeof(int));
+    if (gc) e->grant_cur = gc;
+    struct zcoll_tl_rkey **gk = realloc(e->gkey, n * sizeof(*gk));
+    if (gk) {
+      /* No key is held between runs: the new entries start empty like the old. */
+      for (int k = e->cap_peers; k < npeers; k++) gk[k] = NULL;
+      e->gkey = gk;
+    }
+    if (!a || !b || !c || !hs || !hr || !aw || !gc || !gk)
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_peers = npeers;
   }
@@ -94,6 +107,7 @@ void zcoll__reap(zcoll_comm_t *comm) {
   for (struct run *r = comm->active; r;) {
     struct run *next = r->next;
     if (r->remaining == 0) {
+      if (r->ngkeys) zcoll__run_drop_grants(r);
       r->status = ZCOLL_OK;
       atomic_store_explicit(&r->ended, 1, memory_order_release);
       if (prev)
@@ -112,6 +126,10 @@ void zcoll__reap(zcoll_comm_t *comm) {
 void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
   for (struct run *r = comm->active, *next; r; r = next) {
     next = r->next;
+    /* Peers may still be writing into this result: their writes must fail from here on,
+     * before the error reaches the application. */
+    zcoll__grant_revoke(comm, r->grant);
+    if (r->ngkeys) zcoll__run_drop_grants(r);
     r->status = st;
     atomic_store_explicit(&r->ended, 1, memory_order_release);
     r->next = NULL;

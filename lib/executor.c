@@ -19,25 +19,6 @@
 #define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
 
-static size_t op_end(const struct zcoll__sop *o) { return o->off + o->count; }
-
-static size_t piece_end(const struct run *r, const struct zcoll__sop *o, size_t at) {
-  size_t end = op_end(o);
-  return end - at > r->chunk ? at + r->chunk : end;
-}
-
-/* Have the ops that o depends on progressed over [a, b)? */
-static int deps_ready(const struct run *r, const struct zcoll__sop *o, size_t a, size_t b) {
-  for (uint32_t i = 0; i < o->ndeps; i++) {
-    int d = (int)r->s->deps[o->dep_first + i];
-    const struct zcoll__sop *y = &r->s->ops[d];
-    size_t yend = op_end(y);
-    if (a >= yend || y->off >= b || a == b) continue;
-    if (r->e->pos[d] < (b < yend ? b : yend)) return 0;
-  }
-  return 1;
-}
-
 static void finish_op(struct run *r, int i) {
   if (!r->e->finished[i]) {
     r->e->finished[i] = 1;
@@ -99,9 +80,21 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
   struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
   int *cur = &r->e->send_cur[j];
   while (*cur < s->peer_recvs[j]) {
+    /* A grant from the peer waiting at the head of its channel: take it before the
+     * next piece, which it may send straight to the result. */
+    struct zcoll__slot *head = &c->slots[c->recv_slot];
+    if (head->arrived && zcoll__imm_kind(head->imm) == ZCOLL_IMM_GRANT) {
+      int wait;
+      zcoll_status_t st = zcoll__grants_take(r, j, c, head, &wait);
+      if (st != ZCOLL_OK) return st;
+      if (!wait) {
+        *progress = 1;
+        continue;
+      }
+    }
     int i = s->peer_ops[*cur];
     const struct zcoll__sop *o = &s->ops[i];
-    size_t a = r->e->issued[i], b = piece_end(r, o, a);
+    size_t a = r->e->issued[i], b = zcoll__piece_end(r, o, a);
     uint32_t slot = c->send_slot;
     if (!c->credits || c->inflight[slot].busy) break;
     size_t len = (b - a) * r->dsize;
@@ -115,13 +108,16 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
       *progress = 1;
       continue;
     }
-    if (!deps_ready(r, o, a, b)) break;
+    if (!zcoll__deps_ready(r, o, a, b)) break;
     const char *src = r->buf[o->buf] + a * r->dsize;
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
     if (a == o->off && r->staged)
       r->e->src_mr[i] = o->count ? src_registration(r, src, o->count * r->dsize) : NULL;
     struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
+    /* Granted: this piece goes into the peer's result, not a slot (never the first,
+     * which says what the collective is). */
+    int direct = !first && len && r->e->gfrom[i] <= a && r->e->gkey[j];
     /* A piece that carries the header is copied behind it, so it is staged too. */
     int stage = (r->staged && !lmr) || hdr;
     size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
@@ -138,18 +134,24 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
       }
     }
     uint32_t imm = zcoll__imm_piece(c->send_seq, r->ordinal,
-                                    hdr ? ZCOLL_IMM_HDR : same ? ZCOLL_IMM_SAME : 0);
+                                    hdr      ? ZCOLL_IMM_HDR
+                                    : same   ? ZCOLL_IMM_SAME
+                                    : direct ? ZCOLL_IMM_DIRECT
+                                             : 0);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
-    zcoll_status_t st = comm->tl_ops->put(c->ep, src, lmr, c->rkey,
-                                          c->roff + (uint64_t)slot * comm->slot_bytes, len + off,
-                                          imm, cookie);
+    zcoll_status_t st =
+        direct ? comm->tl_ops->put(c->ep, src, lmr, r->e->gkey[j], (uint64_t)a * r->dsize, len,
+                                   imm, cookie)
+               : comm->tl_ops->put(c->ep, src, lmr, c->rkey,
+                                   c->roff + (uint64_t)slot * comm->slot_bytes, len + off, imm,
+                                   cookie);
     if (st != ZCOLL_OK) return st;
     if (hdr) {
       c->sent_desc = r->desc;
       c->sent_valid = 1;
     }
     r->e->hdr_sent[j] = 1;
-    int last = b == op_end(o);
+    int last = b == zcoll__op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
     c->inflight[slot] =
         (struct zcoll__inflight){1, 0, stage ? -1 : i, stage ? NULL : r, b, t0, (uint32_t)len};
@@ -180,7 +182,7 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
     struct run *r = f->run;
     if (f->op >= 0 && r) {
       r->e->pos[f->op] = f->end;
-      if (f->end == op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
+      if (f->end == zcoll__op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
         finish_op(r, f->op);
     }
     f->busy = 0;
@@ -200,7 +202,8 @@ static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) 
 }
 
 /* A consumed slot is free again; its credit goes back in batches. */
-static zcoll_status_t consume(zcoll_comm_t *comm, struct zcoll__chan *c, struct zcoll__slot *sl) {
+zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
+                                   struct zcoll__slot *sl) {
   sl->arrived = 0;
   sl->data_off = 0;
   c->recv_seq++;
@@ -247,7 +250,7 @@ static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
                        "mismatch)",
                        c->peer, sl->len, ZCOLL_CHAN_HDR_BYTES);
   *consumed = 1;
-  return consume(comm, c, sl);
+  return zcoll__chan_consume(comm, c, sl);
 }
 
 static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
@@ -259,10 +262,18 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
   while (*cur < end) {
     int i = s->peer_ops[*cur];
     const struct zcoll__sop *o = &s->ops[i];
-    size_t a = r->e->pos[i], b = piece_end(r, o, a);
+    size_t a = r->e->pos[i], b = zcoll__piece_end(r, o, a);
     uint32_t slot = c->recv_slot;
     struct zcoll__slot *sl = &c->slots[slot];
     if (!sl->arrived) break;
+    if (zcoll__imm_kind(sl->imm) == ZCOLL_IMM_GRANT) { /* for our sends to the peer */
+      int wait;
+      zcoll_status_t st = zcoll__grants_take(r, j, c, sl, &wait);
+      if (st != ZCOLL_OK) return st;
+      if (wait) break;
+      *progress = 1;
+      continue;
+    }
     size_t len = (b - a) * r->dsize;
     if (!r->e->hdr_seen[j]) {
       int consumed;
@@ -274,7 +285,7 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
         continue;
       }
     }
-    if (!deps_ready(r, o, a, b)) break;
+    if (!zcoll__deps_ready(r, o, a, b)) break;
     if (zcoll__imm_ord(sl->imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK))
       return zcoll__fail(ZCOLL_ERR_MISMATCH,
                          "collectives out of step: rank %d sent a piece of its collective whose "
@@ -282,6 +293,11 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
                          "(a rank skipped a call, or made one more)",
                          c->peer, zcoll__imm_ord(sl->imm), ZCOLL_IMM_ORD_MASK + 1,
                          (unsigned long long)r->ordinal);
+    if ((sl->imm & ZCOLL_IMM_EXT) && (o->kind != ZCOLL_SOP_RECV_COPY || r->e->gfrom[i] > a))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                         "protocol violation by rank %d: it wrote piece %u of collective #%llu "
+                         "straight into this rank's result, which no grant allowed",
+                         c->peer, sl->imm & ZCOLL_IMM_SEQ_MASK, (unsigned long long)r->ordinal);
     if (!(sl->imm & ZCOLL_IMM_HDR) != !sl->data_off || (sl->imm & ZCOLL_IMM_SAME) ||
         sl->len != len + sl->data_off)
       return zcoll__fail(ZCOLL_ERR_MISMATCH,
@@ -295,8 +311,12 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
-    } else if (len && !sl->placed) {
-      zcoll__copy(dst, data, len);
+    } else if (sl->placed) {
+      comm->pieces_placed++;
+      t0 = 0; /* nothing was done here: no stage to trace */
+    } else {
+      if (len) zcoll__copy(dst, data, len);
+      comm->pieces_copied++;
     }
     if (t0)
       zcoll__trace_event(&comm->trace,
@@ -306,9 +326,9 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     r->e->pos[i] = b;
     r->e->awaited_ns[j] = 0;
     *progress = 1;
-    zcoll_status_t st = consume(comm, c, sl);
+    zcoll_status_t st = zcoll__chan_consume(comm, c, sl);
     if (st != ZCOLL_OK) return st;
-    if (b == op_end(o)) {
+    if (b == zcoll__op_end(o)) {
       finish_op(r, i);
       (*cur)++;
     }
@@ -364,15 +384,15 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   size_t a = r->e->pos[s->peer_ops[cur]];
   for (;;) {
     const struct zcoll__sop *o = &s->ops[s->peer_ops[cur]];
-    size_t b = piece_end(r, o, a);
+    size_t b = zcoll__piece_end(r, o, a);
     if (!ahead) {
-      if (o->kind != ZCOLL_SOP_RECV_COPY || (b - a) * r->dsize != len || !deps_ready(r, o, a, b))
+      if (o->kind != ZCOLL_SOP_RECV_COPY || (b - a) * r->dsize != len || !zcoll__deps_ready(r, o, a, b))
         return slot;
       *final = 1;
       return r->buf[ZCOLL_BUF_DST] + a * r->dsize;
     }
     ahead--;
-    if (b == op_end(o)) {
+    if (b == zcoll__op_end(o)) {
       if (++cur >= end) return slot; /* the next collective's: not placeable yet */
       a = s->ops[s->peer_ops[cur]].off;
     } else {
@@ -406,13 +426,13 @@ static zcoll_status_t do_local(struct run *r, int *progress) {
   while (r->local_cur < s->nlocal) {
     int i = s->local_ops[r->local_cur];
     const struct zcoll__sop *o = &s->ops[i];
-    size_t a = r->e->pos[i], b = piece_end(r, o, a);
-    if (!deps_ready(r, o, a, b)) break;
+    size_t a = r->e->pos[i], b = zcoll__piece_end(r, o, a);
+    if (!zcoll__deps_ready(r, o, a, b)) break;
     zcoll__copy(r->buf[ZCOLL_BUF_DST] + a * r->dsize, r->buf[o->acc] + a * r->dsize,
            (b - a) * r->dsize);
     r->e->pos[i] = b;
     *progress = 1;
-    if (b == op_end(o)) {
+    if (b == zcoll__op_end(o)) {
       finish_op(r, i);
       r->local_cur++;
     }
@@ -446,14 +466,17 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
   r->remaining = s->nops;
   r->started_ns = comm->trace.f ? zcoll__trace_now() : 0;
+  r->grant = NULL;
+  r->ngkeys = 0;
   for (int i = 0; i < s->nops; i++) {
     e->pos[i] = e->issued[i] = s->ops[i].off;
     e->finished[i] = 0;
+    e->gfrom[i] = SIZE_MAX;
   }
   for (int c = 0; c < comm->nchans; c++) e->peer_of_chan[c] = -1;
   for (int j = 0; j < s->npeers; j++) {
     e->send_cur[j] = s->peer_sends[j];
-    e->recv_cur[j] = s->peer_recvs[j];
+    e->recv_cur[j] = e->grant_cur[j] = s->peer_recvs[j];
     e->hdr_sent[j] = e->hdr_seen[j] = 0;
     e->awaited_ns[j] = 0;
     int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
@@ -472,18 +495,23 @@ static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
   for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
     if (!block) { /* the checks first: a call per peer and step shows at 8 bytes */
       if (r->e->recv_cur[j] < s->peer_sends[j + 1]) st = do_recvs(r, j, progress);
+      if (st == ZCOLL_OK && r->grant) st = zcoll__grants_give(r, j, progress);
       if (st == ZCOLL_OK && r->e->send_cur[j] < s->peer_recvs[j]) st = do_sends(r, j, progress);
       continue;
     }
     /* A channel is a FIFO: this run's pieces go after those of every earlier run. */
     uint8_t *b = &block[r->e->chan[j]];
     if (!(*b & ZCOLL_BLOCK_RECV)) st = do_recvs(r, j, progress);
+    /* Grants first: the peer's pieces still to come may then skip the copy. */
+    if (st == ZCOLL_OK && r->grant && !(*b & ZCOLL_BLOCK_SEND))
+      st = zcoll__grants_give(r, j, progress);
     if (st == ZCOLL_OK && !(*b & ZCOLL_BLOCK_SEND)) st = do_sends(r, j, progress);
     if (r->e->recv_cur[j] < s->peer_sends[j + 1]) *b |= ZCOLL_BLOCK_RECV;
     if (r->e->send_cur[j] < s->peer_recvs[j]) *b |= ZCOLL_BLOCK_SEND;
   }
   if (st != ZCOLL_OK) return st;
   if (r->local_cur < s->nlocal) do_local(r, progress);
+  if (r->remaining == 0 && r->ngkeys) zcoll__run_drop_grants(r);
   if (r->remaining == 0 && r->started_ns)
     zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
                        zcoll__trace_now(), -1, (size_t)r->desc.count * r->dsize);
@@ -558,6 +586,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   }
   if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
   comm->active = comm->active_tail = NULL;
+  if (r.ngkeys) zcoll__run_drop_grants(&r);
   r.status = ZCOLL_OK;
   if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__trace_now(),

@@ -29,6 +29,7 @@ struct zcoll_request {
   int pooled;     /* freed, kept for reuse: a call on it is the application's mistake */
   struct zcoll__plan plan;
   struct zcoll__exec_state *e;
+  struct zcoll__grant_src grant; /* persistent: the result, registered for peers; mr NULL */
   struct run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
 };
 
@@ -55,6 +56,7 @@ static void request_free(struct zcoll_request *q) {
     comm->requests = q->next;
   if (q->next) q->next->prev = q->prev;
   zcoll__plan_release(&q->plan);
+  zcoll__grant_revoke(comm, &q->grant);
   if (comm->request_pool_len < REQUEST_POOL_MAX) {
     q->pooled = 1;
     q->prev = NULL;
@@ -76,6 +78,48 @@ void zcoll__requests_release(zcoll_comm_t *comm) {
     free(q);
   }
   comm->request_pool_len = 0;
+}
+
+void zcoll__requests_revoke_grants(zcoll_comm_t *comm, int local) {
+  for (struct zcoll_request *q = comm->requests; q; q = q->next) {
+    if (local)
+      q->grant.mr = NULL; /* the parent's registration */
+    else
+      zcoll__grant_revoke(comm, &q->grant);
+    if (q->run.ngkeys && !local) zcoll__run_drop_grants(&q->run);
+  }
+}
+
+/* Persistent means zero-copy where the writer places the data (RDMA): the result is
+ * registered for the peers once, here, and each start grants them ranges of it
+ * (grant.c), so that the pieces it only copies arrive in place. Where that cannot be
+ * (the transport places data itself, the buffer cannot be registered), the request
+ * works as before, through the slots. */
+static void grant_setup(zcoll_comm_t *comm, struct zcoll_request *q) {
+  const struct zcoll_tl_ops *ops = comm->tl_ops;
+  const struct zcoll__sched *s = q->plan.s;
+  size_t bytes = (size_t)q->plan.desc.count * zcoll__dsize((zcoll_dtype_t)q->plan.desc.dtype);
+  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || (ops->caps & ZCOLL_TL_CAP_PUT_ANY) ||
+      ops->set_placement || comm->slot_bytes < ZCOLL_GRANT_MAX_BYTES ||
+      bytes <= comm->slot_bytes || !q->plan.dst)
+    return;
+  int copies = 0;
+  for (int i = 0; i < s->nops; i++) copies |= s->ops[i].kind == ZCOLL_SOP_RECV_COPY;
+  if (!copies) return;
+  struct zcoll_tl_mr *mr;
+  if (ops->mem_reg(comm->tl, q->plan.dst, bytes, 1, &mr) != ZCOLL_OK) {
+    zcoll_log_debug("persistent allreduce of %zu bytes: result not registered (%s): its "
+                    "pieces are copied",
+                    bytes, zcoll__last_error());
+    return;
+  }
+  size_t len = sizeof(q->grant.key);
+  if (ops->rkey_pack(mr, q->grant.key, &len) != ZCOLL_OK) {
+    ops->mem_dereg(mr);
+    return;
+  }
+  q->grant.mr = mr;
+  q->grant.keylen = (uint32_t)len;
 }
 
 /* A cleared request, from the pool if it has one (its executor arrays kept). */
@@ -121,8 +165,12 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   q->started = 1;
   zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
                                        q->plan.src, q->plan.dst);
-  if (st != ZCOLL_OK) q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
-  else zcoll__progress_thread_wake(comm);
+  if (st != ZCOLL_OK) {
+    q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
+  } else {
+    if (q->grant.mr) q->run.grant = &q->grant;
+    zcoll__progress_thread_wake(comm);
+  }
   q->open = st == ZCOLL_OK;
   return st;
 }
@@ -159,8 +207,9 @@ zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, voi
   zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce_init");
   if (st != ZCOLL_OK) return st;
   /* Local: nothing is issued, so an argument error here breaks nothing. */
-  if ((st = zcoll__check_usable(comm)) == ZCOLL_OK)
-    st = request_new(comm, sendbuf, recvbuf, count, dtype, op, 1, req);
+  if ((st = zcoll__check_usable(comm)) == ZCOLL_OK &&
+      (st = request_new(comm, sendbuf, recvbuf, count, dtype, op, 1, req)) == ZCOLL_OK)
+    grant_setup(comm, *req);
   st = zcoll__report(comm, st);
   zcoll__leave(comm);
   return st;

@@ -14,7 +14,9 @@ zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats, s
                                                     : "size is 0"));
   zcoll_status_t st = zcoll__enter(comm, "zcoll_comm_stats");
   if (st != ZCOLL_OK) return st;
-  zcoll_comm_stats_t s = {.collectives = comm->ordinal};
+  zcoll_comm_stats_t s = {.collectives = comm->ordinal,
+                          .result_pieces_placed = comm->pieces_placed,
+                          .result_pieces_copied = comm->pieces_copied};
   if (comm->rcache) {
     struct zcoll__rcache_stats rc;
     zcoll__rcache_stats(comm->rcache, &rc);

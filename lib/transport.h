@@ -48,6 +48,10 @@ enum {
   /* mem_reg pins pages (an RDMA NIC): registrations of user buffers are worth keeping
    * between calls, and must follow the application's unmappings (lib/rcache.h). */
   ZCOLL_TL_CAP_PINS = 1u << 1,
+  /* mem_reg(remote = 1) may register the application's own memory, peers then write
+   * into it with put through its key (the writer places the data), and mem_dereg stops
+   * any later write through that key: results can be delivered in place (lib/grant.c). */
+  ZCOLL_TL_CAP_REMOTE_USER = 1u << 2,
 };
 
 enum { ZCOLL_TL_EV_PUT_DONE, ZCOLL_TL_EV_ARRIVED };

@@ -99,7 +99,57 @@ Test(channel, immediate_layout) {
   /* The fields do not overlap. */
   cr_assert_eq(ZCOLL_IMM_SEQ_MASK & (ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT), 0u);
   cr_assert_eq((ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT) &
-                   (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR | ZCOLL_IMM_SAME), 0u);
+                   (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT), 0u);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_EXT, 0u);
+  imm = zcoll__imm_piece(5, 6, ZCOLL_IMM_GRANT);
+  cr_assert_eq(zcoll__imm_kind(imm), ZCOLL_IMM_GRANT);
+  cr_assert_eq(zcoll__imm_ord(imm), 6u);
+  cr_assert_eq(zcoll__imm_kind(zcoll__imm_piece(5, ~0ull, ZCOLL_IMM_DIRECT)), ZCOLL_IMM_DIRECT);
+}
+
+/* Which pieces a channel accepts, by kind: a grant must hold a grant and its key, a
+ * direct piece data written by the peer (never something the placement hook put in the
+ * result), and no piece may combine kinds that mean nothing together. */
+Test(channel, arrival_kinds) {
+  enum { DEPTH = 4, SLOT = 4096 };
+  struct zcoll__slot slots[DEPTH];
+  struct {
+    uint32_t flags, len;
+    uint8_t placed;
+    int ok;
+  } cases[] = {
+      {0, 100, 0, 1},
+      {0, 100, 1, 1}, /* the placement hook put it in the result */
+      {ZCOLL_IMM_SAME, 100, 0, 1},
+      {ZCOLL_IMM_HDR, ZCOLL_CHAN_HDR_BYTES, 0, 1},
+      {ZCOLL_IMM_HDR, ZCOLL_CHAN_HDR_BYTES - 1, 0, 0},
+      {ZCOLL_IMM_HDR, 100, 1, 0},
+      {ZCOLL_IMM_HDR | ZCOLL_IMM_SAME, 100, 0, 0},
+      {ZCOLL_IMM_GRANT, sizeof(struct zcoll__chan_grant) + 16, 0, 1},
+      {ZCOLL_IMM_GRANT, sizeof(struct zcoll__chan_grant) - 1, 0, 0},
+      {ZCOLL_IMM_GRANT, ZCOLL_GRANT_MAX_BYTES + 1, 0, 0},
+      {ZCOLL_IMM_GRANT, sizeof(struct zcoll__chan_grant) + 16, 1, 0},
+      {ZCOLL_IMM_DIRECT, 100, 0, 1},
+      {ZCOLL_IMM_DIRECT, 0, 0, 0},
+      {ZCOLL_IMM_DIRECT, 100, 1, 0},
+      {ZCOLL_IMM_EXT | ZCOLL_IMM_SAME, 100, 0, 0},
+      {ZCOLL_IMM_EXT | ZCOLL_IMM_SAME | ZCOLL_IMM_HDR, 100, 0, 0},
+  };
+  for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+    memset(slots, 0, sizeof(slots));
+    struct zcoll__chan c = {.peer = 1, .slots = slots};
+    struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = 1,
+                                .imm = zcoll__imm_piece(0, 0, cases[k].flags),
+                                .len = cases[k].len, .placed = cases[k].placed};
+    zcoll_status_t st = zcoll__chan_arrived(&c, DEPTH, SLOT, &ev);
+    cr_assert_eq(st == ZCOLL_OK, cases[k].ok, "case %zu (flags %08x, len %u, placed %u): %s", k,
+                 cases[k].flags, cases[k].len, cases[k].placed, zcoll_strerror(st));
+    if (cases[k].ok) {
+      cr_assert(slots[0].arrived);
+      cr_assert_eq(slots[0].placed, cases[k].placed || cases[k].flags == ZCOLL_IMM_DIRECT,
+                   "case %zu: a direct piece is in place, nothing to copy", k);
+    }
+  }
 }
 
 Test(channel, same_as_last_needs_the_same_header) {

@@ -41,12 +41,19 @@ struct zcoll_tl_mr {
   char *base;
   size_t len;
   int remote; /* peers may write into it: only such regions have a key */
+  uint64_t id; /* remote: its number in the registry of live regions (mr.c) */
 };
 
 struct zcoll_tl_rkey {
   char *base;
   size_t len;
+  uint64_t id;
 };
+
+/* Runs fn(arg) while rkey's region is still registered, so that a write through a key
+ * whose region was deregistered fails as it does on a NIC (ZCOLL_ERR_TRANSPORT). */
+zcoll_status_t zcoll__lb_with_region(const struct zcoll_tl_rkey *rkey, void (*fn)(void *),
+                                     void *arg);
 
 struct zcoll__lb_addr {
   pid_t pid;

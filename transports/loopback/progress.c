@@ -17,6 +17,16 @@ zcoll_status_t zcoll__lb_push_locked(struct zcoll_tl *tl, const struct zcoll_tl_
   return st;
 }
 
+struct copy_args {
+  char *dst;
+  const void *src;
+  size_t len;
+};
+static void copy_fn(void *arg) {
+  struct copy_args *a = arg;
+  zcoll__copy(a->dst, a->src, a->len);
+}
+
 zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                              struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                              uint64_t cookie) {
@@ -39,8 +49,12 @@ zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_
     pthread_mutex_unlock(&peer->lock);
     return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "loopback: rank %d has left", ep->peer);
   }
-  if (len) zcoll__copy(rkey->base + roff, src, len);
-  zcoll_status_t st = zcoll__lb_push_locked(peer, &arrived);
+  zcoll_status_t st = ZCOLL_OK;
+  if (len) {
+    struct copy_args cp = {rkey->base + roff, src, len};
+    st = zcoll__lb_with_region(rkey, copy_fn, &cp);
+  }
+  if (st == ZCOLL_OK) st = zcoll__lb_push_locked(peer, &arrived);
   pthread_mutex_unlock(&peer->lock);
   if (st != ZCOLL_OK) return st;
   pthread_mutex_lock(&ep->tl->lock);

@@ -219,7 +219,7 @@ static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len)
 
 const struct zcoll_tl_ops zcoll__tl_verbs = {
     .name = "verbs",
-    .caps = ZCOLL_TL_CAP_PINS,
+    .caps = ZCOLL_TL_CAP_PINS | ZCOLL_TL_CAP_REMOTE_USER,
     /* On rxe a 1 MiB allreduce ran 1.3x faster than with 128K pieces (per-message
      * overhead); a real NIC is content with either. */
     .default_chunk_bytes = 256 * 1024,

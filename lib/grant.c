@@ -1,0 +1,132 @@
+/*
+ * grant.c -- zero-copy results over transports where the writer places the data (RDMA):
+ * a receiver tells a sender which ranges it may write straight into the receiver's
+ * result (the protocol is in channel.h).
+ *
+ * Why grants rather than keys exchanged once: the receiver alone knows when a range of
+ * its result is free to be overwritten -- its own ops may still read or write it (a ring
+ * sends a block of the result before the allgather brings the block back), and that
+ * changes from start to start as pieces race. So the receiver grants a range once its
+ * dependencies have progressed over all of it, in the channel, in the order of its
+ * receives; the sender uses a grant only for the collective it names (ordinal and
+ * fingerprint) and only for pieces it has not issued yet. Nothing waits for a grant:
+ * without one a piece takes a slot and is copied, as before.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "exec.h"
+#include "log.h"
+
+/* A receive worth a grant: a copy of at least two pieces still to come (for one piece
+ * the grant costs a message as much as the copy it saves). */
+static int worth_granting(const struct run *r, const struct zcoll__sop *o, size_t at) {
+  return o->kind == ZCOLL_SOP_RECV_COPY && zcoll__op_end(o) - at > r->chunk;
+}
+
+zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
+  zcoll_comm_t *comm = r->comm;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__exec_state *e = r->e;
+  struct zcoll__chan *c = &comm->chans[e->chan[j]];
+  int end = s->peer_sends[j + 1];
+  while (e->grant_cur[j] < end) {
+    int k = e->grant_cur[j];
+    int i = s->peer_ops[k];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = e->pos[i];
+    if (!worth_granting(r, o, a)) {
+      e->grant_cur[j]++;
+      continue;
+    }
+    /* Nothing of ours may still read or write the range: the peer writes it any time. */
+    if (!zcoll__deps_ready(r, o, a, zcoll__op_end(o))) break;
+    uint32_t slot = c->send_slot;
+    if (!c->credits || c->inflight[slot].busy) break;
+    if (!r->grant->mr) return ZCOLL_OK; /* revoked */
+    char *buf = c->stage + (size_t)slot * comm->slot_bytes;
+    struct zcoll__chan_grant g = {r->ordinal, r->fp, a, zcoll__op_end(o) - a,
+                                  (uint32_t)(k - s->peer_recvs[j]), r->grant->keylen};
+    memcpy(buf, &g, sizeof(g));
+    memcpy(buf + sizeof(g), r->grant->key, r->grant->keylen);
+    size_t len = sizeof(g) + r->grant->keylen;
+    uint64_t cookie = ((uint64_t)e->chan[j] << 32) | slot;
+    zcoll_status_t st = comm->tl_ops->put(
+        c->ep, buf, comm->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, len,
+        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT), cookie);
+    if (st != ZCOLL_OK) return st;
+    c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, (uint32_t)len};
+    c->credits--;
+    c->send_seq++;
+    c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
+    e->gfrom[i] = a;
+    e->grant_cur[j]++;
+    *progress = 1;
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t bad_grant(const struct run *r, int peer, const char *what) {
+  return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                     "rank %d granted a range of its result for collective #%llu that %s "
+                     "(protocol mismatch: different zcoll versions?)",
+                     peer, (unsigned long long)r->ordinal, what);
+}
+
+zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
+                                  struct zcoll__slot *sl, int *wait) {
+  zcoll_comm_t *comm = r->comm;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__exec_state *e = r->e;
+  struct zcoll__chan_grant g;
+  const char *buf = c->recv + (size_t)c->recv_slot * comm->slot_bytes;
+  memcpy(&g, buf, sizeof(g)); /* chan_arrived checked the length */
+  *wait = 0;
+  if (g.ordinal > r->ordinal) { /* a later collective's: it takes it */
+    *wait = 1;
+    return ZCOLL_OK;
+  }
+  if (g.ordinal == r->ordinal) {
+    if (g.fingerprint != r->fp) return bad_grant(r, c->peer, "this rank calls differently");
+    if (g.keylen != sl->len - sizeof(g)) return bad_grant(r, c->peer, "came with a torn key");
+    int nsends = s->peer_recvs[j] - s->peer_sends[j];
+    if (g.pair >= (uint32_t)nsends) return bad_grant(r, c->peer, "this rank does not send");
+    int i = s->peer_ops[s->peer_sends[j] + (int)g.pair];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t end = zcoll__op_end(o);
+    /* The range must be the tail of the op, starting where one of its pieces does. */
+    if (g.off < o->off || g.off > end || g.count != end - g.off ||
+        (g.off - o->off) % r->chunk != 0)
+      return bad_grant(r, c->peer, "is not the rest of what this rank sends it");
+    /* Pieces already issued went to the slots; the receiver granted from where it was,
+     * so everything not yet issued lies inside the grant. */
+    if (e->issued[i] < end && g.off <= e->issued[i]) {
+      if (!e->gkey[j]) {
+        zcoll_status_t st = comm->tl_ops->rkey_unpack(c->ep, buf + sizeof(g), g.keylen,
+                                                      &e->gkey[j]);
+        if (st != ZCOLL_OK) return st;
+        r->ngkeys++;
+      }
+      e->gfrom[i] = g.off;
+    }
+  }
+  /* Used, or a stale one from a collective that finished without it. */
+  return zcoll__chan_consume(comm, c, sl);
+}
+
+void zcoll__run_drop_grants(struct run *r) {
+  const struct zcoll_tl_ops *ops = r->comm->tl_ops;
+  for (int j = 0; j < r->s->npeers && r->ngkeys; j++)
+    if (r->e->gkey[j]) {
+      ops->rkey_release(r->e->gkey[j]);
+      r->e->gkey[j] = NULL;
+      r->ngkeys--;
+    }
+  r->ngkeys = 0;
+}
+
+void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g) {
+  if (!g || !g->mr) return;
+  comm->tl_ops->mem_dereg(g->mr);
+  g->mr = NULL;
+}

@@ -242,6 +242,10 @@ ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
  *   zcoll_allreduce. When the communicator breaks (a peer fails, a mismatch, a revoke),
  *   every request in flight ends with the error, and the transport has stopped touching
  *   their buffers before test or wait reports it.
+ * - Persistent requests over verbs register the result buffer for the peers' RDMA writes
+ *   at init, until zcoll_request_free (or destroy, or a failure): pieces the result only
+ *   copies then arrive in place. The buffers must stay valid (not freed or unmapped)
+ *   while the request exists -- as MPI asks of persistent requests.
  * - Threads: requests obey the communicator's one-thread-at-a-time rule. */
 ZCOLL_API zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                           size_t count, zcoll_dtype_t dtype, zcoll_op_t op,

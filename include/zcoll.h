@@ -262,8 +262,10 @@ ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
 /* Explicit registration (local, not collective). Over verbs, pieces sent from inside a
  * registered region go straight from it, with no copy into staging; elsewhere it is
  * accepted and changes nothing. The region must stay registered and valid while
- * collectives use it; zcoll_comm_destroy releases registrations left behind.
- * (Results still arrive through the communicator's receive slots in this release.) */
+ * collectives use it; zcoll_comm_destroy releases registrations left behind. Over verbs
+ * the region is also opened to the peers' RDMA writes: a result buffer inside it gets,
+ * for blocking and non-blocking calls alike, what persistent requests get -- the pieces
+ * it only copies arrive in place (zcoll_comm_stats: result_pieces_placed). */
 ZCOLL_API zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len,
                                             zcoll_mr_t **mr);
 ZCOLL_API zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr);

@@ -89,12 +89,13 @@ static inline uint32_t zcoll__imm_kind(uint32_t imm) { return imm & ZCOLL_IMM_KI
 /* A grant: the receiver's pair-th receive from the sender (in schedule order, which is
  * the sender's pair-th send to it) may have its elements [off, off + count) written
  * straight into the receiver's result through the key that follows (keylen bytes), at
- * element offset times element size -- for collective `ordinal` only, and only if the
+ * base plus element offset times element size -- for collective `ordinal` only, and only if the
  * sender's collective has the same fingerprint. */
 struct zcoll__chan_grant {
   uint64_t ordinal;
   uint64_t fingerprint;
   uint64_t off, count;
+  uint64_t base; /* where the result starts in the key's region, in bytes */
   uint32_t pair;
   uint32_t keylen;
 };

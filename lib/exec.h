@@ -27,10 +27,11 @@ struct zcoll__exec_state {
   size_t *gfrom;
   int *grant_cur;                /* per schedule peer: the next receive to consider granting */
   struct zcoll_tl_rkey **gkey;   /* per schedule peer: its result's key, for this run; NULL */
+  uint64_t *gbase;               /* per schedule peer: where its result starts in gkey */
 };
 
-/* A result buffer registered for peers to write into (a persistent request's): its
- * registration and key, handed out in grants. */
+/* A region registered for peers to write results into (a persistent request's result,
+ * or a zcoll_mem_register region): its registration and key, handed out in grants. */
 struct zcoll__grant_src {
   struct zcoll_tl_mr *mr; /* NULL once revoked */
   uint32_t keylen;
@@ -60,6 +61,7 @@ struct run {
   int remaining;
   int local_cur;
   struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */
+  uint64_t grant_base;            /* where the result starts in grant's region, in bytes */
   int ngkeys;                     /* peers' keys held in e->gkey */
 };
 

@@ -22,6 +22,7 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->gfrom);
   free(e->grant_cur);
   free(e->gkey); /* the keys themselves went with their run */
+  free(e->gbase);
   free(e);
 }
 
@@ -61,13 +62,15 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
     if (aw) e->awaited_ns = aw;
     int *gc = realloc(e->grant_cur, n * sizeof(int));
     if (gc) e->grant_cur = gc;
+    uint64_t *gb = realloc(e->gbase, n * sizeof(uint64_t));
+    if (gb) e->gbase = gb;
     struct zcoll_tl_rkey **gk = realloc(e->gkey, n * sizeof(*gk));
     if (gk) {
       /* No key is held between runs: the new entries start empty like the old. */
       for (int k = e->cap_peers; k < npeers; k++) gk[k] = NULL;
       e->gkey = gk;
     }
-    if (!a || !b || !c || !hs || !hr || !aw || !gc || !gk)
+    if (!a || !b || !c || !hs || !hr || !aw || !gc || !gb || !gk)
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_peers = npeers;
   }

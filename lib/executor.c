@@ -140,8 +140,8 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
                                              : 0);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
     zcoll_status_t st =
-        direct ? comm->tl_ops->put(c->ep, src, lmr, r->e->gkey[j], (uint64_t)a * r->dsize, len,
-                                   imm, cookie)
+        direct ? comm->tl_ops->put(c->ep, src, lmr, r->e->gkey[j],
+                                   r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
                : comm->tl_ops->put(c->ep, src, lmr, c->rkey,
                                    c->roff + (uint64_t)slot * comm->slot_bytes, len + off, imm,
                                    cookie);
@@ -468,6 +468,13 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   r->started_ns = comm->trace.f ? zcoll__trace_now() : 0;
   r->grant = NULL;
   r->ngkeys = 0;
+  /* A result inside a zcoll_mem_register region may be written by the peers directly,
+   * for any call (a persistent request sets its own after this). */
+  if (comm->mrs) {
+    size_t bytes = (size_t)desc->count * zcoll__dsize(dtype);
+    if (bytes > comm->slot_bytes && comm->slot_bytes >= ZCOLL_GRANT_MAX_BYTES && dst)
+      r->grant = zcoll__mr_grant(comm, dst, bytes, &r->grant_base);
+  }
   for (int i = 0; i < s->nops; i++) {
     e->pos[i] = e->issued[i] = s->ops[i].off;
     e->finished[i] = 0;

@@ -45,8 +45,10 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
     if (!c->credits || c->inflight[slot].busy) break;
     if (!r->grant->mr) return ZCOLL_OK; /* revoked */
     char *buf = c->stage + (size_t)slot * comm->slot_bytes;
-    struct zcoll__chan_grant g = {r->ordinal, r->fp, a, zcoll__op_end(o) - a,
-                                  (uint32_t)(k - s->peer_recvs[j]), r->grant->keylen};
+    struct zcoll__chan_grant g = {r->ordinal,    r->fp,
+                                  a,             zcoll__op_end(o) - a,
+                                  r->grant_base, (uint32_t)(k - s->peer_recvs[j]),
+                                  r->grant->keylen};
     memcpy(buf, &g, sizeof(g));
     memcpy(buf + sizeof(g), r->grant->key, r->grant->keylen);
     size_t len = sizeof(g) + r->grant->keylen;
@@ -106,6 +108,7 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
                                                       &e->gkey[j]);
         if (st != ZCOLL_OK) return st;
         r->ngkeys++;
+        e->gbase[j] = g.base;
       }
       e->gfrom[i] = g.off;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "exec.h"
 #include "guard.h"
 #include "log.h"
 
@@ -14,8 +15,33 @@ struct zcoll_mr {
   char *addr;
   size_t len;
   struct zcoll_tl_mr *tl_mr; /* NULL where the transport reads any memory */
+  /* Where the writer places the data (RDMA): the region registered a second time, for
+   * peers to write results into when a grant says so (grant.c); mr NULL if not. A
+   * registration of its own, so that revoking it after a failure leaves the
+   * application's local one alone. */
+  struct zcoll__grant_src grant;
   struct zcoll_mr *next;
 };
+
+/* Lets peers write results into mr's region (over RDMA): without it they still arrive,
+ * through the slots, so a failure here is said and not fatal. */
+static void grant_setup(zcoll_comm_t *comm, zcoll_mr_t *mr) {
+  const struct zcoll_tl_ops *ops = comm->tl_ops;
+  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || ops->set_placement) return;
+  struct zcoll_tl_mr *rmr;
+  if (ops->mem_reg(comm->tl, mr->addr, mr->len, 1, &rmr) != ZCOLL_OK) {
+    zcoll_log_debug("zcoll_mem_register: results into %zu bytes at %p will be copied (%s)",
+                    mr->len, (void *)mr->addr, zcoll__last_error());
+    return;
+  }
+  size_t len = sizeof(mr->grant.key);
+  if (ops->rkey_pack(rmr, mr->grant.key, &len) != ZCOLL_OK) {
+    ops->mem_dereg(rmr);
+    return;
+  }
+  mr->grant.mr = rmr;
+  mr->grant.keylen = (uint32_t)len;
+}
 
 zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zcoll_mr_t **out) {
   zcoll_status_t st = ZCOLL_OK;
@@ -49,6 +75,7 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
       return st;
     }
   }
+  if (mr->tl_mr) grant_setup(comm, mr);
   mr->next = comm->mrs;
   comm->mrs = mr;
   zcoll__leave(comm);
@@ -62,6 +89,7 @@ static void mr_free(zcoll_mr_t *mr, int local) {
   while (*p && *p != mr) p = &(*p)->next;
   if (*p) *p = mr->next;
   if (mr->tl_mr && !local) mr->comm->tl_ops->mem_dereg(mr->tl_mr);
+  if (!local) zcoll__grant_revoke(mr->comm, &mr->grant);
   free(mr);
 }
 
@@ -86,6 +114,18 @@ struct zcoll_tl_mr *zcoll__mr_find(zcoll_comm_t *comm, const void *addr, size_t 
   for (zcoll_mr_t *mr = comm->mrs; mr; mr = mr->next)
     if (mr->tl_mr && a >= mr->addr && len <= mr->len && (size_t)(a - mr->addr) <= mr->len - len)
       return mr->tl_mr;
+  return NULL;
+}
+
+struct zcoll__grant_src *zcoll__mr_grant(zcoll_comm_t *comm, const void *addr, size_t len,
+                                         uint64_t *base) {
+  const char *a = addr;
+  for (zcoll_mr_t *mr = comm->mrs; mr; mr = mr->next)
+    if (mr->grant.mr && a >= mr->addr && len <= mr->len &&
+        (size_t)(a - mr->addr) <= mr->len - len) {
+      *base = (uint64_t)(a - mr->addr);
+      return &mr->grant;
+    }
   return NULL;
 }
 

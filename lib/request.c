@@ -168,7 +168,10 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   if (st != ZCOLL_OK) {
     q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
   } else {
-    if (q->grant.mr) q->run.grant = &q->grant;
+    if (q->grant.mr) {
+      q->run.grant = &q->grant;
+      q->run.grant_base = 0;
+    }
     zcoll__progress_thread_wake(comm);
   }
   q->open = st == ZCOLL_OK;

@@ -118,6 +118,9 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
                                   struct zcoll__slot *sl, int *wait);
 /* r has ended: the peers' keys it holds go. */
 void zcoll__run_drop_grants(struct run *r);
+/* Registers [addr, addr+len) for peers to write results into, where the transport lets
+ * them (1), else leaves g empty (0: results are copied, nothing is wrong). */
+int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__grant_src *g);
 /* Stops peers writing into r's result (after a failure). */
 void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
 

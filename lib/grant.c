@@ -128,6 +128,27 @@ void zcoll__run_drop_grants(struct run *r) {
   r->ngkeys = 0;
 }
 
+int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__grant_src *g) {
+  const struct zcoll_tl_ops *ops = comm->tl_ops;
+  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || (ops->caps & ZCOLL_TL_CAP_PUT_ANY) ||
+      ops->set_placement || comm->slot_bytes < ZCOLL_GRANT_MAX_BYTES)
+    return 0;
+  struct zcoll_tl_mr *mr;
+  if (ops->mem_reg(comm->tl, addr, len, 1, &mr) != ZCOLL_OK) {
+    zcoll_log_debug("results into %zu bytes at %p will be copied: %s", len, addr,
+                    zcoll__last_error());
+    return 0;
+  }
+  size_t klen = sizeof(g->key);
+  if (ops->rkey_pack(mr, g->key, &klen) != ZCOLL_OK) {
+    ops->mem_dereg(mr);
+    return 0;
+  }
+  g->mr = mr;
+  g->keylen = (uint32_t)klen;
+  return 1;
+}
+
 void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g) {
   if (!g || !g->mr) return;
   comm->tl_ops->mem_dereg(g->mr);

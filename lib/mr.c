@@ -23,26 +23,6 @@ struct zcoll_mr {
   struct zcoll_mr *next;
 };
 
-/* Lets peers write results into mr's region (over RDMA): without it they still arrive,
- * through the slots, so a failure here is said and not fatal. */
-static void grant_setup(zcoll_comm_t *comm, zcoll_mr_t *mr) {
-  const struct zcoll_tl_ops *ops = comm->tl_ops;
-  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || ops->set_placement) return;
-  struct zcoll_tl_mr *rmr;
-  if (ops->mem_reg(comm->tl, mr->addr, mr->len, 1, &rmr) != ZCOLL_OK) {
-    zcoll_log_debug("zcoll_mem_register: results into %zu bytes at %p will be copied (%s)",
-                    mr->len, (void *)mr->addr, zcoll__last_error());
-    return;
-  }
-  size_t len = sizeof(mr->grant.key);
-  if (ops->rkey_pack(rmr, mr->grant.key, &len) != ZCOLL_OK) {
-    ops->mem_dereg(rmr);
-    return;
-  }
-  mr->grant.mr = rmr;
-  mr->grant.keylen = (uint32_t)len;
-}
-
 zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zcoll_mr_t **out) {
   zcoll_status_t st = ZCOLL_OK;
   if (!comm || !addr || !len || !out)
@@ -75,7 +55,8 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
       return st;
     }
   }
-  if (mr->tl_mr) grant_setup(comm, mr);
+  /* Where peers may write into it, results inside it need no copy (grant.c). */
+  if (mr->tl_mr) zcoll__grant_open(comm, mr->addr, mr->len, &mr->grant);
   mr->next = comm->mrs;
   comm->mrs = mr;
   zcoll__leave(comm);

@@ -96,30 +96,12 @@ void zcoll__requests_revoke_grants(zcoll_comm_t *comm, int local) {
  * (the transport places data itself, the buffer cannot be registered), the request
  * works as before, through the slots. */
 static void grant_setup(zcoll_comm_t *comm, struct zcoll_request *q) {
-  const struct zcoll_tl_ops *ops = comm->tl_ops;
   const struct zcoll__sched *s = q->plan.s;
   size_t bytes = (size_t)q->plan.desc.count * zcoll__dsize((zcoll_dtype_t)q->plan.desc.dtype);
-  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || (ops->caps & ZCOLL_TL_CAP_PUT_ANY) ||
-      ops->set_placement || comm->slot_bytes < ZCOLL_GRANT_MAX_BYTES ||
-      bytes <= comm->slot_bytes || !q->plan.dst)
-    return;
   int copies = 0;
   for (int i = 0; i < s->nops; i++) copies |= s->ops[i].kind == ZCOLL_SOP_RECV_COPY;
-  if (!copies) return;
-  struct zcoll_tl_mr *mr;
-  if (ops->mem_reg(comm->tl, q->plan.dst, bytes, 1, &mr) != ZCOLL_OK) {
-    zcoll_log_debug("persistent allreduce of %zu bytes: result not registered (%s): its "
-                    "pieces are copied",
-                    bytes, zcoll__last_error());
-    return;
-  }
-  size_t len = sizeof(q->grant.key);
-  if (ops->rkey_pack(mr, q->grant.key, &len) != ZCOLL_OK) {
-    ops->mem_dereg(mr);
-    return;
-  }
-  q->grant.mr = mr;
-  q->grant.keylen = (uint32_t)len;
+  if (copies && bytes > comm->slot_bytes && q->plan.dst)
+    zcoll__grant_open(comm, q->plan.dst, bytes, &q->grant);
 }
 
 /* A cleared request, from the pool if it has one (its executor arrays kept). */

@@ -29,6 +29,17 @@ struct grant_job {
   pthread_mutex_t lock;
 };
 
+/* Says what went wrong in a round (bad: the first wrong element, or -1). */
+static int round_ok(struct rt_job *job, int rank, zcoll_comm_t *comm, int round,
+                    zcoll_status_t st, long bad) {
+  if (st == ZCOLL_OK && bad < 0) return 1;
+  char msg[300];
+  snprintf(msg, sizeof(msg), "round %d: %s, first wrong element %ld: %s", round,
+           zcoll_strerror(st), bad, zcoll_comm_last_error(comm));
+  rt_fail(job, rank, msg);
+  return 0;
+}
+
 static void grant_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   struct grant_job *g = job->arg;
   int p = zcoll_comm_size(comm);
@@ -49,13 +60,7 @@ static void grant_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     if (st == ZCOLL_OK)
       st = persistent ? zcoll_wait(rq) : zcoll_allreduce(comm, src, dst, N, ZCOLL_INT64, ZCOLL_SUM);
     long bad = st == ZCOLL_OK ? rq_check(dst, N, p, round, ZCOLL_SUM) : -1;
-    if (st != ZCOLL_OK || bad >= 0) {
-      char msg[300];
-      snprintf(msg, sizeof(msg), "round %d: %s, first wrong element %ld: %s", round,
-               zcoll_strerror(st), bad, zcoll_comm_last_error(comm));
-      rt_fail(job, rank, msg);
-      break;
-    }
+    if (!round_ok(job, rank, comm, round, st, bad)) break;
   }
   zcoll_comm_stats_t s;
   if (zcoll_comm_stats(comm, &s, sizeof(s)) != ZCOLL_OK) {
@@ -163,13 +168,7 @@ static void registered_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     long bad = st == ZCOLL_OK ? rq_check(out, N, p, round, ZCOLL_SUM) : -1;
     for (int k = 0; k < OFF && bad < 0; k++)
       if (region[k] != -7 || region[OFF + N + k] != -7) bad = N + k; /* outside the result */
-    if (st != ZCOLL_OK || bad >= 0) {
-      char msg[300];
-      snprintf(msg, sizeof(msg), "round %d: %s, first wrong element %ld: %s", round,
-               zcoll_strerror(st), bad, zcoll_comm_last_error(comm));
-      rt_fail(job, rank, msg);
-      break;
-    }
+    if (!round_ok(job, rank, comm, round, st, bad)) break;
   }
   zcoll_comm_stats_t s;
   if (zcoll_comm_stats(comm, &s, sizeof(s)) == ZCOLL_OK)

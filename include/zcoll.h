@@ -245,7 +245,9 @@ ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
  * - Persistent requests over verbs register the result buffer for the peers' RDMA writes
  *   at init, until zcoll_request_free (or destroy, or a failure): pieces the result only
  *   copies then arrive in place. The buffers must stay valid (not freed or unmapped)
- *   while the request exists -- as MPI asks of persistent requests.
+ *   while the request exists -- as MPI asks of persistent requests. Peers write into it
+ *   only during a start, and only ranges this rank granted for that start, once its own
+ *   use of them is over; the registration (and its pinning) stays between starts.
  * - Threads: requests obey the communicator's one-thread-at-a-time rule. */
 ZCOLL_API zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                           size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
@@ -265,7 +267,9 @@ ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
  * collectives use it; zcoll_comm_destroy releases registrations left behind. Over verbs
  * the region is also opened to the peers' RDMA writes: a result buffer inside it gets,
  * for blocking and non-blocking calls alike, what persistent requests get -- the pieces
- * it only copies arrive in place (zcoll_comm_stats: result_pieces_placed). */
+ * it only copies arrive in place (zcoll_comm_stats: result_pieces_placed).
+ * zcoll_mem_deregister refuses (ZCOLL_ERR_INVALID_ARG) while a collective in flight
+ * delivers its result into the region. */
 ZCOLL_API zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len,
                                             zcoll_mr_t **mr);
 ZCOLL_API zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr);

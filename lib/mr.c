@@ -81,9 +81,15 @@ zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
   if (st != ZCOLL_OK) return st;
   zcoll_mr_t **p = &comm->mrs;
   while (*p && *p != mr) p = &(*p)->next;
+  int in_use = 0; /* a collective in flight writes its result into the region */
+  for (const struct run *r = comm->active; r && *p; r = r->next) in_use |= r->grant == &mr->grant;
   if (!*p)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "zcoll_mem_deregister: not a registration of this communicator");
+  else if (in_use)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "zcoll_mem_deregister: a collective in flight delivers its result into the "
+                     "region (zcoll_wait for it first)");
   else
     mr_free(mr, 0);
   zcoll__leave(comm);

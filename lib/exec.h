@@ -22,9 +22,9 @@ struct zcoll__exec_state {
   uint8_t *hdr_sent, *hdr_seen;    /* per schedule peer: this collective's header */
   int64_t *awaited_ns;             /* per schedule peer: waiting on it since (0: not) */
   int cap_chans;
-  /* Grants (grant.c). Per op: a receive granted from this element on, or a send that may
-   * go straight into the peer's result from this element on (SIZE_MAX: neither). */
-  size_t *gfrom;
+  /* Grants (grant.c). Per op: the range of a receive granted to the peer, or of a send
+   * that may go straight into the peer's result (gfrom SIZE_MAX: none). */
+  size_t *gfrom, *gto; /* granted range [gfrom, gto), grown by later grants */
   int *grant_cur;                /* per schedule peer: the next receive to consider granting */
   struct zcoll_tl_rkey **gkey;   /* per schedule peer: its result's key, for this run; NULL */
   uint64_t *gbase;               /* per schedule peer: where its result starts in gkey */

@@ -20,6 +20,7 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->hdr_seen);
   free(e->awaited_ns);
   free(e->gfrom);
+  free(e->gto);
   free(e->grant_cur);
   free(e->gkey); /* the keys themselves went with their run */
   free(e->gbase);
@@ -43,7 +44,9 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
     if (m) e->src_mr = m;
     size_t *gf = realloc(e->gfrom, n * sizeof(size_t));
     if (gf) e->gfrom = gf;
-    if (!pos || !issued || !fin || !m || !gf)
+    size_t *gt = realloc(e->gto, n * sizeof(size_t));
+    if (gt) e->gto = gt;
+    if (!pos || !issued || !fin || !m || !gf || !gt)
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
     e->cap_ops = nops;
   }

@@ -117,7 +117,7 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
     /* Granted: this piece goes into the peer's result, not a slot (never the first,
      * which says what the collective is). */
-    int direct = !first && len && r->e->gfrom[i] <= a && r->e->gkey[j];
+    int direct = !first && len && r->e->gfrom[i] <= a && b <= r->e->gto[i] && r->e->gkey[j];
     /* A piece that carries the header is copied behind it, so it is staged too. */
     int stage = (r->staged && !lmr) || hdr;
     size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
@@ -293,7 +293,8 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
                          "(a rank skipped a call, or made one more)",
                          c->peer, zcoll__imm_ord(sl->imm), ZCOLL_IMM_ORD_MASK + 1,
                          (unsigned long long)r->ordinal);
-    if ((sl->imm & ZCOLL_IMM_EXT) && (o->kind != ZCOLL_SOP_RECV_COPY || r->e->gfrom[i] > a))
+    if ((sl->imm & ZCOLL_IMM_EXT) &&
+        (o->kind != ZCOLL_SOP_RECV_COPY || r->e->gfrom[i] > a || b > r->e->gto[i]))
       return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                          "protocol violation by rank %d: it wrote piece %u of collective #%llu "
                          "straight into this rank's result, which no grant allowed",
@@ -479,6 +480,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
     e->pos[i] = e->issued[i] = s->ops[i].off;
     e->finished[i] = 0;
     e->gfrom[i] = SIZE_MAX;
+    e->gto[i] = 0;
   }
   for (int c = 0; c < comm->nchans; c++) e->peer_of_chan[c] = -1;
   for (int j = 0; j < s->npeers; j++) {

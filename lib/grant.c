@@ -18,10 +18,21 @@
 #include "exec.h"
 #include "log.h"
 
-/* A receive worth a grant: a copy of at least two pieces still to come (for one piece
- * the grant costs a message as much as the copy it saves). */
-static int worth_granting(const struct run *r, const struct zcoll__sop *o, size_t at) {
-  return o->kind == ZCOLL_SOP_RECV_COPY && zcoll__op_end(o) - at > r->chunk;
+/* How far from `a` the receive o may be granted now: the end of the longest run of whole
+ * pieces over which the ops it depends on have progressed (readiness only grows with the
+ * range's end, so a binary search over the pieces finds it). */
+static size_t ready_end(const struct run *r, const struct zcoll__sop *o, size_t a) {
+  size_t end = zcoll__op_end(o);
+  if (zcoll__deps_ready(r, o, a, end)) return end;
+  size_t lo = 0, hi = (end - a + r->chunk - 1) / r->chunk; /* pieces: lo ready, hi not */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (zcoll__deps_ready(r, o, a, a + mid * r->chunk))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return a + lo * r->chunk;
 }
 
 zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
@@ -29,24 +40,32 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
   const struct zcoll__sched *s = r->s;
   struct zcoll__exec_state *e = r->e;
   struct zcoll__chan *c = &comm->chans[e->chan[j]];
-  int end = s->peer_sends[j + 1];
-  while (e->grant_cur[j] < end) {
+  int last = s->peer_sends[j + 1];
+  while (e->grant_cur[j] < last) {
     int k = e->grant_cur[j];
     int i = s->peer_ops[k];
     const struct zcoll__sop *o = &s->ops[i];
-    size_t a = e->pos[i];
-    if (!worth_granting(r, o, a)) {
+    size_t end = zcoll__op_end(o);
+    /* From where this rank is, or where its last grant of the op ended. */
+    size_t a = e->gfrom[i] == SIZE_MAX ? e->pos[i] : e->gto[i];
+    /* Copies of two pieces or more: for one the grant costs a message as much as the
+     * copy it saves. */
+    if (o->kind != ZCOLL_SOP_RECV_COPY || a >= end || end - a <= r->chunk) {
       e->grant_cur[j]++;
       continue;
     }
-    /* Nothing of ours may still read or write the range: the peer writes it any time. */
-    if (!zcoll__deps_ready(r, o, a, zcoll__op_end(o))) break;
+    /* Nothing of ours may still read or write a granted range: the peer writes it any
+     * time. What is ready goes now if it is worth a message -- all the rest, or at least
+     * two pieces and a quarter of it (in place, a range frees up as this rank sends it,
+     * and waiting for all of it would often be too late); later grants extend it. */
+    size_t b = ready_end(r, o, a);
+    if (b != end && (b - a < 2 * r->chunk || 4 * (b - a) < end - a)) break;
     uint32_t slot = c->send_slot;
     if (!c->credits || c->inflight[slot].busy) break;
     if (!r->grant->mr) return ZCOLL_OK; /* revoked */
     char *buf = c->stage + (size_t)slot * comm->slot_bytes;
     struct zcoll__chan_grant g = {r->ordinal,    r->fp,
-                                  a,             zcoll__op_end(o) - a,
+                                  a,             b - a,
                                   r->grant_base, (uint32_t)(k - s->peer_recvs[j]),
                                   r->grant->keylen};
     memcpy(buf, &g, sizeof(g));
@@ -61,8 +80,9 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
     c->credits--;
     c->send_seq++;
     c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
-    e->gfrom[i] = a;
-    e->grant_cur[j]++;
+    if (e->gfrom[i] == SIZE_MAX) e->gfrom[i] = a;
+    e->gto[i] = b;
+    if (b == end) e->grant_cur[j]++;
     *progress = 1;
   }
   return ZCOLL_OK;
@@ -97,13 +117,17 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
     int i = s->peer_ops[s->peer_sends[j] + (int)g.pair];
     const struct zcoll__sop *o = &s->ops[i];
     size_t end = zcoll__op_end(o);
-    /* The range must be the tail of the op, starting where one of its pieces does. */
-    if (g.off < o->off || g.off > end || g.count != end - g.off ||
-        (g.off - o->off) % r->chunk != 0)
-      return bad_grant(r, c->peer, "is not the rest of what this rank sends it");
-    /* Pieces already issued went to the slots; the receiver granted from where it was,
-     * so everything not yet issued lies inside the grant. */
-    if (e->issued[i] < end && g.off <= e->issued[i]) {
+    /* The range must lie in the op, start where one of its pieces does, and end where
+     * one does or at the op's end. */
+    if (g.off < o->off || g.off >= end || !g.count || g.count > end - g.off ||
+        (g.off - o->off) % r->chunk != 0 ||
+        (g.off + g.count != end && g.count % r->chunk != 0))
+      return bad_grant(r, c->peer, "is not a range of what this rank sends it");
+    /* The first grant of an op: pieces already issued went to the slots, and the receiver
+     * granted from where it was, so none not yet issued lies before it. A later one
+     * extends the range where the last ended. */
+    int granted = e->gfrom[i] != SIZE_MAX;
+    if (granted ? g.off == e->gto[i] : e->issued[i] < end && g.off <= e->issued[i]) {
       if (!e->gkey[j]) {
         zcoll_status_t st = comm->tl_ops->rkey_unpack(c->ep, buf + sizeof(g), g.keylen,
                                                       &e->gkey[j]);
@@ -111,7 +135,8 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
         r->ngkeys++;
         e->gbase[j] = g.base;
       }
-      e->gfrom[i] = g.off;
+      if (!granted) e->gfrom[i] = g.off;
+      e->gto[i] = g.off + g.count;
     }
   }
   /* Used, or a stale one from a collective that finished without it. */

@@ -104,9 +104,9 @@ Test(grants, persistent_results_arrive_in_place, .timeout = 300) {
         run(algos[a], p, p, in_place, &g);
         /* Ring, halving-doubling and tree end with pieces some rank only copies (an
          * allgather or a broadcast); out of place, some rank can grant them at the start,
-         * so they arrive in place whatever the timing. In place, a range is granted only
-         * once this rank has sent all of it (a tree's leaf: its whole contribution),
-         * often after the peer sent it back through the slots: only the results count.
+         * so they arrive in place whatever the timing. In place, a range is granted as
+         * this rank sends it, and whether the peer's answer comes before the grant is
+         * timing (placed here in 6 runs of 6, but not promised): only results count.
          * The butterfly reduces every piece it receives (a non-power-of-two's extra
          * ranks aside): nothing to place. */
         if (!in_place && (a != 2 || (p & (p - 1))))

@@ -6,7 +6,7 @@
  * that both see the same machine. Run it with ZCOLL_TRACE=prefix to get each rank's
  * pipeline timeline (test_verbs counts its copy stages). Public API only.
  *
- *   zcoll_run -np P persistent_trace [count] [starts] [compare]
+ *   zcoll_run -np P persistent_trace [count] [starts] [compare|-] [inplace]
  *
  * Prints one "rank R: placed N copied M" line per rank, then "persistent ok: ..." on
  * rank 0, and exits 0; or names the first wrong element and exits 1.
@@ -28,7 +28,9 @@ static int fail_st(zcoll_comm_t *comm, const char *what, zcoll_status_t st) {
 }
 
 /* Small integers: every sum is exact in float32. */
-static float value(int r, int k, size_t i) { return (float)((r + 1) * 3 + k * 5 + (int)(i % 1021)); }
+static float value(int r, int k, size_t i) {
+  return (float)((r + 1) * 3 + k * 5 + (int)(i % 1021));
+}
 
 static double now_us(void) {
   struct timespec ts;
@@ -45,8 +47,9 @@ int main(int argc, char **argv) {
   size_t count = argc > 1 ? strtoull(argv[1], NULL, 0) : 2097152;
   int starts = argc > 2 ? atoi(argv[2]) : 3;
   int compare = argc > 3 && strcmp(argv[3], "compare") == 0;
+  int in_place = argc > 4 && strcmp(argv[4], "inplace") == 0;
   if (!count || starts < 1) {
-    fprintf(stderr, "usage: persistent_trace [count > 0] [starts > 0] [compare]\n");
+    fprintf(stderr, "usage: persistent_trace [count > 0] [starts > 0] [compare|-] [inplace]\n");
     return 2;
   }
   zcoll_config_t *cfg;
@@ -60,12 +63,13 @@ int main(int argc, char **argv) {
   float *in = malloc(count * sizeof(float)), *out = malloc(count * sizeof(float));
   if (!in || !out) return fail_st(comm, "malloc", ZCOLL_ERR_NO_MEMORY);
   zcoll_request_t *req;
-  if ((st = zcoll_allreduce_init(comm, in, out, count, ZCOLL_FLOAT32, ZCOLL_SUM, &req)) != ZCOLL_OK)
-    return fail_st(comm, "zcoll_allreduce_init", st);
+  const void *src = in_place ? ZCOLL_IN_PLACE : in;
+  st = zcoll_allreduce_init(comm, src, out, count, ZCOLL_FLOAT32, ZCOLL_SUM, &req);
+  if (st != ZCOLL_OK) return fail_st(comm, "zcoll_allreduce_init", st);
   int bad = 0;
   for (int k = 0; k < starts && !bad; k++) {
-    for (size_t i = 0; i < count; i++) in[i] = value(rank, k, i);
-    memset(out, 0xff, count * sizeof(float)); /* NaN: a piece not delivered shows */
+    if (!in_place) memset(out, 0xff, count * sizeof(float)); /* NaN: undelivered shows */
+    for (size_t i = 0; i < count; i++) (in_place ? out : in)[i] = value(rank, k, i);
     if ((st = zcoll_start(req)) != ZCOLL_OK || (st = zcoll_wait(req)) != ZCOLL_OK)
       return fail_st(comm, "persistent start/wait", st);
     for (size_t i = 0; i < count && !bad; i++) {
@@ -84,10 +88,12 @@ int main(int argc, char **argv) {
          (unsigned long long)s.result_pieces_copied);
   fflush(stdout);
   if (compare && !bad) {
-    double *tb = malloc(sizeof(double) * (size_t)starts), *tp = malloc(sizeof(double) * (size_t)starts);
+    double *tb = malloc(sizeof(double) * (size_t)starts);
+    double *tp = malloc(sizeof(double) * (size_t)starts);
     for (int k = 0; k < starts && tb && tp; k++) {
       double t0 = now_us();
-      if ((st = zcoll_allreduce(comm, in, out, count, ZCOLL_FLOAT32, ZCOLL_SUM)) != ZCOLL_OK)
+      /* Timing only: in place, the values grow from call to call. */
+      if ((st = zcoll_allreduce(comm, src, out, count, ZCOLL_FLOAT32, ZCOLL_SUM)) != ZCOLL_OK)
         return fail_st(comm, "zcoll_allreduce", st);
       double t1 = now_us();
       if ((st = zcoll_start(req)) != ZCOLL_OK || (st = zcoll_wait(req)) != ZCOLL_OK)

@@ -56,10 +56,11 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
     }
     /* Nothing of ours may still read or write a granted range: the peer writes it any
      * time. What is ready goes now if it is worth a message -- all the rest, or at least
-     * two pieces and a quarter of it (in place, a range frees up as this rank sends it,
-     * and waiting for all of it would often be too late); later grants extend it. */
+     * two pieces of it (in place, a range frees up as this rank sends it, and waiting for
+     * more is too late: the peer answers each piece as it comes); later grants extend it.
+     * Where all is ready at once (out of place, most in-place rings) that is one grant. */
     size_t b = ready_end(r, o, a);
-    if (b != end && (b - a < 2 * r->chunk || 4 * (b - a) < end - a)) break;
+    if (b != end && b - a < 2 * r->chunk) break;
     uint32_t slot = c->send_slot;
     if (!c->credits || c->inflight[slot].busy) break;
     if (!r->grant->mr) return ZCOLL_OK; /* revoked */

@@ -14,8 +14,10 @@ zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
     case UCS_ERR_NO_MEMORY: return ZCOLL_ERR_NO_MEMORY;
     case UCS_ERR_UNSUPPORTED:
     case UCS_ERR_NO_DEVICE: return ZCOLL_ERR_UNSUPPORTED;
-    case UCS_ERR_TIMED_OUT:
-    case UCS_ERR_ENDPOINT_TIMEOUT: return ZCOLL_ERR_TIMEOUT;
+    case UCS_ERR_TIMED_OUT: return ZCOLL_ERR_TIMEOUT;
+    /* UCX's keepalive gave up on the peer: it is lost, as with a reset (transport.h keeps
+     * TIMEOUT for our own waits). Over TCP a killed peer shows either way, by timing. */
+    case UCS_ERR_ENDPOINT_TIMEOUT:
     case UCS_ERR_CONNECTION_RESET:
     case UCS_ERR_UNREACHABLE:
     case UCS_ERR_REJECTED:

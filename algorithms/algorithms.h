@@ -30,6 +30,7 @@ extern const struct zcoll__algo zcoll__algo_ring;
 extern const struct zcoll__algo zcoll__algo_butterfly;
 extern const struct zcoll__algo zcoll__algo_rhd;
 extern const struct zcoll__algo zcoll__algo_tree;
+extern const struct zcoll__algo zcoll__algo_chain;
 
 /* Every algorithm, in a fixed order (their index is their id on the wire). */
 extern const struct zcoll__algo *const zcoll__algos[];

@@ -276,10 +276,48 @@ ZCOLL_API zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr);
 
 /* ---- datatypes and ops ------------------------------------------------------------ */
 
+/* User-defined and weighted ops. They live in the process (not in a communicator) and
+ * are passed as the op of any allreduce, like the built-in ones. An op's value is
+ * carried in each collective's fingerprint with its kind and commutativity: every rank
+ * must pass the "same" op, i.e. create its ops in the same order (the n-th op created
+ * and still alive has the same value on every rank); ranks that pass different ops get
+ * ZCOLL_ERR_MISMATCH. At most ZCOLL_OP_MAX_USER ops exist at once.
+ *
+ * zcoll_op_create: fn combines two vectors, inout[i] = in[i] (op) inout[i], for count
+ * elements of the collective's dtype. It must be associative; it may be called on any
+ * piece of the vector, never splitting an element of elem_bytes bytes (0: the dtype's
+ * size; else a power of two up to 4096 -- e.g. 8 for a {float value; int32 index}
+ * pair carried as ZCOLL_UINT8, whose count must then be a multiple of 8). It runs on
+ * the thread that moves the collective (the caller's, or the progress thread's with
+ * ZCOLL_PROGRESS=thread), must not call zcoll, and must not fail.
+ * - commutative != 0: every algorithm may run it, combining in any order.
+ * - commutative == 0: the result is in[0] (op) in[1] (op) ... (op) in[p-1] in rank
+ *   order, as MPI defines it: such an op always runs on the "chain" algorithm (whatever
+ *   ZCOLL_ALGO says), a pipelined chain 0 -> 1 -> ... -> p-1 and back, in which rank r
+ *   calls fn with in = the combination of ranks 0..r-1 and inout = its own input.
+ *
+ * zcoll_op_create_premul_sum: a sum in which each rank's input is first multiplied by
+ * that rank's own scalar (NCCL's ncclRedOpCreatePreMulSum): with scalar = w_r / sum(w)
+ * it is a weighted average in one call. The multiplication is fused into the first use
+ * of each input element (the reduction, or the copy into a send buffer): no extra pass.
+ * Floating-point dtypes only (scaled in float32 for 16-bit floats, as they are summed);
+ * the scalar may differ from rank to rank.
+ *
+ * zcoll_op_free refuses (ZCOLL_ERR_INVALID_ARG) while a request made with the op
+ * exists, and for built-in or unknown ops. */
+#define ZCOLL_OP_MAX_USER 128
+typedef void (*zcoll_user_fn_t)(const void *in, void *inout, size_t count, zcoll_dtype_t dtype,
+                                void *user);
+ZCOLL_API zcoll_status_t zcoll_op_create(zcoll_user_fn_t fn, void *user, int commutative,
+                                         size_t elem_bytes, zcoll_op_t *op);
+ZCOLL_API zcoll_status_t zcoll_op_create_premul_sum(double scalar, zcoll_op_t *op);
+ZCOLL_API zcoll_status_t zcoll_op_free(zcoll_op_t op);
+
 /* Size in bytes of one element; 0 for an unknown dtype. */
 ZCOLL_API size_t zcoll_dtype_size(zcoll_dtype_t dtype);
 /* "float32", ...; NULL for unknown values. */
 ZCOLL_API const char *zcoll_dtype_name(zcoll_dtype_t dtype);
+/* "sum", ...; "user" and "premul_sum" for created ops; NULL for unknown values. */
 ZCOLL_API const char *zcoll_op_name(zcoll_op_t op);
 
 #ifdef __cplusplus

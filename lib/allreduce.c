@@ -9,6 +9,7 @@
 #include "comm.h"
 #include "guard.h"
 #include "log.h"
+#include "op.h"
 
 zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st) {
   if (st == ZCOLL_OK || st == ZCOLL_IN_PROGRESS || !comm) return st;
@@ -49,7 +50,7 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
                                  zcoll_dtype_t dtype, zcoll_op_t op) {
   if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown dtype %d", (int)dtype);
-  if ((unsigned)op >= ZCOLL_OP_COUNT)
+  if ((unsigned)op >= ZCOLL_OP_COUNT && (unsigned)op < ZCOLL_OP_USER_BASE)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown op %d", (int)op);
   size_t dsize = zcoll__dsize(dtype);
   if (count > (size_t)PTRDIFF_MAX / dsize)
@@ -164,6 +165,7 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
 
 void zcoll__plan_release(struct zcoll__plan *pl) {
   if (pl->entry) pl->entry->pins--;
+  zcoll__op_put(pl->op);
   if (pl->owned) {
     zcoll__sched_free(pl->owned);
     free(pl->owned);
@@ -189,6 +191,41 @@ static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
   return 1;
 }
 
+/* A created op: referenced by the plan, checked against the dtype and count, and the
+ * element the schedule moves (*n of them) widened to the op's. */
+static zcoll_status_t plan_created_op(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                                      zcoll_op_t op, struct zcoll__plan *pl, size_t *n) {
+  const struct zcoll__op_def *d = zcoll__op_get(op, "allreduce");
+  if (!d) return ZCOLL_ERR_INVALID_ARG;
+  pl->op = d;
+  size_t dsize = zcoll__dsize(dtype), elem = d->elem_bytes ? d->elem_bytes : dsize;
+  zcoll_status_t st = ZCOLL_OK;
+  if (d->kind == ZCOLL_OPK_PREMUL && dtype != ZCOLL_FLOAT16 && dtype != ZCOLL_BFLOAT16 &&
+      dtype != ZCOLL_FLOAT32 && dtype != ZCOLL_FLOAT64)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: a premul sum needs a floating-point dtype, not %s",
+                     zcoll_dtype_name(dtype));
+  else if (elem < dsize)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: op %d's elements (%zu bytes) are smaller than a %s element",
+                     (int)op, elem, zcoll_dtype_name(dtype));
+  else if (elem > comm->slot_bytes)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: op %d's elements (%zu bytes) exceed a pipeline chunk (%zu bytes; "
+                     "ZCOLL_CHUNK_BYTES)", (int)op, elem, comm->slot_bytes);
+  else if (count * dsize % elem)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: %zu x %s is not a whole number of op %d's %zu-byte elements",
+                     count, zcoll_dtype_name(dtype), (int)op, elem);
+  if (st != ZCOLL_OK) {
+    zcoll__op_put(d);
+    pl->op = NULL;
+    return st;
+  }
+  *n = count * dsize / elem;
+  return ZCOLL_OK;
+}
+
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                     struct zcoll__plan *pl) {
@@ -203,12 +240,22 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
   } else {
     memset(pl, 0, sizeof(*pl));
     if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK) return st;
+    size_t n = count; /* in the schedule's elements: a created op's may be wider */
+    if ((unsigned)op >= ZCOLL_OP_COUNT && (st = plan_created_op(comm, count, dtype, op, pl, &n)))
+      return st;
     char why[256];
     why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
     int algo = pick_algo(comm, count, dtype,
                          zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL, sizeof(why));
+    if (pl->op && !pl->op->commutative && algo != comm->chain_algo) {
+      algo = comm->chain_algo;
+      snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
+    }
     int built = 0;
-    if ((st = get_sched(comm, algo, count, in_place, pl, &built)) != ZCOLL_OK) return st;
+    if ((st = get_sched(comm, algo, n, in_place, pl, &built)) != ZCOLL_OK) {
+      zcoll__plan_release(pl);
+      return st;
+    }
     /* Each decision once: a schedule is built the first time a size is seen. */
     if (built)
       zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count,
@@ -216,8 +263,11 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     pl->desc = (struct zcoll__coll_desc){
         ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
         /* only where it shapes the schedule: a per-rank setting */
-        algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1, 0, count};
-    if (pl->entry) /* a schedule of its own (every entry pinned) is not worth a memo */
+        algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1,
+        pl->op ? zcoll__op_tag(pl->op) : 0, count};
+    /* A schedule of its own (every entry pinned) is not worth a memo; a created op's
+     * value may name another op after a free. */
+    if (pl->entry && !pl->op)
       comm->memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count, (int)dtype,
                                              (int)op, in_place, pl->desc};
   }
@@ -258,10 +308,16 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
                                          zcoll_op_t op, const char **name) {
   if (!comm || !name)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: NULL argument");
-  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT || (unsigned)op >= ZCOLL_OP_COUNT)
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT ||
+      ((unsigned)op >= ZCOLL_OP_COUNT && !zcoll_op_name(op)))
     return report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                                     "zcoll_allreduce_algorithm: unknown dtype or op"));
-  *name = zcoll__algos[pick_algo(comm, count, dtype, NULL, 0)]->name;
+  int algo = pick_algo(comm, count, dtype, NULL, 0);
+  const struct zcoll__op_def *d =
+      (unsigned)op >= ZCOLL_OP_COUNT ? zcoll__op_get(op, "zcoll_allreduce_algorithm") : NULL;
+  if (d && !d->commutative) algo = comm->chain_algo;
+  zcoll__op_put(d);
+  *name = zcoll__algos[algo]->name;
   return ZCOLL_OK;
 }
 

@@ -6,6 +6,7 @@
 
 #include "algorithms/algorithms.h"
 #include "log.h"
+#include "op.h"
 
 #define ZCOLL_CHAN_MAGIC 0x7a636f6cu /* "zcol" */
 #define ZCOLL_CHAN_VERSION 1u
@@ -29,6 +30,7 @@ uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d) {
   h = mix(h, d->algo);
   h = mix(h, d->arity);
   h = mix(h, (uint64_t)(int64_t)d->root);
+  h = mix(h, d->op_tag);
   return mix(h, d->count);
 }
 
@@ -46,7 +48,8 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     return;
   }
   const char *dt = d->dtype < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->dtype) : "?";
-  const char *op = d->op < ZCOLL_OP_COUNT ? zcoll_op_name(d->op) : "?";
+  char op[64];
+  zcoll__op_describe(op, sizeof(op), d->op, d->op_tag);
   if (strcmp(algo, "tree") == 0)
     snprintf(buf, len, "allreduce(count %llu, %s, %s, tree of arity %u)",
              (unsigned long long)d->count, dt, op, d->arity);
@@ -74,7 +77,7 @@ zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint
    * (a peer's bug) cannot pass. */
   if (h.ordinal == ordinal && h.fingerprint == fp && !memcmp(&h.desc, mine, sizeof(h.desc)))
     return ZCOLL_OK;
-  char theirs[128], ours[128];
+  char theirs[192], ours[192];
   describe(theirs, sizeof(theirs), &h.desc);
   describe(ours, sizeof(ours), mine);
   if (h.ordinal != ordinal)
@@ -93,14 +96,14 @@ zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint
 zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordinal,
                                       const struct zcoll__coll_desc *mine) {
   if (zcoll__chan_seen_same(c, mine)) return ZCOLL_OK;
-  char ours[128];
+  char ours[192];
   describe(ours, sizeof(ours), mine);
   if (!c->seen_valid)
     return zcoll__fail(ZCOLL_ERR_MISMATCH,
                        "rank %d started collective #%llu as a repeat of a header this rank never "
                        "got (protocol mismatch)",
                        c->peer, (unsigned long long)ordinal);
-  char theirs[128];
+  char theirs[192];
   describe(theirs, sizeof(theirs), &c->seen_desc);
   return zcoll__fail(ZCOLL_ERR_MISMATCH,
                      "collective #%llu differs between ranks: rank %d called %s, this rank %s",

@@ -116,7 +116,8 @@ struct zcoll__coll_desc {
   uint8_t kind, dtype, op, algo;
   uint32_t arity;    /* parameters of the algorithm that shape the schedule */
   int32_t root;      /* -1 where the kind has no root */
-  uint32_t reserved; /* 0: no padding, so that descriptions compare with memcmp */
+  uint32_t op_tag;   /* a created op's kind, commutativity, element size (op.h); else 0.
+                      * No padding: descriptions compare with memcmp */
   uint64_t count;
 };
 _Static_assert(sizeof(struct zcoll__coll_desc) == 24, "a description must have no padding");

@@ -284,6 +284,7 @@ static void release(zcoll_comm_t *comm, int local) {
     free(comm->chans[i].slots);
     free(comm->chans[i].inflight);
     free(comm->chans[i].small);
+    if (!comm->send_region) free(comm->chans[i].stage); /* a premul sum's (executor.c) */
   }
   if (!local) {
     if (comm->recv_mr) comm->tl_ops->mem_dereg(comm->recv_mr);
@@ -360,6 +361,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->algo_params.tree_arity = comm->cfg->tree_arity;
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
   comm->tree_algo = zcoll__algo_find("tree");
+  comm->chain_algo = zcoll__algo_find("chain");
   if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
 
   /* Oversubscribed ranks must not spin: the rank that has work needs the core. */

@@ -51,6 +51,7 @@ struct zcoll__plan {
   struct zcoll__coll_desc desc;
   const void *src;
   void *dst;
+  const struct zcoll__op_def *op; /* a created op, referenced while the plan lives; NULL */
 };
 #define ZCOLL_SCHED_CACHE 8
 
@@ -71,6 +72,7 @@ struct zcoll_comm {
   struct zcoll__algo_params algo_params;
   int forced_algo; /* -1: auto */
   int tree_algo;   /* the tree's index: its arity is part of what ranks must agree on */
+  int chain_algo;  /* the one that combines in rank order: non-commutative ops run on it */
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "comm.h"
+#include "op.h"
 
 struct zcoll__exec_state {
   int cap_ops, cap_peers;
@@ -54,6 +55,7 @@ struct run {
   size_t dsize, chunk;
   zcoll_dtype_t dtype;
   zcoll_op_t op;
+  const struct zcoll__op_def *uop; /* a created op (op.h), else NULL */
   uint64_t ordinal;              /* this collective's number on the communicator */
   struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
   uint64_t fp;                   /* desc's fingerprint */

@@ -14,6 +14,7 @@
 #include "copy.h"
 #include "exec.h"
 #include "log.h"
+#include "op.h"
 #include "reduce.h"
 
 #define CREDIT_COOKIE (1ull << 63)
@@ -112,20 +113,24 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
     const char *src = r->buf[o->buf] + a * r->dsize;
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
+    /* A premul sum scales the input on its way out: into staging, never as it is. */
+    int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
     if (a == o->off && r->staged)
-      r->e->src_mr[i] = o->count ? src_registration(r, src, o->count * r->dsize) : NULL;
+      r->e->src_mr[i] = o->count && !scaled ? src_registration(r, src, o->count * r->dsize) : NULL;
     struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
     /* Granted: this piece goes into the peer's result, not a slot (never the first,
      * which says what the collective is). */
     int direct = !first && len && r->e->gfrom[i] <= a && b <= r->e->gto[i] && r->e->gkey[j];
     /* A piece that carries the header is copied behind it, so it is staged too. */
-    int stage = (r->staged && !lmr) || hdr;
+    int stage = (r->staged && !lmr) || hdr || scaled;
     size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (stage) {
       char *staging = stage_buf(r, c, slot, &lmr);
+      if (scaled && !r->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
       if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
-      if (len) zcoll__copy(staging + off, src, len);
+      if (scaled) zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
+      else if (len) zcoll__copy(staging + off, src, len);
       src = staging;
       if (t0) {
         int64_t t1 = zcoll__trace_now();
@@ -311,7 +316,10 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
-      zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
+      if (!r->uop)
+        zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
+      else
+        zcoll__op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data, b - a);
     } else if (sl->placed) {
       comm->pieces_placed++;
       t0 = 0; /* nothing was done here: no stage to trace */
@@ -372,14 +380,38 @@ static zcoll_status_t do_local(struct run *r, int *progress) {
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->pos[i], b = zcoll__piece_end(r, o, a);
     if (!zcoll__deps_ready(r, o, a, b)) break;
-    zcoll__copy(r->buf[ZCOLL_BUF_DST] + a * r->dsize, r->buf[o->acc] + a * r->dsize,
-           (b - a) * r->dsize);
+    char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    const char *src = r->buf[o->acc] + a * r->dsize;
+    if (r->uop && r->uop->kind == ZCOLL_OPK_PREMUL) /* p == 1: the input, scaled */
+      zcoll__scale_copy(r->dtype, dst, src, b - a, r->uop->scalar);
+    else
+      zcoll__copy(dst, src, (b - a) * r->dsize);
     r->e->pos[i] = b;
     *progress = 1;
     if (b == zcoll__op_end(o)) {
       finish_op(r, i);
       r->local_cur++;
     }
+  }
+  return ZCOLL_OK;
+}
+
+/* A created op (op.c): its definition, held by the plan; the element it must see whole;
+ * for a premul sum, staging on transports that put from anywhere (the scaled input goes
+ * out from there), and the scaling of an in-place input that nothing else reads (p = 1). */
+static zcoll_status_t created_op(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s) {
+  r->uop = zcoll__op_def_of((zcoll_op_t)r->desc.op);
+  if (r->uop->elem_bytes) r->dsize = r->uop->elem_bytes;
+  if (r->uop->kind != ZCOLL_OPK_PREMUL) return ZCOLL_OK;
+  if (s->in_place && !s->nops && s->count)
+    zcoll__scale_copy(r->dtype, r->buf[ZCOLL_BUF_DST], r->buf[ZCOLL_BUF_DST], s->count,
+                      r->uop->scalar);
+  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) return ZCOLL_OK;
+  for (int j = 0; j < s->npeers; j++) {
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0 || comm->chans[ci].stage) continue;
+    if (!(comm->chans[ci].stage = malloc((size_t)comm->depth * comm->slot_bytes)))
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a premul sum's staging");
   }
   return ZCOLL_OK;
 }
@@ -404,7 +436,12 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   r->local_cur = 0;
   r->buf[ZCOLL_BUF_SRC] = (char *)src;
   r->buf[ZCOLL_BUF_DST] = dst;
+  r->uop = NULL;
   r->dsize = zcoll__dsize(dtype);
+  if (desc->op >= ZCOLL_OP_COUNT) {
+    zcoll_status_t st = created_op(comm, r, s);
+    if (st != ZCOLL_OK) return st;
+  }
   r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
   r->staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
   r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
@@ -466,7 +503,7 @@ static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
   if (r->remaining == 0 && r->ngkeys) zcoll__run_drop_grants(r);
   if (r->remaining == 0 && r->started_ns)
     zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
-                       zcoll__trace_now(), -1, (size_t)r->desc.count * r->dsize);
+                       zcoll__trace_now(), -1, s->count * r->dsize);
   return ZCOLL_OK;
 }
 

@@ -24,8 +24,11 @@
 #define ZR_X86 0
 #endif
 
-/* An internal op for zcoll__reduce_scale, past the public ones: dst = a / divisor. */
+/* Internal ops, past the public ones: dst = a / divisor (zcoll__reduce_scale), dst =
+ * a * scalar + b (zcoll__reduce_premul), dst = a * scalar (zcoll__scale_copy). */
 #define ZR_OP_SCALE ZCOLL_OP_COUNT
+#define ZR_OP_PREMUL (ZCOLL_OP_COUNT + 1)
+#define ZR_OP_MUL (ZCOLL_OP_COUNT + 2)
 
 /* Float MIN/MAX: the forms that compile to vminps/vmaxps. Which operand wins for NaN
  * or for -0 vs +0 is this expression's answer, in every variant. */
@@ -101,15 +104,15 @@ static int zr_isa(void) {
 }
 
 static void zr_run(zcoll_dtype_t dtype, int op, void *dst, const void *a, const void *b, size_t n,
-                   int divisor) {
+                   int divisor, double sc) {
   unsigned char *d = dst;
   const unsigned char *x = a, *y = b;
   switch (zr_isa()) {
 #if ZR_X86
-    case ZR_AVX512: zr_reduce_avx512(dtype, op, d, x, y, n, divisor); break;
-    case ZR_AVX2: zr_reduce_avx2(dtype, op, d, x, y, n, divisor); break;
+    case ZR_AVX512: zr_reduce_avx512(dtype, op, d, x, y, n, divisor, sc); break;
+    case ZR_AVX2: zr_reduce_avx2(dtype, op, d, x, y, n, divisor, sc); break;
 #endif
-    default: zr_reduce_generic(dtype, op, d, x, y, n, divisor); break;
+    default: zr_reduce_generic(dtype, op, d, x, y, n, divisor, sc); break;
   }
 }
 
@@ -118,12 +121,21 @@ void zcoll__reduce(zcoll_dtype_t dtype, zcoll_op_t op, void *dst, const void *a,
   if (n == 0 || (unsigned)op >= ZCOLL_OP_COUNT) return;
   /* Intermediate AVG steps are sums; the kernels' AVG always divides. */
   if (op == ZCOLL_AVG && divisor == 0) op = ZCOLL_SUM;
-  zr_run(dtype, (int)op, dst, a, b, n, divisor);
+  zr_run(dtype, (int)op, dst, a, b, n, divisor, 0);
 }
 
 void zcoll__reduce_scale(zcoll_dtype_t dtype, void *dst, const void *src, size_t n, int divisor) {
   if (n == 0 || divisor == 0) return;
-  zr_run(dtype, ZR_OP_SCALE, dst, src, src, n, divisor);
+  zr_run(dtype, ZR_OP_SCALE, dst, src, src, n, divisor, 0);
+}
+
+void zcoll__reduce_premul(zcoll_dtype_t dtype, void *dst, const void *a, const void *b, size_t n,
+                          double scalar) {
+  if (n) zr_run(dtype, ZR_OP_PREMUL, dst, a, b, n, 0, scalar);
+}
+
+void zcoll__scale_copy(zcoll_dtype_t dtype, void *dst, const void *src, size_t n, double scalar) {
+  if (n) zr_run(dtype, ZR_OP_MUL, dst, src, src, n, 0, scalar);
 }
 
 const char *zcoll__reduce_isa(void) { return zr_isa_names[zr_isa()]; }

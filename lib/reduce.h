@@ -31,6 +31,15 @@ void zcoll__reduce(zcoll_dtype_t dtype, zcoll_op_t op, void *dst, const void *a,
  * has divisor 1 and needs no call). dst may equal src. */
 void zcoll__reduce_scale(zcoll_dtype_t dtype, void *dst, const void *src, size_t n, int divisor);
 
+/* The premul sum (zcoll_op_create_premul_sum), floating-point dtypes only: dst[i] =
+ * a[i] * scalar + b[i], where a is this rank's input and b a peer's partial sum; and
+ * dst[i] = src[i] * scalar where the input is only copied (sent, or p == 1). The scalar
+ * is rounded to the dtype's compute precision (float32 for 16-bit floats). dst may
+ * equal a, b or src. */
+void zcoll__reduce_premul(zcoll_dtype_t dtype, void *dst, const void *a, const void *b, size_t n,
+                          double scalar);
+void zcoll__scale_copy(zcoll_dtype_t dtype, void *dst, const void *src, size_t n, double scalar);
+
 /* Name of the instruction-set variant the kernels dispatch to on this CPU
  * ("avx512", "avx2", "generic"), for zcoll_info and logs. */
 const char *zcoll__reduce_isa(void);

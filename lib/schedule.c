@@ -77,6 +77,8 @@ static int covers(size_t a, size_t alen, size_t b, size_t blen) {
  * everything o touches -- that write already waited for whatever came before it. */
 static void append(struct zcoll__sched *s, struct zcoll__sop o) {
   if (s->error) return;
+  o.input = (o.kind == ZCOLL_SOP_SEND && o.buf == ZCOLL_BUF_SRC) ||
+            (o.kind == ZCOLL_SOP_RECV_REDUCE && o.acc == ZCOLL_BUF_SRC) || o.kind == ZCOLL_SOP_COPY;
   if (s->in_place) {
     if (o.buf == ZCOLL_BUF_SRC) o.buf = ZCOLL_BUF_DST;
     if (o.acc == ZCOLL_BUF_SRC) o.acc = ZCOLL_BUF_DST;

@@ -27,7 +27,9 @@ enum {
 
 struct zcoll__sop {
   uint8_t kind;
-  uint8_t final; /* RECV_REDUCE: completes its range's reduction (AVG divides here) */
+  uint8_t final : 1; /* RECV_REDUCE: completes its range's reduction (AVG divides here) */
+  uint8_t input : 1; /* reads this rank's input (SEND from SRC, acc SRC, COPY), as built:
+                      * in place, buf and acc say DST, and a premul sum scales here */
   uint8_t buf;   /* SEND: read from; others write ZCOLL_BUF_DST */
   uint8_t acc;   /* RECV_REDUCE: buffer of the other operand, at the same offset */
   int peer;      /* rank, -1 for local ops */

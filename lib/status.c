@@ -1,6 +1,7 @@
 /* status.c -- status strings, version, datatype and op names. */
 #include <stdint.h>
 
+#include "op.h"
 #include "zcoll.h"
 
 #define ZCOLL_STR_(x) #x
@@ -49,5 +50,5 @@ const char *zcoll_dtype_name(zcoll_dtype_t dtype) {
 }
 
 const char *zcoll_op_name(zcoll_op_t op) {
-  return (unsigned)op < ZCOLL_OP_COUNT ? op_names[op] : NULL;
+  return (unsigned)op < ZCOLL_OP_COUNT ? op_names[op] : zcoll__op_created_name(op);
 }

@@ -39,4 +39,12 @@ extern const int zcoll__nalgos;
 /* Index of the named algorithm, -1 if unknown ("auto" is not an algorithm). */
 int zcoll__algo_find(const char *name);
 
+/* The broadcast algorithms (broadcast.c): schedules from s->root, over channels some
+ * allreduce algorithm already has. Their index is their id on the wire too. */
+extern const struct zcoll__algo zcoll__bcast_chain;
+extern const struct zcoll__algo zcoll__bcast_tree;
+extern const struct zcoll__algo *const zcoll__bcast_algos[];
+extern const int zcoll__nbcast_algos;
+int zcoll__bcast_algo_find(const char *name);
+
 #endif

@@ -16,6 +16,19 @@ int zcoll__algo_find(const char *name) {
   return -1;
 }
 
+const struct zcoll__algo *const zcoll__bcast_algos[] = {&zcoll__bcast_chain, &zcoll__bcast_tree};
+const int zcoll__nbcast_algos = (int)(sizeof(zcoll__bcast_algos) / sizeof(zcoll__bcast_algos[0]));
+
+int zcoll__bcast_algo_find(const char *name) {
+  for (int i = 0; i < zcoll__nbcast_algos; i++)
+    if (strcmp(name, zcoll__bcast_algos[i]->name) == 0) return i;
+  return -1;
+}
+
+int zcoll__bcast_algo_name_valid(const char *name) {
+  return strcmp(name, "auto") == 0 || zcoll__bcast_algo_find(name) >= 0;
+}
+
 int zcoll__algo_name_valid(const char *name) {
   return strcmp(name, "auto") == 0 || zcoll__algo_find(name) >= 0;
 }

@@ -9,33 +9,11 @@
  * of the tree costs a few chunk latencies, not a few vector transfers.
  */
 #include "algorithms.h"
-
-/* (k-1) * ceil(31 / log2 k) is at most 378 (k = 64): enough for any int rank count. */
-#define TREE_MAX_CHILDREN 512
-
-static int arity_of(const struct zcoll__algo_params *params) {
-  int k = params ? params->tree_arity : 4;
-  return k >= 2 && k <= 64 ? k : 4;
-}
-
-/* Rank r's parent (-1 for the root) and children, smallest subtrees first. */
-static int family(int r, int p, int k, int *parent, int *kids) {
-  int n = 0;
-  *parent = -1;
-  for (long long stride = 1; stride < p; stride *= k) {
-    int digit = (int)((r / stride) % k);
-    if (digit) {
-      *parent = r - digit * (int)stride;
-      break;
-    }
-    for (int j = 1; j < k && r + j * stride < p; j++) kids[n++] = r + j * (int)stride;
-  }
-  return n;
-}
+#include "knomial.h"
 
 static void tree_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
-  int kids[TREE_MAX_CHILDREN], parent;
-  int nkids = family(s->rank, s->size, arity_of(params), &parent, kids);
+  int kids[ZCOLL_KNOMIAL_MAX_CHILDREN], parent;
+  int nkids = zcoll__knomial_family(s->rank, s->size, zcoll__knomial_arity(params), &parent, kids);
   size_t n = s->count;
   /* Count 0 still exchanges (empty) pieces, so that a rank disagreeing on the count is
    * caught, not left waiting. */
@@ -58,8 +36,8 @@ static void tree_build(struct zcoll__sched *s, const struct zcoll__algo_params *
 
 static int tree_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,
                       int max) {
-  int kids[TREE_MAX_CHILDREN], parent, n = 0;
-  int nkids = family(rank, size, arity_of(params), &parent, kids);
+  int kids[ZCOLL_KNOMIAL_MAX_CHILDREN], parent, n = 0;
+  int nkids = zcoll__knomial_family(rank, size, zcoll__knomial_arity(params), &parent, kids);
   if (parent >= 0 && n < max) out[n++] = parent;
   for (int c = 0; c < nkids && n < max; c++) out[n++] = kids[c];
   return n;

@@ -261,6 +261,24 @@ ZCOLL_API zcoll_status_t zcoll_test(zcoll_request_t *req);
 ZCOLL_API zcoll_status_t zcoll_wait(zcoll_request_t *req);
 ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
 
+/* ---- broadcast ----------------------------------------------------------------------
+ * Semantics follow MPI_Bcast: root's count elements of buf reach every rank's buf; every
+ * rank passes the same count, dtype and root (checked like an allreduce's arguments:
+ * ZCOLL_ERR_MISMATCH, and an argument error breaks the communicator). Small vectors go
+ * down the k-nomial tree of the "tree" allreduce entered at the root, large ones along a
+ * pipelined chain around the ring (ZCOLL_BCAST_ALGO=auto|tree|chain); both use the
+ * channels the allreduce has, so a broadcast adds no connection. The non-blocking and
+ * persistent forms obey every rule of zcoll_iallreduce and zcoll_allreduce_init (order,
+ * progress, buffers, freeing, errors; a persistent one's buffer is registered over verbs
+ * and gets the pieces in place). */
+ZCOLL_API zcoll_status_t zcoll_broadcast(zcoll_comm_t *comm, void *buf, size_t count,
+                                         zcoll_dtype_t dtype, int root);
+ZCOLL_API zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count,
+                                          zcoll_dtype_t dtype, int root, zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,
+                                              zcoll_dtype_t dtype, int root,
+                                              zcoll_request_t **req);
+
 /* Explicit registration (local, not collective). Over verbs, pieces sent from inside a
  * registered region go straight from it, with no copy into staging; elsewhere it is
  * accepted and changes nothing. The region must stay registered and valid while

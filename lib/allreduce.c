@@ -98,9 +98,13 @@ zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st) {
 }
 
 static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, int algo,
-                                  size_t count, int in_place) {
+                                  size_t count, int in_place, int root) {
   zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
-  zcoll__algos[algo]->build(s, &comm->algo_params);
+  s->root = root;
+  if (algo >= ZCOLL_SCHED_BCAST)
+    zcoll__bcast_algos[algo - ZCOLL_SCHED_BCAST]->build(s, &comm->algo_params);
+  else
+    zcoll__algos[algo]->build(s, &comm->algo_params);
   zcoll_status_t st = zcoll__sched_finish(s);
   if (st != ZCOLL_OK) zcoll__sched_free(s);
   return st;
@@ -109,11 +113,12 @@ static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, in
 /* Schedules depend on (algorithm, count, in place) only: cache the last few so that a
  * loop of same-sized allreduces plans once. An entry a collective in flight uses is
  * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
-static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int in_place,
-                                struct zcoll__plan *pl, int *built) {
+zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place,
+                                int root, struct zcoll__plan *pl, int *built) {
   struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
   /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
-  if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place) {
+  if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place &&
+      m->root == root) {
     m->stamp = ++comm->ncolls;
     m->pins++;
     pl->entry = m;
@@ -122,7 +127,8 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   }
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
     struct zcoll__sched_cache_entry *e = &comm->cache[i];
-    if (e->used && e->algo == algo && e->count == count && e->in_place == in_place) {
+    if (e->used && e->algo == algo && e->count == count && e->in_place == in_place &&
+        e->root == root) {
       comm->cache_mru = e;
       e->stamp = ++comm->ncolls;
       e->pins++;
@@ -137,7 +143,7 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   if (!victim) {
     if (!(pl->owned = malloc(sizeof(*pl->owned))))
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a schedule");
-    zcoll_status_t st = build_sched(comm, pl->owned, algo, count, in_place);
+    zcoll_status_t st = build_sched(comm, pl->owned, algo, count, in_place, root);
     if (st != ZCOLL_OK) {
       free(pl->owned);
       pl->owned = NULL;
@@ -149,9 +155,10 @@ static zcoll_status_t get_sched(zcoll_comm_t *comm, int algo, size_t count, int 
   if (victim->used) zcoll__sched_free(&victim->sched);
   victim->used = 0;
   victim->gen = ++comm->sched_gen; /* a memo of the old build is stale now */
-  zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place);
+  zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place, root);
   if (st != ZCOLL_OK) return st;
   victim->used = 1;
+  victim->root = root;
   victim->algo = algo;
   victim->count = count;
   victim->in_place = in_place;
@@ -252,7 +259,7 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
       snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
     }
     int built = 0;
-    if ((st = get_sched(comm, algo, n, in_place, pl, &built)) != ZCOLL_OK) {
+    if ((st = zcoll__sched_get(comm, algo, n, in_place, -1, pl, &built)) != ZCOLL_OK) {
       zcoll__plan_release(pl);
       return st;
     }

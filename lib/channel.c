@@ -42,20 +42,26 @@ void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll
 }
 
 static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
-  const char *algo = d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?";
+  const char *dt = d->dtype < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->dtype) : "?";
+  char algo[48];
+  if (d->kind == ZCOLL_COLL_BROADCAST) {
+    snprintf(algo, sizeof(algo), "%s",
+             d->algo < zcoll__nbcast_algos ? zcoll__bcast_algos[d->algo]->name : "?");
+    if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
+    snprintf(buf, len, "broadcast(count %llu, %s, root %d, %s)", (unsigned long long)d->count,
+             dt, d->root, algo);
+    return;
+  }
   if (d->kind != ZCOLL_COLL_ALLREDUCE) {
     snprintf(buf, len, "collective kind %u", d->kind);
     return;
   }
-  const char *dt = d->dtype < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->dtype) : "?";
+  snprintf(algo, sizeof(algo), "%s", d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?");
+  if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
   char op[64];
   zcoll__op_describe(op, sizeof(op), d->op, d->op_tag);
-  if (strcmp(algo, "tree") == 0)
-    snprintf(buf, len, "allreduce(count %llu, %s, %s, tree of arity %u)",
-             (unsigned long long)d->count, dt, op, d->arity);
-  else
-    snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt, op,
-             algo);
+  snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt, op,
+           algo);
 }
 
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,

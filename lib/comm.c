@@ -77,9 +77,10 @@ static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory computing peers");
   }
   int k = 0;
-  for (int a = 0; a < zcoll__nalgos; a++) {
-    int m = zcoll__algos[a]->peers(comm->rank, comm->size, &comm->algo_params, tmp,
-                                   MAX_PEERS_PER_ALGO);
+  for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
+    const struct zcoll__algo *al =
+        a < zcoll__nalgos ? zcoll__algos[a] : zcoll__bcast_algos[a - zcoll__nalgos];
+    int m = al->peers(comm->rank, comm->size, &comm->algo_params, tmp, MAX_PEERS_PER_ALGO);
     for (int i = 0; i < m; i++)
       if (tmp[i] != comm->rank && !seen[tmp[i]]) {
         seen[tmp[i]] = 1;
@@ -362,6 +363,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
   comm->tree_algo = zcoll__algo_find("tree");
   comm->chain_algo = zcoll__algo_find("chain");
+  comm->forced_bcast_algo = zcoll__bcast_algo_find(comm->cfg->bcast_algo);
   if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
 
   /* Oversubscribed ranks must not spin: the rank that has work needs the core. */

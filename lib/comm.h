@@ -22,7 +22,8 @@
 
 struct zcoll__sched_cache_entry {
   int used;
-  int algo;
+  int algo; /* an allreduce algorithm, or ZCOLL_SCHED_BCAST + a broadcast one */
+  int root; /* broadcast; -1 */
   size_t count;
   int in_place;
   uint64_t stamp;
@@ -54,6 +55,7 @@ struct zcoll__plan {
   const struct zcoll__op_def *op; /* a created op, referenced while the plan lives; NULL */
 };
 #define ZCOLL_SCHED_CACHE 8
+#define ZCOLL_SCHED_BCAST 64
 
 struct zcoll_comm {
   zcoll_config_t *cfg;
@@ -72,6 +74,7 @@ struct zcoll_comm {
   struct zcoll__algo_params algo_params;
   int forced_algo; /* -1: auto */
   int tree_algo;   /* the tree's index: its arity is part of what ranks must agree on */
+  int forced_bcast_algo; /* ZCOLL_BCAST_ALGO, -1 for auto */
   int chain_algo;  /* the one that combines in rank order: non-commutative ops run on it */
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
@@ -136,6 +139,13 @@ static inline zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm) {
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                     struct zcoll__plan *pl);
+/* The same for a broadcast (broadcast.c). */
+zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count,
+                                     zcoll_dtype_t dtype, int root, struct zcoll__plan *pl);
+/* The schedule of (algorithm, count, in place, root), from the cache or built (*built
+ * = 1), pinned in pl. */
+zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place,
+                                int root, struct zcoll__plan *pl, int *built);
 /* A collective call whose plan failed with st: it counts as this rank's call, and breaks
  * the communicator telling the peers why (an argument error: zcoll__poison). */
 zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st);

@@ -167,6 +167,15 @@ static int parse_algo(const char *text, void *dst, size_t size, char *why, size_
   return parse_string(text, dst, size, why, why_len);
 }
 
+static int parse_bcast_algo(const char *text, void *dst, size_t size, char *why,
+                            size_t why_len) {
+  if (!zcoll__bcast_algo_name_valid(text)) {
+    snprintf(why, why_len, "unknown broadcast algorithm (auto, chain or tree)");
+    return -1;
+  }
+  return parse_string(text, dst, size, why, why_len);
+}
+
 static int parse_arity(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   if (parse_int(text, dst, size, why, why_len)) return -1;
   if (*(int *)dst < 2 || *(int *)dst > 64) {
@@ -230,6 +239,8 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       parse_string),
     F("ALGO", "auto", "allreduce algorithm: auto or one of the algorithms zcoll_info lists", algo,
       parse_algo),
+    F("BCAST_ALGO", "auto", "broadcast algorithm: auto, chain (large vectors) or tree (small)",
+      bcast_algo, parse_bcast_algo),
     F("TREE_ARITY", "4", "fan-out k of the k-nomial tree algorithm", tree_arity, parse_arity),
     F("CHUNK_BYTES", "0", "pipeline chunk size in bytes (64..1G); 0: the transport's default",
       chunk_bytes, parse_chunk),

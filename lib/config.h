@@ -12,7 +12,7 @@
 enum { ZCOLL_TL_AUTO, ZCOLL_TL_VERBS, ZCOLL_TL_UCX, ZCOLL_TL_LOOPBACK, ZCOLL_TL_SHM };
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-#define ZCOLL_CONFIG_NFIELDS 23
+#define ZCOLL_CONFIG_NFIELDS 24
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -25,6 +25,7 @@ struct zcoll_config {
   int transport;
   char ib_dev[64];
   char algo[32];
+  char bcast_algo[32];
   int tree_arity;
   size_t chunk_bytes; /* 0: the transport's default */
   int pipeline_depth; /* staging slots per peer and direction */
@@ -42,6 +43,7 @@ struct zcoll_config {
 
 /* Validates an algorithm name for the ALGO field; defined by algorithms/. */
 int zcoll__algo_name_valid(const char *name);
+int zcoll__bcast_algo_name_valid(const char *name);
 
 /* Was the field set from the environment or code (not left at its default)? */
 int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name);

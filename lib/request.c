@@ -117,14 +117,27 @@ static struct zcoll_request *request_alloc(zcoll_comm_t *comm) {
 }
 
 /* A request with its plan and executor arrays, not in flight. */
-static zcoll_status_t request_new(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                  int persistent, struct zcoll_request **out) {
+/* What a call asks for: an allreduce, or a broadcast (recvbuf its buffer). */
+struct coll_args {
+  int bcast;
+  const void *sendbuf;
+  void *recvbuf;
+  size_t count;
+  zcoll_dtype_t dtype;
+  zcoll_op_t op;
+  int root;
+};
+
+static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a, int persistent,
+                                  struct zcoll_request **out) {
   struct zcoll_request *q = request_alloc(comm);
   if (!q) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a request");
   q->comm = comm;
   q->persistent = persistent;
-  zcoll_status_t st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &q->plan);
+  zcoll_status_t st =
+      !a->bcast ? zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
+                                          &q->plan)
+                  : zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype, a->root, &q->plan);
   if (st == ZCOLL_OK)
     st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
   if (st != ZCOLL_OK) {
@@ -160,18 +173,18 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   return st;
 }
 
-zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                zcoll_request_t **req) {
+/* The non-blocking form of a collective: planned, issued, handed back in flight. */
+static zcoll_status_t issue(zcoll_comm_t *comm, const struct coll_args *a, zcoll_request_t **req,
+                            const char *fn) {
   if (req) *req = NULL;
-  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_iallreduce: comm is NULL");
-  zcoll_status_t st = zcoll__enter(comm, "zcoll_iallreduce");
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  zcoll_status_t st = zcoll__enter(comm, fn);
   if (st != ZCOLL_OK) return st;
   if ((st = zcoll__check_usable(comm)) == ZCOLL_OK) {
     struct zcoll_request *q = NULL;
     if (!req)
-      st = zcoll__poison(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_iallreduce: req is NULL"));
-    else if ((st = request_new(comm, sendbuf, recvbuf, count, dtype, op, 0, &q)) != ZCOLL_OK)
+      st = zcoll__poison(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: req is NULL", fn));
+    else if ((st = request_new(comm, a, 0, &q)) != ZCOLL_OK)
       st = zcoll__plan_failed(comm, st);
     else if ((st = request_start(q)) != ZCOLL_OK)
       request_free(q);
@@ -183,21 +196,47 @@ zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
   return st;
 }
 
-zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                    zcoll_request_t **req) {
+/* The persistent form: planned (and its result opened to the peers), not issued. */
+static zcoll_status_t prepare(zcoll_comm_t *comm, const struct coll_args *a,
+                              zcoll_request_t **req, const char *fn) {
   if (req) *req = NULL;
-  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_init: comm is NULL");
-  if (!req) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_init: req is NULL");
-  zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce_init");
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  if (!req) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: req is NULL", fn);
+  zcoll_status_t st = zcoll__enter(comm, fn);
   if (st != ZCOLL_OK) return st;
   /* Local: nothing is issued, so an argument error here breaks nothing. */
   if ((st = zcoll__check_usable(comm)) == ZCOLL_OK &&
-      (st = request_new(comm, sendbuf, recvbuf, count, dtype, op, 1, req)) == ZCOLL_OK)
+      (st = request_new(comm, a, 1, req)) == ZCOLL_OK)
     grant_setup(comm, *req);
   st = zcoll__report(comm, st);
   zcoll__leave(comm);
   return st;
+}
+
+zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                zcoll_request_t **req) {
+  struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
+  return issue(comm, &a, req, "zcoll_iallreduce");
+}
+
+zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                    zcoll_request_t **req) {
+  struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
+  return prepare(comm, &a, req, "zcoll_allreduce_init");
+}
+
+zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count, zcoll_dtype_t dtype,
+                                int root, zcoll_request_t **req) {
+  struct coll_args a = {1, buf, buf, count, dtype, ZCOLL_SUM, root};
+  return issue(comm, &a, req, "zcoll_ibroadcast");
+}
+
+zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,
+                                    zcoll_dtype_t dtype, int root, zcoll_request_t **req) {
+  struct coll_args a = {1, buf, buf, count, dtype, ZCOLL_SUM, root};
+  return prepare(comm, &a, req, "zcoll_broadcast_init");
 }
 
 /* The calls on a request: one thread inside the communicator, errors recorded in it.

@@ -12,6 +12,7 @@ void zcoll__sched_init(struct zcoll__sched *s, int rank, int size, size_t count,
   s->size = size;
   s->count = count;
   s->in_place = in_place;
+  s->root = -1;
 }
 
 void zcoll__sched_free(struct zcoll__sched *s) {

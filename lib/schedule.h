@@ -39,6 +39,7 @@ struct zcoll__sop {
 
 struct zcoll__sched {
   int rank, size;
+  int root; /* a broadcast's; -1 for an allreduce */
   int in_place;
   size_t count;
   struct zcoll__sop *ops;

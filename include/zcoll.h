@@ -279,6 +279,46 @@ ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, siz
                                               zcoll_dtype_t dtype, int root,
                                               zcoll_request_t **req);
 
+/* ---- the task-based vector interface ------------------------------------------------
+ * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,
+ * local_tasks, ...) on each rank that takes part (every rank of comm; ranks may host
+ * different numbers of tasks, at least 1 each; the global count is their sum), then each
+ * task calls zcoll_vec_commit(vec, its vector) -- from any thread, without blocking: the
+ * vector is folded (op) into the key's local buffer at once, so the caller may reuse it
+ * when the call returns -- and zcoll_vec_get(vec, out) blocks until the reduction over
+ * every task of every rank is in out. The rank's last commit of a round makes the key
+ * ready; the global allreduce starts when every rank's is: rank 0 orders the keys'
+ * allreduces as they become ready everywhere (small messages on the rendezvous
+ * connections), so keys complete in any order, independently of each other. The
+ * reduction moves while a thread is in zcoll_vec_commit or zcoll_vec_get, or on the
+ * progress thread (ZCOLL_PROGRESS=thread).
+ * - op: any commutative op (tasks commit in any order); ZCOLL_AVG divides by the global
+ *   number of tasks; a premul sum scales this rank's sum of its tasks.
+ * - Rounds: once a round's result is there, the next commit starts the next round of the
+ *   same key (its result replaces the last: get before committing again). A commit while
+ *   the rank's tasks of the round are all in and the round is not done is an error
+ *   (ZCOLL_ERR_INVALID_ARG: more commits than tasks). zcoll_vec_get may be called by
+ *   several threads, and again: each gets the latest round's result once it is done.
+ * - Keys: up to 63 bytes; several live at once; every rank must use the same count,
+ *   dtype and op for a key (else zcoll_vec_get returns ZCOLL_ERR_MISMATCH naming both).
+ *   A key a rank never initializes, or tasks that never commit, make zcoll_vec_get
+ *   return ZCOLL_ERR_TIMEOUT after ZCOLL_TIMEOUT seconds, saying what is missing (rank
+ *   0's names the ranks).
+ * - The keys' allreduces start at moments that differ from rank to rank: a communicator
+ *   with keys in use carries no other collective (give the vectors a communicator of
+ *   their own); a collective issued meanwhile fails with ZCOLL_ERR_MISMATCH, never
+ *   with wrong data.
+ * - zcoll_vec_free (local) refuses while the key's round is being reduced; the key's
+ *   name may be used again once every rank has freed it. zcoll_comm_destroy frees the
+ *   keys left behind. */
+typedef struct zcoll_vec zcoll_vec_t;
+ZCOLL_API zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tasks,
+                                        size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                        zcoll_vec_t **vec);
+ZCOLL_API zcoll_status_t zcoll_vec_commit(zcoll_vec_t *vec, const void *buf);
+ZCOLL_API zcoll_status_t zcoll_vec_get(zcoll_vec_t *vec, void *out);
+ZCOLL_API zcoll_status_t zcoll_vec_free(zcoll_vec_t *vec);
+
 /* Explicit registration (local, not collective). Over verbs, pieces sent from inside a
  * registered region go straight from it, with no copy into staging; elsewhere it is
  * accepted and changes nothing. The region must stay registered and valid while

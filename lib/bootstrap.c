@@ -22,6 +22,7 @@
 #define MSG_ABORT ZCOLL_BS_ABORT
 #define MSG_BYE ZCOLL_BS_BYE
 #define MSG_BYE_ACK ZCOLL_BS_BYE_ACK
+#define MSG_CTL ZCOLL_BS_CTL
 
 #define MAX_MSG (64u << 20)
 /* Descriptors rank 0 needs beyond one per rank: strangers being admitted, the
@@ -36,8 +37,16 @@ struct kid { /* rank 0's view of one other rank */
   int gone; /* said BYE and was answered */
 };
 
+struct ctl { /* a received control message, waiting to be taken */
+  struct ctl *next;
+  int from;
+  uint32_t len;
+  void *msg;
+};
+
 struct zcoll__bootstrap {
   int rank, size;
+  struct ctl *inbox, **inbox_tail; /* oldest first */
   double timeout;
   int fd;          /* rank != 0: the socket to rank 0 */
   struct kid *kid; /* rank 0: one per rank, kid[0] unused */
@@ -87,6 +96,46 @@ static zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const vo
   return fail_sticky(bs, st, "rank %u aborted: %s", m.origin, m.text);
 }
 
+/* ---- control messages of the layers above ------------------------------------------ */
+
+static zcoll_status_t file_ctl(struct zcoll__bootstrap *bs, int from, void *msg, uint32_t len) {
+  struct ctl *c = malloc(sizeof(*c));
+  if (!c || len > ZCOLL_BS_MAX_CTL) {
+    free(c), free(msg);
+    return fail_sticky(bs, c ? ZCOLL_ERR_BOOTSTRAP : ZCOLL_ERR_NO_MEMORY,
+                       "bootstrap: a control message of %u bytes from rank %d", len, from);
+  }
+  *c = (struct ctl){NULL, from, len, msg};
+  if (!bs->inbox_tail) bs->inbox_tail = &bs->inbox;
+  *bs->inbox_tail = c;
+  bs->inbox_tail = &c->next;
+  return ZCOLL_OK;
+}
+
+int zcoll__bootstrap_ctl_take(struct zcoll__bootstrap *bs, int *from, void **msg, uint32_t *len) {
+  struct ctl *c = bs->inbox;
+  if (!c) return 0;
+  if (!(bs->inbox = c->next)) bs->inbox_tail = &bs->inbox;
+  *from = c->from;
+  *msg = c->msg;
+  *len = c->len;
+  free(c);
+  return 1;
+}
+
+zcoll_status_t zcoll__bootstrap_ctl_send(struct zcoll__bootstrap *bs, int to, const void *msg,
+                                         uint32_t len) {
+  if (bs->failed) return bs->failed;
+  int fd = bs->rank == 0 ? (to > 0 && to < bs->size ? bs->kid[to].fd : -1) : bs->fd;
+  if (fd < 0 || len > ZCOLL_BS_MAX_CTL)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bootstrap: no control channel to rank %d", to);
+  zcoll_status_t st = zcoll__sock_send_msg(fd, MSG_CTL, msg, len, zcoll__deadline(bs->timeout));
+  if (st != ZCOLL_OK)
+    return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "bootstrap: lost rank %d sending to it",
+                       bs->rank == 0 ? to : 0);
+  return ZCOLL_OK;
+}
+
 /* ---- rank 0 ---------------------------------------------------------------------- */
 
 static void kid_drop_pending(struct kid *k) {
@@ -116,6 +165,7 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
     free(payload);
     return st;
   }
+  if (type == MSG_CTL) return file_ctl(bs, r, payload, len);
   if ((type != MSG_GATHER && type != MSG_BYE) || k->type) {
     free(payload);
     return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank %d",
@@ -361,22 +411,29 @@ zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
   if (bs->failed) return bs->failed;
   if (bs->size == 1) return ZCOLL_OK;
   if (bs->rank == 0) return root_pump(bs, 0, 0);
-  struct pollfd p = {.fd = bs->fd, .events = POLLIN};
-  if (poll(&p, 1, 0) <= 0) return ZCOLL_OK;
-  uint16_t type;
-  void *payload;
-  uint32_t len;
-  zcoll_status_t st =
-      zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type, &payload, &len);
-  if (st == ZCOLL_ERR_PEER_FAILED)
-    return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
-  if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
-  if (type == MSG_ABORT)
-    st = take_abort(bs, 0, payload, len);
-  else
-    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank 0", type);
-  free(payload);
-  return st;
+  for (;;) { /* everything that has arrived: control messages come in bursts */
+    struct pollfd p = {.fd = bs->fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0) return ZCOLL_OK;
+    uint16_t type;
+    void *payload;
+    uint32_t len;
+    zcoll_status_t st =
+        zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type, &payload, &len);
+    if (st == ZCOLL_ERR_PEER_FAILED)
+      return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
+    if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
+    if (type == MSG_CTL) {
+      if ((st = file_ctl(bs, 0, payload, len)) != ZCOLL_OK) return st;
+      continue;
+    }
+    if (type == MSG_ABORT)
+      st = take_abort(bs, 0, payload, len);
+    else
+      st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank 0",
+                       type);
+    free(payload);
+    return st;
+  }
 }
 
 void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, const char *why) {
@@ -400,9 +457,13 @@ static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs) {
     uint16_t type;
     void *payload;
     uint32_t len;
-    /* Rank 0 answers once everyone has said goodbye: a final barrier. */
-    zcoll_status_t st =
-        zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len);
+    /* Rank 0 answers once everyone has said goodbye: a final barrier. Control messages
+     * still on the way are of no use now. */
+    zcoll_status_t st;
+    while ((st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len)) ==
+               ZCOLL_OK &&
+           type == MSG_CTL)
+      free(payload);
     if (st != ZCOLL_OK)
       return fail_sticky(bs, st == ZCOLL_ERR_TIMEOUT ? st : ZCOLL_ERR_PEER_FAILED,
                          "rank 0 did not confirm the final barrier");
@@ -430,6 +491,11 @@ zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs, int gracefu
       kid_drop_pending(&bs->kid[r]);
     }
     free(bs->kid);
+  }
+  while (bs->inbox) {
+    struct ctl *c = bs->inbox;
+    bs->inbox = c->next;
+    free(c->msg), free(c);
   }
   free(bs);
   return st;

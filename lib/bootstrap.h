@@ -42,6 +42,15 @@ int zcoll__bootstrap_pollfds(struct zcoll__bootstrap *bs, struct pollfd *fds, in
 /* Non-blocking: reads pending control messages. ZCOLL_OK while every peer is alive
  * and nobody aborted; otherwise the (sticky) failure, with a message naming the rank. */
 zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs);
+/* Control messages of a layer above (the vector interface's sequencer, vec.c), along
+ * the star: a rank other than 0 sends to rank 0 only (to is ignored), rank 0 to any
+ * other rank. At most ZCOLL_BS_MAX_CTL bytes. Received ones are kept, in arrival order,
+ * by zcoll__bootstrap_check (and every wait that reads the sockets) until taken. */
+#define ZCOLL_BS_MAX_CTL 4096u
+zcoll_status_t zcoll__bootstrap_ctl_send(struct zcoll__bootstrap *bs, int to, const void *msg,
+                                         uint32_t len);
+/* The oldest received: 1 and *msg (malloc'ed, the caller frees it), or 0 if none. */
+int zcoll__bootstrap_ctl_take(struct zcoll__bootstrap *bs, int *from, void **msg, uint32_t *len);
 /* Tells every rank to give up with `reason`; local, does not wait. */
 void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, const char *why);
 /* graceful: a final barrier so that no rank leaves while others still talk to it. */

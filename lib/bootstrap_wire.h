@@ -48,7 +48,8 @@ enum zcoll__bs_type {
   ZCOLL_BS_BYE,
   ZCOLL_BS_BYE_ACK,
   ZCOLL_BS_CHALLENGE,
-  ZCOLL_BS_PROOF
+  ZCOLL_BS_PROOF,
+  ZCOLL_BS_CTL /* a message of a layer above (vec.c), between rank 0 and one rank */
 };
 
 #define ZCOLL_BS_HELLO_BYTES (8u + ZCOLL_BS_JOBID_BYTES + ZCOLL_BS_NONCE_BYTES)

@@ -297,6 +297,7 @@ static void release(zcoll_comm_t *comm, int local) {
   if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
   free(comm->chans);
   free(comm->chan_of);
+  zcoll__vecs_release(comm);     /* their requests are among the next */
   zcoll__requests_release(comm); /* before the schedules they pin */
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);

@@ -107,6 +107,7 @@ struct zcoll_comm {
   uint8_t *chan_block; /* scratch of zcoll__progress: per channel, ZCOLL_BLOCK_* */
   int chan_block_cap;
   struct zcoll_request *requests; /* every request not yet freed (request.c) */
+  struct zcoll__vecs *vecs;       /* the vector interface's keys and sequencer, or NULL */
   struct zcoll_request *request_pool; /* freed ones kept for reuse, with their arrays */
   int request_pool_len;
   /* ZCOLL_PROGRESS=thread (progress_thread.c): mu guards the executor between the
@@ -151,6 +152,20 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int 
 zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st);
 zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st);
 void zcoll__plan_release(struct zcoll__plan *pl);
+/* The request calls' bodies for layers inside the library (vec.c), on a communicator
+ * already entered: a persistent allreduce, started, tested, waited for, freed. */
+zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                      zcoll_request_t **req);
+zcoll_status_t zcoll__request_start(zcoll_request_t *q);
+zcoll_status_t zcoll__request_test(zcoll_request_t *q);
+zcoll_status_t zcoll__request_wait(zcoll_request_t *q);
+zcoll_status_t zcoll__request_free(zcoll_request_t *q);
+/* The vector interface (vec.c): one pass of its sequencer and requests (entered, or
+ * under the progress thread's lock); and its release at destroy or abort. */
+struct zcoll__vecs;
+zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress);
+void zcoll__vecs_release(zcoll_comm_t *comm);
 /* Frees every request of comm (request.c), at destroy or abort. */
 void zcoll__requests_release(zcoll_comm_t *comm); /* and the pool */
 /* Deregisters the result buffers that requests exposed to peers (before the transport

@@ -61,6 +61,19 @@ zcoll_status_t zcoll__enter_unless_busy(zcoll_comm_t *comm, const char *fn) {
   return enter(comm, fn, 1);
 }
 
+int zcoll__try_enter(zcoll_comm_t *comm) {
+  int idle = 0;
+  if (zcoll__guard_forked(comm) ||
+      !atomic_compare_exchange_strong_explicit(&comm->inside, &idle, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return 0;
+  if (comm->progress_on && pthread_mutex_trylock(&comm->mu) != 0) {
+    atomic_store_explicit(&comm->inside, 0, memory_order_release);
+    return 0;
+  }
+  return 1;
+}
+
 void zcoll__leave(zcoll_comm_t *comm) {
   if (comm->progress_on) pthread_mutex_unlock(&comm->mu);
   atomic_store_explicit(&comm->inside, 0, memory_order_release);

@@ -28,6 +28,9 @@ zcoll_status_t zcoll__enter(struct zcoll_comm *comm, const char *fn);
  * progress thread is inside a pass, instead of waiting for the pass to end. */
 zcoll_status_t zcoll__enter_unless_busy(struct zcoll_comm *comm, const char *fn);
 void zcoll__leave(struct zcoll_comm *comm);
+/* Enters if no other thread is inside (and, with a progress thread, it is not inside a
+ * pass): 1, to be left with zcoll__leave; else 0, and nothing recorded. */
+int zcoll__try_enter(struct zcoll_comm *comm);
 /* Waits up to `seconds` for the thread inside (if any) to leave, and takes the
  * communicator for good (every later call is refused); 0 if the thread did not leave. */
 int zcoll__guard_take_over(struct zcoll_comm *comm, double seconds);

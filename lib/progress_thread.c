@@ -54,6 +54,10 @@ static void pass(zcoll_comm_t *comm, int *progress, int *busy) {
       st = zcoll__progress(comm, progress);
     if (st != ZCOLL_OK) failed(comm, st);
   }
+  if (comm->broken == ZCOLL_OK && comm->vecs) { /* keys to announce, start and end */
+    zcoll_status_t st = zcoll__vecs_pump(comm, progress);
+    if (st != ZCOLL_OK) failed(comm, st);
+  }
   *busy = comm->broken == ZCOLL_OK && comm->active != NULL;
 }
 

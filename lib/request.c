@@ -328,3 +328,20 @@ zcoll_status_t zcoll_wait(zcoll_request_t *q) { return on_request(q, "zcoll_wait
 zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
   return on_request(q, "zcoll_request_free", free_ended);
 }
+
+/* ---- for layers inside the library (vec.c): the calls' bodies, on a communicator the
+ * caller has entered (or whose lock the progress thread holds). ---- */
+
+zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                      zcoll_request_t **req) {
+  struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
+  zcoll_status_t st = request_new(comm, &a, 1, req);
+  if (st == ZCOLL_OK) grant_setup(comm, *req);
+  return st;
+}
+
+zcoll_status_t zcoll__request_start(zcoll_request_t *q) { return start_again(q); }
+zcoll_status_t zcoll__request_test(zcoll_request_t *q) { return test_end(q); }
+zcoll_status_t zcoll__request_wait(zcoll_request_t *q) { return wait_end(q); }
+zcoll_status_t zcoll__request_free(zcoll_request_t *q) { return free_ended(q); }

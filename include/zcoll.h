@@ -294,11 +294,12 @@ ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, siz
  * progress thread (ZCOLL_PROGRESS=thread).
  * - op: any commutative op (tasks commit in any order); ZCOLL_AVG divides by the global
  *   number of tasks; a premul sum scales this rank's sum of its tasks.
- * - Rounds: once a round's result is there, the next commit starts the next round of the
- *   same key (its result replaces the last: get before committing again). A commit while
- *   the rank's tasks of the round are all in and the round is not done is an error
- *   (ZCOLL_ERR_INVALID_ARG: more commits than tasks). zcoll_vec_get may be called by
- *   several threads, and again: each gets the latest round's result once it is done.
+ * - Rounds: a key is reused round after round. The n-th zcoll_vec_get on a rank returns
+ *   round n's result (waiting for it): one thread per rank takes each round's result.
+ *   Once a round is done the next round's commits come in, even before its result is
+ *   taken; a commit while all of the rank's tasks of the round are in and the round is
+ *   not done, or two rounds ahead of zcoll_vec_get, is an error (ZCOLL_ERR_INVALID_ARG:
+ *   more commits than tasks). A key holds two buffers of count elements.
  * - Keys: up to 63 bytes; several live at once; every rank must use the same count,
  *   dtype and op for a key (else zcoll_vec_get returns ZCOLL_ERR_MISMATCH naming both).
  *   A key a rank never initializes, or tasks that never commit, make zcoll_vec_get

@@ -27,7 +27,11 @@
 #include "reduce.h"
 #include "vec.h"
 
-enum { COLLECTING, FULL, REDUCING, DONE, FAILED };
+/* The round being collected (commits go in) moves COLLECTING -> FULL (every local task
+ * committed) -> REDUCING (rank 0 said go) -> done, and the next round is collected.
+ * Rounds alternate between two buffers, so that the next round's commits may come in
+ * while the last round's result waits for its zcoll_vec_get. */
+enum { COLLECTING, FULL, REDUCING, FAILED };
 
 struct zcoll_vec {
   zcoll_comm_t *comm;
@@ -38,18 +42,19 @@ struct zcoll_vec {
   zcoll_dtype_t dtype;
   zcoll_op_t op;                   /* as given: AVG divides by the global tasks at the end */
   const struct zcoll__op_def *uop; /* a created op, referenced; NULL */
-  zcoll_request_t *req;            /* the persistent allreduce of acc, in place */
+  zcoll_request_t *req[2];         /* the persistent allreduce of each buffer, in place */
+  char *buf[2];                    /* round n's fold, then its result: buf[n % 2] */
   pthread_mutex_t mu;
   /* under mu */
-  char *acc;
   int commits;
-  uint32_t round;
-  int state;
+  uint32_t round;  /* being collected; every earlier round is done */
+  uint32_t gotten; /* rounds delivered by zcoll_vec_get: the next get returns this one */
+  int state;       /* of `round` */
+  uint64_t total[2]; /* per buffer: the global number of tasks of its round */
   zcoll_status_t error;
   char why[400];
   /* on the communicator only */
   int ready_sent;
-  uint64_t total;
 };
 
 struct go {
@@ -158,12 +163,12 @@ static zcoll_status_t start_gos(zcoll_comm_t *comm, int *progress) {
                          "vector protocol: rank 0 started round %u of key '%s', which this rank "
                          "is not ready for",
                          g->round, g->key);
-    v->total = g->total;
+    v->total[g->round % 2] = g->total;
     v->ready_sent = 0;
     if (!(vs->gos = g->next)) vs->gos_tail = &vs->gos;
     free(g);
     *progress = 1;
-    zcoll_status_t st = zcoll__request_start(v->req);
+    zcoll_status_t st = zcoll__request_start(v->req[v->round % 2]);
     if (st != ZCOLL_OK) return st;
   }
   return ZCOLL_OK;
@@ -187,17 +192,20 @@ zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
   for (struct zcoll_vec *v = comm->vecs->list; v && st == ZCOLL_OK; v = v->next) {
     pthread_mutex_lock(&v->mu);
     int reducing = v->state == REDUCING; /* only the pump moves a key out of REDUCING */
+    uint32_t round = v->round;
     pthread_mutex_unlock(&v->mu);
     if (!reducing) continue;
-    zcoll_status_t rs = zcoll__request_test(v->req);
+    zcoll_status_t rs = zcoll__request_test(v->req[round % 2]);
     if (rs == ZCOLL_IN_PROGRESS) continue;
     *progress = 1;
     if (rs != ZCOLL_OK) {
       fail_vec(v, rs, zcoll__last_error());
       continue;
     }
-    pthread_mutex_lock(&v->mu);
-    v->state = DONE;
+    pthread_mutex_lock(&v->mu); /* done: the next round is collected in the other buffer */
+    v->round++;
+    v->commits = 0;
+    v->state = COLLECTING;
     pthread_mutex_unlock(&v->mu);
   }
   if (st != ZCOLL_OK) /* the communicator is gone for the keys too */
@@ -220,10 +228,12 @@ static zcoll_status_t check_op(zcoll_vec_t *v) {
 }
 
 static void vec_destroy(zcoll_vec_t *v) {
-  if (v->req) zcoll__request_free(v->req);
+  for (int i = 0; i < 2; i++) {
+    if (v->req[i]) zcoll__request_free(v->req[i]);
+    free(v->buf[i]);
+  }
   zcoll__op_put(v->uop);
   pthread_mutex_destroy(&v->mu);
-  free(v->acc);
   free(v);
 }
 
@@ -263,14 +273,16 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
   v->bytes = count * zcoll__dsize(dtype);
   pthread_mutex_init(&v->mu, NULL);
   if ((st = check_op(v)) != ZCOLL_OK) goto out;
-  if (!(v->acc = malloc(v->bytes ? v->bytes : 1))) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for key '%s' (%zu bytes)", key,
-                     v->bytes);
-    goto out;
+  for (int i = 0; i < 2; i++) {
+    if (!(v->buf[i] = malloc(v->bytes ? v->bytes : 1))) {
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for key '%s' (2 x %zu bytes)", key,
+                       v->bytes);
+      goto out;
+    }
+    if ((st = zcoll__request_prepare(comm, ZCOLL_IN_PLACE, v->buf[i], count, dtype,
+                                     op == ZCOLL_AVG ? ZCOLL_SUM : op, &v->req[i])) != ZCOLL_OK)
+      goto out;
   }
-  if ((st = zcoll__request_prepare(comm, ZCOLL_IN_PLACE, v->acc, count, dtype,
-                                   op == ZCOLL_AVG ? ZCOLL_SUM : op, &v->req)) != ZCOLL_OK)
-    goto out;
   struct zcoll__vec_msg m = {.kind = ZCOLL_VM_INIT, .tasks = (uint32_t)local_tasks,
                              .dtype = (uint32_t)dtype, .op = (uint32_t)op,
                              .op_tag = v->uop ? zcoll__op_tag(v->uop) : 0, .count = count};
@@ -293,15 +305,16 @@ out:
 
 /* Folds buf into the round (under v->mu): the first commit copies, the others reduce. */
 static void fold(zcoll_vec_t *v, const void *buf) {
+  char *acc = v->buf[v->round % 2];
   if (!v->commits) {
-    memcpy(v->acc, buf, v->bytes);
+    memcpy(acc, buf, v->bytes);
   } else if (!v->uop) {
     zcoll_op_t op = v->op == ZCOLL_AVG ? ZCOLL_SUM : v->op;
-    zcoll__reduce(v->dtype, op, v->acc, v->acc, buf, v->count, 0);
+    zcoll__reduce(v->dtype, op, acc, acc, buf, v->count, 0);
   } else if (v->uop->kind == ZCOLL_OPK_PREMUL) { /* the rank's sum, scaled once, globally */
-    zcoll__reduce(v->dtype, ZCOLL_SUM, v->acc, v->acc, buf, v->count, 0);
+    zcoll__reduce(v->dtype, ZCOLL_SUM, acc, acc, buf, v->count, 0);
   } else {
-    v->uop->fn(buf, v->acc, v->count, v->dtype, v->uop->user);
+    v->uop->fn(buf, acc, v->count, v->dtype, v->uop->user);
   }
 }
 
@@ -311,11 +324,6 @@ zcoll_status_t zcoll_vec_commit(zcoll_vec_t *v, const void *buf) {
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_commit: key '%s': buf is NULL", v->key);
   pthread_mutex_lock(&v->mu);
   zcoll_status_t st = ZCOLL_OK;
-  if (v->state == DONE) { /* the next round begins */
-    v->state = COLLECTING;
-    v->commits = 0;
-    v->round++;
-  }
   if (v->state == FAILED)
     st = zcoll__fail(v->error, "zcoll_vec_commit: key '%s' failed: %s", v->key, v->why);
   else if (v->state != COLLECTING)
@@ -323,6 +331,11 @@ zcoll_status_t zcoll_vec_commit(zcoll_vec_t *v, const void *buf) {
                      "zcoll_vec_commit: key '%s': more commits than tasks (all %d of this "
                      "rank's are in for round %u, which is not done yet)",
                      v->key, v->tasks, v->round);
+  else if (v->round > v->gotten + 1) /* its buffer still holds a result not yet taken */
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "zcoll_vec_commit: key '%s': more commits than tasks (rounds %u and %u are "
+                     "done and round %u has not been taken by zcoll_vec_get yet)",
+                     v->key, v->round - 2, v->round - 1, v->gotten);
   if (st == ZCOLL_OK) {
     fold(v, buf);
     if (++v->commits == v->tasks) v->state = FULL;
@@ -348,12 +361,14 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The result to out (under v->mu): AVG divides by the number of tasks, once. */
-static void deliver_result(zcoll_vec_t *v, void *out) {
-  if (v->op == ZCOLL_AVG && v->total > 1)
-    zcoll__reduce_scale(v->dtype, out, v->acc, v->count, (int)v->total);
-  else if (v->bytes && out != v->acc)
-    memcpy(out, v->acc, v->bytes);
+/* The round's result to out (under v->mu): AVG divides by the number of tasks, once. */
+static void deliver_result(zcoll_vec_t *v, uint32_t round, void *out) {
+  const char *res = v->buf[round % 2];
+  uint64_t total = v->total[round % 2];
+  if (v->op == ZCOLL_AVG && total > 1)
+    zcoll__reduce_scale(v->dtype, out, res, v->count, (int)total);
+  else if (v->bytes)
+    memcpy(out, res, v->bytes);
 }
 
 /* Why the round is not done after the timeout, in words that say what to fix. */
@@ -389,13 +404,14 @@ static zcoll_status_t drive(zcoll_vec_t *v, double deadline, double timeout) {
     if (st == ZCOLL_OK) st = zcoll__vecs_pump(comm, &progress);
     if (st != ZCOLL_OK) return st;
     pthread_mutex_lock(&v->mu);
-    int state = v->state;
+    int state = v->state, done = v->round > v->gotten;
+    uint32_t round = v->round;
     pthread_mutex_unlock(&v->mu);
-    if (state == DONE || state == FAILED) return ZCOLL_OK;
+    if (done || state == FAILED) return ZCOLL_OK;
     if (state == REDUCING) {
       /* Its collective ends whatever else happens (every rank has started it), and the
        * executor waits well; messages for other keys wait meanwhile. */
-      if ((st = zcoll__request_wait(v->req)) != ZCOLL_OK) return st;
+      if ((st = zcoll__request_wait(v->req[round % 2])) != ZCOLL_OK) return st;
       continue;
     }
     if (progress) continue;
@@ -421,8 +437,8 @@ zcoll_status_t zcoll_vec_get(zcoll_vec_t *v, void *out) {
   double timeout = comm->cfg->timeout, deadline = now_s() + timeout;
   for (;;) {
     pthread_mutex_lock(&v->mu);
-    if (v->state == DONE) {
-      deliver_result(v, out);
+    if (v->round > v->gotten) { /* a round done and not yet taken: this get's */
+      deliver_result(v, v->gotten++, out);
       pthread_mutex_unlock(&v->mu);
       return ZCOLL_OK;
     }
@@ -483,7 +499,7 @@ void zcoll__vecs_release(zcoll_comm_t *comm) {
   while (vs->list) {
     struct zcoll_vec *v = vs->list;
     vs->list = v->next;
-    v->req = NULL; /* the communicator's requests go with it */
+    v->req[0] = v->req[1] = NULL; /* the communicator's requests go with it */
     vec_destroy(v);
   }
   while (vs->gos) {

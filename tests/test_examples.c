@@ -74,3 +74,19 @@ Test(examples, asgd_rejects_bad_arguments, .timeout = 60) {
     free(r.out);
   }
 }
+
+/* examples/tasks: threads of uneven task counts per rank commit to two keys, the main
+ * thread gets them; it checks every element itself. Both progress modes. */
+Test(examples, tasks_three_ranks, .timeout = 300) {
+  const char *modes[][2] = {{"ZCOLL_PROGRESS=caller", NULL}, {"ZCOLL_PROGRESS=thread", NULL}};
+  for (int m = 0; m < 2; m++) {
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", SP_BIN("tasks"), "--rounds", "4",
+                          NULL};
+    struct sp_result r = sp_run(argv, modes[m], 240);
+    cr_expect_eq(r.status, 0, "%s: exit %d\n%s", modes[m][0], r.status, r.out);
+    cr_expect(strstr(r.out, "4 rounds, every element of both keys as expected") != NULL, "%s",
+              r.out);
+    cr_log_info("%s\n%s", modes[m][0], r.out);
+    free(r.out);
+  }
+}

@@ -83,11 +83,12 @@ static int row(const struct pt_opts *o, const struct gp_run *r, const struct pt_
   cell.cpu_us = v[1];
   const size_t bytes = r->count * pat->esize;
   tot->wrong += cell.wrong;
-  tot->sum += pt_busbw(pt_algbw(bytes, cell.time_us), r->nranks);
+  tot->sum += pt_algbw(bytes, cell.time_us) * pt_bus_factor(PT_COLL_ALLREDUCE, r->nranks);
   tot->n++;
   if (r->rank == 0) {
-    pt_print_row_start(stdout, bytes, r->count, r->t, r->op);
-    pt_print_cell(stdout, &cell, bytes, r->nranks, o->cputime, o->check);
+    pt_print_row_start(stdout, bytes, r->count, r->t, pt_op_names[r->op], -1);
+    pt_print_cell(stdout, &cell, bytes, pt_bus_factor(PT_COLL_ALLREDUCE, r->nranks), o->cputime,
+                  o->check);
     pt_print_na_cell(stdout, o->cputime);
     const char *algo = be->algorithm(be->ctx);
     printf("  %s\n", algo ? algo : "-");

@@ -138,7 +138,7 @@ Test(perf_cli, help_prints_usage)
                          "-c, --check", "-d, --datatype", "-o, --op", "-z, --blocking",
                          "-a, --average", "-C, --report_cputime", "-R, --local_register",
                          "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "--overlap=idle",
-                         "-h, --help"};
+                         "-t, --coll", "--nthreads", "-r, --root", "-h, --help"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_expect(strstr(out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
   /* the defaults that changed with nccl-tests' meanings, and what -C counts */
@@ -146,6 +146,9 @@ Test(perf_cli, help_prints_usage)
             "%s", out);
   cr_expect(strstr(out, "1 the mean over ranks (default)") != NULL, "%s", out);
   cr_expect(strstr(out, "process's CPU time") != NULL, "%s", out);
+  /* the broadcast's bus factor, and what its out-of-place columns hold */
+  cr_expect(strstr(out, "busbw = algbw (factor 1) for a broadcast") != NULL, "%s", out);
+  cr_expect(strstr(out, "out-of-place columns say N/A") != NULL, "%s", out);
 }
 
 Test(perf_cli, long_help) { expect_usage_ok(ARGS("--help")); }
@@ -215,12 +218,30 @@ static const struct {
     {ARGS("--overlap", "-m", "2"), "--overlap"},
     {ARGS("--overlap", "-z", "1"), "--overlap"},
     {ARGS("--overlap=sleepy"), "--overlap=sleepy: busy or idle"},
+    {ARGS("--coll"), "--coll"},
+    {ARGS("-t", "broadcast", "--overlap"), "--overlap measures the allreduce only"},
+};
+
+/* The collective and its root: an option, a value it refuses, what the message says. -t
+ * takes a collective or nccl-tests' nthreads (only 1), --coll a collective, --nthreads a
+ * count; -r a rank number (whether it names a rank is known after init: root_not_a_rank). */
+static const char *const bad_coll[][3] = {
+    {"-t", "2", "-t 2: zcoll_perf runs one thread per rank"},
+    {"-t", "0", "one thread per rank"},
+    {"--nthreads", "4", "one thread per rank"},
+    {"--nthreads", "broadcast", "not a thread count"},
+    {"-t", "reduce_scatter", "'reduce_scatter': not a collective (allreduce, broadcast)"},
+    {"--coll", "1", "--coll '1': not a collective"},
+    {"-r", "-1", "-r: '-1' is not a rank number"},
+    {"--root", "one", "'one' is not a rank number"},
 };
 
 Test(perf_cli, nccl_tests_flags_bad_values)
 {
   for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++)
     expect_usage_error(bad_values[i].args, bad_values[i].what);
+  for (size_t i = 0; i < sizeof bad_coll / sizeof bad_coll[0]; i++)
+    expect_usage_error(ARGS(bad_coll[i][0], bad_coll[i][1]), bad_coll[i][2]);
 }
 
 /* -A goes through zcoll_config_set, which validates the name: still no collective. */
@@ -240,19 +261,66 @@ Test(perf_cli, unknown_algorithm)
   expect_usage_error(ARGS("-A", ""), "-A");
 }
 
+#define ONE_SIZE "-b", "8", "-e", "8", "-n", "1", "-w", "0"
+
+/* Each form runs as a job of one rank: exit 0, every element right, and every string of
+ * want (NULL-terminated) somewhere in stdout. */
+static void expect_forms_ok(const char *const *const *forms, size_t n, const char *const *want)
+{
+  for (size_t i = 0; i < n; i++) {
+    static struct result r;
+    run_perf(&r, forms[i]);
+    cr_expect_eq(r.status, 0, "%s %s: exit %d; stderr: %s", forms[i][0], forms[i][1], r.status,
+                 r.err);
+    cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "stdout: %s", r.out);
+    for (const char *const *w = want; *w; w++)
+      cr_expect(strstr(r.out, *w) != NULL, "%s %s: no '%s' in stdout: %s", forms[i][0],
+                forms[i][1], *w, r.out);
+  }
+}
+
+#define FORMS(...) ((const char *const *const[]){__VA_ARGS__})
+#define NFORMS(...) (sizeof FORMS(__VA_ARGS__) / sizeof(const char *const *))
+#define EXPECT_FORMS_OK(want, ...) expect_forms_ok(FORMS(__VA_ARGS__), NFORMS(__VA_ARGS__), want)
+
 /* Every form of -A reaches the ALGO field: a job of one rank says which algorithm ran. */
 Test(perf_cli, algorithm_forms_accepted)
 {
-#define ONE_SIZE "-b", "8", "-e", "8", "-n", "1", "-w", "0"
-  const char *const *forms[] = {ARGS("-A", "ring", ONE_SIZE), ARGS("-Aring", ONE_SIZE),
-                                ARGS("--algo", "ring", ONE_SIZE), ARGS("--algo=ring", ONE_SIZE),
-                                ARGS("--algorithm", "ring", ONE_SIZE)};
-  for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-    static struct result r;
-    run_perf(&r, forms[i]);
-    cr_expect_eq(r.status, 0, "%s: exit %d; stderr: %s", forms[i][0], r.status, r.err);
-    cr_expect(strstr(r.out, ", algorithm ring, ranks 1,") != NULL, "%s: stdout: %s", forms[i][0],
-              r.out);
-    cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "stdout: %s", r.out);
-  }
+  EXPECT_FORMS_OK(ARGS(", algorithm ring, ranks 1,"), ARGS("-A", "ring", ONE_SIZE),
+                  ARGS("-Aring", ONE_SIZE), ARGS("--algo", "ring", ONE_SIZE),
+                  ARGS("--algo=ring", ONE_SIZE), ARGS("--algorithm", "ring", ONE_SIZE));
+}
+
+/* -t 1 (nccl-tests' nthreads) and -t allreduce change nothing: the allreduce table. */
+Test(perf_cli, one_thread_is_the_allreduce)
+{
+  EXPECT_FORMS_OK(ARGS("# zcoll_perf: allreduce, blocking", "  float     sum      -1  "),
+                  ARGS("-t", "1", ONE_SIZE), ARGS("--nthreads=1", ONE_SIZE),
+                  ARGS("-t", "allreduce", ONE_SIZE), ARGS("--coll", "allreduce", ONE_SIZE));
+}
+
+/* -t broadcast and --coll broadcast, in a job of one rank: the root is 0 (-r 0 or the
+ * default), -o is ignored (-o all: still one table), -A goes to BCAST_ALGO. */
+Test(perf_cli, broadcast_forms_accepted)
+{
+  EXPECT_FORMS_OK(ARGS("# zcoll_perf: broadcast from root 0 (-r),",
+                       "  float    none       0      N/A"),
+                  ARGS("-t", "broadcast", ONE_SIZE),
+                  ARGS("--coll", "broadcast", "-r", "0", ONE_SIZE),
+                  ARGS("--coll=broadcast", "--root=0", "-o", "prod", ONE_SIZE));
+  EXPECT_FORMS_OK(ARGS(", algorithm chain, ranks 1,", "      0  chain\n"),
+                  ARGS("-tbroadcast", "-A", "chain", ONE_SIZE));
+  static struct result r;
+  run_perf(&r, ARGS("-t", "broadcast", "-o", "all", ONE_SIZE));
+  const char *first = strstr(r.out, "#       size");
+  cr_expect(first && strstr(first + 1, "#       size") == NULL, "not one table: %s", r.out);
+}
+
+/* A root that is no rank of the job: exit 2 once the job's size is known, before any
+ * collective and any table. -A with a broadcast checks BCAST_ALGO's names. */
+Test(perf_cli, root_not_a_rank)
+{
+  expect_usage_error(ARGS("-t", "broadcast", "-r", "1", ONE_SIZE),
+                     "-r 1: the root must be a rank of the job, 0..0");
+  expect_usage_error(ARGS("-t", "broadcast", "-A", "ring", ONE_SIZE), "ZCOLL_BCAST_ALGO");
 }

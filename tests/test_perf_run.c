@@ -1,7 +1,9 @@
 /* zcoll_perf as it runs: 2 ranks over shm under zcoll_run, a small sweep (8 B .. 256 KiB)
- * with every element checked, once per mode of nccl-tests' flags and for --overlap. Each
- * run must exit 0, say "Out of bounds values : 0 OK", and every row must have the shape
- * its mode gives it, numbers where numbers belong and 0 in every #wrong column. */
+ * with every element checked, once per mode of nccl-tests' flags and for --overlap; and
+ * -t broadcast on 3 ranks over shm and UCX, from two roots, across the 256 KiB switch
+ * from tree to chain. Each run must exit 0, say "Out of bounds values : 0 OK", and every
+ * row must have the shape its mode gives it, numbers where numbers belong, N/A where
+ * nothing was measured and 0 in every #wrong column. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 
@@ -9,23 +11,34 @@
 
 #define SIZES 6 /* 8, 64, 512, 4K, 32K, 256K: -b 8 -e 1M -f 8 */
 
-/* Runs the sweep with extra arguments (NULL-terminated) and extra environment entries;
+/* The job: how many ranks, over which transport, and the sweep. */
+struct job {
+  const char *np, *transport;
+  const char *sweep[8]; /* -b, -e and -f with their values */
+};
+
+/* 8, 64, 512, 4K, 32K, 256K */
+static const struct job small_job = {"2", "ZCOLL_TRANSPORT=shm",
+                                     {"-b", "8", "-e", "1M", "-f", "8"}};
+
+/* Runs the job with extra arguments (NULL-terminated) and extra environment entries;
  * returns the output (stdout and stderr), after checking the exit status and footer. */
-static char *run_perf(const char *const *extra, const char *const *env_extra)
+static char *run_job(const struct job *job, const char *const *extra, const char *const *env_extra)
 {
-  const char *argv[40] = {SP_BIN("zcoll_run"), "-np", "2", "--timeout", "150",
-                          SP_BIN("zcoll_perf"), "-b", "8", "-e", "1M", "-f", "8", "-n", "3",
-                          "-w", "1", "-c", "1"};
+  const char *argv[40] = {SP_BIN("zcoll_run"), "-np", job->np, "--timeout", "150",
+                          SP_BIN("zcoll_perf"), "-n", "3", "-w", "1", "-c", "1"};
   size_t n = 0;
   while (argv[n]) n++;
+  for (size_t i = 0; i < 8 && job->sweep[i]; i++) argv[n++] = job->sweep[i];
   for (size_t i = 0; extra[i] && n < 39; i++) argv[n++] = extra[i];
-  const char *env[8] = {"ZCOLL_TRANSPORT=shm"};
+  const char *env[8] = {job->transport};
   for (size_t i = 0; env_extra && env_extra[i] && i < 6; i++) env[i + 1] = env_extra[i];
   struct sp_result r = sp_run(argv, env, 180);
   cr_assert_eq(r.status, 0, "exit %d\n%s", r.status, r.out ? r.out : "");
   cr_expect(strstr(r.out, "# Out of bounds values : 0 OK") != NULL, "%s", r.out);
   return r.out;
 }
+
 
 /* A number and nothing else, in [lo, hi]. */
 static bool number_in(const char *tok, double lo, double hi)
@@ -41,6 +54,9 @@ struct shape {
   int wrong[2], nwrong;  /* where the #wrong counts are */
   int num[4], nnum;      /* further columns that must be numbers >= 0 */
   int percent;           /* a column in 0..100, or -1 */
+  int na[4], nna;        /* columns that must say N/A (not measured) */
+  /* optional: what the last column (the algorithm) must say for a row of that many bytes */
+  const char *(*algorithm)(double bytes);
 };
 
 /* Checks every data row against the shape; returns how many tables and rows there were. */
@@ -73,6 +89,10 @@ static void check_rows(const char *out, const struct shape *sh, int *tables, int
     if (sh->percent >= 0)
       cr_expect(number_in(tok[sh->percent], 0.0, 100.0), "column %d not in 0..100: %.*s",
                 sh->percent, (int)len, l);
+    for (int k = 0; k < sh->nna; k++)
+      cr_expect_str_eq(tok[sh->na[k]], "N/A", "column %d: %.*s", sh->na[k], (int)len, l);
+    if (sh->algorithm)
+      cr_expect_str_eq(tok[n - 1], sh->algorithm(strtod(tok[0], NULL)), "%.*s", (int)len, l);
   }
 }
 
@@ -84,16 +104,30 @@ static const struct shape table_cpu = {16, {9, 14}, 2, {5, 6, 10, 11}, 4, -1};
 static const struct shape overlap = {10, {8, 0}, 1, {4, 5, 6, 7}, 4, 7};
 static const struct shape overlap_cpu = {11, {9, 0}, 1, {4, 5, 6, 7}, 4, 8};
 
+/* zcoll's choice: the tree below 256 KiB, the chain from there */
+static const char *bcast_auto(double bytes) { return bytes < 262144.0 ? "tree" : "chain"; }
+
+/* size count type none root | N/A x4 | time algbw busbw #wrong | algo (tree or chain) */
+static const struct shape bcast = {14, {12, 0}, 1, {1, 9, 10, 11}, 4, -1, {5, 6, 7, 8}, 4,
+                                   bcast_auto};
+
 /* Returns the output for more checks (free it). */
-static char *expect_tables(const char *const *extra, const char *const *env, const struct shape *sh,
-                           int want_tables)
+static char *expect_job_tables(const struct job *job, const char *const *extra,
+                               const char *const *env, const struct shape *sh, int want_tables,
+                               int sizes)
 {
-  char *out = run_perf(extra, env);
+  char *out = run_job(job, extra, env);
   int tables, rows;
   check_rows(out, sh, &tables, &rows);
   cr_expect_eq(tables, want_tables, "%d tables, want %d:\n%s", tables, want_tables, out);
-  cr_expect_eq(rows, want_tables * SIZES, "%d rows, want %d:\n%s", rows, want_tables * SIZES, out);
+  cr_expect_eq(rows, want_tables * sizes, "%d rows, want %d:\n%s", rows, want_tables * sizes, out);
   return out;
+}
+
+static char *expect_tables(const char *const *extra, const char *const *env, const struct shape *sh,
+                           int want_tables)
+{
+  return expect_job_tables(&small_job, extra, env, sh, want_tables, SIZES);
 }
 
 /* The run's banner says how it measured. */
@@ -149,4 +183,42 @@ Test(perf_run, overlap_with_progress_thread)
   expect_banner(ARGS("--overlap"), env, &overlap, 1, ", progress thread,");
   expect_banner(ARGS("--overlap=idle"), env, &overlap, 1, "overlap mode (idle: compute sleeps)");
   expect_banner(ARGS("--overlap=busy"), env, &overlap, 1, "overlap mode (busy: compute computes)");
+}
+
+/* -t broadcast: 3 ranks, 16K 64K 256K 1M (tree, tree, chain, chain), each row checked on
+ * every rank; from root 0 and root 1, non-blocking and blocking. */
+static void broadcast_job(const char *transport, const char *banner)
+{
+  const struct job job = {"3", transport, {"-b", "16K", "-e", "1M", "-f", "4"}};
+  const struct {
+    const char *const *args;
+    const char *banner, *root_column;
+  } runs[] = {
+      {ARGS("-t", "broadcast"), "# zcoll_perf: broadcast from root 0 (-r), blocking 0 (-z)",
+       "   none       0  "},
+      {ARGS("-t", "broadcast", "-r", "1", "-z", "1"),
+       "# zcoll_perf: broadcast from root 1 (-r), blocking 1 (-z)", "   none       1  "},
+      {ARGS("--coll", "broadcast", "--root", "2", "-R", "1", "-o", "all"),
+       "# zcoll_perf: broadcast from root 2 (-r), blocking 0 (-z)", "   none       2  "},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    char *out = expect_job_tables(&job, runs[i].args, NULL, &bcast, 1, 4);
+    cr_expect(strstr(out, banner) != NULL, "no '%s' in:\n%s", banner, out);
+    cr_expect(strstr(out, runs[i].banner) != NULL, "no '%s' in:\n%s", runs[i].banner, out);
+    cr_expect(strstr(out, runs[i].root_column) != NULL, "no '%s' in:\n%s", runs[i].root_column,
+              out);
+    cr_expect(strstr(out, "#       size         count      type   redop    root") != NULL, "%s",
+              out);
+    free(out);
+  }
+}
+
+Test(perf_run, broadcast_shm)
+{
+  broadcast_job("ZCOLL_TRANSPORT=shm", "# zcoll_perf: transport shm, algorithm auto, ranks 3,");
+}
+
+Test(perf_run, broadcast_ucx)
+{
+  broadcast_job("ZCOLL_TRANSPORT=ucx", "# zcoll_perf: transport ucx, algorithm auto, ranks 3,");
 }

@@ -1,6 +1,8 @@
 /*
  * perf_check.h -- the check pattern of the benchmarks and its independent reference,
  * with their own 16-bit float conversions, and the AVG division for peers without one.
+ * A broadcast's pattern is simpler: the root's vector, a function of the root, the index
+ * and the row, which every rank must hold afterwards.
  *
  * The check pattern makes every reference value exact, for every dtype and op, for any
  * number of ranks: at most 64 ranks contribute a non-zero value to any element of a
@@ -195,13 +197,13 @@ struct pt_pattern {
   unsigned char *input, *ref;
 };
 
-static inline int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
-                                  int rank, int nranks, bool with_ref)
+static inline int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
+                                   size_t period, bool with_ref)
 {
   pat->dtype = t;
   pat->op = op;
   pat->esize = pt_dtype_size(t);
-  pat->period = pt_period(t, op, nranks);
+  pat->period = period;
   pat->input = malloc(pat->period * pat->esize);
   pat->ref = with_ref ? malloc(pat->period * pat->esize) : NULL;
   if (pat->input == NULL || (with_ref && pat->ref == NULL)) {
@@ -209,11 +211,51 @@ static inline int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum 
     free(pat->ref);
     return -1;
   }
+  return 0;
+}
+
+/* An allreduce's, for one dtype and op. */
+static inline int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
+                                  int rank, int nranks, bool with_ref)
+{
+  if (pt_pattern_alloc(pat, t, op, pt_period(t, op, nranks), with_ref)) return -1;
   for (size_t i = 0; i < pat->period; i++) {
     pt_input(t, op, rank, nranks, i, pat->input + i * pat->esize);
     if (with_ref) pt_reference(t, op, nranks, i, pat->ref + i * pat->esize);
   }
   return 0;
+}
+
+/* ---- a broadcast's pattern ---------------------------------------------------------- */
+
+#define PT_BCAST_PERIOD 61 /* elements; a prime, so that no power-of-two piece lines up */
+
+/* The root's element i for the salt-th row: 0..60 (unsigned types) or -30..30, exact in
+ * every type and never the sentinel (PT_POISON bytes) the other ranks start from. */
+static inline int64_t pt_bcast_value(enum pt_dtype t, int root, size_t i, uint64_t salt)
+{
+  uint64_t v = ((uint64_t)i * 7 + (uint64_t)root * 13 + salt * 5) % PT_BCAST_PERIOD;
+  return pt_is_unsigned(t) ? (int64_t)v : (int64_t)v - 30;
+}
+
+/* dtype t's broadcast pattern, reference included (call pt_pattern_bcast before use). */
+static inline int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t)
+{
+  return pt_pattern_alloc(pat, t, PT_SUM, PT_BCAST_PERIOD, true);
+}
+
+/* The pattern of one row: the root's input and every rank's reference are the root's
+ * vector; the other ranks' input is the sentinel. */
+static inline void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt)
+{
+  for (size_t i = 0; i < pat->period; i++) {
+    int64_t v = pt_bcast_value(pat->dtype, root, i, salt);
+    pt_store(pat->dtype, pat->ref + i * pat->esize, v, (double)v);
+  }
+  if (rank == root)
+    memcpy(pat->input, pat->ref, pat->period * pat->esize);
+  else
+    memset(pat->input, PT_POISON, pat->period * pat->esize);
 }
 
 static inline void pt_pattern_free(struct pt_pattern *pat)

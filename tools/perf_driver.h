@@ -1,6 +1,7 @@
 /*
  * perf_driver.h -- the benchmark driver shared by zcoll_perf and perf/mpi_allreduce_perf.
- * For every cycle (-N), dtype, op and size it times out-of-place and in-place runs,
+ * For every cycle (-N), dtype, op and size it times out-of-place and in-place runs of the
+ * collective -t chose (a broadcast: in-place only, and -o does not apply),
  * checks one more run of each against perf_check.h's reference and prints perf_table.h's
  * row; with --overlap, perf_overlap.h's row instead. The library is reached only through
  * perf_backend.h's table.
@@ -21,52 +22,48 @@
 
 /* One timed iteration. */
 static inline int pt_iteration(const struct pt_opts *o, const struct pt_backend *be,
-                               struct pt_window *w, const void *sendbuf, void *recvbuf,
-                               size_t count, enum pt_dtype t, enum pt_op op)
+                               struct pt_window *w, const struct pt_call *c)
 {
-  if (be->iallreduce == NULL || (o->blocking && o->agg == 1)) {
+  if (!pt_has_nonblocking(be, c->coll) || (o->blocking && o->agg == 1)) {
     for (long j = 0; j < o->agg; j++)
-      if (be->allreduce(be->ctx, sendbuf, recvbuf, count, t, op)) return -1;
+      if (pt_call_blocking(be, c)) return -1;
     return 0;
   }
   for (long j = 0; j < o->agg; j++)
-    if (pt_post(be, w, sendbuf, recvbuf, count, t, op)) return -1;
+    if (pt_post(be, w, c)) return -1;
   return o->blocking ? pt_drain(be, w) : 0;
 }
 
 /* w warmup iterations, a barrier, then n timed ones: the mean wall and CPU time per
  * collective on this rank. Nothing is left in flight. */
 static inline int pt_time_one(const struct pt_opts *o, const struct pt_backend *be,
-                              const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
-                              enum pt_op op, struct pt_cell *cell)
+                              const struct pt_call *c, struct pt_cell *cell)
 {
   struct pt_window w = {{NULL}, 0, 0};
   for (long k = 0; k < o->warmup; k++)
-    if (pt_iteration(o, be, &w, sendbuf, recvbuf, count, t, op)) return -1;
+    if (pt_iteration(o, be, &w, c)) return -1;
   if (pt_drain(be, &w) || be->barrier(be->ctx)) return -1;
   struct pt_clock ck = pt_clock_start();
   for (long k = 0; k < o->iters; k++)
-    if (pt_iteration(o, be, &w, sendbuf, recvbuf, count, t, op)) return -1;
+    if (pt_iteration(o, be, &w, c)) return -1;
   if (pt_drain(be, &w)) return -1;
   pt_clock_stop(&ck, (double)o->iters * (double)o->agg, &cell->time_us, &cell->cpu_us);
   return 0;
 }
 
-/* One placement (sendbuf NULL: in place): timed, then one more run on fresh buffers
+/* One placement (c->sendbuf NULL: in place): timed, then one more run on fresh buffers
  * checked, made the way the timed ones were (non-blocking with -z 0). */
 static inline int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
-                             const struct pt_pattern *pat, unsigned char *sendbuf,
-                             unsigned char *recvbuf, size_t count, struct pt_cell *cell)
+                             const struct pt_pattern *pat, const struct pt_call *c,
+                             struct pt_cell *cell)
 {
-  const enum pt_dtype t = pat->dtype;
-  const enum pt_op op = pat->op;
-  pt_fill(sendbuf ? sendbuf : recvbuf, pat->input, pat->esize, pat->period, count);
-  if (pt_time_one(o, be, sendbuf, recvbuf, count, t, op, cell)) return -1;
+  pt_fill(c->sendbuf ? c->sendbuf : c->recvbuf, pat->input, pat->esize, pat->period, c->count);
+  if (pt_time_one(o, be, c, cell)) return -1;
   cell->wrong = 0;
   if (!o->check) return 0;
-  pt_check_arm(pat, sendbuf, recvbuf, count);
-  if (pt_one(be, o->blocking == 0, sendbuf, recvbuf, count, t, op)) return -1;
-  cell->wrong = pt_check_count(pat, sendbuf, recvbuf, count);
+  pt_check_arm(pat, c->sendbuf, c->recvbuf, c->count);
+  if (pt_one(be, o->blocking == 0, c)) return -1;
+  cell->wrong = pt_check_count(pat, c->sendbuf, c->recvbuf, c->count);
   return 0;
 }
 
@@ -77,44 +74,52 @@ struct pt_totals {
   long n;
 };
 
-static inline const char *pt_algorithm(const struct pt_backend *be, size_t count, enum pt_dtype t,
-                                       enum pt_op op, int *rc)
+static inline const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c,
+                                       int *rc)
 {
   const char *algo = NULL;
-  *rc = be->algorithm ? be->algorithm(be->ctx, count, t, op, &algo) : 0;
+  *rc = be->algorithm ? be->algorithm(be->ctx, c->coll, c->count, c->t, c->op, c->root, &algo) : 0;
   return algo ? algo : "-";
 }
 
-/* One row of the table: both placements, combined over the ranks, printed on rank 0. */
+/* One row of the table: both placements, combined over the ranks, printed on rank 0. A
+ * broadcast has one buffer: only its in-place cell is measured, the other says N/A. */
 static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
-                               const struct pt_pattern *pat, unsigned char *sendbuf,
-                               unsigned char *recvbuf, size_t count, struct pt_totals *tot)
+                               const struct pt_pattern *pat, const struct pt_call *call,
+                               struct pt_totals *tot)
 {
   const struct pt_reducer red = pt_reducer_of(be);
-  struct pt_cell c[2];
-  if (pt_measure(o, be, pat, sendbuf, recvbuf, count, &c[0]) ||
-      pt_measure(o, be, pat, NULL, recvbuf, count, &c[1]))
-    return -1;
+  const bool bcast = call->coll == PT_COLL_BROADCAST;
+  const int first = bcast ? 1 : 0; /* the first cell measured: 0 out of place, 1 in place */
+  struct pt_cell c[2] = {{0.0, 0.0, 0}, {0.0, 0.0, 0}};
+  for (int k = first; k < 2; k++) {
+    struct pt_call kc = *call;
+    if (k == 1) kc.sendbuf = NULL;
+    if (pt_measure(o, be, pat, &kc, &c[k])) return -1;
+  }
   double v[4] = {c[0].time_us, c[1].time_us, c[0].cpu_us, c[1].cpu_us};
   uint64_t wrong[2] = {c[0].wrong, c[1].wrong};
   if (pt_combine(&red, o->average, v, o->cputime ? 4 : 2)) return -1;
   if (o->check && be->sum_u64(be->ctx, wrong, 2)) return -1;
   int rc;
-  const char *algo = pt_algorithm(be, count, pat->dtype, pat->op, &rc);
+  const char *algo = pt_algorithm(be, call, &rc);
   if (rc) return -1;
-  const size_t bytes = count * pat->esize;
-  for (int k = 0; k < 2; k++) {
+  const size_t bytes = call->count * pat->esize;
+  const double factor = pt_bus_factor(call->coll, be->nranks);
+  for (int k = first; k < 2; k++) {
     c[k].time_us = v[k];
     c[k].cpu_us = v[2 + k];
     c[k].wrong = wrong[k];
     tot->wrong += wrong[k];
-    tot->sum += pt_busbw(pt_algbw(bytes, v[k]), be->nranks);
+    tot->sum += pt_algbw(bytes, v[k]) * factor;
     tot->n++;
   }
   if (be->rank == 0) {
-    pt_print_row_start(stdout, bytes, count, pat->dtype, pat->op);
-    for (int k = 0; k < 2; k++)
-      pt_print_cell(stdout, &c[k], bytes, be->nranks, o->cputime, o->check);
+    pt_print_row_start(stdout, bytes, call->count, call->t, bcast ? "none" : pt_op_names[call->op],
+                       bcast ? call->root : -1);
+    if (first) pt_print_na_cell(stdout, o->cputime);
+    for (int k = first; k < 2; k++)
+      pt_print_cell(stdout, &c[k], bytes, factor, o->cputime, o->check);
     if (be->algorithm) printf("  %s", algo);
     printf("\n");
     fflush(stdout);
@@ -125,19 +130,18 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
 /* One row of the overlap table. */
 static inline int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
                                  const struct pt_pattern *pat, struct pt_compute *cp,
-                                 unsigned char *sendbuf, unsigned char *recvbuf, size_t count,
-                                 struct pt_totals *tot)
+                                 const struct pt_call *c, struct pt_totals *tot)
 {
   struct pt_overlap_row r;
-  if (pt_overlap_size(o, be, pat, cp, sendbuf, recvbuf, count, &r)) return -1;
+  if (pt_overlap_size(o, be, pat, cp, c, &r)) return -1;
   int rc;
-  const char *algo = pt_algorithm(be, count, pat->dtype, pat->op, &rc);
+  const char *algo = pt_algorithm(be, c, &rc);
   if (rc) return -1;
   tot->wrong += r.wrong;
   tot->sum += r.overlap;
   tot->n++;
   if (be->rank == 0) {
-    pt_print_overlap_row(stdout, count * pat->esize, count, pat->dtype, pat->op, &r, o->cputime,
+    pt_print_overlap_row(stdout, c->count * pat->esize, c->count, c->t, c->op, &r, o->cputime,
                          o->check);
     if (be->algorithm) printf("  %s", algo);
     printf("\n");
@@ -146,24 +150,36 @@ static inline int pt_overlap_row(const struct pt_opts *o, const struct pt_backen
   return 0;
 }
 
-/* One table section: every size for one dtype and op. */
+/* The section's pattern: an allreduce's for its dtype and op, a broadcast's for its dtype
+ * (renewed for every row by pt_run_section). */
+static inline int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *be,
+                                     struct pt_pattern *pat, enum pt_dtype t, enum pt_op op)
+{
+  int rc = o->coll == PT_COLL_BROADCAST
+               ? pt_pattern_init_bcast(pat, t)
+               : pt_pattern_init(pat, t, op, be->rank, be->nranks, o->check != 0);
+  if (rc) fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
+  return rc;
+}
+
+/* One table section: every size for one dtype and op (a broadcast: for one dtype). */
 static inline int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
                                  unsigned char *sendbuf, unsigned char *recvbuf, enum pt_dtype t,
                                  enum pt_op op, struct pt_compute *cp, struct pt_totals *tot)
 {
   struct pt_pattern pat;
-  if (pt_pattern_init(&pat, t, op, be->rank, be->nranks, o->check != 0)) {
-    fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
-    return -1;
-  }
+  if (pt_section_pattern(o, be, &pat, t, op)) return -1;
   int rc = 0;
   size_t prev = SIZE_MAX;
   for (size_t s = o->minbytes; rc == 0;) {
     size_t count = pt_count_for(s, pat.esize);
     if (count != prev) {
       prev = count;
-      rc = o->overlap ? pt_overlap_row(o, be, &pat, cp, sendbuf, recvbuf, count, tot)
-                      : pt_table_row(o, be, &pat, sendbuf, recvbuf, count, tot);
+      struct pt_call c = {o->coll, sendbuf, recvbuf, count, t, op, (int)o->root};
+      /* a new broadcast pattern for every row: one row's data cannot pass the next check */
+      if (o->coll == PT_COLL_BROADCAST) pt_pattern_bcast(&pat, c.root, be->rank, (uint64_t)tot->n);
+      rc = o->overlap ? pt_overlap_row(o, be, &pat, cp, &c, tot)
+                      : pt_table_row(o, be, &pat, &c, tot);
     }
     if (!pt_next_size(o, &s)) break;
   }
@@ -185,14 +201,16 @@ static inline void pt_print_section_start(const struct pt_opts *o, long cycle, i
     pt_print_header(stdout, algo_column, o->cputime);
 }
 
-/* Every dtype x op section, once per cycle, a table each. */
+/* Every dtype x op section, once per cycle, a table each. A broadcast ignores -o: one
+ * section per dtype. */
 static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
                                 unsigned char *sendbuf, unsigned char *recvbuf,
                                 struct pt_compute *cp, struct pt_totals *tot)
 {
+  const int nops = o->coll == PT_COLL_BROADCAST ? 1 : o->nops;
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
     for (int d = 0; d < o->ndtypes; d++) {
-      for (int k = 0; k < o->nops; k++) {
+      for (int k = 0; k < nops; k++) {
         if (be->rank == 0) pt_print_section_start(o, cycle, d, k, be->algorithm != NULL);
         if (pt_run_section(o, be, sendbuf, recvbuf, o->dtypes[d], o->ops[k], cp, tot)) return -1;
       }

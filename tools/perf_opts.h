@@ -1,6 +1,7 @@
 /*
- * perf_opts.h -- the command line of the benchmarks, nccl-tests' all_reduce_perf's flags
- * (short and long forms, the same defaults where the meaning is the same): sizes
+ * perf_opts.h -- the command line of the benchmarks, nccl-tests' all_reduce_perf's and
+ * broadcast_perf's flags (short and long forms, the same defaults where the meaning is the
+ * same), the collective chosen with -t NAME as one program stands for both: sizes
  * ("64K"), dtype and op names, the options, their usage text and the parameters line
  * of the table. Everything is checked here, before any program starts a job, so that a
  * bad command line exits 2 without having touched the network.
@@ -83,6 +84,7 @@ enum pt_feature {
   PT_HAS_NONBLOCKING = 1u << 1,   /* a non-blocking allreduce: -z 0 and --overlap */
   PT_HAS_REGISTER = 1u << 2,      /* -R 1: explicit memory registration */
   PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
+  PT_HAS_BROADCAST = 1u << 4,     /* -t broadcast, with -r ROOT */
 };
 
 struct pt_prog {
@@ -115,30 +117,46 @@ struct pt_opts {
   enum pt_dtype dtypes[PT_DTYPE_COUNT];
   enum pt_op ops[PT_OP_COUNT];
   const char *algo; /* -A, or NULL */
+  enum pt_coll coll; /* -t NAME, --coll NAME */
+  long root;         /* -r: a broadcast's root; checked against the ranks by pt_check_root */
 };
 
 static inline void pt_usage(FILE *f, const struct pt_prog *p)
 {
   const bool nb = p->features & PT_HAS_NONBLOCKING;
-  fprintf(f,
-          "usage: %s [options]   (nccl-tests' all_reduce_perf flags, short or long)\n"
-          "  -b, --minbytes SIZE     smallest vector in bytes (default 8); sizes take K, M, G\n"
-          "  -e, --maxbytes SIZE     largest vector in bytes (default 64M)\n"
-          "  -f, --stepfactor N      multiply the size by N at each step (default 2)\n"
-          "  -i, --stepbytes SIZE    add SIZE at each step instead (default 0: use -f)\n"
-          "  -n, --iters N           timed iterations per size (default 20)\n"
-          "  -w, --warmup_iters N    warmup iterations per size (default 5)\n"
-          "  -m, --agg_iters N       collectives per iteration (default 1); times are per\n"
-          "                          collective: the iteration's time / N\n"
-          "  -N, --run_cycles N      run the whole sweep N times, a table each (default 1;\n"
-          "                          0: until interrupted)\n"
-          "  -c, --check 0|1         check every element against an independent reference\n"
-          "                          (default 1)\n"
-          "  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half|float16\n"
-          "                          bfloat16 float|float32 double|float64, or all\n"
-          "                          (default float)\n"
-          "  -o, --op OP             sum prod min max avg, or all (default sum)\n",
-          p->name);
+  const bool bc = p->features & PT_HAS_BROADCAST;
+  fprintf(f, "usage: %s [options]   (nccl-tests' all_reduce_perf%s flags, short or long)\n",
+          p->name, bc ? "\n                          and broadcast_perf" : "");
+  if (bc)
+    fputs("  -t, --coll NAME         the collective: allreduce (default) or broadcast\n"
+          "                          (nccl-tests' broadcast_perf). -t N is nccl-tests'\n"
+          "                          nthreads (also --nthreads N): one thread per rank here,\n"
+          "                          so only -t 1 is accepted; --coll takes names only\n"
+          "  -r, --root N            the broadcast's root rank (default 0; it must be a rank)\n",
+          f);
+  else
+    fputs("  -t, --nthreads 1        nccl-tests' threads per process: one thread per rank\n"
+          "                          here, only 1 is accepted (-t allreduce is too)\n"
+          "  -r, --root N            accepted for nccl-tests' scripts; an allreduce has none\n",
+          f);
+  fputs("  -b, --minbytes SIZE     smallest vector in bytes (default 8); sizes take K, M, G\n"
+        "  -e, --maxbytes SIZE     largest vector in bytes (default 64M)\n"
+        "  -f, --stepfactor N      multiply the size by N at each step (default 2)\n"
+        "  -i, --stepbytes SIZE    add SIZE at each step instead (default 0: use -f)\n"
+        "  -n, --iters N           timed iterations per size (default 20)\n"
+        "  -w, --warmup_iters N    warmup iterations per size (default 5)\n"
+        "  -m, --agg_iters N       collectives per iteration (default 1); times are per\n"
+        "                          collective: the iteration's time / N\n"
+        "  -N, --run_cycles N      run the whole sweep N times, a table each (default 1;\n"
+        "                          0: until interrupted)\n"
+        "  -c, --check 0|1         check every element against an independent reference\n"
+        "                          (default 1)\n"
+        "  -d, --datatype TYPE     int8 uint8 int32 uint32 int64 uint64 half|float16\n"
+        "                          bfloat16 float|float32 double|float64, or all\n"
+        "                          (default float)\n"
+        "  -o, --op OP             sum prod min max avg, or all (default sum); a broadcast\n"
+        "                          ignores it (one table, redop none), as nccl-tests does\n",
+        f);
   if (nb)
     fputs("  -z, --blocking 0|1      0 (default): the timed collectives are posted non-blocking\n"
           "                          one after the other, at most 32 in flight (when full, wait\n"
@@ -194,8 +212,17 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
           f);
   fputs("  -h, --help              print this help\n"
         "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
-        "time: each rank's mean per collective, combined as -a; busbw = algbw * 2(p-1)/p.\n",
+        "time: each rank's mean per collective, combined as -a; busbw = algbw * 2(p-1)/p\n"
+        "for an allreduce",
         f);
+  if (bc)
+    fputs(", busbw = algbw (factor 1) for a broadcast. A broadcast has one\n"
+          "buffer (zcoll_broadcast is in place): its in-place columns are measured, its\n"
+          "out-of-place columns say N/A. -c 1: the root fills a pattern of the root, the index\n"
+          "and the row, the others a sentinel; afterwards every element of every rank must\n"
+          "equal the pattern. --overlap measures the allreduce only",
+          f);
+  fputs(".\n", f);
 }
 
 __attribute__((format(printf, 2, 3))) static inline int pt_opt_error(const char *prog,
@@ -229,11 +256,38 @@ static const struct pt_num_opt pt_num_opts[] = {
     {'C', 0, 1, offsetof(struct pt_opts, cputime), "0 or 1"},
     {'R', 0, 1, offsetof(struct pt_opts, reg), "0 or 1"},
     {'T', 0, 1000000000L, offsetof(struct pt_opts, timeout), "a whole number of seconds >= 0"},
+    {'r', 0, INT_MAX, offsetof(struct pt_opts, root), "a rank number >= 0"},
     {'a', 0, 3, offsetof(struct pt_opts, average),
      "0..3 (0 rank 0's time, 1 the mean over ranks, 2 the min, 3 the max)"},
 };
 
 #define PT_OPT_OVERLAP 0x100 /* long-only options */
+#define PT_OPT_COLL 0x101
+#define PT_OPT_NTHREADS 0x102
+
+/* -t takes a collective's name or nccl-tests' thread count, --coll only a name and
+ * --nthreads only a count; a count must be 1 (zcoll runs one thread per rank). */
+static inline int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+{
+  const char *opt = c == 't' ? "-t" : c == PT_OPT_COLL ? "--coll" : "--nthreads";
+  for (int i = 0; c != PT_OPT_NTHREADS && i < PT_COLL_COUNT; i++) {
+    if (strcmp(arg, pt_coll_names[i]) != 0) continue;
+    o->coll = (enum pt_coll)i;
+    return 0;
+  }
+  long n;
+  if (c != PT_OPT_COLL && pt_parse_long(arg, LONG_MIN, LONG_MAX, &n) == 0)
+    return n == 1 ? 0
+                  : pt_opt_error(p->name,
+                                 "%s %s: %s runs one thread per rank, so nccl-tests' thread "
+                                 "count (nthreads) can only be 1",
+                                 opt, arg, p->name);
+  return pt_opt_error(p->name, "%s '%s': not %s", opt, arg,
+                      c == PT_OPT_COLL      ? "a collective (allreduce, broadcast)"
+                      : c == PT_OPT_NTHREADS ? "a thread count (only 1)"
+                                             : "a collective (allreduce, broadcast) or 1 "
+                                               "(nccl-tests' nthreads)");
+}
 
 /* Sets a whole-number option; 2 after a message if the value is not one. */
 static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
@@ -291,6 +345,10 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
                         o->overlap ? "--overlap" : "-z 0", p->name);
   if (o->reg && !(p->features & PT_HAS_REGISTER))
     return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
+  if (o->coll == PT_COLL_BROADCAST && !(p->features & PT_HAS_BROADCAST))
+    return pt_opt_error(p->name, "-t broadcast: %s times the allreduce only", p->name);
+  if (o->coll == PT_COLL_BROADCAST && o->overlap)
+    return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t broadcast");
   if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
     return pt_opt_error(p->name, "--overlap times one non-blocking collective at a time: "
                         "it takes neither -m %ld nor -z 1", o->agg);
@@ -320,6 +378,9 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
                                         {"algo", required_argument, NULL, 'A'},
                                         {"algorithm", required_argument, NULL, 'A'},
                                         {"overlap", optional_argument, NULL, PT_OPT_OVERLAP},
+                                        {"coll", required_argument, NULL, PT_OPT_COLL},
+                                        {"nthreads", required_argument, NULL, PT_OPT_NTHREADS},
+                                        {"root", required_argument, NULL, 'r'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
@@ -342,7 +403,8 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
   opterr = 0;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:h", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:t:r:h", longs, NULL)) !=
+         -1) {
     int rc = 0;
     switch (c) {
     case 'b': case 'e': case 'i': {
@@ -351,6 +413,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
     } break;
     case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
     case 'A': o->algo = optarg; break;
+    case 't': case PT_OPT_COLL: case PT_OPT_NTHREADS: rc = pt_set_coll(p, o, c, optarg); break;
     case PT_OPT_OVERLAP:
       o->overlap = true;
       o->idle = optarg && strcmp(optarg, "idle") == 0;
@@ -390,15 +453,33 @@ static inline void pt_print_params(FILE *f, const struct pt_opts *o)
           o->warmup, o->iters, o->agg, o->check);
 }
 
-/* The second banner line: how the table was measured. */
+/* The second banner line: how the table was measured (and, for a broadcast, a note on
+ * its columns). */
 static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
 {
-  fprintf(f, "# %s: %s, blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
-          prog, !o->overlap ? "allreduce" : o->idle ? "overlap mode (idle: compute sleeps)"
-                                                    : "overlap mode (busy: compute computes)",
-          o->blocking, o->agg, o->average,
-          pt_average_names[o->average], o->reg);
+  fprintf(f, "# %s: %s", prog,
+          o->overlap ? (o->idle ? "overlap mode (idle: compute sleeps)"
+                                : "overlap mode (busy: compute computes)")
+                     : pt_coll_names[o->coll]);
+  if (o->coll == PT_COLL_BROADCAST) fprintf(f, " from root %ld (-r)", o->root);
+  fprintf(f, ", blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
+          o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
   fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
+  if (o->coll == PT_COLL_BROADCAST)
+    fprintf(f, "# note: a broadcast has one buffer (in place): out-of-place columns are N/A;"
+               " busbw = algbw\n");
+}
+
+/* What the command line could not know: whether -r names a rank. Returns 0, or 2 after a
+ * message on rank 0 (every rank gets the same answer, so all can stop before a
+ * collective). */
+static inline int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks)
+{
+  if (o->coll != PT_COLL_BROADCAST || o->root < nranks) return 0;
+  if (rank == 0)
+    fprintf(stderr, "%s: -r %ld: the root must be a rank of the job, 0..%d\n", prog, o->root,
+            nranks - 1);
+  return 2;
 }
 
 #endif /* ZCOLL_PERF_OPTS_H */

@@ -104,11 +104,10 @@ static inline long pt_compute_calibrate(struct pt_compute *c, double target_us)
 
 /* Post, compute, wait. */
 static inline int pt_overlapped(const struct pt_backend *be, struct pt_compute *cp, long units,
-                                const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
-                                enum pt_op op)
+                                const struct pt_call *c)
 {
   struct pt_window w = {{NULL}, 0, 0};
-  if (pt_post(be, &w, sendbuf, recvbuf, count, t, op)) return -1;
+  if (pt_post(be, &w, c)) return -1;
   pt_compute_run(cp, units);
   return pt_drain(be, &w);
 }
@@ -117,22 +116,19 @@ static inline int pt_overlapped(const struct pt_backend *be, struct pt_compute *
  * buffers checked element by element. The same row on every rank. */
 static inline int pt_overlap_size(const struct pt_opts *o, const struct pt_backend *be,
                                   const struct pt_pattern *pat, struct pt_compute *cp,
-                                  unsigned char *sendbuf, unsigned char *recvbuf, size_t count,
-                                  struct pt_overlap_row *row)
+                                  const struct pt_call *c, struct pt_overlap_row *row)
 {
-  const enum pt_dtype t = pat->dtype;
-  const enum pt_op op = pat->op;
   const struct pt_reducer red = pt_reducer_of(be);
   const double n = (double)o->iters;
   double cpu_unused;
   memset(row, 0, sizeof *row);
-  pt_fill(sendbuf, pat->input, pat->esize, pat->period, count);
+  pt_fill(c->sendbuf, pat->input, pat->esize, pat->period, c->count);
   for (long k = 0; k < o->warmup; k++)
-    if (pt_one(be, true, sendbuf, recvbuf, count, t, op)) return -1;
+    if (pt_one(be, true, c)) return -1;
   if (be->barrier(be->ctx)) return -1;
   struct pt_clock ck = pt_clock_start();
   for (long k = 0; k < o->iters; k++)
-    if (pt_one(be, true, sendbuf, recvbuf, count, t, op)) return -1;
+    if (pt_one(be, true, c)) return -1;
   pt_clock_stop(&ck, n, &row->comm_us, &cpu_unused);
   if (pt_combine(&red, o->average, &row->comm_us, 1)) return -1;
 
@@ -144,13 +140,13 @@ static inline int pt_overlap_size(const struct pt_opts *o, const struct pt_backe
   if (be->barrier(be->ctx)) return -1;
   ck = pt_clock_start();
   for (long k = 0; k < o->iters; k++)
-    if (pt_overlapped(be, cp, units, sendbuf, recvbuf, count, t, op)) return -1;
+    if (pt_overlapped(be, cp, units, c)) return -1;
   pt_clock_stop(&ck, n, &row->overall_us, &row->cpu_us);
 
   if (o->check) {
-    pt_check_arm(pat, sendbuf, recvbuf, count);
-    if (pt_overlapped(be, cp, units, sendbuf, recvbuf, count, t, op)) return -1;
-    row->wrong = pt_check_count(pat, sendbuf, recvbuf, count);
+    pt_check_arm(pat, c->sendbuf, c->recvbuf, c->count);
+    if (pt_overlapped(be, cp, units, c)) return -1;
+    row->wrong = pt_check_count(pat, c->sendbuf, c->recvbuf, c->count);
     if (be->sum_u64(be->ctx, &row->wrong, 1)) return -1;
   }
   double v[3] = {row->compute_us, row->overall_us, row->cpu_us};

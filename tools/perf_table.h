@@ -1,7 +1,7 @@
 /*
  * perf_table.h -- the names and the table shared by zcoll_perf, perf/mpi_allreduce_perf
  * and perf/gloo_allreduce_perf: the dtype and op enums with their names, the busbw
- * formula and nccl-tests' all_reduce_perf table (header, rows, footer).
+ * formula and nccl-tests' all_reduce_perf / broadcast_perf table (header, rows, footer).
  *
  * Header-only (static inline functions) and free of anything zcoll-specific, so that
  * the MPI program builds with plain mpicc and no libzcoll. The dtype and op enums
@@ -27,12 +27,15 @@ enum pt_dtype {
   PT_FLOAT16, PT_BFLOAT16, PT_FLOAT32, PT_FLOAT64, PT_DTYPE_COUNT
 };
 enum pt_op { PT_SUM, PT_PROD, PT_MIN, PT_MAX, PT_AVG, PT_OP_COUNT };
+/* The collectives a benchmark may time (-t NAME). */
+enum pt_coll { PT_COLL_ALLREDUCE, PT_COLL_BROADCAST, PT_COLL_COUNT };
 
 /* ---- names and sizes ------------------------------------------------------------- */
 
 static const char *const pt_dtype_names[PT_DTYPE_COUNT] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
 static const char *const pt_op_names[PT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
+static const char *const pt_coll_names[PT_COLL_COUNT] = {"allreduce", "broadcast"};
 static const size_t pt_dtype_sizes[PT_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 
 static inline size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
@@ -46,9 +49,13 @@ static inline bool pt_is_unsigned(enum pt_dtype t)
 
 /* ---- the table ------------------------------------------------------------------- */
 
-static inline double pt_busbw(double algbw, int nranks)
+/* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce (each rank sends and
+ * receives that share of the vector), 1 for a broadcast (each byte crosses a link once
+ * per receiving rank, and the slowest link carries the whole vector). */
+static inline double pt_bus_factor(enum pt_coll coll, int nranks)
 {
-  return nranks > 0 ? algbw * 2.0 * (nranks - 1) / nranks : 0.0;
+  if (coll == PT_COLL_BROADCAST) return 1.0;
+  return nranks > 0 ? 2.0 * (nranks - 1) / nranks : 0.0;
 }
 
 /* bytes per microsecond / 1e3 = GB/s (1e9 B/s). */
@@ -85,10 +92,11 @@ static inline void pt_print_header(FILE *f, bool algo_column, bool cpu)
           "(us)", "(GB/s)", "(GB/s)");
 }
 
+/* redop: the op's name, "none" for a broadcast; root -1 where there is none. */
 static inline void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                                      enum pt_op op)
+                                      const char *redop, int root)
 {
-  fprintf(f, "%12zu  %12zu  %8s  %6s  %6i", bytes, count, pt_dtype_names[t], pt_op_names[op], -1);
+  fprintf(f, "%12zu  %12zu  %8s  %6s  %6i", bytes, count, pt_dtype_names[t], redop, root);
 }
 
 /* One measured column group of a row: out-of-place or in-place. */
@@ -97,14 +105,15 @@ struct pt_cell {
   uint64_t wrong;
 };
 
-static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, int nranks,
+/* bus_factor: pt_bus_factor's. */
+static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, double bus_factor,
                                  bool cpu, bool checked)
 {
   char tbuf[32], cbuf[32];
   double algbw = pt_algbw(bytes, c->time_us);
   fprintf(f, "  %7s", pt_fmt_us(tbuf, c->time_us));
   if (cpu) fprintf(f, "  %7s", pt_fmt_us(cbuf, c->cpu_us));
-  fprintf(f, "  %6.2f  %6.2f", algbw, pt_busbw(algbw, nranks));
+  fprintf(f, "  %6.2f  %6.2f", algbw, algbw * bus_factor);
   if (checked)
     fprintf(f, "  %5" PRIu64, c->wrong);
   else

@@ -1,16 +1,19 @@
-/* zcoll_perf: the allreduce benchmark, in the manner of nccl-tests' all_reduce_perf.
+/* zcoll_perf: the allreduce benchmark, in the manner of nccl-tests' all_reduce_perf, and
+ * with -t broadcast the broadcast's, in the manner of its broadcast_perf.
  *
  *   zcoll_run -np 4 zcoll_perf -b 8 -e 64M -f 2 -d float -o sum
+ *   zcoll_run -np 4 zcoll_perf -t broadcast -r 1 -b 8 -e 64M
  *
  * For every size it times out-of-place and in-place allreduces (w warmups, then the mean
  * of n iterations on each rank, non-blocking zcoll_iallreduce by default, blocking
  * zcoll_allreduce with -z 1; the table combines the ranks' times as -a says), then
  * checks one more run of each on freshly filled buffers against a reference computed
  * without zcoll; --overlap measures instead how much of a zcoll_iallreduce overlaps a
- * computation. The options, table, pattern and driver live in tools/perf_*.h, shared
- * with perf/mpi_allreduce_perf.c so that both measure exactly the same thing; this file
- * is the zcoll backend of that driver. Only the public API (zcoll.h) is used. Exit
- * status: 0, 1 on an error or a wrong element, 2 on a bad command line. */
+ * computation. A broadcast (zcoll_ibroadcast, zcoll_broadcast) is timed in place only:
+ * zcoll's has one buffer. The options, table, pattern and driver live in tools/perf_*.h,
+ * shared with perf/mpi_allreduce_perf.c so that both measure exactly the same thing;
+ * this file is the zcoll backend of that driver. Only the public API (zcoll.h) is used.
+ * Exit status: 0, 1 on an error or a wrong element, 2 on a bad command line. */
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,6 +42,7 @@ struct perf_ctx {
   int rank;
   zcoll_mr_t *mr[2]; /* -R 1: the send and receive buffers */
   int nmr;
+  const char *bcast_algo; /* the BCAST_ALGO field in effect (auto, tree, chain), or NULL */
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
@@ -89,6 +93,27 @@ static int perf_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t
   return 0;
 }
 
+static int perf_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root)
+{
+  struct perf_ctx *c = ctx;
+  zcoll_status_t st = zcoll_broadcast(c->comm, buf, count, dtype_map[t], root);
+  return check(c, st, "zcoll_broadcast (rank %d, %zu x %s, root %d)", c->rank, count,
+               pt_dtype_names[t], root);
+}
+
+static int perf_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root,
+                           struct pt_req **req)
+{
+  struct perf_ctx *c = ctx;
+  zcoll_request_t *r = NULL;
+  zcoll_status_t st = zcoll_ibroadcast(c->comm, buf, count, dtype_map[t], root, &r);
+  if (check(c, st, "zcoll_ibroadcast (rank %d, %zu x %s, root %d)", c->rank, count,
+            pt_dtype_names[t], root))
+    return -1;
+  *req = (struct pt_req *)r;
+  return 0;
+}
+
 /* A request that ended, well or not, is freed here: completion does not free it. */
 static int perf_wait(void *ctx, struct pt_req *req)
 {
@@ -130,10 +155,22 @@ static int perf_sum_u64(void *ctx, uint64_t *v, size_t n)
   return small(ctx, v, n, ZCOLL_UINT64, ZCOLL_SUM, "sum of the wrong counts");
 }
 
-static int perf_algorithm(void *ctx, size_t count, enum pt_dtype t, enum pt_op op,
-                          const char **name)
+/* zcoll has no query for the broadcast's algorithm: this is lib/broadcast.c's rule
+ * (BCAST_CHAIN_MIN_BYTES), which must be kept in step with it. */
+#define BCAST_CHAIN_MIN_BYTES ((size_t)256 << 10)
+
+static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dtype t,
+                          enum pt_op op, int root, const char **name)
 {
   struct perf_ctx *c = ctx;
+  (void)root; /* the broadcast's choice does not depend on it */
+  if (coll == PT_COLL_BROADCAST) {
+    if (c->bcast_algo && strcmp(c->bcast_algo, "auto") != 0)
+      *name = c->bcast_algo;
+    else
+      *name = count * pt_dtype_size(t) >= BCAST_CHAIN_MIN_BYTES ? "chain" : "tree";
+    return 0;
+  }
   zcoll_status_t st = zcoll_allreduce_algorithm(c->comm, count, dtype_map[t], op_map[op], name);
   return check(c, st, "zcoll_allreduce_algorithm (rank %d, %zu x %s, %s)", c->rank, count,
                pt_dtype_names[t], pt_op_names[op]);
@@ -162,18 +199,21 @@ static int perf_deregister_all(void *ctx)
   return rc;
 }
 
-/* The configuration: the environment's, then -A and -T. Returns NULL after a message,
- * with *exit_code 2 for a bad value (still before zcoll_comm_init) and 1 otherwise. */
+/* The configuration: the environment's, then -A (the ALGO field, or BCAST_ALGO for a
+ * broadcast) and -T. Returns NULL after a message, with *exit_code 2 for a bad value
+ * (still before zcoll_comm_init) and 1 otherwise. algo: the timed collective's algorithm
+ * field in effect. */
 static zcoll_config_t *configure(const struct pt_opts *o, char *algo, size_t algo_len,
                                  char *progress, size_t progress_len, int *exit_code)
 {
+  const char *field = o->coll == PT_COLL_BROADCAST ? "BCAST_ALGO" : "ALGO";
   zcoll_config_t *cfg = NULL;
   zcoll_status_t st = zcoll_config_create(&cfg);
   *exit_code = 1;
   if (check(NULL, st, "zcoll_config_create")) return NULL;
   char timeout[32];
   snprintf(timeout, sizeof timeout, "%ld", o->timeout);
-  if ((o->algo && check(NULL, zcoll_config_set(cfg, "ALGO", o->algo), "-A %.64s", o->algo)) ||
+  if ((o->algo && check(NULL, zcoll_config_set(cfg, field, o->algo), "-A %.64s", o->algo)) ||
       (o->timeout >= 0 &&
        check(NULL, zcoll_config_set(cfg, "TIMEOUT", timeout), "-T %s", timeout))) {
     *exit_code = 2;
@@ -181,7 +221,7 @@ static zcoll_config_t *configure(const struct pt_opts *o, char *algo, size_t alg
     return NULL;
   }
   /* the values in effect, whether from the environment, the command line or defaults */
-  if (check(NULL, zcoll_config_get(cfg, "ALGO", algo, algo_len), "zcoll_config_get(ALGO)") ||
+  if (check(NULL, zcoll_config_get(cfg, field, algo, algo_len), "zcoll_config_get(%s)", field) ||
       check(NULL, zcoll_config_get(cfg, "PROGRESS", progress, progress_len),
             "zcoll_config_get(PROGRESS)")) {
     zcoll_config_free(cfg);
@@ -214,9 +254,12 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be)
 int main(int argc, char **argv)
 {
   static const struct pt_prog prog = {
-      PROG, PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT,
+      PROG,
+      PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
-      "                          lists the names; default: ZCOLL_ALGO, else auto)"};
+      "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
+      "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
+      "                          256 KiB, chain from there), tree or chain"};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
@@ -225,7 +268,7 @@ int main(int argc, char **argv)
   char algo[64], progress[16];
   zcoll_config_t *cfg = configure(&o, algo, sizeof algo, progress, sizeof progress, &rc);
   if (cfg == NULL) return rc;
-  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0};
+  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0, o.coll == PT_COLL_BROADCAST ? algo : NULL};
   zcoll_status_t st = zcoll_comm_init(&ctx.comm, cfg);
   zcoll_config_free(cfg);
   if (st != ZCOLL_OK) {
@@ -234,6 +277,10 @@ int main(int argc, char **argv)
     return 1;
   }
   ctx.rank = zcoll_comm_rank(ctx.comm);
+  if (pt_check_root(PROG, &o, ctx.rank, zcoll_comm_size(ctx.comm))) {
+    zcoll_comm_destroy(ctx.comm); /* every rank stops here: nothing has run */
+    return 2;
+  }
   struct pt_backend be = {
       .prog = PROG,
       .rank = ctx.rank,
@@ -247,6 +294,8 @@ int main(int argc, char **argv)
       .algorithm = perf_algorithm,
       .iallreduce = perf_iallreduce,
       .wait = perf_wait,
+      .broadcast = perf_broadcast,
+      .ibroadcast = perf_ibroadcast,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
   };

@@ -2,6 +2,8 @@
 says what to change), and the library's statuses as exceptions carrying its message."""
 import array
 import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -150,3 +152,24 @@ def test_peer_killed(np_):
         assert len(res) == 2, out
         assert all(line.startswith("PeerFailed: ") for line in res), out
         assert f"rank {victim}" in res[0], out
+
+
+def test_uncaught_exception_aborts_at_exit():
+    ranks = spawn_ranks(2, "faults.py", "uncaught", env={"ZCOLL_TIMEOUT": "20"}, timeout=40)
+    assert ranks[1][0] == 1 and "RuntimeError: the application failed" in ranks[1][1]
+    status, out = ranks[0]
+    assert status == 0, out
+    assert "RESULT PeerFailed: rank 1 aborted" in out, out
+
+
+def test_exit_with_request_in_flight():
+    """A communicator never closed, a request never waited for: the exit finishes both,
+    and nothing touches the freed request afterwards."""
+    script = ("import numpy as np, zcoll\n"
+              "c = zcoll.Comm(config={'RANK': 0, 'SIZE': 1})\n"
+              "r = c.iallreduce(np.ones(4))\n"
+              "p = c.allreduce_init(np.ones(4))\n"
+              "print('exiting')\n")
+    job = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert job.returncode == 0 and job.stdout.strip().endswith("exiting"), job.stdout

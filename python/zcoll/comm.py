@@ -1,5 +1,7 @@
 """The communicator: Comm, with allreduce in its blocking, non-blocking and persistent
 forms."""
+import atexit
+import sys
 import weakref
 from ctypes import byref, c_char_p, c_void_p, sizeof
 
@@ -17,15 +19,16 @@ _iallreduce = lib.zcoll_iallreduce
 _INVALID_ARG = 1
 
 
-def _release(ptr, orphans):
-    """Finalizer of a Comm that was never closed (at garbage collection or interpreter
-    exit): finish what was left in flight, then destroy; abort if destroy refuses."""
-    for req, _keep in orphans:
-        lib.zcoll_wait(req)
-        lib.zcoll_request_free(req)
-    orphans.clear()
-    if lib.zcoll_comm_destroy(ptr) == _INVALID_ARG:
-        lib.zcoll_comm_abort(ptr)
+_open = weakref.WeakSet()  # communicators not yet closed, for interpreter exit
+
+
+@atexit.register
+def _close_at_exit():
+    # An uncaught exception ends the program: the ranks may be out of step, so tell
+    # them (abort) rather than wait for them in a collective destroy.
+    failed = hasattr(sys, "last_value")
+    for comm in list(_open):
+        comm._release(abort=failed)
 
 
 class Comm:
@@ -36,7 +39,10 @@ class Comm:
     overrides ZCOLL_* settings from code. Creating and closing are collective.
 
     Use it as a context manager (`with zcoll.Comm() as comm:`) or call close(); a Comm
-    never closed is destroyed when it is collected, at the latest at interpreter exit.
+    never closed is destroyed when it is collected, at the latest at interpreter exit
+    (aborted if the program ends with an uncaught exception). When the block ends with
+    an exception, the communicator is aborted: the peers get PeerFailed instead of
+    waiting for this rank.
     A communicator is used by one thread at a time; while a call waits for the peers the
     GIL is released, so other Python threads run.
     """
@@ -53,7 +59,7 @@ class Comm:
             raise error(st)
         self._ptr = ptr.value
         self._orphans = []  # (request, buffers) dropped in flight; see request.py
-        self._finalizer = weakref.finalize(self, _release, self._ptr, self._orphans)
+        _open.add(self)
         #: This process's rank, 0 <= rank < size.
         self.rank = lib.zcoll_comm_rank(self._ptr)
         #: The number of ranks.
@@ -156,15 +162,11 @@ class Comm:
         ptr = self._ptr
         if ptr is None:
             return
-        for req, _keep in self._orphans:
-            lib.zcoll_wait(req)
-            lib.zcoll_request_free(req)
-        self._orphans.clear()
+        self._finish_orphans()
         st = lib.zcoll_comm_destroy(ptr)
         if st == _INVALID_ARG:  # refused (requests in flight): nothing was destroyed
             raise error(st, ptr)
-        self._ptr = None
-        self._finalizer.detach()
+        self._closed()
         if st:  # destroyed all the same; the message is this thread's
             raise error(st)
 
@@ -178,8 +180,36 @@ class Comm:
         st = lib.zcoll_comm_abort(ptr)
         if st:
             raise error(st)
+        self._closed()
+
+    def _finish_orphans(self):
+        for req, _keep in self._orphans:
+            lib.zcoll_wait(req)
+            lib.zcoll_request_free(req)
+        self._orphans.clear()
+
+    def _closed(self):
+        """The library freed the communicator, and with it the requests and
+        registrations left: from now on theirs are dangling, and nobody may use them."""
         self._ptr = None
-        self._finalizer.detach()
+        _open.discard(self)
+
+    def _release(self, abort=False):
+        """close() or abort() without raising, for garbage collection and exit."""
+        ptr = self._ptr
+        if ptr is None:
+            return
+        if not abort:
+            self._finish_orphans()
+        if abort or lib.zcoll_comm_destroy(ptr) == _INVALID_ARG:
+            lib.zcoll_comm_abort(ptr)
+        self._closed()
+
+    def __del__(self):
+        try:
+            self._release()
+        except Exception:  # interpreter shutdown
+            pass
 
     def revoke(self):
         """Marks the communicator revoked from any thread: a call blocked on it raises

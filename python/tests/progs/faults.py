@@ -5,6 +5,8 @@ usage: faults.py CASE
   bad-op       rank 1 passes an op zcoll does not know (its call fails in the library)
   raise-in-with  rank 1 raises inside `with Comm()`: the block aborts the communicator
   kill         the last rank SIGKILLs itself before the collective (started by hand)
+  uncaught     rank 1 ends with an uncaught exception, its Comm never closed: the exit
+               aborts it (started by hand, as zcoll_run would terminate rank 0 first)
 """
 import os
 import signal
@@ -46,5 +48,9 @@ elif case == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     report(lambda: comm.allreduce(x))
     # The first error broke the communicator for good: later calls say so at once.
+    report(lambda: comm.allreduce(x))
+elif case == "uncaught":
+    if comm.rank == 1:
+        raise RuntimeError("the application failed")
     report(lambda: comm.allreduce(x))
 comm.close() if not comm.closed else None

@@ -4,6 +4,7 @@ import array
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -137,8 +138,7 @@ def test_exception_in_with_aborts():
     job = run_job(2, "faults.py", "raise-in-with")
     assert job.returncode == 0, job.stdout
     assert _results(job.stdout, 1) == ["closed=True"]
-    (res,) = _results(job.stdout, 0)
-    assert res.startswith("PeerFailed: rank 1 aborted"), job.stdout
+    assert _results(job.stdout, 0)[-1].startswith("PeerFailed: rank 1 aborted"), job.stdout
 
 
 @pytest.mark.parametrize("np_", [2, 3])
@@ -149,17 +149,22 @@ def test_peer_killed(np_):
     for r, (status, out) in enumerate(ranks[:victim]):
         assert status == 0, out
         res = [line[len("RESULT "):] for line in out.splitlines() if line.startswith("RESULT ")]
-        assert len(res) == 2, out
-        assert all(line.startswith("PeerFailed: ") for line in res), out
-        assert f"rank {victim}" in res[0], out
+        assert len(res) == 3, out
+        failed = [line for line in res if line != "ok"]
+        assert res[-2:] == failed[-2:] and len(failed) >= 2, out
+        assert all(line.startswith("PeerFailed: ") for line in failed), out
+        assert f"rank {victim}" in failed[0], out
 
 
 def test_uncaught_exception_aborts_at_exit():
+    t0 = time.monotonic()
     ranks = spawn_ranks(2, "faults.py", "uncaught", env={"ZCOLL_TIMEOUT": "20"}, timeout=40)
     assert ranks[1][0] == 1 and "RuntimeError: the application failed" in ranks[1][1]
     status, out = ranks[0]
     assert status == 0, out
-    assert "RESULT PeerFailed: rank 1 aborted" in out, out
+    res = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    assert res[-1].startswith("RESULT PeerFailed: rank 1 "), out
+    assert time.monotonic() - t0 < 10  # told, not left to time out
 
 
 def test_exit_with_request_in_flight():

@@ -37,20 +37,27 @@ elif case == "raise-in-with":
     if comm.rank == 1:
         try:
             with comm:
+                comm.allreduce(x)
                 raise RuntimeError("the application failed")
         except RuntimeError:
             print(f"RESULT closed={comm.closed}", flush=True)
     else:
         report(lambda: comm.allreduce(x))
+        report(lambda: comm.allreduce(x))
 elif case == "kill":
-    comm.allreduce(x)  # everyone is up
+    # The victim ends its first collective before dying; the others may still be in
+    # theirs then (and fail it, or complete it if they already had its data).
     if comm.rank == comm.size - 1:
+        comm.allreduce(x)
         os.kill(os.getpid(), signal.SIGKILL)
+    report(lambda: comm.allreduce(x))
     report(lambda: comm.allreduce(x))
     # The first error broke the communicator for good: later calls say so at once.
     report(lambda: comm.allreduce(x))
 elif case == "uncaught":
     if comm.rank == 1:
+        comm.allreduce(x)
         raise RuntimeError("the application failed")
+    report(lambda: comm.allreduce(x))
     report(lambda: comm.allreduce(x))
 comm.close() if not comm.closed else None

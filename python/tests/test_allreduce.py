@@ -1,12 +1,11 @@
 """Allreduce through the binding on 1-4 ranks, every element against numpy."""
-import os
+import sys
 
 import numpy as np
 import pytest
 
 from conftest import PROGS, run_job
 
-import sys
 sys.path.insert(0, PROGS)
 from inputs import reference  # noqa: E402
 

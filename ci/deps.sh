@@ -2,7 +2,9 @@
 # Installs the Debian packages zcoll needs that are missing (nothing if all are there).
 # Usage: ci/deps.sh [extra packages...]
 set -euo pipefail
-need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev "$@")
+# python3-numpy and python3-pytest: the Python package (python/) and its ctest.
+need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev
+      python3-numpy python3-pytest "$@")
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

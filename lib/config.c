@@ -316,8 +316,10 @@ zcoll_status_t zcoll_config_create(zcoll_config_t **out) {
     if (n >= sizeof(name)) n = sizeof(name) - 1;
     memcpy(name, *e, n);
     name[n] = '\0';
-    /* ZCOLL_TEST_* and ZCOLL_RXE_* belong to the test suite and the soft-RoCE harness. */
-    if (!find_field(name) && strncmp(name, "ZCOLL_TEST_", 11) && strncmp(name, "ZCOLL_RXE", 9))
+    /* ZCOLL_TEST_* and ZCOLL_RXE_* belong to the test suite and the soft-RoCE harness,
+     * ZCOLL_LIBRARY to the Python binding (the library it loads: python/zcoll/_lib.py). */
+    if (!find_field(name) && strncmp(name, "ZCOLL_TEST_", 11) && strncmp(name, "ZCOLL_RXE", 9) &&
+        strcmp(name, "ZCOLL_LIBRARY"))
       zcoll_log_warn("unknown variable %s is ignored", name);
   }
   *out = cfg;

@@ -2,7 +2,9 @@
 # Installs zcoll into a scratch prefix, builds tests/progs/allreduce_check.c with
 # nothing but `cc app.c $(pkg-config --cflags --libs zcoll)`, builds a CMake project
 # with find_package(zcoll), and runs the application with the installed zcoll_run for
-# P = 2, 3, 5: every element of every case must be exact.
+# P = 2, 3, 5: every element of every case must be exact. Then imports the installed
+# Python package (only the scratch prefix on PYTHONPATH) and runs a 2-rank allreduce
+# through the installed library.
 set -euo pipefail
 build=$1 src=$2 extra_cflags=${3:-} # the sanitizers, when the library was built with them
 work=$(mktemp -d)
@@ -40,4 +42,37 @@ for p in 2 3 5; do
   "$work/prefix/bin/zcoll_run" -np $p "$work/app" $((1 << 20))
   "$work/prefix/bin/zcoll_run" -np $p "$work/cm/build/app_cmake" 4096
 done
+
+# The Python package, as installed: it must load the installed library, found from
+# where the package lies, with no ZCOLL_LIBRARY and no build tree in sight.
+pkg=$(find "$work/prefix" -path '*/zcoll/_libpath.py' | head -1)
+if [ -z "$pkg" ]; then
+  echo "install_and_link: no Python package installed (ZCOLL_PYTHON=OFF); not checked"
+else
+  python=${ZCOLL_TEST_PYTHON:-/usr/bin/python3}
+  cat >"$work/app.py" <<'PY'
+import os
+import sys
+
+import numpy as np
+import zcoll
+
+prefix = os.path.realpath(sys.argv[1])
+assert os.path.realpath(zcoll.__file__).startswith(prefix), zcoll.__file__
+assert os.path.realpath(zcoll._lib.path).startswith(prefix), zcoll._lib.path
+with zcoll.Comm() as comm:
+    x = np.arange(1 << 16, dtype=np.float32) * (comm.rank + 1)
+    comm.allreduce(x, out=x, op=zcoll.SUM)
+    want = np.arange(1 << 16, dtype=np.float32) * (comm.size * (comm.size + 1) // 2)
+    assert (x == want).all(), "wrong result"
+    print(f"rank {comm.rank}: python allreduce OK through {zcoll._lib.path}")
+PY
+  sanitizer_env=()
+  if [ -n "$extra_cflags" ]; then # a sanitized library in an unsanitized python3
+    sanitizer_env=(LD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
+                   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
+  fi
+  (cd "$work" && env -u ZCOLL_LIBRARY PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
+    "${sanitizer_env[@]}" "$work/prefix/bin/zcoll_run" -np 2 "$python" "$work/app.py" "$work/prefix")
+fi
 echo "install_and_link: OK"

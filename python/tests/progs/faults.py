@@ -1,0 +1,63 @@
+"""One rank misbehaves; every rank prints what it got as "RESULT <class>: <message>".
+
+usage: faults.py CASE
+  mismatch     rank 1 passes another count
+  bad-op       rank 1 passes an op zcoll does not know (its call fails in the library)
+  raise-in-with  rank 1 raises inside `with Comm()`: the block aborts the communicator
+  kill         the last rank SIGKILLs itself before the collective (started by hand)
+  uncaught     rank 1 ends with an uncaught exception, its Comm never closed: the exit
+               aborts it (started by hand, as zcoll_run would terminate rank 0 first)
+"""
+import os
+import signal
+import sys
+
+import numpy as np
+import zcoll
+
+case = sys.argv[1]
+
+
+def report(fn):
+    try:
+        fn()
+        print("RESULT ok", flush=True)
+    except zcoll.Error as e:
+        assert e.status == type(e).status
+        print(f"RESULT {type(e).__name__}: {e}", flush=True)
+
+
+comm = zcoll.Comm()
+x = np.ones(1 << 16, np.float32)
+if case == "mismatch":
+    report(lambda: comm.allreduce(x[: 1000 + (comm.rank == 1)]))
+elif case == "bad-op":
+    report(lambda: comm.allreduce(x, op=77 if comm.rank == 1 else zcoll.SUM))
+elif case == "raise-in-with":
+    if comm.rank == 1:
+        try:
+            with comm:
+                comm.allreduce(x)
+                raise RuntimeError("the application failed")
+        except RuntimeError:
+            print(f"RESULT closed={comm.closed}", flush=True)
+    else:
+        report(lambda: comm.allreduce(x))
+        report(lambda: comm.allreduce(x))
+elif case == "kill":
+    # The victim ends its first collective before dying; the others may still be in
+    # theirs then (and fail it, or complete it if they already had its data).
+    if comm.rank == comm.size - 1:
+        comm.allreduce(x)
+        os.kill(os.getpid(), signal.SIGKILL)
+    report(lambda: comm.allreduce(x))
+    report(lambda: comm.allreduce(x))
+    # The first error broke the communicator for good: later calls say so at once.
+    report(lambda: comm.allreduce(x))
+elif case == "uncaught":
+    if comm.rank == 1:
+        comm.allreduce(x)
+        raise RuntimeError("the application failed")
+    report(lambda: comm.allreduce(x))
+    report(lambda: comm.allreduce(x))
+comm.close() if not comm.closed else None

@@ -1,0 +1,41 @@
+"""zcoll: RDMA-accelerated allreduce for Python, a thin ctypes binding over libzcoll.
+
+    import numpy as np, zcoll
+    with zcoll.Comm() as comm:                      # rank and size from zcoll_run
+        grad = np.full(1 << 20, comm.rank, np.float32)
+        comm.allreduce(grad, out=grad, op=zcoll.AVG)  # in place, no copy
+
+Run it with `zcoll_run -np 4 /usr/bin/python3 prog.py`. Failed calls raise a
+zcoll.Error subclass (PeerFailed, Mismatch, Timeout, ...) carrying the library's
+message. The library is found through ZCOLL_LIBRARY, else the path the build or
+`cmake --install` recorded, else the system's library path.
+"""
+from ._dtypes import DType
+from ._errors import (BootstrapError, Error, InvalidArgument, Mismatch, NoMemory, PeerFailed,
+                      Timeout, TransportError, Unsupported)
+from ._lib import lib as _clib
+from .comm import Comm
+from .memory import MemoryRegion
+from .op import AVG, MAX, MIN, PROD, SUM, Op
+from .request import PersistentRequest, Request
+
+__all__ = [
+    "Comm", "Request", "PersistentRequest", "MemoryRegion", "Op", "DType",
+    "SUM", "PROD", "MIN", "MAX", "AVG",
+    "Error", "InvalidArgument", "NoMemory", "Unsupported", "BootstrapError",
+    "TransportError", "Timeout", "PeerFailed", "Mismatch",
+    "algorithms", "__version__",
+]
+
+#: The library's version ("0.1.0"); the binding is versioned with it.
+__version__ = _clib.zcoll_version_string().decode()
+
+
+def algorithms():
+    """The allreduce algorithms of this build (values of ZCOLL_ALGO besides "auto")."""
+    from ctypes import c_char_p
+
+    n = _clib.zcoll_algorithm_names(None, 0)
+    names = (c_char_p * n)()
+    _clib.zcoll_algorithm_names(names, n)
+    return [s.decode() for s in names]

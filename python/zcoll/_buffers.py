@@ -1,0 +1,93 @@
+"""Turning the caller's buffers into (address, count, dtype) without copying data.
+
+numpy arrays are used as they are. Any other object with the buffer protocol
+(memoryview, bytearray, array.array, ...) is wrapped by numpy as a view of the same
+memory (np.asarray of a memoryview never copies), so that one path checks and maps
+everything. Nothing here ever copies the caller's data: a buffer zcoll cannot use as it
+is (strided, read-only where it must be written, of another dtype) is an error that says
+what to change.
+"""
+from ctypes import addressof, c_char
+
+import numpy as np
+
+from . import _dtypes
+
+__all__ = ["IN_PLACE", "operands"]
+
+IN_PLACE = 1  # ZCOLL_IN_PLACE: ((const void *)1)
+
+_ndarray = np.ndarray
+_empty = np.empty
+_dtype_cache = _dtypes.CACHE
+_code_of = _dtypes.code_of
+_from_buffer = c_char.from_buffer
+
+
+def as_array(obj, name):
+    """obj as an ndarray over the same memory."""
+    if isinstance(obj, _ndarray):
+        return obj
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise TypeError(f"{name} must be a numpy array or an object with the buffer "
+                        f"protocol, not {type(obj).__name__}") from None
+    try:
+        return np.asarray(view)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"{name}: numpy cannot read its buffer format "
+                        f"{view.format!r}: {e}") from None
+
+
+def address(a):
+    """The address of a C-contiguous array's first byte.
+
+    ctypes' from_buffer is the cheapest way to it (a fifth of a.ctypes.data) but needs a
+    writable, non-empty buffer; read-only and empty arrays take numpy's way."""
+    try:
+        return addressof(_from_buffer(a))
+    except (TypeError, ValueError):
+        return a.ctypes.data
+
+
+def _not_contiguous(a, name):
+    return ValueError(
+        f"{name} is not C-contiguous (shape {a.shape}, strides {a.strides}): zcoll reduces "
+        f"contiguous memory in place and never copies; pass np.ascontiguousarray({name}) "
+        "(a copy you choose to make) or a contiguous buffer")
+
+
+def operands(x, out):
+    """(sendbuf, recvbuf, count, dtype code, result, keep) for reducing x into out.
+
+    out None: a new array like x (an allocation, not a copy of x). out is x, or the same
+    memory: in place. keep holds the arrays whose memory the call uses, for requests."""
+    a = x if type(x) is _ndarray else as_array(x, "x")
+    code = _dtype_cache.get(a.dtype)
+    if code is None:
+        code = _code_of(a.dtype)
+    if not a.flags.c_contiguous:
+        raise _not_contiguous(a, "x")
+    if out is None:
+        r = _empty(a.shape, a.dtype)
+        return address(a), address(r), a.size, code, r, (a, r)
+    if out is x:
+        if not a.flags.writeable:
+            raise ValueError("x is read-only: it cannot receive the result in place")
+        return IN_PLACE, address(a), a.size, code, x, (a,)
+    o = out if type(out) is _ndarray else as_array(out, "out")
+    if o.dtype != a.dtype and _code_of(o.dtype) != code:
+        raise TypeError(f"out has dtype {o.dtype.name}, x has {a.dtype.name}: they must match")
+    if o.size != a.size:
+        raise ValueError(f"out has {o.size} elements, x has {a.size}: they must match")
+    if not o.flags.c_contiguous:
+        raise _not_contiguous(o, "out")
+    if not o.flags.writeable:
+        raise ValueError("out is read-only")
+    send, recv = address(a), address(o)
+    if send == recv:
+        send = IN_PLACE
+    elif send < recv + o.nbytes and recv < send + a.nbytes:
+        raise ValueError("x and out overlap without being the same memory")
+    return send, recv, a.size, code, out, (a, o)

@@ -1,0 +1,112 @@
+"""Loading libzcoll and declaring the C prototypes, once.
+
+Every function is declared with argtypes and restype here, at import, so that a call on
+the hot path is one ctypes call with no per-call setup. ctypes.CDLL releases the GIL for
+the duration of each call: other Python threads run while a rank waits for its peers.
+
+Where the library comes from, first match wins:
+1. ZCOLL_LIBRARY, an explicit path (a build tree, a sanitizer build);
+2. the path recorded by the build next to this file (_libpath.py): `cmake --install`
+   records the installed library relative to the installed package, the build tree
+   records its own libzcoll.so;
+3. ctypes.util.find_library("zcoll"), i.e. the system's library search path.
+"""
+import ctypes
+import ctypes.util
+import os
+from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint64, c_void_p
+
+__all__ = ["lib", "path", "Stats"]
+
+_status = c_int  # zcoll_status_t
+_handle = c_void_p  # zcoll_comm_t *, zcoll_request_t *, zcoll_config_t *, zcoll_mr_t *
+
+
+class Stats(ctypes.Structure):
+    """zcoll_comm_stats_t; fields are only ever added at the end, as in zcoll.h."""
+
+    _fields_ = [(name, c_uint64) for name in (
+        "collectives", "rcache_hits", "rcache_misses", "rcache_evictions",
+        "rcache_invalidations", "rcache_reg_ns", "rcache_bytes",
+        "result_pieces_placed", "result_pieces_copied")]
+
+
+# name: (restype, argtypes), in the order of zcoll.h. Only functions zcoll.h declares.
+_PROTOTYPES = {
+    "zcoll_strerror": (c_char_p, [_status]),
+    "zcoll_version_string": (c_char_p, []),
+    "zcoll_last_error": (c_char_p, []),
+    "zcoll_config_create": (_status, [POINTER(_handle)]),
+    "zcoll_config_set": (_status, [_handle, c_char_p, c_char_p]),
+    "zcoll_config_get": (_status, [_handle, c_char_p, c_char_p, c_size_t]),
+    "zcoll_config_free": (None, [_handle]),
+    "zcoll_comm_init": (_status, [POINTER(_handle), _handle]),
+    "zcoll_comm_rank": (c_int, [_handle]),
+    "zcoll_comm_size": (c_int, [_handle]),
+    "zcoll_comm_destroy": (_status, [_handle]),
+    "zcoll_comm_abort": (_status, [_handle]),
+    "zcoll_comm_revoke": (_status, [_handle]),
+    "zcoll_comm_last_error": (c_char_p, [_handle]),
+    "zcoll_comm_transport": (c_char_p, [_handle]),
+    "zcoll_comm_stats": (_status, [_handle, POINTER(Stats), c_size_t]),
+    "zcoll_allreduce": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int]),
+    "zcoll_allreduce_algorithm": (_status, [_handle, c_size_t, c_int, c_int, POINTER(c_char_p)]),
+    "zcoll_algorithm_names": (c_int, [POINTER(c_char_p), c_int]),
+    "zcoll_iallreduce": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int,
+                                   POINTER(_handle)]),
+    "zcoll_allreduce_init": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int,
+                                       POINTER(_handle)]),
+    "zcoll_start": (_status, [_handle]),
+    "zcoll_test": (_status, [_handle]),
+    "zcoll_wait": (_status, [_handle]),
+    "zcoll_request_free": (_status, [_handle]),
+    "zcoll_mem_register": (_status, [_handle, c_void_p, c_size_t, POINTER(_handle)]),
+    "zcoll_mem_deregister": (_status, [_handle]),
+    "zcoll_dtype_size": (c_size_t, [c_int]),
+    "zcoll_dtype_name": (c_char_p, [c_int]),
+    "zcoll_op_name": (c_char_p, [c_int]),
+}
+
+
+def _candidates():
+    explicit = os.environ.get("ZCOLL_LIBRARY")
+    if explicit:
+        # An explicit choice is never second-guessed: if it is wrong, say so.
+        return [explicit], True
+    found = []
+    try:
+        from . import _libpath  # written by the build (build tree) or by cmake --install
+    except ImportError:
+        pass
+    else:
+        here = os.path.dirname(os.path.abspath(__file__))
+        found.append(os.path.normpath(os.path.join(here, _libpath.LIBRARY)))
+    system = ctypes.util.find_library("zcoll")
+    if system:
+        found.append(system)
+    return found, False
+
+
+def _load():
+    paths, explicit = _candidates()
+    errors = []
+    for p in paths:
+        try:
+            return ctypes.CDLL(p), p
+        except OSError as e:
+            if explicit:
+                raise ImportError(f"zcoll: cannot load ZCOLL_LIBRARY={p}: {e}") from e
+            errors.append(f"{p}: {e}")
+    tried = "; ".join(errors) if errors else "no libzcoll found"
+    raise ImportError(
+        f"zcoll: cannot load libzcoll ({tried}). Install zcoll (cmake --install), use the "
+        "package from a build tree (PYTHONPATH=<build>/python), or set ZCOLL_LIBRARY to "
+        "the path of libzcoll.so")
+
+
+lib, path = _load()
+for _name, (_restype, _argtypes) in _PROTOTYPES.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
+del _name, _restype, _argtypes, _fn

@@ -1,0 +1,235 @@
+"""The communicator: Comm, with allreduce in its blocking, non-blocking and persistent
+forms."""
+import atexit
+import sys
+import weakref
+from ctypes import byref, c_char_p, c_void_p, sizeof
+
+from . import _buffers, _config
+from ._errors import IN_PROGRESS, error
+from ._lib import Stats, lib
+from .op import SUM
+from .request import PersistentRequest, Request
+
+__all__ = ["Comm"]
+
+_operands = _buffers.operands
+_allreduce = lib.zcoll_allreduce
+_iallreduce = lib.zcoll_iallreduce
+_INVALID_ARG = 1
+
+
+_open = weakref.WeakSet()  # communicators not yet closed, for interpreter exit
+
+
+@atexit.register
+def _close_at_exit():
+    # An uncaught exception ends the program: the ranks may be out of step, so tell
+    # them (abort) rather than wait for them in a collective destroy.
+    failed = hasattr(sys, "last_value")
+    for comm in list(_open):
+        comm._release(abort=failed)
+
+
+class Comm:
+    """A zcoll communicator over all the ranks of the job.
+
+    Comm() reads the rank, the size and the rendezvous address from the environment
+    (zcoll_run, mpirun, srun set them); Comm(config={"ALGO": "ring", "TIMEOUT": 5})
+    overrides ZCOLL_* settings from code. Creating and closing are collective.
+
+    Use it as a context manager (`with zcoll.Comm() as comm:`) or call close(); a Comm
+    never closed is destroyed when it is collected, at the latest at interpreter exit
+    (aborted if the program ends with an uncaught exception). When the block ends with
+    an exception, the communicator is aborted: the peers get PeerFailed instead of
+    waiting for this rank.
+    A communicator is used by one thread at a time; while a call waits for the peers the
+    GIL is released, so other Python threads run.
+    """
+
+    def __init__(self, config=None):
+        ptr = c_void_p()
+        cfg = _config.create(config) if config else None
+        try:
+            st = lib.zcoll_comm_init(byref(ptr), cfg)
+        finally:
+            if cfg is not None:
+                lib.zcoll_config_free(cfg)
+        if st:
+            raise error(st)
+        self._ptr = ptr.value
+        self._orphans = []  # (request, buffers) dropped in flight; see request.py
+        _open.add(self)
+        #: This process's rank, 0 <= rank < size.
+        self.rank = lib.zcoll_comm_rank(self._ptr)
+        #: The number of ranks.
+        self.size = lib.zcoll_comm_size(self._ptr)
+
+    def _live(self, ptr):
+        """ptr, if this communicator still exists (its requests die with it)."""
+        if self._ptr is None:
+            raise ValueError("the communicator is closed")
+        return ptr
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    @property
+    def transport(self):
+        """The transport chosen at init: "shm", "verbs", "ucx" or "loopback"."""
+        return lib.zcoll_comm_transport(self._live(self._ptr)).decode()
+
+    def stats(self):
+        """The communicator's counters (zcoll_comm_stats_t) as a dict."""
+        s = Stats()
+        st = lib.zcoll_comm_stats(self._live(self._ptr), byref(s), sizeof(s))
+        if st:
+            raise error(st, self._ptr)
+        return {name: getattr(s, name) for name, _ in Stats._fields_}
+
+    def algorithm(self, x, op=SUM):
+        """The algorithm allreduce would use for x ("ring", ...). Local."""
+        _, _, count, code, _, _ = _operands(x, x)
+        name = c_char_p()
+        st = lib.zcoll_allreduce_algorithm(self._live(self._ptr), count, code, op, byref(name))
+        if st:
+            raise error(st, self._ptr)
+        return name.value.decode()
+
+    def allreduce(self, x, out=None, op=SUM):
+        """Reduces x over all ranks with op and returns the result.
+
+        x: a C-contiguous numpy array or any object with the buffer protocol, of a
+        dtype zcoll reduces (int8/uint8/int32/uint32/int64/uint64, float16, bfloat16,
+        float32, float64). Nothing is copied: the library reads x's memory.
+        out=None: the result goes into a new array of x's shape and dtype.
+        out=x: in place (MPI_IN_PLACE), x receives the result.
+        out=other: a writable C-contiguous buffer of x's dtype and element count.
+        Returns the result: the new array, or out itself.
+        """
+        send, recv, count, code, result, _ = _operands(x, out)
+        st = _allreduce(self._ptr, send, recv, count, code, op)
+        if st:
+            raise error(st, self._ptr) if self._ptr else ValueError("the communicator is closed")
+        return result
+
+    def iallreduce(self, x, out=None, op=SUM):
+        """Starts allreduce(x, out, op) and returns a Request at once; its wait()
+        returns the result. x and out belong to the request until it has ended."""
+        if self._orphans:
+            self._reap()
+        send, recv, count, code, result, keep = _operands(x, out)
+        req = c_void_p()
+        st = _iallreduce(self._live(self._ptr), send, recv, count, code, op, byref(req))
+        if st:
+            raise error(st, self._ptr)
+        return Request(self, req.value, keep, result)
+
+    def allreduce_init(self, x, out=None, op=SUM):
+        """Plans allreduce(x, out, op) once (local: nothing is sent) and returns a
+        PersistentRequest; each start() reduces whatever x holds then into out. x and
+        out belong to the request until it is freed."""
+        if self._orphans:
+            self._reap()
+        send, recv, count, code, result, keep = _operands(x, out)
+        req = c_void_p()
+        st = lib.zcoll_allreduce_init(self._live(self._ptr), send, recv, count, code, op,
+                                      byref(req))
+        if st:
+            raise error(st, self._ptr)
+        return PersistentRequest(self, req.value, keep, result)
+
+    def register(self, buf):
+        """Registers buf's memory with the transport (zcoll_mem_register); see
+        zcoll.MemoryRegion."""
+        from .memory import MemoryRegion
+
+        return MemoryRegion(self, buf)
+
+    def _reap(self):
+        """Frees the requests dropped in flight that have ended since."""
+        for item in list(self._orphans):
+            st = lib.zcoll_test(item[0])
+            if st != IN_PROGRESS and st != _INVALID_ARG:
+                lib.zcoll_request_free(item[0])
+                self._orphans.remove(item)
+
+    def close(self):
+        """Destroys the communicator (collective: waits for every rank). Requests that
+        were dropped in flight are waited for first; one still held in flight makes
+        close raise InvalidArgument and leaves the communicator open. Idempotent."""
+        ptr = self._ptr
+        if ptr is None:
+            return
+        self._finish_orphans()
+        st = lib.zcoll_comm_destroy(ptr)
+        if st == _INVALID_ARG:  # refused (requests in flight): nothing was destroyed
+            raise error(st, ptr)
+        self._closed()
+        if st:  # destroyed all the same; the message is this thread's
+            raise error(st)
+
+    def abort(self):
+        """Tells every peer to give up (they get PeerFailed naming this rank) and frees
+        this rank's communicator. Local. May be called from another thread while a call
+        on this communicator is blocked (it then raises PeerFailed)."""
+        ptr = self._ptr
+        if ptr is None:
+            return
+        st = lib.zcoll_comm_abort(ptr)
+        if st:
+            raise error(st)
+        self._closed()
+
+    def _finish_orphans(self):
+        for req, _keep in self._orphans:
+            lib.zcoll_wait(req)
+            lib.zcoll_request_free(req)
+        self._orphans.clear()
+
+    def _closed(self):
+        """The library freed the communicator, and with it the requests and
+        registrations left: from now on theirs are dangling, and nobody may use them."""
+        self._ptr = None
+        _open.discard(self)
+
+    def _release(self, abort=False):
+        """close() or abort() without raising, for garbage collection and exit."""
+        ptr = self._ptr
+        if ptr is None:
+            return
+        if not abort:
+            self._finish_orphans()
+        if abort or lib.zcoll_comm_destroy(ptr) == _INVALID_ARG:
+            lib.zcoll_comm_abort(ptr)
+        self._closed()
+
+    def __del__(self):
+        try:
+            self._release()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def revoke(self):
+        """Marks the communicator revoked from any thread: a call blocked on it raises
+        PeerFailed within ~10 ms, and the peers are told. Frees nothing: close() after."""
+        st = lib.zcoll_comm_revoke(self._live(self._ptr))
+        if st:
+            raise error(st)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        elif self._ptr is not None:
+            # The ranks may no longer be in step: do not wait for them in a collective
+            # destroy, tell them and leave.
+            self.abort()
+
+    def __repr__(self):
+        if self._ptr is None:
+            return "<zcoll.Comm closed>"
+        return f"<zcoll.Comm rank {self.rank} of {self.size} over {self.transport}>"

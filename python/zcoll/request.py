@@ -1,0 +1,162 @@
+"""Non-blocking and persistent allreduce requests.
+
+A request owns references to the arrays its collective reads and writes, so the garbage
+collector cannot free memory the library is still using. zcoll_request_free refuses a
+request in flight; so a request dropped in flight is handed to its communicator, which
+finishes and frees it later (at its next non-blocking call, or at close) while still
+holding its buffers.
+"""
+from ._errors import IN_PROGRESS, error
+from ._lib import lib
+
+__all__ = ["Request", "PersistentRequest"]
+
+_test = lib.zcoll_test
+_wait = lib.zcoll_wait
+_start = lib.zcoll_start
+_free = lib.zcoll_request_free
+_INVALID_ARG = 1
+
+
+class Request:
+    """An iallreduce in flight (Comm.iallreduce).
+
+    test() and wait() end it; once it has ended its C request is freed and its buffers
+    released, and both keep giving the same answer. `with comm.iallreduce(x) as r:`
+    waits for it at the end of the block. Do not read the result or write the input
+    before it has ended.
+    """
+
+    __slots__ = ("_comm", "_ptr", "_keep", "_result", "_error", "__weakref__")
+
+    def __init__(self, comm, ptr, keep, result):
+        self._comm = comm
+        self._ptr = ptr
+        self._keep = keep
+        self._result = result
+        self._error = None
+
+    @property
+    def result(self):
+        """The array (or out buffer) that receives the result."""
+        return self._result
+
+    def test(self):
+        """True once the collective has ended; raises its error if it failed."""
+        ptr = self._ptr
+        if ptr is None:
+            return self._ended()
+        st = _test(self._comm._live(ptr))
+        if st == IN_PROGRESS:
+            return False
+        self._end(st)
+        return True
+
+    def wait(self):
+        """Blocks until the collective ends; returns the result or raises its error."""
+        ptr = self._ptr
+        if ptr is None:
+            self._ended()
+            return self._result
+        self._end(_wait(self._comm._live(ptr)))
+        return self._result
+
+    def _ended(self):
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def _end(self, st):
+        """The request has ended with st: free it, then raise st's error if any."""
+        exc = error(st, self._comm._ptr) if st else None
+        _free(self._ptr)
+        self._ptr = None
+        self._keep = None
+        if exc is not None:
+            self._error = exc
+            raise exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.wait()
+        # On an exception the request may still be in flight: __del__ hands it over.
+
+    def __del__(self):
+        ptr = self._ptr
+        if ptr is None:
+            return
+        try:
+            comm = self._comm
+            if comm._ptr is None:  # destroyed or aborted: the library freed the request
+                return
+            st = _test(ptr)
+            if st == IN_PROGRESS or st == _INVALID_ARG or _free(ptr):
+                comm._orphans.append((ptr, self._keep))
+        except Exception:  # interpreter shutdown: nothing left to hand over to
+            pass
+
+
+class PersistentRequest(Request):
+    """A planned allreduce (Comm.allreduce_init) that each start() issues anew with
+    whatever the buffers hold then. Ending does not free it: free() does (or the with
+    block's end, or the communicator's close)."""
+
+    __slots__ = ("_active",)
+
+    def __init__(self, comm, ptr, keep, result):
+        super().__init__(comm, ptr, keep, result)
+        self._active = False
+
+    def start(self):
+        """Issues the collective; every rank must start it in the same order as its other
+        collectives."""
+        ptr = self._ptr
+        if ptr is None:
+            raise ValueError("the persistent request was freed")
+        st = _start(self._comm._live(ptr))
+        if st:
+            raise error(st, self._comm._ptr)
+        self._active = True
+
+    def test(self):
+        ptr = self._ptr
+        if ptr is None:
+            raise ValueError("the persistent request was freed")
+        st = _test(self._comm._live(ptr))
+        if st == IN_PROGRESS:
+            return False
+        self._active = False
+        if st:
+            raise error(st, self._comm._ptr)
+        return True
+
+    def wait(self):
+        ptr = self._ptr
+        if ptr is None:
+            raise ValueError("the persistent request was freed")
+        st = _wait(self._comm._live(ptr))
+        self._active = False
+        if st:
+            raise error(st, self._comm._ptr)
+        return self._result
+
+    def free(self):
+        """Frees the request; refused (InvalidArgument) while a start is in flight."""
+        ptr = self._ptr
+        if ptr is None:
+            return
+        if self._comm._ptr is not None:
+            st = _free(ptr)
+            if st:
+                raise error(st, self._comm._ptr)
+        self._ptr = None
+        self._keep = None
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            if self._active:
+                self.wait()
+            self.free()

@@ -196,7 +196,6 @@ static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
   pl->owned = NULL;
   pl->op = NULL; /* never a created op: those plans are not memoized */
   pl->desc = mm->desc;
-  pl->op = NULL; /* never a created op: those plans are not memoized */
   return 1;
 }
 

@@ -3,11 +3,13 @@
  * ThreadSanitizer build (Criterion's runner cannot run under it: Snaipe/Criterion#274):
  * ranks are threads over the loopback transport, each with a progress thread
  * (ZCOLL_PROGRESS=thread) or without, so the application's calls, the progress threads
- * and the ranks all race if they can. Exit status 0 when every scenario passed.
+ * and the ranks all race if they can; and the vector interface's tasks (threads that
+ * commit) with them. Exit status 0 when every scenario passed.
  */
 #include <stdio.h>
 
 #include "../requests_bodies.h"
+#include "../vec_bodies.h"
 
 static int run(const char *what, int p, rt_body body, void *arg, const char *progress,
                const char *algo) {
@@ -36,6 +38,9 @@ int main(void) {
   bad += run("many", 2, many_body, NULL, "caller", "auto");
   bad += run("overlap", 3, overlap_body, (void *)1, "thread", "ring");
   bad += run("error", 3, poison_body, NULL, "thread", "auto");
+  /* task threads commit while the rank's thread gets and the progress thread pumps */
+  bad += run("vec", 3, two_keys_body, NULL, "thread", "auto");
+  bad += run("vec", 2, two_keys_body, NULL, "caller", "auto");
   printf("requests_tsan: %s\n", bad ? "FAILED" : "all passed");
   return bad != 0;
 }

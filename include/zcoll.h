@@ -273,6 +273,10 @@ ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
  * and gets the pieces in place). */
 ZCOLL_API zcoll_status_t zcoll_broadcast(zcoll_comm_t *comm, void *buf, size_t count,
                                          zcoll_dtype_t dtype, int root);
+/* The algorithm zcoll_broadcast would use for these arguments ("tree", "chain"). Local. */
+ZCOLL_API zcoll_status_t zcoll_broadcast_algorithm(zcoll_comm_t *comm, size_t count,
+                                                   zcoll_dtype_t dtype, int root,
+                                                   const char **name);
 ZCOLL_API zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count,
                                           zcoll_dtype_t dtype, int root, zcoll_request_t **req);
 ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,

@@ -67,3 +67,17 @@ zcoll_status_t zcoll_broadcast(zcoll_comm_t *comm, void *buf, size_t count, zcol
   zcoll__leave(comm);
   return st;
 }
+
+zcoll_status_t zcoll_broadcast_algorithm(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                                         int root, const char **name) {
+  if (!comm || !name)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_broadcast_algorithm: NULL argument");
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT || root < 0 || root >= comm->size)
+    return zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                           "zcoll_broadcast_algorithm: unknown dtype %d or root "
+                                           "%d not a rank",
+                                           (int)dtype, root));
+  /* the choice depends on the size only: the root just has to be a rank */
+  *name = zcoll__bcast_algos[pick(comm, count * zcoll__dsize(dtype))]->name;
+  return ZCOLL_OK;
+}

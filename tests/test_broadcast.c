@@ -84,6 +84,12 @@ Test(broadcast, with_allreduce_in_flight, .timeout = 300) {
 
 static void bad_root_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   int v[4] = {0};
+  const char *small = NULL, *large = NULL;
+  if (zcoll_broadcast_algorithm(comm, 4, ZCOLL_INT32, 2, &small) != ZCOLL_OK ||
+      zcoll_broadcast_algorithm(comm, 1 << 20, ZCOLL_FLOAT32, 0, &large) != ZCOLL_OK ||
+      strcmp(small, "tree") != 0 || strcmp(large, "chain") != 0 ||
+      zcoll_broadcast_algorithm(comm, 4, ZCOLL_INT32, 3, &small) != ZCOLL_ERR_INVALID_ARG)
+    rt_fail(job, rank, "zcoll_broadcast_algorithm does not say tree, then chain");
   zcoll_status_t st = zcoll_broadcast(comm, v, 4, ZCOLL_INT32, rank == 0 ? 5 : 0);
   if (rank == 0 && (st != ZCOLL_ERR_INVALID_ARG || !strstr(zcoll_comm_last_error(comm), "root 5")))
     rt_fail(job, rank, "root 5 of 3 ranks was not refused");

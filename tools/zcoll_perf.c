@@ -42,7 +42,6 @@ struct perf_ctx {
   int rank;
   zcoll_mr_t *mr[2]; /* -R 1: the send and receive buffers */
   int nmr;
-  const char *bcast_algo; /* the BCAST_ALGO field in effect (auto, tree, chain), or NULL */
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
@@ -155,21 +154,14 @@ static int perf_sum_u64(void *ctx, uint64_t *v, size_t n)
   return small(ctx, v, n, ZCOLL_UINT64, ZCOLL_SUM, "sum of the wrong counts");
 }
 
-/* zcoll has no query for the broadcast's algorithm: this is lib/broadcast.c's rule
- * (BCAST_CHAIN_MIN_BYTES), which must be kept in step with it. */
-#define BCAST_CHAIN_MIN_BYTES ((size_t)256 << 10)
-
 static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dtype t,
                           enum pt_op op, int root, const char **name)
 {
   struct perf_ctx *c = ctx;
-  (void)root; /* the broadcast's choice does not depend on it */
   if (coll == PT_COLL_BROADCAST) {
-    if (c->bcast_algo && strcmp(c->bcast_algo, "auto") != 0)
-      *name = c->bcast_algo;
-    else
-      *name = count * pt_dtype_size(t) >= BCAST_CHAIN_MIN_BYTES ? "chain" : "tree";
-    return 0;
+    zcoll_status_t st = zcoll_broadcast_algorithm(c->comm, count, dtype_map[t], root, name);
+    return check(c, st, "zcoll_broadcast_algorithm (rank %d, %zu x %s)", c->rank, count,
+                 pt_dtype_names[t]);
   }
   zcoll_status_t st = zcoll_allreduce_algorithm(c->comm, count, dtype_map[t], op_map[op], name);
   return check(c, st, "zcoll_allreduce_algorithm (rank %d, %zu x %s, %s)", c->rank, count,
@@ -268,7 +260,7 @@ int main(int argc, char **argv)
   char algo[64], progress[16];
   zcoll_config_t *cfg = configure(&o, algo, sizeof algo, progress, sizeof progress, &rc);
   if (cfg == NULL) return rc;
-  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0, o.coll == PT_COLL_BROADCAST ? algo : NULL};
+  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0};
   zcoll_status_t st = zcoll_comm_init(&ctx.comm, cfg);
   zcoll_config_free(cfg);
   if (st != ZCOLL_OK) {

@@ -125,6 +125,10 @@ class Trainer:
         self.timed("end", self.comm.allreduce, self.w, self.w, self.op)
 
     def close(self):
+        """Frees the request and the op; one in flight (after an error) is left to the
+        communicator's abort."""
+        if self.in_flight:
+            return
         if self.req is not None:
             self.req.free()
         self.op.free()

@@ -5,7 +5,10 @@
         grad = np.full(1 << 20, comm.rank, np.float32)
         comm.allreduce(grad, out=grad, op=zcoll.AVG)  # in place, no copy
 
-Run it with `zcoll_run -np 4 /usr/bin/python3 prog.py`. Failed calls raise a
+Also: comm.broadcast(x, root) (and ibroadcast, broadcast_init), ops from a Python
+function (zcoll.op_create) or for weighted averages (zcoll.premul_sum), and the
+task-based vector interface (comm.vec). Run it with
+`zcoll_run -np 4 /usr/bin/python3 prog.py`. Failed calls raise a
 zcoll.Error subclass (PeerFailed, Mismatch, Timeout, ...) carrying the library's
 message. The library is found through ZCOLL_LIBRARY, else the path the build or
 `cmake --install` recorded, else the system's library path.
@@ -16,12 +19,13 @@ from ._errors import (BootstrapError, Error, InvalidArgument, Mismatch, NoMemory
 from ._lib import lib as _clib
 from .comm import Comm
 from .memory import MemoryRegion
-from .op import AVG, MAX, MIN, PROD, SUM, Op
+from .op import AVG, MAX, MIN, PROD, SUM, CreatedOp, Op, op_create, premul_sum
 from .request import PersistentRequest, Request
+from .vec import Vec
 
 __all__ = [
-    "Comm", "Request", "PersistentRequest", "MemoryRegion", "Op", "DType",
-    "SUM", "PROD", "MIN", "MAX", "AVG",
+    "Comm", "Request", "PersistentRequest", "MemoryRegion", "Vec", "Op", "CreatedOp", "DType",
+    "SUM", "PROD", "MIN", "MAX", "AVG", "op_create", "premul_sum",
     "Error", "InvalidArgument", "NoMemory", "Unsupported", "BootstrapError",
     "TransportError", "Timeout", "PeerFailed", "Mismatch",
     "algorithms", "__version__",

@@ -13,9 +13,10 @@ import numpy as np
 
 from . import _dtypes
 
-__all__ = ["IN_PLACE", "operands"]
+__all__ = ["IN_PLACE", "operands", "buffer", "layout"]
 
 IN_PLACE = 1  # ZCOLL_IN_PLACE: ((const void *)1)
+_UINT8 = int(_dtypes.DType.UINT8)
 
 _ndarray = np.ndarray
 _empty = np.empty
@@ -58,26 +59,44 @@ def _not_contiguous(a, name):
         "(a copy you choose to make) or a contiguous buffer")
 
 
-def operands(x, out):
+def layout(dtype, n, raw=None):
+    """(dtype code, count) of n elements of a numpy dtype. raw: the element dtype of a
+    created op (zcoll.op_create(..., dtype=)); n elements of it go as n * itemsize bytes
+    of ZCOLL_UINT8 when zcoll has no dtype of its own for it (a structured dtype)."""
+    code = _dtype_cache.get(dtype)
+    if code is not None:
+        return code, n
+    if raw is not None and dtype == raw:
+        try:
+            return _code_of(dtype), n
+        except TypeError:
+            return _UINT8, n * dtype.itemsize
+    return _code_of(dtype), n
+
+
+def operands(x, out, raw=None):
     """(sendbuf, recvbuf, count, dtype code, result, keep) for reducing x into out.
 
     out None: a new array like x (an allocation, not a copy of x). out is x, or the same
-    memory: in place. keep holds the arrays whose memory the call uses, for requests."""
+    memory: in place. keep holds the arrays whose memory the call uses, for requests.
+    raw: as in layout()."""
     a = x if type(x) is _ndarray else as_array(x, "x")
     code = _dtype_cache.get(a.dtype)
+    count = a.size
     if code is None:
-        code = _code_of(a.dtype)
+        code, count = layout(a.dtype, count, raw)
     if not a.flags.c_contiguous:
         raise _not_contiguous(a, "x")
     if out is None:
         r = _empty(a.shape, a.dtype)
-        return address(a), address(r), a.size, code, r, (a, r)
+        return address(a), address(r), count, code, r, (a, r)
     if out is x:
         if not a.flags.writeable:
             raise ValueError("x is read-only: it cannot receive the result in place")
-        return IN_PLACE, address(a), a.size, code, x, (a,)
+        return IN_PLACE, address(a), count, code, x, (a,)
     o = out if type(out) is _ndarray else as_array(out, "out")
-    if o.dtype != a.dtype and _code_of(o.dtype) != code:
+    if o.dtype != a.dtype and (count != a.size or _dtype_cache.get(o.dtype, -1) != code
+                               and _code_or_none(o.dtype) != code):
         raise TypeError(f"out has dtype {o.dtype.name}, x has {a.dtype.name}: they must match")
     if o.size != a.size:
         raise ValueError(f"out has {o.size} elements, x has {a.size}: they must match")
@@ -90,4 +109,32 @@ def operands(x, out):
         send = IN_PLACE
     elif send < recv + o.nbytes and recv < send + a.nbytes:
         raise ValueError("x and out overlap without being the same memory")
-    return send, recv, a.size, code, out, (a, o)
+    return send, recv, count, code, out, (a, o)
+
+
+def _code_or_none(dtype):
+    try:
+        return _code_of(dtype)
+    except TypeError:
+        return None
+
+
+def buffer(x, name="x"):
+    """(address, count, dtype code, array) of a buffer a broadcast writes in place: C-
+    contiguous and writable. A dtype zcoll has no code for (complex, bool, structured,
+    another byte order) goes as its bytes (ZCOLL_UINT8): a broadcast only moves data."""
+    a = x if type(x) is _ndarray else as_array(x, name)
+    code = _dtype_cache.get(a.dtype)
+    count = a.size
+    if code is None:
+        code = _code_or_none(a.dtype)
+        if code is None:
+            if a.dtype.hasobject:
+                raise TypeError(f"{name} holds Python objects (dtype {a.dtype}): only their "
+                                "addresses could be sent")
+            code, count = _UINT8, a.nbytes
+    if not a.flags.c_contiguous:
+        raise _not_contiguous(a, name)
+    if not a.flags.writeable:
+        raise ValueError(f"{name} is read-only: a broadcast writes it in place")
+    return address(a), count, code, a

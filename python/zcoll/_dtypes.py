@@ -6,7 +6,9 @@ knows nothing of), so the binding needs no array library beyond numpy.
 """
 import enum
 
-__all__ = ["DType", "code_of"]
+import numpy as np
+
+__all__ = ["DType", "code_of", "numpy_of", "SIZE"]
 
 
 class DType(enum.IntEnum):
@@ -53,3 +55,26 @@ def code_of(dtype):
     code = int(code)
     CACHE[dtype] = code
     return code
+
+
+#: Bytes per element, by code (zcoll_dtype_size).
+SIZE = (1, 1, 4, 4, 8, 8, 2, 2, 4, 8)
+
+_NUMPY = {}
+
+
+def numpy_of(code):
+    """The numpy dtype of a zcoll_dtype_t, for views of the library's buffers. bfloat16
+    is ml_dtypes' where it is installed, else its raw bits as uint16."""
+    dt = _NUMPY.get(code)
+    if dt is None:
+        if code == DType.BFLOAT16:
+            try:
+                import ml_dtypes
+                dt = np.dtype(ml_dtypes.bfloat16)
+            except ImportError:
+                dt = np.dtype(np.uint16)
+        else:
+            dt = np.dtype(DType(code).name.lower())
+        _NUMPY[code] = dt
+    return dt

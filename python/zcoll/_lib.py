@@ -14,9 +14,9 @@ Where the library comes from, first match wins:
 import ctypes
 import ctypes.util
 import os
-from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint64, c_void_p
+from ctypes import CFUNCTYPE, POINTER, c_char_p, c_double, c_int, c_size_t, c_uint64, c_void_p
 
-__all__ = ["lib", "path", "Stats"]
+__all__ = ["lib", "path", "Stats", "USER_FN"]
 
 _status = c_int  # zcoll_status_t
 _handle = c_void_p  # zcoll_comm_t *, zcoll_request_t *, zcoll_config_t *, zcoll_mr_t *
@@ -30,6 +30,10 @@ class Stats(ctypes.Structure):
         "rcache_invalidations", "rcache_reg_ns", "rcache_bytes",
         "result_pieces_placed", "result_pieces_copied")]
 
+
+# zcoll_user_fn_t: void (*)(const void *in, void *inout, size_t count, zcoll_dtype_t, void *user).
+# CFUNCTYPE: a call from C takes the GIL itself, whichever thread makes it.
+USER_FN = CFUNCTYPE(None, c_void_p, c_void_p, c_size_t, c_int, c_void_p)
 
 # name: (restype, argtypes), in the order of zcoll.h. Only functions zcoll.h declares.
 _PROTOTYPES = {
@@ -60,8 +64,20 @@ _PROTOTYPES = {
     "zcoll_test": (_status, [_handle]),
     "zcoll_wait": (_status, [_handle]),
     "zcoll_request_free": (_status, [_handle]),
+    "zcoll_broadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int]),
+    "zcoll_ibroadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, POINTER(_handle)]),
+    "zcoll_broadcast_init": (_status, [_handle, c_void_p, c_size_t, c_int, c_int,
+                                       POINTER(_handle)]),
+    "zcoll_vec_init": (_status, [_handle, c_char_p, c_int, c_size_t, c_int, c_int,
+                                 POINTER(_handle)]),
+    "zcoll_vec_commit": (_status, [_handle, c_void_p]),
+    "zcoll_vec_get": (_status, [_handle, c_void_p]),
+    "zcoll_vec_free": (_status, [_handle]),
     "zcoll_mem_register": (_status, [_handle, c_void_p, c_size_t, POINTER(_handle)]),
     "zcoll_mem_deregister": (_status, [_handle]),
+    "zcoll_op_create": (_status, [USER_FN, c_void_p, c_int, c_size_t, POINTER(c_int)]),
+    "zcoll_op_create_premul_sum": (_status, [c_double, POINTER(c_int)]),
+    "zcoll_op_free": (_status, [c_int]),
     "zcoll_dtype_size": (c_size_t, [c_int]),
     "zcoll_dtype_name": (c_char_p, [c_int]),
     "zcoll_op_name": (c_char_p, [c_int]),

@@ -1,5 +1,5 @@
-"""The communicator: Comm, with allreduce in its blocking, non-blocking and persistent
-forms."""
+"""The communicator: Comm, with allreduce and broadcast in their blocking, non-blocking
+and persistent forms, and the vector interface's keys (Comm.vec)."""
 import atexit
 import sys
 import weakref
@@ -8,7 +8,7 @@ from ctypes import byref, c_char_p, c_void_p, sizeof
 from . import _buffers, _config
 from ._errors import IN_PROGRESS, error
 from ._lib import Stats, lib
-from .op import SUM
+from .op import SUM, CreatedOp, raise_failed
 from .request import PersistentRequest, Request
 
 __all__ = ["Comm"]
@@ -16,6 +16,7 @@ __all__ = ["Comm"]
 _operands = _buffers.operands
 _allreduce = lib.zcoll_allreduce
 _iallreduce = lib.zcoll_iallreduce
+_broadcast = lib.zcoll_broadcast
 _INVALID_ARG = 1
 
 
@@ -106,12 +107,25 @@ class Comm:
         out=None: the result goes into a new array of x's shape and dtype.
         out=x: in place (MPI_IN_PLACE), x receives the result.
         out=other: a writable C-contiguous buffer of x's dtype and element count.
+        op: a zcoll.Op, or a created op (zcoll.op_create, zcoll.premul_sum); with an op
+        created with dtype=, x may be an array of that dtype (a structured one too).
         Returns the result: the new array, or out itself.
         """
+        if op.__class__ is CreatedOp:
+            return self._allreduce_created(x, out, op)
         send, recv, count, code, result, _ = _operands(x, out)
         st = _allreduce(self._ptr, send, recv, count, code, op)
         if st:
             raise error(st, self._ptr) if self._ptr else ValueError("the communicator is closed")
+        return result
+
+    def _allreduce_created(self, x, out, op):
+        value = int(op)
+        send, recv, count, code, result, _ = _operands(x, out, op.dtype)
+        st = _allreduce(self._live(self._ptr), send, recv, count, code, value)
+        raise_failed(op, self, "allreduce")
+        if st:
+            raise error(st, self._ptr)
         return result
 
     def iallreduce(self, x, out=None, op=SUM):
@@ -119,12 +133,13 @@ class Comm:
         returns the result. x and out belong to the request until it has ended."""
         if self._orphans:
             self._reap()
-        send, recv, count, code, result, keep = _operands(x, out)
+        created = op if op.__class__ is CreatedOp else None
+        send, recv, count, code, result, keep = _operands(x, out, created and created.dtype)
         req = c_void_p()
-        st = _iallreduce(self._live(self._ptr), send, recv, count, code, op, byref(req))
+        st = _iallreduce(self._live(self._ptr), send, recv, count, code, int(op), byref(req))
         if st:
             raise error(st, self._ptr)
-        return Request(self, req.value, keep, result)
+        return Request(self, req.value, keep + (created,), result, created)
 
     def allreduce_init(self, x, out=None, op=SUM):
         """Plans allreduce(x, out, op) once (local: nothing is sent) and returns a
@@ -132,13 +147,61 @@ class Comm:
         out belong to the request until it is freed."""
         if self._orphans:
             self._reap()
-        send, recv, count, code, result, keep = _operands(x, out)
+        created = op if op.__class__ is CreatedOp else None
+        send, recv, count, code, result, keep = _operands(x, out, created and created.dtype)
         req = c_void_p()
-        st = lib.zcoll_allreduce_init(self._live(self._ptr), send, recv, count, code, op,
+        st = lib.zcoll_allreduce_init(self._live(self._ptr), send, recv, count, code, int(op),
                                       byref(req))
         if st:
             raise error(st, self._ptr)
-        return PersistentRequest(self, req.value, keep, result)
+        return PersistentRequest(self, req.value, keep + (created,), result, created)
+
+    def broadcast(self, x, root=0):
+        """Sends root's x to every rank's x, in place (zcoll_broadcast); returns x.
+
+        x: a C-contiguous, writable numpy array or buffer-protocol object, the same
+        element count and dtype on every rank (checked: Mismatch). A dtype zcoll does
+        not reduce (complex, bool, structured, ...) goes as its bytes. Nothing is copied.
+        """
+        addr, count, code, _ = _buffers.buffer(x)
+        st = _broadcast(self._live(self._ptr), addr, count, code, root)
+        if st:
+            raise error(st, self._ptr)
+        return x
+
+    def ibroadcast(self, x, root=0):
+        """Starts broadcast(x, root) and returns a Request at once; its wait() returns x.
+        x belongs to the request until it has ended."""
+        if self._orphans:
+            self._reap()
+        addr, count, code, a = _buffers.buffer(x)
+        req = c_void_p()
+        st = lib.zcoll_ibroadcast(self._live(self._ptr), addr, count, code, root, byref(req))
+        if st:
+            raise error(st, self._ptr)
+        return Request(self, req.value, (a,), x)
+
+    def broadcast_init(self, x, root=0):
+        """Plans broadcast(x, root) once (local) and returns a PersistentRequest; each
+        start() sends whatever root's x holds then. x belongs to the request until it
+        is freed."""
+        if self._orphans:
+            self._reap()
+        addr, count, code, a = _buffers.buffer(x)
+        req = c_void_p()
+        st = lib.zcoll_broadcast_init(self._live(self._ptr), addr, count, code, root,
+                                      byref(req))
+        if st:
+            raise error(st, self._ptr)
+        return PersistentRequest(self, req.value, (a,), x)
+
+    def vec(self, key, local_tasks, shape, dtype, op=SUM):
+        """A key of the task-based vector interface (zcoll.Vec): this rank's local_tasks
+        tasks each commit an array of shape and dtype, and get() returns the reduction
+        over every task of every rank."""
+        from .vec import Vec
+
+        return Vec(self, key, local_tasks, shape, dtype, op)
 
     def register(self, buf):
         """Registers buf's memory with the transport (zcoll_mem_register); see

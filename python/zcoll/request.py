@@ -1,4 +1,4 @@
-"""Non-blocking and persistent allreduce requests.
+"""Non-blocking and persistent requests (allreduce and broadcast).
 
 A request owns references to the arrays its collective reads and writes, so the garbage
 collector cannot free memory the library is still using. zcoll_request_free refuses a
@@ -8,6 +8,7 @@ holding its buffers.
 """
 from ._errors import IN_PROGRESS, error
 from ._lib import lib
+from .op import raise_failed
 
 __all__ = ["Request", "PersistentRequest"]
 
@@ -19,7 +20,7 @@ _INVALID_ARG = 1
 
 
 class Request:
-    """An iallreduce in flight (Comm.iallreduce).
+    """A collective in flight (Comm.iallreduce, Comm.ibroadcast).
 
     test() and wait() end it; once it has ended its C request is freed and its buffers
     released, and both keep giving the same answer. `with comm.iallreduce(x) as r:`
@@ -27,14 +28,15 @@ class Request:
     before it has ended.
     """
 
-    __slots__ = ("_comm", "_ptr", "_keep", "_result", "_error", "__weakref__")
+    __slots__ = ("_comm", "_ptr", "_keep", "_result", "_error", "_op", "__weakref__")
 
-    def __init__(self, comm, ptr, keep, result):
+    def __init__(self, comm, ptr, keep, result, op=None):
         self._comm = comm
         self._ptr = ptr
-        self._keep = keep
+        self._keep = keep  # the arrays (and a created op) the collective uses
         self._result = result
         self._error = None
+        self._op = op  # a CreatedOp whose function's exceptions the end raises
 
     @property
     def result(self):
@@ -72,9 +74,17 @@ class Request:
         _free(self._ptr)
         self._ptr = None
         self._keep = None
+        if self._op is not None:
+            try:
+                raise_failed(self._op, self._comm, self._what())
+            except BaseException as e:
+                exc = e
         if exc is not None:
             self._error = exc
             raise exc
+
+    def _what(self):
+        return "a non-blocking collective"
 
     def __enter__(self):
         return self
@@ -100,15 +110,25 @@ class Request:
 
 
 class PersistentRequest(Request):
-    """A planned allreduce (Comm.allreduce_init) that each start() issues anew with
+    """A planned collective (Comm.allreduce_init, Comm.broadcast_init) that each start() issues anew with
     whatever the buffers hold then. Ending does not free it: free() does (or the with
     block's end, or the communicator's close)."""
 
     __slots__ = ("_active",)
 
-    def __init__(self, comm, ptr, keep, result):
-        super().__init__(comm, ptr, keep, result)
+    def __init__(self, comm, ptr, keep, result, op=None):
+        super().__init__(comm, ptr, keep, result, op)
         self._active = False
+
+    def _what(self):
+        return "a persistent collective"
+
+    def _finish(self, st):
+        self._active = False
+        if self._op is not None:
+            raise_failed(self._op, self._comm, self._what())
+        if st:
+            raise error(st, self._comm._ptr)
 
     def start(self):
         """Issues the collective; every rank must start it in the same order as its other
@@ -128,19 +148,14 @@ class PersistentRequest(Request):
         st = _test(self._comm._live(ptr))
         if st == IN_PROGRESS:
             return False
-        self._active = False
-        if st:
-            raise error(st, self._comm._ptr)
+        self._finish(st)
         return True
 
     def wait(self):
         ptr = self._ptr
         if ptr is None:
             raise ValueError("the persistent request was freed")
-        st = _wait(self._comm._live(ptr))
-        self._active = False
-        if st:
-            raise error(st, self._comm._ptr)
+        self._finish(_wait(self._comm._live(ptr)))
         return self._result
 
     def free(self):

@@ -375,6 +375,12 @@ ZCOLL_API zcoll_status_t zcoll_op_create(zcoll_user_fn_t fn, void *user, int com
                                          size_t elem_bytes, zcoll_op_t *op);
 ZCOLL_API zcoll_status_t zcoll_op_create_premul_sum(double scalar, zcoll_op_t *op);
 ZCOLL_API zcoll_status_t zcoll_op_free(zcoll_op_t op);
+/* Called by an op's function (only there, on the thread that runs it) that cannot
+ * combine what it was given: nothing it wrote leaves this rank, the collective fails
+ * (ZCOLL_ERR_INVALID_ARG here, "op N's function failed: why"; the peers are told, as
+ * after any error) and the communicator is broken. In zcoll_vec_commit's local fold the
+ * commit fails and so does the key. */
+ZCOLL_API void zcoll_op_fail(const char *why);
 
 /* Size in bytes of one element; 0 for an unknown dtype. */
 ZCOLL_API size_t zcoll_dtype_size(zcoll_dtype_t dtype);

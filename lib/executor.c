@@ -315,11 +315,13 @@ static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
     char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
+      zcoll_status_t st0;
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       if (!r->uop)
         zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
-      else
-        zcoll__op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data, b - a);
+      else if ((st0 = zcoll__op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data,
+                                        b - a)) != ZCOLL_OK)
+        return st0; /* before this piece counts: nothing made from it leaves this rank */
     } else if (sl->placed) {
       comm->pieces_placed++;
       t0 = 0; /* nothing was done here: no stage to trace */

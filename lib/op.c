@@ -132,17 +132,36 @@ void zcoll__op_describe(char *buf, size_t len, int op, uint32_t tag) {
            tag >> 4 & 1 ? "" : "non-", elem);
 }
 
-void zcoll__op_reduce(const struct run *r, int input, char *dst, const char *acc,
-                      const char *data, size_t n) {
+/* Set by zcoll_op_fail on the thread that runs an op's function, read right after it. */
+static _Thread_local int fn_failed;
+static _Thread_local char fn_why[200];
+
+void zcoll_op_fail(const char *why) {
+  fn_failed = 1;
+  snprintf(fn_why, sizeof(fn_why), "%s", why ? why : "(no reason given)");
+}
+
+zcoll_status_t zcoll__op_call(const struct zcoll__op_def *d, const void *in, void *inout,
+                              size_t count, zcoll_dtype_t dtype, int rank) {
+  fn_failed = 0;
+  d->fn(in, inout, count, dtype, d->user);
+  if (!fn_failed) return ZCOLL_OK;
+  fn_failed = 0;
+  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank %d: op %d's function failed: %s", rank,
+                     (int)(d - ops) + ZCOLL_OP_USER_BASE, fn_why);
+}
+
+zcoll_status_t zcoll__op_reduce(const struct run *r, int input, char *dst, const char *acc,
+                                const char *data, size_t n) {
   const struct zcoll__op_def *d = r->uop;
   if (d->kind == ZCOLL_OPK_PREMUL) {
     if (input) zcoll__reduce_premul(r->dtype, dst, acc, data, n, d->scalar);
     else zcoll__reduce(r->dtype, ZCOLL_SUM, dst, acc, data, n, 0);
-    return;
+    return ZCOLL_OK;
   }
   size_t bytes = n * r->dsize;
   /* MPI's form, inout = in (op) inout: in is the peer's (in rank order: the ranks before
    * this one, on the chain), inout this rank's operand. */
   if (dst != acc) memcpy(dst, acc, bytes);
-  d->fn(data, dst, bytes / zcoll__dsize(r->dtype), r->dtype, d->user);
+  return zcoll__op_call(d, data, dst, bytes / zcoll__dsize(r->dtype), r->dtype, r->comm->rank);
 }

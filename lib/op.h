@@ -43,9 +43,14 @@ uint32_t zcoll__op_tag(const struct zcoll__op_def *d);
 void zcoll__op_describe(char *buf, size_t len, int op, uint32_t tag);
 
 /* dst = acc (op) data over n elements of elem bytes, for a created op; input: acc is
- * this rank's input (premul scales it). */
+ * this rank's input (premul scales it). An error if the op's function failed
+ * (zcoll_op_fail): then dst is garbage and must not be used. */
 struct run;
-void zcoll__op_reduce(const struct run *r, int input, char *dst, const char *acc,
-                      const char *data, size_t n);
+zcoll_status_t zcoll__op_reduce(const struct run *r, int input, char *dst, const char *acc,
+                                const char *data, size_t n);
+/* A user op's function over count elements of dtype (inout = in op inout); its failure,
+ * if it called zcoll_op_fail. */
+zcoll_status_t zcoll__op_call(const struct zcoll__op_def *d, const void *in, void *inout,
+                              size_t count, zcoll_dtype_t dtype, int rank);
 
 #endif

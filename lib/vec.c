@@ -303,8 +303,9 @@ out:
   return st;
 }
 
-/* Folds buf into the round (under v->mu): the first commit copies, the others reduce. */
-static void fold(zcoll_vec_t *v, const void *buf) {
+/* Folds buf into the round (under v->mu): the first commit copies, the others reduce;
+ * an error if the op's function failed (then the round's fold is lost). */
+static zcoll_status_t fold(zcoll_vec_t *v, const void *buf) {
   char *acc = v->buf[v->round % 2];
   if (!v->commits) {
     memcpy(acc, buf, v->bytes);
@@ -314,8 +315,9 @@ static void fold(zcoll_vec_t *v, const void *buf) {
   } else if (v->uop->kind == ZCOLL_OPK_PREMUL) { /* the rank's sum, scaled once, globally */
     zcoll__reduce(v->dtype, ZCOLL_SUM, acc, acc, buf, v->count, 0);
   } else {
-    v->uop->fn(buf, acc, v->count, v->dtype, v->uop->user);
+    return zcoll__op_call(v->uop, buf, acc, v->count, v->dtype, v->comm->rank);
   }
+  return ZCOLL_OK;
 }
 
 zcoll_status_t zcoll_vec_commit(zcoll_vec_t *v, const void *buf) {
@@ -336,9 +338,12 @@ zcoll_status_t zcoll_vec_commit(zcoll_vec_t *v, const void *buf) {
                      "zcoll_vec_commit: key '%s': more commits than tasks (rounds %u and %u are "
                      "done and round %u has not been taken by zcoll_vec_get yet)",
                      v->key, v->round - 2, v->round - 1, v->gotten);
-  if (st == ZCOLL_OK) {
-    fold(v, buf);
-    if (++v->commits == v->tasks) v->state = FULL;
+  if (st == ZCOLL_OK && (st = fold(v, buf)) != ZCOLL_OK) { /* the key cannot go on */
+    v->state = FAILED;
+    v->error = st;
+    snprintf(v->why, sizeof(v->why), "%s", zcoll__last_error());
+  } else if (st == ZCOLL_OK && ++v->commits == v->tasks) {
+    v->state = FULL;
   }
   int full = st == ZCOLL_OK && v->state == FULL;
   pthread_mutex_unlock(&v->mu);

@@ -5,6 +5,8 @@
  * (a premul sum here has one scalar for every rank; progs/ops_check.c, run by the
  * process tests below, gives each rank its own).
  */
+#include <stdatomic.h>
+
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
@@ -219,4 +221,62 @@ Test(ops, requests_and_argument_errors, .timeout = 300) {
                ZCOLL_OK);
   job = (struct rt_job){.size = 2, .body = mismatch_body};
   cr_expect_eq(rt_run(&job), 0, "%s", job.first);
+}
+
+/* ---- an op's function that fails (zcoll_op_fail) ---- */
+
+static _Thread_local int fails_here, called;
+static void failing_fn(const void *in, void *inout, size_t n, zcoll_dtype_t dt, void *u) {
+  (void)u, (void)dt;
+  called = 1;
+  const int64_t *x = in;
+  int64_t *y = inout;
+  for (size_t k = 0; k < n; k++) y[k] += x[k];
+  if (fails_here) {
+    memset(inout, 0x5a, n * sizeof(int64_t)); /* garbage that must never leave the rank */
+    zcoll_op_fail("this rank's function refuses its input");
+  }
+}
+
+/* Rank 1's function fails (where rank 1 combines anything: not a tree's leaf or a
+ * folded rank): it gets the error with the reason, nobody gets ZCOLL_OK with a wrong
+ * element, and the next call fails everywhere. */
+static atomic_int rank1_failed;
+static void failing_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  enum { N = 5000 };
+  static _Thread_local int64_t v[N];
+  for (int k = 0; k < N; k++) v[k] = rank + k;
+  fails_here = rank == 1;
+  zcoll_op_t op = (zcoll_op_t)(intptr_t)job->arg;
+  called = 0;
+  zcoll_status_t st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, N, ZCOLL_INT64, op);
+  if (rank == 1 && called) {
+    atomic_store(&rank1_failed, 1);
+    if (st != ZCOLL_ERR_INVALID_ARG ||
+        !strstr(zcoll_comm_last_error(comm), "function failed: this rank's"))
+      rt_fail(job, rank, "the failing rank did not get its function's error");
+  }
+  for (int k = 0; st == ZCOLL_OK && k < N; k++)
+    if (v[k] != (int64_t)job->size * (job->size - 1) / 2 + (int64_t)job->size * k) {
+      rt_fail(job, rank, "ZCOLL_OK with a wrong element after a peer's op failed");
+      break;
+    }
+  st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, 1, ZCOLL_INT64, ZCOLL_SUM);
+  if (st == ZCOLL_OK && atomic_load(&rank1_failed))
+    rt_fail(job, rank, "the communicator still works after an op failed");
+}
+
+Test(ops, function_fails, .timeout = 300) {
+  zcoll_op_t op;
+  cr_assert_eq(zcoll_op_create(failing_fn, NULL, 1, 0, &op), ZCOLL_OK);
+  static const char *const algos[] = {"ring", "butterfly", "tree", "rhd"};
+  for (int a = 0; a < 4; a++) {
+    atomic_store(&rank1_failed, 0);
+    struct rt_job job = {.size = 3, .body = failing_body, .arg = (void *)(intptr_t)op};
+    job.settings[0][0] = "ALGO", job.settings[0][1] = algos[a];
+    job.settings[1][0] = "CHUNK_BYTES", job.settings[1][1] = "4096";
+    cr_expect_eq(rt_run(&job), 0, "%s: %s", algos[a], job.first);
+    cr_expect(a >= 2 || atomic_load(&rank1_failed), "%s: rank 1 never combined", algos[a]);
+  }
+  zcoll_op_free(op);
 }

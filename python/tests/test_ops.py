@@ -52,9 +52,13 @@ def test_exception_in_function_surfaces():
     res1 = [s for s in rank_lines(job.stdout, 1) if s.startswith("RESULT ")]
     assert res1[0].startswith("RESULT ValueError: boom on rank 1 | zcoll: raised by the "
                               "function of <zcoll.CreatedOp"), job.stdout
-    assert "during allreduce; this rank's result is lost and the communicator was revoked" \
+    assert "during allreduce; the collective failed and the communicator is broken" \
         in res1[0]
-    assert res1[1].startswith("RESULT PeerFailed: "), job.stdout
+    # The library was told (zcoll_op_fail): the collective failed on rank 1 with the
+    # function's exception, and its next call finds the communicator broken.
+    assert res1[1].startswith("RESULT InvalidArgument: the communicator is unusable"), \
+        job.stdout
+    assert "function failed: ValueError: boom on rank 1" in res1[1], job.stdout
     # Rank 0 learns at the latest at its next call.
     res0 = [s for s in rank_lines(job.stdout, 0) if s.startswith("RESULT ")]
     assert res0[-1].startswith("RESULT PeerFailed: rank 1 "), job.stdout
@@ -69,7 +73,7 @@ def test_exception_in_vec_commit():
             v.commit(np.ones(3))  # the first commit copies: fn is not called
             with pytest.raises(ZeroDivisionError, match="in the op") as e:
                 v.commit(np.ones(3))
-            assert "communicator was revoked" in e.value.__notes__[0]
+            assert "communicator is broken" in e.value.__notes__[0]
             with pytest.raises(zcoll.PeerFailed, match="revoked"):
                 comm.allreduce(np.zeros(2))
             comm.abort()

@@ -78,6 +78,7 @@ _PROTOTYPES = {
     "zcoll_op_create": (_status, [USER_FN, c_void_p, c_int, c_size_t, POINTER(c_int)]),
     "zcoll_op_create_premul_sum": (_status, [c_double, POINTER(c_int)]),
     "zcoll_op_free": (_status, [c_int]),
+    "zcoll_op_fail": (None, [c_char_p]),
     "zcoll_dtype_size": (c_size_t, [c_int]),
     "zcoll_dtype_name": (c_char_p, [c_int]),
     "zcoll_op_name": (c_char_p, [c_int]),

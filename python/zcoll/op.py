@@ -6,12 +6,12 @@ caller's (in allreduce, test, wait, Vec.commit, Vec.get) or the progress thread'
 (ZCOLL_PROGRESS=thread). The call from C takes the GIL itself. It gets numpy arrays
 viewing the library's memory (no copy) and must write the combination into inoutvec.
 
-An exception cannot travel back through C. The binding catches it, leaves inoutvec as
-it was (the op's later calls are skipped), and the Python call that ends the collective
-(allreduce, Request.wait or test, Vec.commit or get) raises it afterwards, with a note.
-That rank's contribution is then wrong, so the binding revokes the communicator: the
-peers get PeerFailed naming this rank at the latest at their next call (their result of
-that collective is not to be trusted), and it is broken for good, as after any error.
+An exception cannot travel back through C. The binding catches it and tells the library
+(zcoll_op_fail): nothing the function wrote leaves this rank, the collective fails here,
+the peers are told (PeerFailed naming this rank; a peer whose result did not need this
+rank's combination may still complete it, correctly), and the communicator is broken
+for good, as after any error. The Python call that ends the collective (allreduce,
+Request.wait or test, Vec.commit or get) raises the function's exception, with a note.
 """
 import enum
 import threading
@@ -81,6 +81,8 @@ def _trampoline(state):
             fn(_view(inp, nbytes, dt, False), _view(inout, nbytes, dt, True))
         except BaseException as e:  # noqa: nothing may cross into C
             errors.append(e)
+            # Before C goes on: what inoutvec holds now must not reach the peers.
+            lib.zcoll_op_fail(f"{type(e).__name__}: {e}".encode(errors="replace")[:190])
 
     return USER_FN(call)
 
@@ -251,6 +253,6 @@ def raise_failed(op, comm, what):
     if ptr is not None:
         lib.zcoll_comm_revoke(ptr)
     if hasattr(exc, "add_note"):
-        exc.add_note(f"zcoll: raised by the function of {op!r} during {what}; this rank's "
-                     "result is lost and the communicator was revoked")
+        exc.add_note(f"zcoll: raised by the function of {op!r} during {what}; the "
+                     "collective failed and the communicator is broken")
     raise exc

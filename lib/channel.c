@@ -52,7 +52,7 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
              dt, d->root, algo);
     return;
   }
-  if (d->kind != ZCOLL_COLL_ALLREDUCE) {
+  if (d->kind != ZCOLL_COLL_ALLREDUCE && d->kind != ZCOLL_COLL_VEC) {
     snprintf(buf, len, "collective kind %u", d->kind);
     return;
   }
@@ -60,8 +60,12 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
   if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
   char op[64];
   zcoll__op_describe(op, sizeof(op), d->op, d->op_tag);
-  snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt, op,
-           algo);
+  if (d->kind == ZCOLL_COLL_VEC)
+    snprintf(buf, len, "a vector key's round (key hash %08x; count %llu, %s, %s, %s)",
+             (unsigned)d->root, (unsigned long long)d->count, dt, op, algo);
+  else
+    snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt,
+             op, algo);
 }
 
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,

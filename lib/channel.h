@@ -109,7 +109,9 @@ struct zcoll__chan_grant {
 /* A first piece up to this many payload bytes travels with its header. */
 #define ZCOLL_CHAN_MERGE_MAX (1024u - ZCOLL_CHAN_HDR_BYTES)
 
-enum { ZCOLL_COLL_ALLREDUCE = 1, ZCOLL_COLL_BROADCAST = 2 };
+/* ZCOLL_COLL_VEC: a vector key's round (vec.c), an allreduce whose root field holds a
+ * hash of the key. */
+enum { ZCOLL_COLL_ALLREDUCE = 1, ZCOLL_COLL_BROADCAST = 2, ZCOLL_COLL_VEC = 3 };
 
 /* What a collective is: ranks must agree on all of it. */
 struct zcoll__coll_desc {

@@ -91,6 +91,7 @@ struct zcoll_comm {
   /* Entry guard (guard.c): one thread inside at a time; revoke and abort may come
    * from any thread, revoke from a signal handler too. */
   atomic_int inside;
+  atomic_int vec_waiters; /* threads in zcoll_vec_get, inside or between turns (vec.c) */
   atomic_int revoked;
   int wake_fd;       /* eventfd that revoke writes: a sleeping call wakes at once */
   unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
@@ -153,10 +154,11 @@ zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st);
 zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st);
 void zcoll__plan_release(struct zcoll__plan *pl);
 /* The request calls' bodies for layers inside the library (vec.c), on a communicator
- * already entered: a persistent allreduce, started, tested, waited for, freed. */
+ * already entered: a persistent allreduce (described as a vector key's round, the key
+ * named by key_tag), started, tested, waited for, freed. */
 zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                      zcoll_request_t **req);
+                                      int32_t key_tag, zcoll_request_t **req);
 zcoll_status_t zcoll__request_start(zcoll_request_t *q);
 zcoll_status_t zcoll__request_test(zcoll_request_t *q);
 zcoll_status_t zcoll__request_wait(zcoll_request_t *q);

@@ -84,10 +84,17 @@ int zcoll__guard_take_over(zcoll_comm_t *comm, double seconds) {
   for (double waited = 0;; waited += 1e-3) {
     int idle = 0;
     /* One step from "nobody inside" to "refused for good": no call slips in between. */
-    if (atomic_compare_exchange_strong(&comm->inside, &idle, 2)) return 1;
+    if (atomic_compare_exchange_strong(&comm->inside, &idle, 2)) break;
     if (waited >= seconds) return 0;
     nanosleep(&nap, NULL);
   }
+  /* A zcoll_vec_get holds the communicator in turns, with its key in hand in between:
+   * it sees the revoke and leaves; no new call may start now. */
+  for (double waited = 0; atomic_load(&comm->vec_waiters); waited += 1e-3) {
+    if (waited >= seconds) return 0;
+    nanosleep(&nap, NULL);
+  }
+  return 1;
 }
 
 /* Async-signal-safe: an atomic store and a write(2). The call inside (if any) sees the

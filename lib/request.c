@@ -334,11 +334,16 @@ zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
 
 zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                      zcoll_request_t **req) {
+                                      int32_t key_tag, zcoll_request_t **req) {
   struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
   zcoll_status_t st = request_new(comm, &a, 1, req);
-  if (st == ZCOLL_OK) grant_setup(comm, *req);
-  return st;
+  if (st != ZCOLL_OK) return st;
+  /* A key's round is an allreduce that no other call may pair with: described as what
+   * it is, an allreduce of the same shape issued meanwhile is a mismatch. */
+  (*req)->plan.desc.kind = ZCOLL_COLL_VEC;
+  (*req)->plan.desc.root = key_tag;
+  grant_setup(comm, *req);
+  return ZCOLL_OK;
 }
 
 zcoll_status_t zcoll__request_start(zcoll_request_t *q) { return start_again(q); }

@@ -216,6 +216,14 @@ zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
 
 /* ---- the calls ---- */
 
+/* 31 bits of FNV-1a: in each round's description, so that rounds pair only with
+ * rounds of the same key. */
+static int32_t key_tag(const char *key) {
+  uint32_t h = 2166136261u;
+  for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = (h ^ *p) * 16777619u;
+  return (int32_t)(h & 0x7fffffff);
+}
+
 static zcoll_status_t check_op(zcoll_vec_t *v) {
   if ((unsigned)v->op < ZCOLL_OP_COUNT) return ZCOLL_OK;
   if (!(v->uop = zcoll__op_get(v->op, "zcoll_vec_init"))) return ZCOLL_ERR_INVALID_ARG;
@@ -229,7 +237,8 @@ static zcoll_status_t check_op(zcoll_vec_t *v) {
 
 static void vec_destroy(zcoll_vec_t *v) {
   for (int i = 0; i < 2; i++) {
-    if (v->req[i]) zcoll__request_free(v->req[i]);
+    if (v->req[i] && zcoll__request_free(v->req[i]) != ZCOLL_OK)
+      v->buf[i] = NULL; /* still in flight (not reachable: callers check): leak, not crash */
     free(v->buf[i]);
   }
   zcoll__op_put(v->uop);
@@ -280,7 +289,8 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
       goto out;
     }
     if ((st = zcoll__request_prepare(comm, ZCOLL_IN_PLACE, v->buf[i], count, dtype,
-                                     op == ZCOLL_AVG ? ZCOLL_SUM : op, &v->req[i])) != ZCOLL_OK)
+                                     op == ZCOLL_AVG ? ZCOLL_SUM : op, key_tag(key),
+                                     &v->req[i])) != ZCOLL_OK)
       goto out;
   }
   struct zcoll__vec_msg m = {.kind = ZCOLL_VM_INIT, .tasks = (uint32_t)local_tasks,
@@ -346,10 +356,12 @@ zcoll_status_t zcoll_vec_commit(zcoll_vec_t *v, const void *buf) {
     v->state = FULL;
   }
   int full = st == ZCOLL_OK && v->state == FULL;
+  /* Read before unlocking: once the lock is let go, another thread may take the round to
+   * its end, get it and free the key. */
+  zcoll_comm_t *comm = v->comm;
   pthread_mutex_unlock(&v->mu);
   if (!full) return st;
   /* The round's last commit: move it now if the communicator is free. */
-  zcoll_comm_t *comm = v->comm;
   if (comm->progress_on) {
     zcoll__progress_thread_wake(comm);
   } else if (zcoll__try_enter(comm)) {
@@ -406,7 +418,8 @@ static zcoll_status_t drive(zcoll_vec_t *v, double deadline, double timeout) {
   for (;;) {
     zcoll_status_t st = zcoll__check_usable(comm);
     int progress = 0;
-    if (st == ZCOLL_OK) st = zcoll__vecs_pump(comm, &progress);
+    if (st == ZCOLL_OK && (st = zcoll__vecs_pump(comm, &progress)) != ZCOLL_OK)
+      return zcoll__fail_runs(comm, st); /* as the progress thread does: tell the peers */
     if (st != ZCOLL_OK) return st;
     pthread_mutex_lock(&v->mu);
     int state = v->state, done = v->round > v->gotten;
@@ -434,13 +447,29 @@ static zcoll_status_t drive(zcoll_vec_t *v, double deadline, double timeout) {
   }
 }
 
+static zcoll_status_t get(zcoll_vec_t *v, void *out);
+
 zcoll_status_t zcoll_vec_get(zcoll_vec_t *v, void *out) {
   if (!v) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_get: vec is NULL");
   if (!out && v->bytes)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_get: key '%s': out is NULL", v->key);
+  /* Counted, so that zcoll_comm_abort from a watchdog frees nothing under it. */
+  zcoll_comm_t *comm = v->comm;
+  atomic_fetch_add(&comm->vec_waiters, 1);
+  zcoll_status_t st = get(v, out);
+  atomic_fetch_sub(&comm->vec_waiters, 1);
+  return st;
+}
+
+static zcoll_status_t get(zcoll_vec_t *v, void *out) {
   zcoll_comm_t *comm = v->comm;
   double timeout = comm->cfg->timeout, deadline = now_s() + timeout;
   for (;;) {
+    if (atomic_load(&comm->revoked))
+      return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                         "zcoll_vec_get: key '%s': rank %d's communicator was revoked (or "
+                         "aborted)",
+                         v->key, comm->rank);
     pthread_mutex_lock(&v->mu);
     if (v->round > v->gotten) { /* a round done and not yet taken: this get's */
       deliver_result(v, v->gotten++, out);
@@ -480,6 +509,8 @@ zcoll_status_t zcoll_vec_free(zcoll_vec_t *v) {
   pthread_mutex_lock(&v->mu);
   int busy = v->state == REDUCING || v->state == FULL;
   pthread_mutex_unlock(&v->mu);
+  for (int i = 0; i < 2; i++) /* a failed key's allreduce may not have ended yet */
+    busy |= v->req[i] && zcoll__request_test(v->req[i]) == ZCOLL_IN_PROGRESS;
   if (busy) {
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "zcoll_vec_free: key '%s' round %u is on its way (zcoll_vec_get it first)",

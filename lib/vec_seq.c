@@ -61,13 +61,25 @@ struct seq_key {
   uint32_t go;             /* rounds started */
 };
 
+/* Per name, its generations oldest first: a name every rank freed and some rank
+ * initialized again is a new key. The ranks' INITs and FREEs travel on different sockets
+ * (rank 0's own go in at once), so a new INIT may overtake another rank's FREE of the
+ * old key: each message goes to the generation it belongs to. */
 struct zcoll__vec_seq {
-  struct seq_key *keys;
+  struct seq_key *keys, **tail;
 };
 
-static struct seq_key *find(struct zcoll__vec_seq *q, const char *key) {
+/* The oldest generation `from` has not initialized: its INIT is for it. */
+static struct seq_key *for_init(struct zcoll__vec_seq *q, const char *key, int from) {
   for (struct seq_key *k = q->keys; k; k = k->next)
-    if (strcmp(k->key, key) == 0) return k;
+    if (!k->inited[from] && strcmp(k->key, key) == 0) return k;
+  return NULL;
+}
+
+/* The generation `from` holds now (initialized, not freed). */
+static struct seq_key *live(const struct zcoll__vec_seq *q, const char *key, int from) {
+  for (struct seq_key *k = q->keys; k; k = k->next)
+    if (k->inited[from] && !k->freed[from] && strcmp(k->key, key) == 0) return k;
   return NULL;
 }
 
@@ -75,6 +87,7 @@ static void drop(struct zcoll__vec_seq *q, struct seq_key *k) {
   struct seq_key **pp = &q->keys;
   while (*pp != k) pp = &(*pp)->next;
   *pp = k->next;
+  if (q->tail == &k->next) q->tail = pp;
   free(k->inited), free(k->freed), free(k->ready), free(k);
 }
 
@@ -90,8 +103,9 @@ static struct seq_key *add(struct zcoll__vec_seq *q, int size, const char *key) 
   }
   snprintf(k->key, sizeof(k->key), "%s", key);
   k->first_rank = -1;
-  k->next = q->keys;
-  q->keys = k;
+  if (!q->tail) q->tail = &q->keys;
+  *q->tail = k; /* the newest generation last */
+  q->tail = &k->next;
   return k;
 }
 
@@ -117,11 +131,6 @@ static zcoll_status_t init_key(struct seq_key *k, int size, int from,
                                const struct zcoll__vec_msg *m, zcoll__vm_send_fn send,
                                void *arg) {
   char why[512];
-  if (k->inited[from]) {
-    snprintf(why, sizeof(why),
-             "rank %d initialized key '%s' again before every rank had freed it", from, k->key);
-    return refuse(k, size, send, arg, why);
-  }
   k->inited[from] = 1;
   k->ninit++;
   k->total += m->tasks;
@@ -163,16 +172,15 @@ zcoll_status_t zcoll__vec_seq_take(struct zcoll__vec_seq **seq, int size, int fr
   if (!*seq && !(*seq = calloc(1, sizeof(**seq))))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the vector sequencer");
   struct zcoll__vec_seq *q = *seq;
-  struct seq_key *k = find(q, m->key);
   if (m->kind == ZCOLL_VM_INIT) {
-    /* A name every rank freed is a new key; one some rank still holds is the same. */
-    if (k && k->nfreed == k->ninit) drop(q, k), k = NULL;
+    struct seq_key *k = for_init(q, m->key, from);
     if (!k && !(k = add(q, size, m->key)))
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the vector sequencer");
     zcoll_status_t st = init_key(k, size, from, m, send, arg);
     return st == ZCOLL_OK ? try_go(k, size, send, arg) : st;
   }
-  if (!k || !k->inited[from])
+  struct seq_key *k = live(q, m->key, from);
+  if (!k)
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
                        "vector protocol: rank %d spoke of key '%s' before initializing it", from,
                        m->key);
@@ -180,7 +188,7 @@ zcoll_status_t zcoll__vec_seq_take(struct zcoll__vec_seq **seq, int size, int fr
     k->ready[from] = m->round + 1;
     return try_go(k, size, send, arg);
   }
-  if (m->kind == ZCOLL_VM_FREE && !k->freed[from]) {
+  if (m->kind == ZCOLL_VM_FREE) {
     k->freed[from] = 1;
     k->nfreed++;
     if (k->nfreed == size) drop(q, k);
@@ -192,13 +200,14 @@ zcoll_status_t zcoll__vec_seq_take(struct zcoll__vec_seq **seq, int size, int fr
 
 void zcoll__vec_seq_why(const struct zcoll__vec_seq *seq, int size, const char *key,
                         uint32_t round, char *buf, size_t len) {
-  struct seq_key *k = seq ? find((struct zcoll__vec_seq *)seq, key) : NULL;
+  struct seq_key *k = seq ? live(seq, key, 0) : NULL; /* the key rank 0 holds */
   size_t used = 0;
   buf[0] = '\0';
   for (int r = 0; k && r < size && used + 16 < len; r++) {
-    const char *what = !k->inited[r] ? "not initialized it" : k->ready[r] <= round
-                                                                  ? "not committed all its tasks"
-                                                                  : NULL;
+    const char *what = !k->inited[r]       ? "not initialized it"
+                       : k->freed[r]         ? "freed it"
+                       : k->ready[r] <= round ? "not committed all its tasks"
+                                              : NULL;
     if (what)
       used += (size_t)snprintf(buf + used, len - used, "%srank %d has %s", used ? ", " : "", r,
                                what);

@@ -133,3 +133,109 @@ Test(vec, init_errors, .timeout = 120) {
   cr_expect_eq(rt_run(&job), 0, "%s", job.first);
   zcoll_op_free(op);
 }
+
+/* ---- found by review: each once a bug ---- */
+
+/* A key's name used again once every rank freed it, rank 1 freeing late (so rank 0's
+ * new INIT reaches the sequencer before rank 1's FREE of the old key). */
+static pthread_barrier_t reuse_bar;
+static void reuse_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  double x = rank + 1, out;
+  for (int it = 0; it < 3 && !job->failures; it++) {
+    zcoll_vec_t *v;
+    if (zcoll_vec_init(comm, "k", 1, 1, ZCOLL_FLOAT64, ZCOLL_SUM, &v) != ZCOLL_OK ||
+        zcoll_vec_commit(v, &x) != ZCOLL_OK || zcoll_vec_get(v, &out) != ZCOLL_OK ||
+        out != job->size * (job->size + 1) / 2.0) {
+      rt_fail(job, rank, zcoll_last_error());
+      break;
+    }
+    if (rank == 1) usleep(100000);
+    if (zcoll_vec_free(v) != ZCOLL_OK) rt_fail(job, rank, zcoll_comm_last_error(comm));
+    pthread_barrier_wait(&reuse_bar);
+  }
+}
+
+Test(vec, key_reused_after_every_rank_freed_it, .timeout = 120) {
+  for (int p = 2; p <= 3; p++) {
+    pthread_barrier_init(&reuse_bar, NULL, (unsigned)p);
+    struct rt_job job = {.size = p, .body = reuse_body};
+    job.settings[0][0] = "TIMEOUT", job.settings[0][1] = "10";
+    cr_expect_eq(rt_run(&job), 0, "p=%d: %s", p, job.first);
+    pthread_barrier_destroy(&reuse_bar);
+  }
+}
+
+/* A key's round and an allreduce of the same shape meet: a mismatch, never ZCOLL_OK with
+ * the sum of the two. */
+static void mixed_call_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_vec_t *v;
+  double ones[4] = {1, 1, 1, 1}, hundreds[4] = {100, 100, 100, 100}, out[4];
+  if (zcoll_vec_init(comm, "k", 1, 4, ZCOLL_FLOAT64, ZCOLL_SUM, &v) != ZCOLL_OK ||
+      zcoll_vec_commit(v, ones) != ZCOLL_OK) {
+    rt_fail(job, rank, zcoll_last_error());
+    return;
+  }
+  zcoll_status_t st = rank == 1
+                          ? zcoll_allreduce(comm, ZCOLL_IN_PLACE, hundreds, 4, ZCOLL_FLOAT64,
+                                            ZCOLL_SUM)
+                          : zcoll_vec_get(v, out);
+  if (st == ZCOLL_OK)
+    rt_fail(job, rank, "a key's round paired with an allreduce of the same shape");
+  else if (rank == 0 && !strstr(zcoll_last_error(), "a vector key's round"))
+    rt_fail(job, rank, zcoll_last_error());
+}
+
+Test(vec, a_collective_meeting_a_round_is_a_mismatch, .timeout = 120) {
+  struct rt_job job = {.size = 2, .body = mixed_call_body};
+  job.settings[0][0] = "TIMEOUT", job.settings[0][1] = "10";
+  cr_expect_eq(rt_run(&job), 0, "%s", job.first);
+}
+
+/* A watchdog aborts the communicator while zcoll_vec_get waits (rank 1 never commits):
+ * get returns ZCOLL_ERR_PEER_FAILED and abort frees nothing under it. */
+struct watchdog {
+  zcoll_comm_t *comm;
+  zcoll_status_t st;
+};
+static void *watchdog_main(void *p) {
+  struct watchdog *w = p;
+  usleep(200000);
+  w->st = zcoll_comm_abort(w->comm);
+  return NULL;
+}
+static pthread_barrier_t abort_bar;
+static void abort_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_vec_t *v;
+  double x = 1, out;
+  if (zcoll_vec_init(comm, "k", 1, 1, ZCOLL_FLOAT64, ZCOLL_SUM, &v) != ZCOLL_OK) {
+    rt_fail(job, rank, zcoll_comm_last_error(comm));
+    return;
+  }
+  if (rank == 1) { /* never commits; leaves once rank 0 has aborted */
+    pthread_barrier_wait(&abort_bar);
+    return;
+  }
+  zcoll_vec_commit(v, &x);
+  struct watchdog w = {comm, ZCOLL_OK};
+  pthread_t t;
+  pthread_create(&t, NULL, watchdog_main, &w);
+  zcoll_status_t st = zcoll_vec_get(v, &out);
+  pthread_join(t, NULL);
+  if (st != ZCOLL_ERR_PEER_FAILED || w.st != ZCOLL_OK)
+    rt_fail(job, rank, "get under an abort did not end with ZCOLL_ERR_PEER_FAILED");
+  job->released[0] = 1;
+  pthread_barrier_wait(&abort_bar);
+}
+
+Test(vec, abort_from_a_watchdog_while_get_waits, .timeout = 120) {
+  static const char *const modes[] = {"caller", "thread"};
+  for (int m = 0; m < 2; m++) {
+    pthread_barrier_init(&abort_bar, NULL, 2);
+    struct rt_job job = {.size = 2, .body = abort_body};
+    job.settings[0][0] = "PROGRESS", job.settings[0][1] = modes[m];
+    job.settings[1][0] = "TIMEOUT", job.settings[1][1] = "10";
+    rt_run(&job); /* rank 1's destroy fails: its peer aborted */
+    cr_expect(!strstr(job.all, "get under an abort"), "%s: %s", modes[m], job.all);
+    pthread_barrier_destroy(&abort_bar);
+  }
+}

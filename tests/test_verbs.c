@@ -119,20 +119,24 @@ Test(verbs, requests, .timeout = 900) {
 }
 
 /* Broadcast from every root, every dtype, blocking / non-blocking / persistent, tree and
- * chain (progs/bcast_check.c); then created ops -- maxloc, a non-commutative op on the
- * chain, premul sums with a scalar per rank (progs/ops_check.c). */
-Test(verbs, collectives_broadcast_and_ops, .timeout = 900) {
+ * chain (progs/bcast_check.c) at p = 2, 3, 5 and 9; then created ops -- maxloc, a
+ * non-commutative op on the chain, premul sums with a scalar per rank (progs/ops_check.c)
+ * at p = 3. */
+Test(verbs, collectives_broadcast_and_ops, .timeout = 1200) {
   need_rdma();
-  const char *progs[][2] = {
-      {"bcast_check", "broadcast: every element exact on every rank over verbs"},
-      {"ops_check", "ops: every element exact on every rank over verbs"}};
-  for (int i = 0; i < 2; i++) {
+  const char *progs[][3] = {
+      {"bcast_check", "broadcast: every element exact on every rank over verbs", "2"},
+      {"bcast_check", "broadcast: every element exact on every rank over verbs", "3"},
+      {"bcast_check", "broadcast: every element exact on every rank over verbs", "5"},
+      {"bcast_check", "broadcast: every element exact on every rank over verbs", "9"},
+      {"ops_check", "ops: every element exact on every rank over verbs", "3"}};
+  for (int i = 0; i < 5; i++) {
     char prog[512];
     snprintf(prog, sizeof(prog), "%s/%s", ZCOLL_TEST_PROGS_DIR, progs[i][0]);
-    const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", prog, NULL};
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", progs[i][2], prog, NULL};
     const char *env[] = {"ZCOLL_TRANSPORT=verbs", NULL};
     struct sp_result r = sp_run(argv, env, 420);
-    cr_log_info("verbs %s p=3: %.1f s\n%s", progs[i][0], r.seconds, r.out);
+    cr_log_info("verbs %s p=%s: %.1f s\n%s", progs[i][0], progs[i][2], r.seconds, r.out);
     cr_expect_eq(r.status, 0, "%s", r.out);
     cr_expect(strstr(r.out, progs[i][1]), "%s", r.out);
     free(r.out);

@@ -115,6 +115,33 @@ static int mpi_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t 
   return 0;
 }
 
+static int mpi_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root)
+{
+  struct mpi_ctx *c = ctx;
+  if (mpi_count(count)) return -1;
+  int err = MPI_Bcast(buf, (int)count, mpi_dtype(t), root, MPI_COMM_WORLD);
+  return err == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Bcast", err);
+}
+
+static int mpi_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root,
+                          struct pt_req **req)
+{
+  struct mpi_ctx *c = ctx;
+  if (mpi_count(count)) return -1;
+  struct mpi_req *q = NULL;
+  for (int i = 0; i < PT_WINDOW && q == NULL; i++)
+    if (!c->pool[i].used) q = &c->pool[i];
+  if (q == NULL) {
+    fprintf(stderr, PROG ": rank %d: more than %d requests in flight\n", c->rank, PT_WINDOW);
+    return -1;
+  }
+  int err = MPI_Ibcast(buf, (int)count, mpi_dtype(t), root, MPI_COMM_WORLD, &q->r);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Ibcast", err);
+  *q = (struct mpi_req){q->r, buf, count, t, false, true};
+  *req = (struct pt_req *)q;
+  return 0;
+}
+
 static int mpi_wait(void *ctx, struct pt_req *req)
 {
   struct mpi_ctx *c = ctx;
@@ -152,7 +179,7 @@ static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n)
 
 int main(int argc, char **argv)
 {
-  static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING, NULL};
+  static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST, NULL};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
@@ -176,6 +203,10 @@ int main(int argc, char **argv)
   static struct mpi_ctx ctx; /* static: every request of the pool starts unused */
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ctx.nranks);
+  if (pt_check_root(PROG, &o, ctx.rank, ctx.nranks)) {
+    MPI_Finalize(); /* every rank stops here: nothing has run */
+    return 2;
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   struct pt_backend be = {
       .prog = PROG,
@@ -189,6 +220,8 @@ int main(int argc, char **argv)
       .sum_u64 = mpi_sum_u64,
       .iallreduce = mpi_iallreduce,
       .wait = mpi_wait,
+      .broadcast = mpi_broadcast,
+      .ibroadcast = mpi_ibroadcast,
   };
   if (ctx.rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

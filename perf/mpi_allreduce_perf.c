@@ -83,6 +83,16 @@ static int mpi_count(size_t count)
   return -1;
 }
 
+/* A free request of the pool for a non-blocking call of count elements, or NULL (said). */
+static struct mpi_req *mpi_req_take(struct mpi_ctx *c, size_t count)
+{
+  if (mpi_count(count)) return NULL;
+  for (int i = 0; i < PT_WINDOW; i++)
+    if (!c->pool[i].used) return &c->pool[i];
+  fprintf(stderr, PROG ": rank %d: more than %d requests in flight\n", c->rank, PT_WINDOW);
+  return NULL;
+}
+
 static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
                          enum pt_dtype t, enum pt_op op)
 {
@@ -99,14 +109,8 @@ static int mpi_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t 
                           enum pt_dtype t, enum pt_op op, struct pt_req **req)
 {
   struct mpi_ctx *c = ctx;
-  if (mpi_count(count)) return -1;
-  struct mpi_req *q = NULL;
-  for (int i = 0; i < PT_WINDOW && q == NULL; i++)
-    if (!c->pool[i].used) q = &c->pool[i];
-  if (q == NULL) {
-    fprintf(stderr, PROG ": rank %d: more than %d requests in flight\n", c->rank, PT_WINDOW);
-    return -1;
-  }
+  struct mpi_req *q = mpi_req_take(c, count);
+  if (q == NULL) return -1;
   int err = MPI_Iallreduce(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count, mpi_dtype(t),
                            mpi_op(op), MPI_COMM_WORLD, &q->r);
   if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Iallreduce", err);
@@ -127,14 +131,8 @@ static int mpi_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, i
                           struct pt_req **req)
 {
   struct mpi_ctx *c = ctx;
-  if (mpi_count(count)) return -1;
-  struct mpi_req *q = NULL;
-  for (int i = 0; i < PT_WINDOW && q == NULL; i++)
-    if (!c->pool[i].used) q = &c->pool[i];
-  if (q == NULL) {
-    fprintf(stderr, PROG ": rank %d: more than %d requests in flight\n", c->rank, PT_WINDOW);
-    return -1;
-  }
+  struct mpi_req *q = mpi_req_take(c, count);
+  if (q == NULL) return -1;
   int err = MPI_Ibcast(buf, (int)count, mpi_dtype(t), root, MPI_COMM_WORLD, &q->r);
   if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Ibcast", err);
   *q = (struct mpi_req){q->r, buf, count, t, false, true};

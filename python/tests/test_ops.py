@@ -59,9 +59,16 @@ def test_exception_in_function_surfaces():
     assert res1[1].startswith("RESULT InvalidArgument: the communicator is unusable"), \
         job.stdout
     assert "function failed: ValueError: boom on rank 1" in res1[1], job.stdout
-    # Rank 0 learns at the latest at its next call.
+    # Rank 0 learns at the latest at its next call. Its first may be ok: at 16 KiB on two
+    # ranks both exchange whole vectors and rank 0 combines with its own (working)
+    # function, so its result is right; or it fails there if rank 1's notice came first.
     res0 = [s for s in rank_lines(job.stdout, 0) if s.startswith("RESULT ")]
-    assert res0[-1].startswith("RESULT PeerFailed: rank 1 "), job.stdout
+    assert len(res0) == 2, job.stdout
+    assert res0[0] == "RESULT ok" or res0[0].startswith("RESULT PeerFailed: rank 1 aborted"), \
+        job.stdout
+    assert res0[1].startswith("RESULT PeerFailed: "), job.stdout
+    assert "rank 1 aborted: rank 1: op 64's function failed: ValueError: boom on rank 1" \
+        in res0[1], job.stdout
 
 
 def test_exception_in_vec_commit():

@@ -13,6 +13,11 @@
 
 struct zcoll__algo_params {
   int tree_arity;
+  /* Where the ranks run: host_of[r] is rank r's host, numbered 0..nhosts-1 in the order
+   * of each host's first rank. NULL (nhosts 0): unknown, every algorithm but the
+   * hierarchical one ignores it. The same on every rank. */
+  const int *host_of;
+  int nhosts;
 };
 
 struct zcoll__algo {

@@ -36,6 +36,7 @@ extern const struct zcoll__algo zcoll__algo_butterfly;
 extern const struct zcoll__algo zcoll__algo_rhd;
 extern const struct zcoll__algo zcoll__algo_tree;
 extern const struct zcoll__algo zcoll__algo_chain;
+extern const struct zcoll__algo zcoll__algo_hier;
 
 /* Every algorithm, in a fixed order (their index is their id on the wire). */
 extern const struct zcoll__algo *const zcoll__algos[];

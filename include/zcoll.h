@@ -163,7 +163,8 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
  * no call on it is running. */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
-/* The transport chosen at init: "shm", "verbs", "ucx" or "loopback". */
+/* The transports chosen at init, joined by '+' when peers use different ones:
+ * "shm", "verbs", "shm+verbs", "shm+ucx", ... (ZCOLL_LOG=info says which peer uses what). */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
 
 /* Counters of a communicator, for tools and operators (zcoll_perf prints them). Fields
@@ -183,6 +184,10 @@ typedef struct zcoll_comm_stats {
    * the communicator's receive slots. */
   uint64_t result_pieces_placed;
   uint64_t result_pieces_copied;
+  /* Payload bytes this rank put to peers on its own host, and to peers on other hosts
+   * (what crosses the network; headers and credits aside). */
+  uint64_t bytes_sent_same_host;
+  uint64_t bytes_sent_other_hosts;
 } zcoll_comm_stats_t;
 ZCOLL_API zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats,
                                           size_t size);
@@ -211,6 +216,11 @@ ZCOLL_API zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t co
 /* The algorithms of this build (valid values of ZCOLL_ALGO besides "auto"): fills up to
  * max names, returns how many there are. */
 ZCOLL_API int zcoll_algorithm_names(const char **names, int max);
+
+/* The transports zcoll knows (valid values of ZCOLL_TRANSPORT besides "auto"), in the
+ * order auto prefers them, with whether this build has each: fills up to max names (and
+ * built[i], if built is not NULL), returns how many there are. */
+ZCOLL_API int zcoll_transport_names(const char **names, int *built, int max);
 
 /* Non-blocking and persistent allreduce.
  *

@@ -155,8 +155,14 @@ static inline uint32_t zcoll__slot_next(uint32_t slot, int depth) {
   return ++slot == (uint32_t)depth ? 0 : slot;
 }
 
+struct zcoll__tli;
 struct zcoll__chan {
   int peer;
+  struct zcoll__tli *t;       /* the transport instance that reaches the peer */
+  const struct zcoll_tl_ops *ops; /* t's */
+  uint8_t staged;             /* ops reads only registered memory: stage sends */
+  uint8_t same_host;          /* the peer runs on this rank's host */
+  uint64_t bytes_out;         /* payload bytes put to the peer */
   struct zcoll_ep *ep;
   struct zcoll_tl_rkey *rkey; /* the peer's receive region */
   uint64_t roff;              /* our slot ring inside it */

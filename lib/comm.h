@@ -1,5 +1,5 @@
 /*
- * comm.h -- the communicator: bootstrap, transport instance, and one channel per peer.
+ * comm.h -- the communicator: bootstrap, transport instances, and one channel per peer.
  */
 #ifndef ZCOLL_COMM_H
 #define ZCOLL_COMM_H
@@ -57,12 +57,31 @@ struct zcoll__plan {
 #define ZCOLL_SCHED_CACHE 8
 #define ZCOLL_SCHED_BCAST 64
 
+/* A transport instance of the communicator: the peers it reaches have their channels
+ * over it (chan->t). */
+struct zcoll__tli {
+  const struct zcoll_tl_ops *ops;
+  struct zcoll_tl *tl;
+  int idx;    /* in zcoll__transports */
+  int nchans; /* channels over it */
+  struct zcoll_tl_mr *recv_mr; /* the receive slots, for its peers to write into */
+  struct zcoll_tl_mr *send_mr; /* the send staging (without CAP_PUT_ANY), or NULL */
+};
+
 struct zcoll_comm {
   zcoll_config_t *cfg;
   int rank, size;
   struct zcoll__bootstrap *bs;
-  const struct zcoll_tl_ops *tl_ops;
-  struct zcoll_tl *tl;
+  struct zcoll__tli tlis[ZCOLL_TL_MAX];
+  int ntlis;
+  /* The instance that reads only registered memory (no CAP_PUT_ANY), or NULL: the one
+   * user registrations, the registration cache and grants are for. The table has at most
+   * one such transport in a job (comm_setup.c checks). */
+  struct zcoll__tli *reg;
+  char tl_names[64]; /* "shm", "shm+verbs": what zcoll_comm_transport says */
+  int can_block;     /* every instance has an event descriptor: a waiting rank may sleep */
+  int *host_of;      /* rank -> its host, numbered in order of first rank */
+  int nhosts;
   size_t slot_bytes;
   int depth;
   int nchans;
@@ -76,6 +95,8 @@ struct zcoll_comm {
   int tree_algo;   /* the tree's index: its arity is part of what ranks must agree on */
   int forced_bcast_algo; /* ZCOLL_BCAST_ALGO, -1 for auto */
   int chain_algo;  /* the one that combines in rank order: non-commutative ops run on it */
+  int ring_algo, rhd_algo, hier_algo;
+  int hier_auto;   /* auto picks hier for bandwidth: several hosts, more ranks than hosts */
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];
@@ -119,7 +140,8 @@ struct zcoll_comm {
   pthread_mutex_t mu;
   int nactive_requests;
   struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
-  struct pollfd *pollfds;         /* size + 2: the transport's, the wake fd, every bootstrap socket */
+  /* size + 1 + ZCOLL_TL_MAX: the transports', the wake fd, every bootstrap socket */
+  struct pollfd *pollfds;
 };
 
 struct run;
@@ -220,6 +242,13 @@ void zcoll__mr_release_all(zcoll_comm_t *comm, int local);
 /* Makes st the communicator's sticky failure: tells the peers, stops the transport
  * touching user memory; returns the status to report (the cause if news brings it). */
 zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st);
+/* Wires a new communicator (comm_setup.c): finds each rank's host, picks and opens the
+ * transport for each peer, and sets up the channels. */
+zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm);
+/* Arms every transport instance for sleeping and puts their descriptors in fds (*n of
+ * them): ZCOLL_OK, or ZCOLL_IN_PROGRESS with events pending (poll again), or an error.
+ * Only where comm->can_block. */
+zcoll_status_t zcoll__tl_arm(zcoll_comm_t *comm, struct pollfd *fds, int *n);
 /* Waits for every put to complete (before tearing the transport down). */
 zcoll_status_t zcoll__drain(zcoll_comm_t *comm);
 

@@ -1,6 +1,7 @@
 /* config.c -- ZCOLL_* variables: one table parses the environment and zcoll_config_set,
  * and lists the fields for zcoll_info. */
 #include "config.h"
+#include "transport.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -136,10 +137,22 @@ static int parse_enum(const char *text, void *dst, const char *const *names, int
   return -1;
 }
 
+/* The names are transport.c's: its table is the one list of transports. */
 static int parse_transport(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   (void)size;
-  static const char *const names[] = {"auto", "verbs", "ucx", "loopback", "shm"};
-  return parse_enum(text, dst, names, 5, why, why_len);
+  if (strcasecmp(text, "auto") == 0) {
+    *(int *)dst = ZCOLL_TL_AUTO;
+    return 0;
+  }
+  for (int i = 0; i < zcoll__ntransports; i++)
+    if (strcasecmp(text, zcoll__transports[i].name) == 0) {
+      *(int *)dst = i;
+      return 0;
+    }
+  size_t off = (size_t)snprintf(why, why_len, "must be one of auto");
+  for (int i = 0; i < zcoll__ntransports && off < why_len; i++)
+    off += (size_t)snprintf(why + off, why_len - off, "|%s", zcoll__transports[i].name);
+  return -1;
 }
 
 static int parse_progress(const char *text, void *dst, size_t size, char *why, size_t why_len) {
@@ -232,8 +245,9 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("JOB_ID", "", "public job id that keeps two jobs on one port apart (not a secret); "
       "empty: the launcher's (OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, "
       "SLURM_JOB_ID.SLURM_STEP_ID; none for ranks placed by hand)", job_id, parse_string),
-    F("TRANSPORT", "auto", "auto|shm|verbs|ucx|loopback (auto: shm if every rank is on this host, else "
-      "verbs where an RDMA device is up, else ucx; loopback: ranks are threads of one process)",
+    F("TRANSPORT", "auto", "auto, or one of the transports zcoll_info lists, for every peer "
+      "(auto: per peer, shm to ranks on this host, else verbs where both ends have an RDMA "
+      "device up, else ucx)",
       transport, parse_transport),
     F("IB_DEV", "", "RDMA device as name[:port]; empty: the first active one", ib_dev,
       parse_string),

@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include "zcoll.h"
 
-enum { ZCOLL_TL_AUTO, ZCOLL_TL_VERBS, ZCOLL_TL_UCX, ZCOLL_TL_LOOPBACK, ZCOLL_TL_SHM };
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
 #define ZCOLL_CONFIG_NFIELDS 24
@@ -22,7 +21,7 @@ struct zcoll_config {
   char job_key[128];          /* secret: never printed, logged or sent */
   int require_key;            /* 1: no job key is an error */
   char job_id[128];           /* public: tells jobs sharing a port apart */
-  int transport;
+  int transport;              /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
   char ib_dev[64];
   char algo[32];
   char bcast_algo[32];

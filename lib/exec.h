@@ -59,7 +59,6 @@ struct run {
   uint64_t ordinal;              /* this collective's number on the communicator */
   struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
   uint64_t fp;                   /* desc's fingerprint */
-  int staged; /* the transport reads only registered memory: stage sends */
   int remaining;
   int local_cur;
   struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */

@@ -91,8 +91,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
                          "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
                          waiting_on(r));
   }
-  int tl_fd = comm->tl_ops->event_fd(comm->tl);
-  int sleep = tl_fd >= 0 &&
+  int sleep = comm->can_block &&
               idle_ns >= ((int64_t)comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
   if (!sleep) {
     if (check) {
@@ -104,7 +103,8 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   }
   /* Every rank's socket (rank 0 watches them all), and the 10 ms check regardless. */
   struct pollfd *fds = comm->pollfds;
-  zcoll_status_t st = comm->tl_ops->arm(comm->tl);
+  int ntl = 0;
+  zcoll_status_t st = zcoll__tl_arm(comm, fds, &ntl);
   if (st == ZCOLL_IN_PROGRESS) {
     /* Work pending inside the transport (a queue to flush): poll again, but still
      * hand over the core and hear failure news while it lasts. */
@@ -113,21 +113,31 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
     return ZCOLL_OK;
   }
   if (st != ZCOLL_OK) return st;
-  fds[0] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
-  fds[1] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
-  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + 2, comm->size);
-  int rc = poll(fds, (nfds_t)(2 + nbs), 10);
+  fds[ntl] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
+  int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + ntl + 1, comm->size);
+  int rc = poll(fds, (nfds_t)(ntl + 1 + nbs), 10);
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
-  if (rc > 0 && fds[1].revents) { /* a wakeup without a revoke: drain it, or poll spins */
+  if (rc > 0 && fds[ntl].revents) { /* a wakeup without a revoke: drain it, or poll spins */
     uint64_t n;
     ssize_t got = read(comm->wake_fd, &n, sizeof(n));
     (void)got;
   }
   int bs_news = check;
-  for (int k = 2; k < 2 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
+  for (int k = ntl + 1; k < ntl + 1 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
   if (bs_news) return zcoll__bootstrap_check(comm->bs);
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__tl_arm(zcoll_comm_t *comm, struct pollfd *fds, int *n) {
+  *n = 0;
+  for (int k = 0; k < comm->ntlis; k++) {
+    struct zcoll__tli *t = &comm->tlis[k];
+    zcoll_status_t st = t->ops->arm(t->tl);
+    if (st != ZCOLL_OK) return st;
+    fds[(*n)++] = (struct pollfd){.fd = t->ops->event_fd(t->tl), .events = POLLIN};
+  }
   return ZCOLL_OK;
 }
 
@@ -151,14 +161,13 @@ zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st) {
     }
     comm->broken = st;
     zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
-    if (comm->tl_ops->quiesce) {
-      char why[512];
-      snprintf(why, sizeof(why), "%s", zcoll__last_error());
-      zcoll__log_mute(1); /* cancellations report errors of their own: not news */
-      comm->tl_ops->quiesce(comm->tl);
-      zcoll__log_mute(0);
-      zcoll__record_error(st, "%s", why);
-    }
+    char why[512];
+    snprintf(why, sizeof(why), "%s", zcoll__last_error());
+    zcoll__log_mute(1); /* cancellations report errors of their own: not news */
+    for (int k = 0; k < comm->ntlis; k++)
+      if (comm->tlis[k].ops->quiesce) comm->tlis[k].ops->quiesce(comm->tlis[k].tl);
+    zcoll__log_mute(0);
+    zcoll__record_error(st, "%s", why);
   }
   return st;
 }

@@ -33,8 +33,8 @@ static void finish_op(struct run *r, int i) {
  * that covers it (NULL with PUT_ANY). */
 static char *stage_buf(const struct run *r, const struct zcoll__chan *c, uint32_t slot,
                        struct zcoll_tl_mr **lmr) {
-  *lmr = r->staged ? r->comm->send_mr : NULL;
-  return r->staged ? c->stage + (size_t)slot * r->comm->slot_bytes
+  *lmr = c->staged ? r->comm->reg->send_mr : NULL;
+  return c->staged ? c->stage + (size_t)slot * r->comm->slot_bytes
                    : c->small + (size_t)slot * (ZCOLL_CHAN_HDR_BYTES + ZCOLL_CHAN_MERGE_MAX);
 }
 
@@ -59,11 +59,11 @@ static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, ui
   char *buf = stage_buf(r, c, slot, &lmr);
   zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
   uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
-  zcoll_status_t st = comm->tl_ops->put(c->ep, buf, lmr, c->rkey,
-                                        c->roff + (uint64_t)slot * comm->slot_bytes,
-                                        ZCOLL_CHAN_HDR_BYTES,
-                                        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR),
-                                        cookie);
+  zcoll_status_t st = c->ops->put(c->ep, buf, lmr, c->rkey,
+                                  c->roff + (uint64_t)slot * comm->slot_bytes,
+                                  ZCOLL_CHAN_HDR_BYTES,
+                                  zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR),
+                                  cookie);
   if (st != ZCOLL_OK) return st;
   c->sent_desc = r->desc;
   c->sent_valid = 1;
@@ -115,19 +115,19 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
      * an op's pieces are released in order); others through staging. */
     /* A premul sum scales the input on its way out: into staging, never as it is. */
     int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
-    if (a == o->off && r->staged)
+    if (a == o->off && c->staged)
       r->e->src_mr[i] = o->count && !scaled ? src_registration(r, src, o->count * r->dsize) : NULL;
-    struct zcoll_tl_mr *lmr = r->staged ? r->e->src_mr[i] : NULL;
+    struct zcoll_tl_mr *lmr = c->staged ? r->e->src_mr[i] : NULL;
     /* Granted: this piece goes into the peer's result, not a slot (never the first,
      * which says what the collective is). */
     int direct = !first && len && r->e->gfrom[i] <= a && b <= r->e->gto[i] && r->e->gkey[j];
     /* A piece that carries the header is copied behind it, so it is staged too. */
-    int stage = (r->staged && !lmr) || hdr || scaled;
+    int stage = (c->staged && !lmr) || hdr || scaled;
     size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
     int64_t t0 = comm->trace.f ? zcoll__trace_now() : 0;
     if (stage) {
       char *staging = stage_buf(r, c, slot, &lmr);
-      if (scaled && !r->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
+      if (scaled && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
       if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
       if (scaled) zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
       else if (len) zcoll__copy(staging + off, src, len);
@@ -145,12 +145,12 @@ static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
                                              : 0);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
     zcoll_status_t st =
-        direct ? comm->tl_ops->put(c->ep, src, lmr, r->e->gkey[j],
-                                   r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
-               : comm->tl_ops->put(c->ep, src, lmr, c->rkey,
-                                   c->roff + (uint64_t)slot * comm->slot_bytes, len + off, imm,
-                                   cookie);
+        direct ? c->ops->put(c->ep, src, lmr, r->e->gkey[j],
+                             r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
+               : c->ops->put(c->ep, src, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes,
+                             len + off, imm, cookie);
     if (st != ZCOLL_OK) return st;
+    c->bytes_out += len;
     if (hdr) {
       c->sent_desc = r->desc;
       c->sent_valid = 1;
@@ -199,9 +199,8 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
 /* ---- receiving ---------------------------------------------------------------------- */
 
 static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
-  zcoll_status_t st = comm->tl_ops->put(c->ep, NULL, NULL, NULL, 0, 0,
-                                        ZCOLL_IMM_CREDIT | c->unreturned,
-                                        CREDIT_COOKIE | (uint64_t)(c - comm->chans));
+  zcoll_status_t st = c->ops->put(c->ep, NULL, NULL, NULL, 0, 0, ZCOLL_IMM_CREDIT | c->unreturned,
+                                  CREDIT_COOKIE | (uint64_t)(c - comm->chans));
   if (st == ZCOLL_OK) c->unreturned = 0;
   return st;
 }
@@ -355,11 +354,11 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
   return zcoll__chan_arrived(&comm->chans[ci], comm->depth, comm->slot_bytes, ev);
 }
 
-static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
+static zcoll_status_t pump_one(zcoll_comm_t *comm, struct zcoll__tli *t, int *progress) {
   struct zcoll_tl_event ev[MAX_EVENTS];
   for (;;) {
     int n = 0;
-    zcoll_status_t st = comm->tl_ops->poll(comm->tl, ev, MAX_EVENTS, &n);
+    zcoll_status_t st = t->ops->poll(t->tl, ev, MAX_EVENTS, &n);
     if (st != ZCOLL_OK) return st;
     for (int k = 0; k < n; k++) {
       if (ev[k].kind == ZCOLL_TL_EV_ARRIVED) {
@@ -373,6 +372,14 @@ static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
     if (n) *progress = 1;
     if (n < MAX_EVENTS) return ZCOLL_OK;
   }
+}
+
+static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
+  for (int k = 0; k < comm->ntlis; k++) {
+    zcoll_status_t st = pump_one(comm, &comm->tlis[k], progress);
+    if (st != ZCOLL_OK) return st;
+  }
+  return ZCOLL_OK;
 }
 
 static zcoll_status_t do_local(struct run *r, int *progress) {
@@ -408,10 +415,9 @@ static zcoll_status_t created_op(zcoll_comm_t *comm, struct run *r, const struct
   if (s->in_place && !s->nops && s->count)
     zcoll__scale_copy(r->dtype, r->buf[ZCOLL_BUF_DST], r->buf[ZCOLL_BUF_DST], s->count,
                       r->uop->scalar);
-  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) return ZCOLL_OK;
   for (int j = 0; j < s->npeers; j++) {
     int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
-    if (ci < 0 || comm->chans[ci].stage) continue;
+    if (ci < 0 || comm->chans[ci].stage) continue; /* staged ones have theirs */
     if (!(comm->chans[ci].stage = malloc((size_t)comm->depth * comm->slot_bytes)))
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a premul sum's staging");
   }
@@ -445,7 +451,6 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
     if (st != ZCOLL_OK) return st;
   }
   r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
-  r->staged = !(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY);
   r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
   r->remaining = s->nops;
   r->started_ns = comm->trace.f ? zcoll__trace_now() : 0;

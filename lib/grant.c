@@ -41,6 +41,10 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
   struct zcoll__exec_state *e = r->e;
   struct zcoll__chan *c = &comm->chans[e->chan[j]];
   int last = s->peer_sends[j + 1];
+  if (!c->staged) { /* grants go over the instance the result is registered with */
+    e->grant_cur[j] = last;
+    return ZCOLL_OK;
+  }
   while (e->grant_cur[j] < last) {
     int k = e->grant_cur[j];
     int i = s->peer_ops[k];
@@ -73,9 +77,9 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
     memcpy(buf + sizeof(g), r->grant->key, r->grant->keylen);
     size_t len = sizeof(g) + r->grant->keylen;
     uint64_t cookie = ((uint64_t)e->chan[j] << 32) | slot;
-    zcoll_status_t st = comm->tl_ops->put(
-        c->ep, buf, comm->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, len,
-        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT), cookie);
+    zcoll_status_t st = c->ops->put(
+        c->ep, buf, comm->reg->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes,
+        len, zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT), cookie);
     if (st != ZCOLL_OK) return st;
     c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, (uint32_t)len};
     c->credits--;
@@ -112,6 +116,7 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
   /* A grant for a collective this rank calls differently is not used, and not an error
    * here: the peer's header says what differs, in words (grants may precede it). */
   if (g.ordinal == r->ordinal && g.fingerprint == r->fp) {
+    if (!c->staged) return bad_grant(r, c->peer, "came over a transport without grants");
     if (g.keylen != sl->len - sizeof(g)) return bad_grant(r, c->peer, "came with a torn key");
     int nsends = s->peer_recvs[j] - s->peer_sends[j];
     if (g.pair >= (uint32_t)nsends) return bad_grant(r, c->peer, "this rank does not send");
@@ -130,8 +135,7 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
     int granted = e->gfrom[i] != SIZE_MAX;
     if (granted ? g.off == e->gto[i] : e->issued[i] < end && g.off <= e->issued[i]) {
       if (!e->gkey[j]) {
-        zcoll_status_t st = comm->tl_ops->rkey_unpack(c->ep, buf + sizeof(g), g.keylen,
-                                                      &e->gkey[j]);
+        zcoll_status_t st = c->ops->rkey_unpack(c->ep, buf + sizeof(g), g.keylen, &e->gkey[j]);
         if (st != ZCOLL_OK) return st;
         r->ngkeys++;
         e->gbase[j] = g.base;
@@ -145,10 +149,9 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
 }
 
 void zcoll__run_drop_grants(struct run *r) {
-  const struct zcoll_tl_ops *ops = r->comm->tl_ops;
   for (int j = 0; j < r->s->npeers && r->ngkeys; j++)
     if (r->e->gkey[j]) {
-      ops->rkey_release(r->e->gkey[j]);
+      r->comm->chans[r->e->chan[j]].ops->rkey_release(r->e->gkey[j]);
       r->e->gkey[j] = NULL;
       r->ngkeys--;
     }
@@ -156,12 +159,13 @@ void zcoll__run_drop_grants(struct run *r) {
 }
 
 int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__grant_src *g) {
-  const struct zcoll_tl_ops *ops = comm->tl_ops;
-  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || (ops->caps & ZCOLL_TL_CAP_PUT_ANY) ||
-      ops->set_placement || comm->slot_bytes < ZCOLL_GRANT_MAX_BYTES)
+  if (!comm->reg) return 0; /* the others place data themselves, or copy from anywhere */
+  const struct zcoll_tl_ops *ops = comm->reg->ops;
+  if (!(ops->caps & ZCOLL_TL_CAP_REMOTE_USER) || ops->set_placement ||
+      comm->slot_bytes < ZCOLL_GRANT_MAX_BYTES)
     return 0;
   struct zcoll_tl_mr *mr;
-  if (ops->mem_reg(comm->tl, addr, len, 1, &mr) != ZCOLL_OK) {
+  if (ops->mem_reg(comm->reg->tl, addr, len, 1, &mr) != ZCOLL_OK) {
     zcoll_log_debug("results into %zu bytes at %p will be copied: %s", len, addr,
                     zcoll__last_error());
     return 0;
@@ -178,6 +182,6 @@ int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__
 
 void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g) {
   if (!g || !g->mr) return;
-  comm->tl_ops->mem_dereg(g->mr);
+  comm->reg->ops->mem_dereg(g->mr);
   g->mr = NULL;
 }

@@ -46,8 +46,8 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
   mr->addr = addr;
   mr->len = len;
   /* Transports that read any memory gain nothing from pinning it here. */
-  if (!(comm->tl_ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
-    st = comm->tl_ops->mem_reg(comm->tl, addr, len, 0, &mr->tl_mr);
+  if (comm->reg) {
+    st = comm->reg->ops->mem_reg(comm->reg->tl, addr, len, 0, &mr->tl_mr);
     if (st != ZCOLL_OK) {
       snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
       zcoll__leave(comm);
@@ -69,7 +69,7 @@ static void mr_free(zcoll_mr_t *mr, int local) {
   zcoll_mr_t **p = &mr->comm->mrs;
   while (*p && *p != mr) p = &(*p)->next;
   if (*p) *p = mr->next;
-  if (mr->tl_mr && !local) mr->comm->tl_ops->mem_dereg(mr->tl_mr);
+  if (mr->tl_mr && !local) mr->comm->reg->ops->mem_dereg(mr->tl_mr);
   if (!local) zcoll__grant_revoke(mr->comm, &mr->grant);
   free(mr);
 }

@@ -8,8 +8,9 @@
 
 #include <stddef.h>
 
-/* The kernel's boot id, the PID namespace and the effective user, as text. ZCOLL_TEST_SPLIT_NODES=1 adds
- * the rank, so that tests can play a job whose every rank is on its own host. */
+/* The kernel's boot id, the PID namespace and the effective user, as text.
+ * ZCOLL_TEST_SPLIT_NODES lets tests play a job over several hosts: =1 gives every rank a
+ * host of its own, =2,3,1 puts ranks 0-1, 2-4 and 5 on three hosts. */
 void zcoll__node_id(char *buf, size_t len, int rank);
 
 #endif

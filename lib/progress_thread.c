@@ -65,11 +65,10 @@ static void pass(zcoll_comm_t *comm, int *progress, int *busy) {
  * held on entry and on return, not in between. */
 static void sleep_on_fds(zcoll_comm_t *comm, struct pollfd *fds, int busy) {
   int n = 0;
-  if (busy) {
-    zcoll_status_t st = comm->tl_ops->arm(comm->tl);
+  if (busy && comm->can_block) {
+    zcoll_status_t st = zcoll__tl_arm(comm, fds, &n);
     if (st == ZCOLL_IN_PROGRESS) return; /* work pending in the transport: pass again */
-    int tl_fd = comm->tl_ops->event_fd(comm->tl);
-    if (st == ZCOLL_OK && tl_fd >= 0) fds[n++] = (struct pollfd){.fd = tl_fd, .events = POLLIN};
+    if (st != ZCOLL_OK) n = 0;
   }
   fds[n++] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
   int first_bs = n;
@@ -94,7 +93,7 @@ static void sleep_on_fds(zcoll_comm_t *comm, struct pollfd *fds, int busy) {
 
 static void *progress_main(void *arg) {
   zcoll_comm_t *comm = arg;
-  struct pollfd *fds = calloc((size_t)comm->size + 2, sizeof(*fds));
+  struct pollfd *fds = calloc((size_t)comm->size + 1 + ZCOLL_TL_MAX, sizeof(*fds));
   zcoll__log_set_rank(comm->rank);
   pthread_mutex_lock(&comm->mu);
   int64_t idle_since = 0;

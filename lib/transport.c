@@ -1,4 +1,4 @@
-/* transport.c -- the table of built-in transports and the choice among them. */
+/* transport.c -- the table of built-in transports and the choice among them per pair. */
 #include "transport.h"
 
 #include <stdio.h>
@@ -7,59 +7,81 @@
 #include "config.h"
 #include "log.h"
 
-/* In order of preference for ZCOLL_TRANSPORT=auto. Shared memory first where every
- * rank is on one host: a copy through a mapping beats a NIC's loopback and UCX's
- * rendezvous (as NCCL prefers its P2P/SHM paths within a node). loopback is never
- * chosen automatically: it only works when every rank is a thread of one process. */
-static const struct {
-  int id;
-  const struct zcoll_tl_ops *ops;
-  int automatic;
-  int one_node; /* needs every rank on this host */
-} transports[] = {
-    {ZCOLL_TL_SHM, &zcoll__tl_shm, 1, 1},
+/* In order of preference for ZCOLL_TRANSPORT=auto. Shared memory first between ranks on
+ * one host: a copy through a mapping beats a NIC's loopback and UCX's rendezvous (as
+ * NCCL prefers its P2P/SHM paths within a node). Between hosts verbs where both ends
+ * have an active RDMA device, else UCX. loopback is never chosen automatically: it only
+ * works when every rank is a thread of one process. Adding a transport is a line here
+ * and its folder. */
+const struct zcoll__tl_entry zcoll__transports[] = {
+    {"shm", &zcoll__tl_shm, NULL, ZCOLL_TLE_AUTO | ZCOLL_TLE_ONE_HOST,
+     "shared memory between ranks on one host (and PID namespace)"},
 #ifdef ZCOLL_HAVE_VERBS
-    {ZCOLL_TL_VERBS, &zcoll__tl_verbs, 1, 0},
+    {"verbs", &zcoll__tl_verbs, NULL, ZCOLL_TLE_AUTO,
+     "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)"},
+#else
+    {"verbs", NULL,
+     "this build has no verbs transport (libibverbs and librdmacm were not found when it "
+     "was configured)",
+     ZCOLL_TLE_AUTO, "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)"},
 #endif
-    {ZCOLL_TL_UCX, &zcoll__tl_ucx, 1, 0},
-    {ZCOLL_TL_LOOPBACK, &zcoll__tl_loopback, 0, 0},
+    {"ucx", &zcoll__tl_ucx, NULL, ZCOLL_TLE_AUTO, "UCX's put with a notification (any network)"},
+    {"loopback", &zcoll__tl_loopback, NULL, 0, "ranks are threads of one process"},
 };
+const int zcoll__ntransports = sizeof(zcoll__transports) / sizeof(zcoll__transports[0]);
+_Static_assert(sizeof(zcoll__transports) / sizeof(zcoll__transports[0]) <= ZCOLL_TL_MAX,
+               "a transport mask has a bit per transport");
 
-zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg, int one_node,
-                                       const struct zcoll_tl_ops **out) {
-  char why[512] = "";
-#ifndef ZCOLL_HAVE_VERBS
-  if (cfg->transport == ZCOLL_TL_VERBS)
-    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "ZCOLL_TRANSPORT=verbs: this build has no verbs transport (libibverbs and "
-                       "librdmacm were not found when it was configured)");
-#endif
-  for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++) {
-    if (cfg->transport == ZCOLL_TL_AUTO ? !transports[i].automatic
-                                        : cfg->transport != transports[i].id)
+int zcoll__transport_find(const char *name) {
+  for (int i = 0; i < zcoll__ntransports; i++)
+    if (!strcmp(zcoll__transports[i].name, name)) return i;
+  return -1;
+}
+
+unsigned zcoll__transport_probe(const zcoll_config_t *cfg, unsigned with, char *why,
+                                size_t why_len) {
+  unsigned mask = 0;
+  size_t off = why_len ? strlen(why) : 0;
+  for (int i = 0; i < zcoll__ntransports; i++) {
+    const struct zcoll__tl_entry *t = &zcoll__transports[i];
+    if (cfg->transport == ZCOLL_TL_AUTO ? !(t->flags & ZCOLL_TLE_AUTO) : cfg->transport != i)
       continue;
+    if (with && (t->flags & with) != with) continue;
     char this_why[300] = "";
-    if (transports[i].one_node && !one_node) {
-      if (cfg->transport != ZCOLL_TL_AUTO)
-        return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                           "ZCOLL_TRANSPORT=%s needs every rank on one host (and in one PID "
-                           "namespace); this job spans several",
-                           transports[i].ops->name);
-      continue;
+    zcoll_status_t st = ZCOLL_ERR_UNSUPPORTED;
+    if (!t->ops) {
+      snprintf(this_why, sizeof(this_why), "%s", t->missing);
+    } else {
+      /* A probe's refusal is an answer, not an error: keep it quiet unless forced. */
+      zcoll__log_mute(cfg->transport == ZCOLL_TL_AUTO && zcoll__log_level < ZCOLL_LOG_DEBUG);
+      st = t->ops->probe(cfg, this_why, sizeof(this_why));
+      zcoll__log_mute(0);
     }
-    /* A probe's refusal is an answer, not an error: keep it quiet unless nothing works. */
-    zcoll__log_mute(cfg->transport == ZCOLL_TL_AUTO && zcoll__log_level < ZCOLL_LOG_DEBUG);
-    zcoll_status_t st = transports[i].ops->probe(cfg, this_why, sizeof(this_why));
-    zcoll__log_mute(0);
     if (st == ZCOLL_OK) {
-      zcoll_log_info("transport %s selected", transports[i].ops->name);
-      *out = transports[i].ops;
-      return ZCOLL_OK;
+      mask |= 1u << i;
+    } else if (off < why_len) {
+      off += (size_t)snprintf(why + off, why_len - off, "%s%s: %s", off ? "; " : "", t->name,
+                              this_why);
+      zcoll_log_debug("transport %s cannot run here: %s", t->name, this_why);
     }
-    size_t off = strlen(why);
-    snprintf(why + off, sizeof(why) - off, "%s%s: %s", off ? "; " : "", transports[i].ops->name,
-             this_why);
   }
-  if (cfg->transport != ZCOLL_TL_AUTO) return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "%s", why);
-  return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "no usable transport (%s)", why[0] ? why : "none built");
+  return mask;
+}
+
+int zcoll__transport_pick(const zcoll_config_t *cfg, int same_host, unsigned a, unsigned b) {
+  for (int i = 0; i < zcoll__ntransports; i++) {
+    if (!((a & b) >> i & 1u)) continue;
+    if ((zcoll__transports[i].flags & ZCOLL_TLE_ONE_HOST) && !same_host) continue;
+    if (cfg->transport != ZCOLL_TL_AUTO && cfg->transport != i) continue;
+    return i;
+  }
+  return -1;
+}
+
+int zcoll_transport_names(const char **names, int *built, int max) {
+  for (int i = 0; i < zcoll__ntransports && i < max; i++) {
+    if (names) names[i] = zcoll__transports[i].name;
+    if (built) built[i] = zcoll__transports[i].ops != NULL;
+  }
+  return zcoll__ntransports;
 }

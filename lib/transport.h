@@ -152,10 +152,35 @@ extern const struct zcoll_tl_ops zcoll__tl_verbs;
 extern const struct zcoll_tl_ops zcoll__tl_ucx;
 extern const struct zcoll_tl_ops zcoll__tl_loopback;
 
-/* Picks the transport the configuration asks for (auto: the first whose probe
- * succeeds, in order of preference). one_node: every rank of the job runs on this host
- * (in this PID namespace), which the shared-memory transport needs. */
-zcoll_status_t zcoll__transport_select(const zcoll_config_t *cfg, int one_node,
-                                       const struct zcoll_tl_ops **ops);
+/* The transports: the one list (transport.c). ZCOLL_TRANSPORT names one of them; a
+ * communicator reaches each peer over one of them (comm_setup.c). */
+enum {
+  ZCOLL_TLE_AUTO = 1u << 0,     /* ZCOLL_TRANSPORT=auto may choose it */
+  ZCOLL_TLE_ONE_HOST = 1u << 1, /* reaches only peers on this host, in this PID namespace */
+};
+struct zcoll__tl_entry {
+  const char *name;
+  const struct zcoll_tl_ops *ops; /* NULL: not in this build, `missing` says why */
+  const char *missing;
+  unsigned flags;
+  const char *doc; /* for zcoll_info */
+};
+#define ZCOLL_TL_MAX 8 /* entries the table may have: a bit each in a mask */
+extern const struct zcoll__tl_entry zcoll__transports[];
+extern const int zcoll__ntransports;
+
+/* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into zcoll__transports. */
+#define ZCOLL_TL_AUTO (-1)
+/* The index of the named transport, -1 if there is none of that name. */
+int zcoll__transport_find(const char *name);
+/* Bit i set: transport i may run here (its probe succeeds) -- among those with flags
+ * `with` (all of them if 0) and, forced, only the forced one. Refusals are collected in
+ * why ("name: reason; ..."), quietly unless they are all there is. */
+unsigned zcoll__transport_probe(const zcoll_config_t *cfg, unsigned with, char *why,
+                                size_t why_len);
+/* The transport for a pair of ranks, from what both ends can run (masks from
+ * zcoll__transport_probe) and whether they share a host: both ends get the same answer.
+ * -1: none reaches it. */
+int zcoll__transport_pick(const zcoll_config_t *cfg, int same_host, unsigned a, unsigned b);
 
 #endif

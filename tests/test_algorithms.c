@@ -268,6 +268,39 @@ Test(algorithms, schedules) {
   }
 }
 
+/* The hierarchical schedule over host layouts: contiguous even hosts, uneven ones (a host
+ * of 1 makes one slice), interleaved (a host's ranks not adjacent), a host per rank. */
+Test(algorithms, hier_host_layouts) {
+  static struct sim m;
+  const struct zcoll__algo *a = zcoll__algos[zcoll__algo_find("hier")];
+  static const int uneven[] = {2, 3, 1};
+  for (int p = 1; p <= SIM_MAXP; p++)
+    for (int layout = 0; layout < 5; layout++) {
+      int host_of[SIM_MAXP], nhosts = 0;
+      for (int r = 0, h = 0, left = uneven[0]; r < p; r++) {
+        switch (layout) {
+          case 0: host_of[r] = r / 2; break;
+          case 1: host_of[r] = r / 3; break;
+          case 2: /* 2, 3, 1, 2, 3, 1, ... ranks per host */
+            if (!left) left = uneven[++h % 3];
+            host_of[r] = h;
+            left--;
+            break;
+          case 3: host_of[r] = r % 3 < p ? r % (p < 3 ? p : 3) : 0; break;
+          default: host_of[r] = r; break;
+        }
+        if (host_of[r] + 1 > nhosts) nhosts = host_of[r] + 1;
+      }
+      struct zcoll__algo_params pa = {2, host_of, nhosts};
+      size_t counts[] = {0, 1, 2, (size_t)p + 1, 2 * (size_t)p + 3, 1001};
+      for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+        for (int in_place = 0; in_place < 2; in_place++)
+          cr_assert(!sim_run(&m, a, &pa, p, counts[c], in_place),
+                    "hier layout %d p=%d (%d hosts) count %zu %s: %s", layout, p, nhosts,
+                    counts[c], in_place ? "in place" : "out of place", m.why);
+    }
+}
+
 Test(algorithms, names) {
   static const char *const want[] = {"ring", "butterfly", "rhd", "tree"};
   cr_assert_str_eq(zcoll__algos[0]->name, "ring", "ring must stay first (ids are on the wire)");

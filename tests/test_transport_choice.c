@@ -1,17 +1,19 @@
 /*
- * ZCOLL_TRANSPORT=auto: shared memory when every rank is on this host, a network
- * transport when the ranks span hosts (played with ZCOLL_TEST_SPLIT_NODES=1, which
- * gives every rank a host of its own); shm forced on such a job is a clear error.
+ * ZCOLL_TRANSPORT=auto chooses per pair of ranks: shared memory between ranks on one
+ * host, a network transport between hosts (hosts played with ZCOLL_TEST_SPLIT_NODES: =1
+ * gives every rank a host of its own, =2,1 puts ranks 0 and 1 on one host and rank 2 on
+ * another); shm forced on such a job is a clear error.
  */
 #include <criterion/criterion.h>
 
 #include "spawn.h"
 
-static struct sp_result run(const char *const *env) {
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", SP_PROG("allreduce_check"), "4096",
+static struct sp_result run_np(const char *np, const char *const *env) {
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), "4096",
                         NULL};
   return sp_run(argv, env, 200);
 }
+static struct sp_result run(const char *const *env) { return run_np("3", env); }
 
 /* The job passes, every element exact, over one of the transports named. */
 static void expect_over(const char *const *env, const char *tl1, const char *tl2) {
@@ -37,5 +39,60 @@ Test(transport_choice, shm_across_hosts_is_an_error, .timeout = 240) {
   struct sp_result r = run(env);
   cr_assert_neq(r.status, 0, "%s", r.out);
   cr_assert(strstr(r.out, "ZCOLL_TRANSPORT=shm needs every rank on one host"), "%s", r.out);
+  free(r.out);
+}
+
+/* The log line of the pair a -> b, and the transport it names. */
+static void expect_pair(const char *out, int a, int b, const char *tl) {
+  char line[64];
+  snprintf(line, sizeof(line), "rank %d -> %d: %s\n", a, b, tl);
+  cr_expect(strstr(out, line), "no \"%s\" in:\n%s", line, out);
+}
+
+/* A job that must pass, every element exact: its output. */
+static struct sp_result run_ok(const char *np, const char *const *env) {
+  struct sp_result r = run_np(np, env);
+  cr_assert_eq(r.status, 0, "%s:\n%s", env[2] ? env[2] : "", r.out);
+  cr_assert(strstr(r.out, "every element exact on every rank"), "%s", r.out);
+  return r;
+}
+
+Test(transport_choice, each_pair_gets_its_own, .timeout = 240) {
+  const char *env[] = {"ZCOLL_TRANSPORT=auto", "ZCOLL_TEST_SPLIT_NODES=2,1", "ZCOLL_LOG=info",
+                       NULL};
+  struct sp_result r = run_ok("3", env);
+  cr_expect(strstr(r.out, "over shm+ucx") || strstr(r.out, "over shm+verbs"), "%s", r.out);
+  expect_pair(r.out, 0, 1, "shm");
+  expect_pair(r.out, 1, 0, "shm");
+  for (int a = 0; a < 2; a++) {
+    char net[64];
+    snprintf(net, sizeof(net), "rank %d -> 2: shm", a);
+    cr_expect(!strstr(r.out, net), "a pair across hosts over shm:\n%s", r.out);
+    snprintf(net, sizeof(net), "rank 2 -> %d: shm", a);
+    cr_expect(!strstr(r.out, net), "a pair across hosts over shm:\n%s", r.out);
+  }
+  cr_expect(strstr(r.out, "rank 0 -> 2: ucx") || strstr(r.out, "rank 0 -> 2: verbs"), "%s",
+            r.out);
+  free(r.out);
+}
+
+/* Uneven hosts, every algorithm: the channels of one run mix transports. */
+Test(transport_choice, uneven_hosts_every_algorithm, .timeout = 600) {
+  static const char *const algos[] = {"ZCOLL_ALGO=ring", "ZCOLL_ALGO=butterfly", "ZCOLL_ALGO=rhd",
+                                      "ZCOLL_ALGO=tree", "ZCOLL_ALGO=chain", "ZCOLL_ALGO=hier"};
+  for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+    const char *env[] = {"ZCOLL_TRANSPORT=auto", "ZCOLL_TEST_SPLIT_NODES=2,3,1", algos[i], NULL};
+    struct sp_result r = run_ok("6", env);
+    cr_expect(strstr(r.out, "6 ranks over shm+"), "%s:\n%s", algos[i], r.out);
+    free(r.out);
+  }
+}
+
+Test(transport_choice, forced_transport_for_every_pair, .timeout = 240) {
+  const char *env[] = {"ZCOLL_TRANSPORT=ucx", "ZCOLL_TEST_SPLIT_NODES=2,1", "ZCOLL_LOG=info",
+                       NULL};
+  struct sp_result r = run_ok("3", env);
+  cr_expect(strstr(r.out, "3 ranks over ucx:"), "%s", r.out);
+  expect_pair(r.out, 0, 1, "ucx");
   free(r.out);
 }

@@ -36,6 +36,11 @@ static void print_algorithms(void)
   printf("#\n# algorithms this build accepts for ZCOLL_ALGO: auto");
   for (int i = 0; i < n && i < 32; i++) printf(" %s", names[i]);
   printf("\n");
+  int built[16];
+  n = zcoll_transport_names(names, built, 16);
+  printf("# transports this build knows for ZCOLL_TRANSPORT: auto");
+  for (int i = 0; i < n && i < 16; i++) printf(" %s%s", names[i], built[i] ? "" : "(not built)");
+  printf("\n");
 }
 
 /* What ZCOLL_PROGRESS will do here: a progress thread per rank must not outnumber the

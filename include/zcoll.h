@@ -165,6 +165,11 @@ ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transport chosen at init: "shm", "verbs", "ucx" or "loopback". */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
+/* Where this process's rank came from: "ZCOLL_RANK" (the variables or the config),
+ * "PMIx" (a PMIx server: srun --mpi=pmix, mpirun, PRRTE; the rendezvous then needs no
+ * ZCOLL_* variable), "Open MPI", "PMI" or "Slurm" (their variables), or "none" (a job
+ * of one). */
+ZCOLL_API const char *zcoll_comm_launcher(const zcoll_comm_t *comm);
 
 /* Counters of a communicator, for tools and operators (zcoll_perf prints them). Fields
  * are only ever added at the end: pass sizeof(zcoll_comm_stats_t) as the caller was

@@ -14,59 +14,6 @@
 
 #define MAX_PEERS_PER_ALGO 256
 
-/* Rank and size from the launcher, when ZCOLL_RANK/ZCOLL_SIZE are not given. */
-static const struct {
-  const char *rank, *size, *local_rank, *local_size, *name;
-} launchers[] = {
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI"},
-    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI"},
-    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "Slurm"},
-};
-
-static int env_int(const char *name, int *out) {
-  const char *v = name ? getenv(name) : NULL;
-  if (!v || !*v) return 0;
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*end || x < 0 || x > 1 << 30) return -1;
-  *out = (int)x;
-  return 1;
-}
-
-static zcoll_status_t resolve_rank(zcoll_config_t *cfg) {
-  if (cfg->rank < 0 && cfg->size < 0) {
-    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-      int r, s;
-      int hr = env_int(launchers[i].rank, &r), hs = env_int(launchers[i].size, &s);
-      if (hr < 0 || hs < 0)
-        return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad %s or %s in the environment",
-                           launchers[i].rank, launchers[i].size);
-      if (hr && hs) {
-        cfg->rank = r;
-        cfg->size = s;
-        if (cfg->local_size < 0) env_int(launchers[i].local_size, &cfg->local_size);
-        if (cfg->local_rank < 0) env_int(launchers[i].local_rank, &cfg->local_rank);
-        zcoll_log_debug("rank %d of %d from %s's variables", r, s, launchers[i].name);
-        break;
-      }
-    }
-  }
-  if (cfg->rank < 0 && cfg->size < 0) {
-    if (cfg->root[0])
-      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                         "ZCOLL_ROOT is set but not this process's rank: set ZCOLL_RANK and "
-                         "ZCOLL_SIZE, or start it with zcoll_run, mpirun or srun");
-    /* Nothing says there are other ranks: a job of one, like an MPI singleton. */
-    cfg->rank = 0;
-    cfg->size = 1;
-  }
-  if (cfg->rank < 0 || cfg->size < 1 || cfg->rank >= cfg->size)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank %d of size %d is not a valid rank", cfg->rank,
-                       cfg->size);
-  return ZCOLL_OK;
-}
-
 /* The union of every algorithm's peers: the channels this rank needs. */
 static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
   int *peers = malloc(sizeof(int) * (size_t)comm->size);
@@ -356,7 +303,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
     free(comm);
     return st;
   }
-  if ((st = resolve_rank(comm->cfg)) != ZCOLL_OK) goto fail;
+  if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
   if (!(comm->pollfds = calloc((size_t)comm->size + 2, sizeof(*comm->pollfds)))) {
@@ -383,10 +330,12 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                    comm->cfg->local_size, cores);
     comm->cfg->spin_us = 0;
   }
+  /* Under PMIx: rank 0's address and the job key, from rank 0 to all. */
+  if ((st = zcoll__launch_rendezvous(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
   struct zcoll__bootstrap_params bp = {comm->rank, comm->size, comm->cfg->root,
                                        comm->cfg->root_fd, comm->cfg->job_key,
                                        comm->cfg->timeout, comm->cfg->require_key,
-                                       comm->cfg->job_id};
+                                       comm->cfg->job_id, comm->launch.close_root_fd};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   int one_node;
   if ((st = on_one_node(comm, &one_node)) != ZCOLL_OK) goto fail_abort;
@@ -428,6 +377,10 @@ int zcoll_comm_size(const zcoll_comm_t *comm) { return comm ? comm->size : -1; }
 
 const char *zcoll_comm_transport(const zcoll_comm_t *comm) {
   return comm && comm->tl_ops ? comm->tl_ops->name : NULL;
+}
+
+const char *zcoll_comm_launcher(const zcoll_comm_t *comm) {
+  return comm ? comm->launch.name : NULL;
 }
 
 const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {

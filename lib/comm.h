@@ -15,6 +15,7 @@
 #include "bootstrap.h"
 #include "channel.h"
 #include "config.h"
+#include "launch.h"
 #include "rcache.h"
 #include "schedule.h"
 #include "trace.h"
@@ -61,6 +62,7 @@ struct zcoll_comm {
   zcoll_config_t *cfg;
   int rank, size;
   struct zcoll__bootstrap *bs;
+  struct zcoll__launch launch; /* who told us our rank */
   const struct zcoll_tl_ops *tl_ops;
   struct zcoll_tl *tl;
   size_t slot_bytes;

@@ -140,16 +140,20 @@ static int get_int(const pmix_proc_t *who, const char *key) {
 }
 
 static zcoll_status_t connect_once(void) {
+  static int unreachable; /* said once; the next communicator does not ask again */
   if (connected) return ZCOLL_OK;
+  if (unreachable) return ZCOLL_ERR_UNSUPPORTED;
   zcoll_status_t st = load();
   if (st != ZCOLL_OK) return st;
   pmix_proc_t self;
   pmix_status_t rc = px.init(&self, NULL, 0);
   if (rc != PMIX_SUCCESS) {
     /* Variables left behind by a launcher that is gone (a shell started from a job):
-     * not an error, the process is simply not one of a PMIx job. */
-    zcoll_log_info("PMIX_NAMESPACE is set but PMIx_Init says %s: rank and size from the "
-                   "launcher's variables", px.error_string(rc));
+     * the process is not one of a PMIx job, but say so, the job may need ZCOLL_ROOT. */
+    zcoll_log_warn("PMIX_NAMESPACE is set but PMIx_Init says %s (a launcher's leftover "
+                   "variables?): rank and size from the launcher's variables",
+                   px.error_string(rc));
+    unreachable = 1;
     return ZCOLL_ERR_UNSUPPORTED;
   }
   pmix_proc_t wild = self;

@@ -5,8 +5,10 @@ set -euo pipefail
 # python3-numpy and python3-pytest: the Python package (python/) and its ctest;
 # dataset-fashion-mnist: the real data set examples/asgd.py trains on (and its test);
 # iproute2: the emulated hosts of tests/netns (ip netns, veth, bridge).
+# libpmix-dev: PMIx's headers, for launching through PMIx (lib/pmix_client.c loads the
+# library itself at run time); Slurm's pmix plugin also needs its libpmix.so.
 need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev
-      python3-numpy python3-pytest dataset-fashion-mnist iproute2 "$@")
+      libpmix-dev python3-numpy python3-pytest dataset-fashion-mnist iproute2 "$@")
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

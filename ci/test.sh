@@ -4,7 +4,8 @@
 # Usage: ci/test.sh          (from anywhere; installs missing Debian packages as root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ci/deps.sh openmpi-bin  # mpirun: the launcher tests start a job with it
+# mpirun and a one-host Slurm: the launcher tests start jobs with them (tests/launch_pmix.sh)
+ci/deps.sh openmpi-bin slurmctld slurmd slurm-client munge
 jobs=$(nproc)
 t0=$SECONDS
 # Each stage says when it starts, so a slow CI run shows where its time went.
@@ -13,6 +14,9 @@ stage() { echo "== $* [$((SECONDS - t0)) s]"; }
 stage "build (warnings are errors)"
 cmake -S . -B build/ci -DZCOLL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/ci -j"$jobs"
+stage "one-host Slurm for the srun tests (ci/slurm.sh)"
+ci/slurm.sh start
+trap 'ci/slurm.sh stop' EXIT
 stage "test suite"
 # It includes tests/netns (ctest -L netns): jobs over several hosts made of namespaces, which
 # needs root; under CI=true it fails rather than skip.

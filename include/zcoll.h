@@ -166,6 +166,11 @@ ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:
  * "shm", "verbs", "shm+verbs", "shm+ucx", ... (ZCOLL_LOG=info says which peer uses what). */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
+/* Where this process's rank came from: "ZCOLL_RANK" (the variables or the config),
+ * "PMIx" (a PMIx server: srun --mpi=pmix, mpirun, PRRTE; the rendezvous then needs no
+ * ZCOLL_* variable), "Open MPI", "PMI" or "Slurm" (their variables), or "none" (a job
+ * of one). */
+ZCOLL_API const char *zcoll_comm_launcher(const zcoll_comm_t *comm);
 
 /* Counters of a communicator, for tools and operators (zcoll_perf prints them). Fields
  * are only ever added at the end: pass sizeof(zcoll_comm_stats_t) as the caller was

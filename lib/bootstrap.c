@@ -249,7 +249,7 @@ static zcoll_status_t root_listen(const struct zcoll__bootstrap_params *p, int *
     if (!getsockopt(p->root_fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &sl) && listening) {
       fcntl(p->root_fd, F_SETFD, FD_CLOEXEC);
       *lfd = p->root_fd;
-      *own = 0;
+      *own = p->close_root_fd;
       return ZCOLL_OK;
     }
     if (!p->root || !p->root[0])
@@ -278,6 +278,7 @@ static zcoll_status_t root_accept(struct zcoll__bootstrap *bs,
   if (st == ZCOLL_OK) st = root_listen(p, &lfd, &own);
   if (st == ZCOLL_OK) st = zcoll__bs_accept_all(who, lfd, fds);
   if (own && lfd >= 0) close(lfd); /* nobody else may join */
+  else if (lfd < 0 && p->close_root_fd && p->root_fd >= 0) close(p->root_fd);
   for (int r = 1; r < p->size; r++) bs->kid[r].fd = fds[r];
   free(fds);
   return st;
@@ -302,9 +303,11 @@ static zcoll_status_t check_key(const struct zcoll__bootstrap_params *p) {
 zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
                                        struct zcoll__bootstrap **out) {
   zcoll_status_t st = check_key(p);
-  if (st != ZCOLL_OK) return st;
-  struct zcoll__bootstrap *bs = calloc(1, sizeof(*bs));
-  if (!bs) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+  struct zcoll__bootstrap *bs = st == ZCOLL_OK ? calloc(1, sizeof(*bs)) : NULL;
+  if (!bs) {
+    if (p->close_root_fd && p->root_fd >= 0) close(p->root_fd); /* root_accept did not */
+    return st != ZCOLL_OK ? st : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+  }
   bs->rank = p->rank;
   bs->size = p->size;
   bs->timeout = p->timeout;

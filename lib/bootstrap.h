@@ -24,6 +24,7 @@ struct zcoll__bootstrap_params {
   double timeout;      /* seconds; 0: wait forever */
   int require_key;     /* no key is an error, not a warning */
   const char *job_id;  /* public; "" : the launcher's job id, if any */
+  int close_root_fd;   /* rank 0: root_fd is ours to close once every rank joined (PMIx) */
 };
 
 /* Largest contribution of one rank to an allgather. */

@@ -11,59 +11,6 @@
 #include "guard.h"
 #include "log.h"
 
-/* Rank and size from the launcher, when ZCOLL_RANK/ZCOLL_SIZE are not given. */
-static const struct {
-  const char *rank, *size, *local_rank, *local_size, *name;
-} launchers[] = {
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-     "OMPI_COMM_WORLD_LOCAL_SIZE", "Open MPI"},
-    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI"},
-    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "Slurm"},
-};
-
-static int env_int(const char *name, int *out) {
-  const char *v = name ? getenv(name) : NULL;
-  if (!v || !*v) return 0;
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (*end || x < 0 || x > 1 << 30) return -1;
-  *out = (int)x;
-  return 1;
-}
-
-static zcoll_status_t resolve_rank(zcoll_config_t *cfg) {
-  if (cfg->rank < 0 && cfg->size < 0) {
-    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-      int r, s;
-      int hr = env_int(launchers[i].rank, &r), hs = env_int(launchers[i].size, &s);
-      if (hr < 0 || hs < 0)
-        return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad %s or %s in the environment",
-                           launchers[i].rank, launchers[i].size);
-      if (hr && hs) {
-        cfg->rank = r;
-        cfg->size = s;
-        if (cfg->local_size < 0) env_int(launchers[i].local_size, &cfg->local_size);
-        if (cfg->local_rank < 0) env_int(launchers[i].local_rank, &cfg->local_rank);
-        zcoll_log_debug("rank %d of %d from %s's variables", r, s, launchers[i].name);
-        break;
-      }
-    }
-  }
-  if (cfg->rank < 0 && cfg->size < 0) {
-    if (cfg->root[0])
-      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                         "ZCOLL_ROOT is set but not this process's rank: set ZCOLL_RANK and "
-                         "ZCOLL_SIZE, or start it with zcoll_run, mpirun or srun");
-    /* Nothing says there are other ranks: a job of one, like an MPI singleton. */
-    cfg->rank = 0;
-    cfg->size = 1;
-  }
-  if (cfg->rank < 0 || cfg->size < 1 || cfg->rank >= cfg->size)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank %d of size %d is not a valid rank", cfg->rank,
-                       cfg->size);
-  return ZCOLL_OK;
-}
-
 /* local: in a child forked after init, where the transport's resources are the parent's
  * (its queue pairs, its UCX worker, its peers' mappings): free our memory, close our
  * descriptors, and touch nothing the parent still uses. */
@@ -127,7 +74,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
     free(comm);
     return st;
   }
-  if ((st = resolve_rank(comm->cfg)) != ZCOLL_OK) goto fail;
+  if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
   if (!(comm->pollfds = calloc((size_t)comm->size + 1 + ZCOLL_TL_MAX, sizeof(*comm->pollfds)))) {
@@ -149,10 +96,12 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->forced_bcast_algo = zcoll__bcast_algo_find(comm->cfg->bcast_algo);
   if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
 
+  /* Under PMIx: rank 0's address and the job key, from rank 0 to all. */
+  if ((st = zcoll__launch_rendezvous(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
   struct zcoll__bootstrap_params bp = {comm->rank, comm->size, comm->cfg->root,
                                        comm->cfg->root_fd, comm->cfg->job_key,
                                        comm->cfg->timeout, comm->cfg->require_key,
-                                       comm->cfg->job_id};
+                                       comm->cfg->job_id, comm->launch.close_root_fd};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   if ((st = zcoll__comm_wire(comm)) != ZCOLL_OK) goto fail_abort;
   comm->hier_auto = comm->nhosts > 1 && comm->nhosts < comm->size && !comm->cfg->tuning_file[0];
@@ -188,6 +137,10 @@ int zcoll_comm_size(const zcoll_comm_t *comm) { return comm ? comm->size : -1; }
 
 const char *zcoll_comm_transport(const zcoll_comm_t *comm) {
   return comm && comm->ntlis ? comm->tl_names : NULL;
+}
+
+const char *zcoll_comm_launcher(const zcoll_comm_t *comm) {
+  return comm ? comm->launch.name : NULL;
 }
 
 const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {

@@ -15,6 +15,7 @@
 #include "bootstrap.h"
 #include "channel.h"
 #include "config.h"
+#include "launch.h"
 #include "rcache.h"
 #include "schedule.h"
 #include "trace.h"
@@ -72,6 +73,7 @@ struct zcoll_comm {
   zcoll_config_t *cfg;
   int rank, size;
   struct zcoll__bootstrap *bs;
+  struct zcoll__launch launch; /* who told us our rank */
   struct zcoll__tli tlis[ZCOLL_TL_MAX];
   int ntlis;
   /* The instance that reads only registered memory (no CAP_PUT_ANY), or NULL: the one

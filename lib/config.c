@@ -226,20 +226,20 @@ static int parse_chunk(const char *text, void *dst, size_t size, char *why, size
    sizeof(((struct zcoll_config *)0)->member), parser, 1}
 
 static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
-    F("RANK", "-1", "this process's rank; -1: from the launcher (Open MPI, Slurm, PMI)", rank,
-      parse_rank),
+    F("RANK", "-1", "this process's rank; -1: from the launcher (PMIx, Open MPI, Slurm, PMI)",
+      rank, parse_rank),
     F("SIZE", "-1", "number of ranks; -1: from the launcher", size, parse_rank),
     F("LOCAL_RANK", "-1", "rank among the ranks on this host (set by launchers)", local_rank,
       parse_rank),
     F("LOCAL_SIZE", "-1", "ranks on this host (set by launchers)", local_size, parse_rank),
     F("ROOT", "", "host:port where rank 0 serves the rendezvous; rank 0 listens on that "
-      "address only (127.0.0.1: this host only); *:port or 0.0.0.0:port: every interface",
-      root, parse_string),
+      "address only (127.0.0.1: this host only); *:port or 0.0.0.0:port: every interface; "
+      "empty under PMIx: rank 0 picks one and shares it through PMIx", root, parse_string),
     F("ROOT_FD", "-1", "rank 0: an inherited listening socket for ROOT (set by zcoll_run)",
       root_fd, parse_rank),
     FS("JOB_KEY", "", "shared secret of the job: ranks and rank 0 prove to each other that "
-       "they know it (it is never sent); empty: anyone who reaches ZCOLL_ROOT may join",
-       job_key, parse_string),
+       "they know it (it is never sent); empty: under PMIx rank 0 makes one and shares it "
+       "through PMIx, else anyone who reaches ZCOLL_ROOT may join", job_key, parse_string),
     F("REQUIRE_KEY", "0", "1: an empty ZCOLL_JOB_KEY is an error (else a warning)", require_key,
       parse_bool),
     F("JOB_ID", "", "public job id that keeps two jobs on one port apart (not a secret); "

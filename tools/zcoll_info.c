@@ -43,6 +43,16 @@ static void print_algorithms(void)
   printf("\n");
 }
 
+/* Under srun or mpirun: that the job needs no ZCOLL_* variable (the library's rule:
+ * ZCOLL_RANK/SIZE win, else a PMIx server's). */
+static void print_launcher(void)
+{
+  const char *ns = getenv("PMIX_NAMESPACE"), *rank = getenv("PMIX_RANK");
+  if (!ns || !*ns || !rank || !*rank || getenv("ZCOLL_RANK") || getenv("ZCOLL_SIZE")) return;
+  printf("#\n# launcher: a PMIx server (namespace %s, rank %s): rank, size, rank 0's address "
+         "and\n#   the job key come through PMIx\n", ns, rank);
+}
+
 /* What ZCOLL_PROGRESS will do here: a progress thread per rank must not outnumber the
  * cores silently (the library warns at init too; this says it before the job). */
 static void print_progress(zcoll_config_t *cfg)
@@ -99,6 +109,7 @@ static int print_config(void)
   free(e); /* its strings are only valid until the config changes */
   print_algorithms();
   print_progress(cfg);
+  print_launcher();
   printf("#\n");
   zcoll_config_free(cfg);
   return 0;

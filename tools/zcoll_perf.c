@@ -301,8 +301,9 @@ int main(int argc, char **argv)
   };
   if (be.rank == 0) {
     const char *tl = zcoll_comm_transport(ctx.comm);
-    printf("# " PROG ": transport %s, algorithm %s, ranks %d, progress %s, zcoll %s\n",
-           tl ? tl : "?", algo, be.nranks, progress, zcoll_version_string());
+    printf("# " PROG ": transport %s, algorithm %s, ranks %d, progress %s, zcoll %s, "
+           "launcher %s\n", tl ? tl : "?", algo, be.nranks, progress, zcoll_version_string(),
+           zcoll_comm_launcher(ctx.comm));
     pt_print_modes(stdout, PROG, &o);
     pt_print_params(stdout, &o);
     fflush(stdout);

@@ -335,6 +335,37 @@ fail:
   return st;
 }
 
+/* A rank other than 0 in a round: its contribution to rank 0, then rank 0's reply
+ * (*reply malloc'ed, the caller frees it). */
+static zcoll_status_t leaf_round(struct zcoll__bootstrap *bs, const void *mine, size_t len,
+                                 int64_t deadline, void **reply, uint32_t *got) {
+  zcoll_status_t st = zcoll__sock_send_msg(bs->fd, MSG_GATHER, mine, (uint32_t)len, deadline);
+  if (st != ZCOLL_OK) return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost the connection to rank 0");
+  uint16_t type;
+  void *payload;
+  st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, got);
+  if (st == ZCOLL_ERR_PEER_FAILED)
+    return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
+  if (st == ZCOLL_ERR_TIMEOUT)
+    return fail_sticky(bs, st, "bootstrap: no answer from rank 0 in %.0f s", bs->timeout);
+  if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
+  if (type == MSG_ABORT) {
+    st = take_abort(bs, 0, payload, *got);
+  } else if (type == MSG_REJECT) {
+    /* Rank 0 welcomed us, then found the job inconsistent (a rank twice, ...). */
+    int n = *got < 200 ? (int)*got : 200;
+    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: %.*s", n, payload ? (char *)payload : "");
+  } else if (type != MSG_GATHERED) {
+    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected reply (type %u)", type);
+  }
+  if (st != ZCOLL_OK) {
+    free(payload);
+    return st;
+  }
+  *reply = payload;
+  return ZCOLL_OK;
+}
+
 zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine,
                                           size_t len, void *all) {
   if (bs->failed) return zcoll__fail(bs->failed, "%s", bs->why);
@@ -366,31 +397,66 @@ zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const voi
     }
     return ZCOLL_OK;
   }
-  st = zcoll__sock_send_msg(bs->fd, MSG_GATHER, mine, (uint32_t)len, deadline);
-  if (st != ZCOLL_OK) return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost the connection to rank 0");
-  uint16_t type;
   void *payload;
   uint32_t got;
-  st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &got);
-  if (st == ZCOLL_ERR_PEER_FAILED)
-    return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
-  if (st == ZCOLL_ERR_TIMEOUT)
-    return fail_sticky(bs, st, "bootstrap: no answer from rank 0 in %.0f s", bs->timeout);
-  if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
-  if (type == MSG_ABORT) {
-    st = take_abort(bs, 0, payload, got);
-  } else if (type == MSG_REJECT) {
-    /* Rank 0 welcomed us, then found the job inconsistent (a rank twice, ...). */
-    int n = got < 200 ? (int)got : 200;
-    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: %.*s", n, payload ? (char *)payload : "");
-  } else if (type != MSG_GATHERED || got != len * (size_t)bs->size) {
-    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad allgather reply (type %u, %u bytes)",
-                     type, got);
-  } else {
-    /* Keep our own slot as we wrote it; the rest comes from rank 0. */
-    if (len) memcpy(all, payload, got);
-  }
+  if ((st = leaf_round(bs, mine, len, deadline, &payload, &got)) != ZCOLL_OK) return st;
+  if (got != len * (size_t)bs->size)
+    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad allgather reply (%u bytes)", got);
+  else if (len) /* our own slot too: rank 0 sent back what we wrote */
+    memcpy(all, payload, got);
   free(payload);
+  return st;
+}
+
+zcoll_status_t zcoll__bootstrap_gather_reply(struct zcoll__bootstrap *bs, const void *mine,
+                                             size_t len, zcoll__bs_reply_fn fn, void *arg,
+                                             void **out, size_t *out_len) {
+  if (bs->failed) return zcoll__fail(bs->failed, "%s", bs->why);
+  if (len > ZCOLL_BS_MAX_CONTRIB)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bootstrap: a contribution of %zu bytes is too large",
+                       len);
+  int64_t deadline = zcoll__deadline(bs->timeout);
+  zcoll_status_t st;
+  if (bs->rank != 0) {
+    void *payload;
+    uint32_t got;
+    if ((st = leaf_round(bs, mine, len, deadline, &payload, &got)) != ZCOLL_OK) return st;
+    *out = payload;
+    *out_len = got;
+    return ZCOLL_OK;
+  }
+  if (bs->size > 1 && (st = root_pump(bs, MSG_GATHER, deadline)) != ZCOLL_OK) return st;
+  const void **blobs = malloc(sizeof(void *) * (size_t)bs->size);
+  uint32_t *lens = malloc(sizeof(uint32_t) * (size_t)bs->size);
+  if (!blobs || !lens) {
+    free(blobs), free(lens);
+    return fail_sticky(bs, ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+  }
+  blobs[0] = mine;
+  lens[0] = (uint32_t)len;
+  for (int r = 1; r < bs->size; r++) blobs[r] = bs->kid[r].payload, lens[r] = bs->kid[r].len;
+  /* Rank 0's own answer last: an error for any rank stops the round for all. */
+  for (int i = 1; i <= bs->size && st == ZCOLL_OK; i++) {
+    int r = i % bs->size;
+    void *reply = NULL;
+    size_t rlen = 0;
+    if ((st = fn(arg, r, blobs, lens, &reply, &rlen)) != ZCOLL_OK) {
+      char text[256];
+      snprintf(text, sizeof(text), "%s", zcoll__last_error());
+      relay_abort(bs, -1, 0, st, text);
+      st = fail_sticky(bs, st, "%s", text);
+    } else if (r == 0) {
+      *out = reply;
+      *out_len = rlen;
+      reply = NULL;
+    } else if ((st = zcoll__sock_send_msg(bs->kid[r].fd, MSG_GATHERED, reply, (uint32_t)rlen,
+                                          deadline)) != ZCOLL_OK) {
+      st = fail_sticky(bs, st, "bootstrap: rank %d stopped listening", r);
+    }
+    free(reply);
+  }
+  for (int r = 1; r < bs->size; r++) kid_drop_pending(&bs->kid[r]);
+  free(blobs), free(lens);
   return st;
 }
 

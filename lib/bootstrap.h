@@ -12,6 +12,7 @@
 
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "zcoll.h"
 
 struct zcoll__bootstrap;
@@ -36,6 +37,19 @@ zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
  * bytes, rank r's at all + r*len. */
 zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine,
                                           size_t len, void *all);
+/* Rank 0's answer to rank `rank` in a gather-reply round, from every rank's contribution
+ * (blobs[r], lens[r] bytes): a malloc'ed *reply of *len bytes, or an error that ends the
+ * round on every rank. */
+typedef zcoll_status_t (*zcoll__bs_reply_fn)(void *arg, int rank, const void *const *blobs,
+                                              const uint32_t *lens, void **reply, size_t *len);
+/* Every rank sends rank 0 its contribution (any length up to ZCOLL_BS_MAX_CONTRIB); rank 0
+ * calls fn (only there) for each rank and sends it the answer, which each rank gets in
+ * *out (malloc'ed, the caller frees it). Unlike an allgather, what a rank gets back is
+ * what it needs -- its peers' addresses, not every rank's -- so that the rendezvous grows
+ * with p * peers, not p^2. */
+zcoll_status_t zcoll__bootstrap_gather_reply(struct zcoll__bootstrap *bs, const void *mine,
+                                             size_t len, zcoll__bs_reply_fn fn, void *arg,
+                                             void **out, size_t *out_len);
 zcoll_status_t zcoll__bootstrap_barrier(struct zcoll__bootstrap *bs);
 /* The descriptors to watch while waiting for something else; POLLIN on any of them
  * means zcoll__bootstrap_check has news. Returns how many were filled. */

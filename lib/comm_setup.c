@@ -1,16 +1,13 @@
 /*
- * comm_setup.c -- wiring a new communicator: which host each rank runs on, which
- * transport reaches each peer, and a channel per peer over it.
+ * comm_setup.c -- wiring a new communicator: which transport reaches each peer, and a
+ * channel per peer over it.
  *
- * Three rendezvous rounds, or four:
- *   A. every rank's host (boot id, PID namespace, user: node.h) and the host-local
- *      transports it can run (shm);
- *   B. only when some pair cannot use a host-local one (ranks span hosts, or one cannot
- *      run shm): the network transports each rank can run -- probed only by ranks that
- *      have such a peer, so a one-host job never loads UCX;
- *   then the pipeline geometry, and the transports' addresses and receive-region keys.
- * Every rank decides each pair's transport from the same data with the same rule
- * (zcoll__transport_pick), so both ends of a channel agree without asking each other.
+ * After the host rounds (comm_hosts.c) every rank knows every rank's host and what each
+ * can run, and decides each pair's transport with the same rule as the other end
+ * (zcoll__transport_pick), so both agree without asking each other. One more round gets
+ * each rank its peers' addresses and receive keys: it sends rank 0 its peer list and its
+ * own addresses, and rank 0 answers each rank with the entries of its peers only -- the
+ * rendezvous moves p * peers entries, not the p^2 an allgather would.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,78 +48,7 @@ static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
   return ZCOLL_OK;
 }
 
-/* Every rank's blob, padded to the longest. */
-static zcoll_status_t exchange(zcoll_comm_t *comm, const void *mine, size_t len, char **all,
-                               size_t *stride) {
-  uint32_t mylen = (uint32_t)len, *lens = malloc(sizeof(uint32_t) * (size_t)comm->size);
-  if (!lens) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  zcoll_status_t st = zcoll__bootstrap_allgather(comm->bs, &mylen, sizeof(mylen), lens);
-  size_t max = 0;
-  for (int r = 0; st == ZCOLL_OK && r < comm->size; r++)
-    if (lens[r] > max) max = lens[r];
-  free(lens);
-  if (st != ZCOLL_OK) return st;
-  char *buf = calloc(1, max ? max : 1), *every = calloc((size_t)comm->size, max ? max : 1);
-  if (!buf || !every) {
-    free(buf), free(every);
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  }
-  memcpy(buf, mine, len);
-  st = zcoll__bootstrap_allgather(comm->bs, buf, max, every);
-  free(buf);
-  if (st != ZCOLL_OK) {
-    free(every);
-    return st;
-  }
-  *all = every;
-  *stride = max;
-  return ZCOLL_OK;
-}
-
-/* ---- hosts and transports ----------------------------------------------------------- */
-
-struct host_rec { /* round A */
-  char node[64];
-  uint32_t local; /* host-local transports this rank can run */
-  uint32_t pad;
-};
-
-static uint64_t hash_node(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n && s[i]; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-  return h;
-}
-
-/* host_of from the node ids: a host's number is its order of first appearance. Hashed,
- * so that 4096 ranks cost no 8 million comparisons. */
-static zcoll_status_t number_hosts(zcoll_comm_t *comm, const struct host_rec *all) {
-  size_t cap = 2;
-  while (cap < 2 * (size_t)comm->size) cap *= 2;
-  int *slot = malloc(sizeof(int) * cap); /* the first rank of each host, by hash */
-  comm->host_of = malloc(sizeof(int) * (size_t)comm->size);
-  if (!slot || !comm->host_of) {
-    free(slot);
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory numbering hosts");
-  }
-  for (size_t i = 0; i < cap; i++) slot[i] = -1;
-  int nhosts = 0;
-  for (int r = 0; r < comm->size; r++) {
-    size_t i = hash_node(all[r].node, sizeof(all[r].node)) & (cap - 1);
-    while (slot[i] >= 0 && memcmp(all[slot[i]].node, all[r].node, sizeof(all[r].node)))
-      i = (i + 1) & (cap - 1);
-    if (slot[i] < 0) {
-      slot[i] = r;
-      comm->host_of[r] = nhosts++;
-    } else {
-      comm->host_of[r] = comm->host_of[slot[i]];
-    }
-  }
-  free(slot);
-  comm->nhosts = nhosts;
-  comm->algo_params.host_of = comm->host_of;
-  comm->algo_params.nhosts = nhosts;
-  return ZCOLL_OK;
-}
+/* ---- transports ---------------------------------------------------------------- */
 
 static void mask_names(unsigned mask, char *buf, size_t len) {
   size_t off = 0;
@@ -134,38 +60,17 @@ static void mask_names(unsigned mask, char *buf, size_t len) {
   if (!off) snprintf(buf, len, "none");
 }
 
-/* What each rank can run (masks[r]), from rounds A and B, and the transport of each
- * peer (kinds[i] for peers[i]). */
-static zcoll_status_t choose(zcoll_comm_t *comm, const struct host_rec *all, const int *peers,
-                             int npeers, unsigned *masks, int *kinds) {
+/* The transport of each peer (kinds[i] for peers[i]), from what each rank can run. */
+static zcoll_status_t choose(zcoll_comm_t *comm, const int *peers, int npeers,
+                             const unsigned *masks, int *kinds) {
   const zcoll_config_t *cfg = comm->cfg;
   int me = comm->rank;
-  unsigned every = ~0u;
-  for (int r = 0; r < comm->size; r++) {
-    masks[r] = all[r].local;
-    every &= all[r].local;
-  }
   if (cfg->transport != ZCOLL_TL_AUTO &&
       (zcoll__transports[cfg->transport].flags & ZCOLL_TLE_ONE_HOST) && comm->nhosts > 1)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
                        "ZCOLL_TRANSPORT=%s needs every rank on one host (and in one PID "
                        "namespace); this job spans %d",
                        zcoll__transports[cfg->transport].name, comm->nhosts);
-  if (comm->nhosts > 1 || !every) { /* round B */
-    int need = 0;
-    for (int i = 0; i < npeers && !need; i++)
-      need = zcoll__transport_pick(cfg, comm->host_of[peers[i]] == comm->host_of[me],
-                                   masks[me], masks[peers[i]]) < 0;
-    char why[512] = "";
-    uint32_t net = need ? zcoll__transport_probe(cfg, 0, why, sizeof(why)) & ~masks[me] : 0;
-    uint32_t *nets = malloc(sizeof(uint32_t) * (size_t)comm->size);
-    if (!nets) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-    zcoll_status_t st = zcoll__bootstrap_allgather(comm->bs, &net, sizeof(net), nets);
-    for (int r = 0; st == ZCOLL_OK && r < comm->size; r++) masks[r] |= nets[r];
-    free(nets);
-    if (st != ZCOLL_OK) return st;
-    if (need && !net && why[0]) zcoll_log_info("no network transport here: %s", why);
-  }
   for (int i = 0; i < npeers; i++) {
     int q = peers[i], same = comm->host_of[q] == comm->host_of[me];
     kinds[i] = zcoll__transport_pick(cfg, same, masks[me], masks[q]);
@@ -182,6 +87,16 @@ static zcoll_status_t choose(zcoll_comm_t *comm, const struct host_rec *all, con
     }
   }
   return ZCOLL_OK;
+}
+
+/* Does this rank have a peer no host-local transport reaches (so it must probe the
+ * network ones)? */
+static int needs_net(zcoll_comm_t *comm, const int *peers, int npeers, const unsigned *masks) {
+  for (int i = 0; i < npeers; i++)
+    if (zcoll__transport_pick(comm->cfg, comm->host_of[peers[i]] == comm->host_of[comm->rank],
+                              masks[comm->rank], masks[peers[i]]) < 0)
+      return 1;
+  return 0;
 }
 
 static zcoll_status_t job_alive(void *bs) { return zcoll__bootstrap_check(bs); }
@@ -226,12 +141,6 @@ static zcoll_status_t open_transports(zcoll_comm_t *comm, const int *kinds, int 
 }
 
 /* ---- channels ----------------------------------------------------------------------- */
-
-struct setup_info { /* what every rank publishes in the geometry round */
-  uint64_t chunk;
-  uint32_t depth;
-  uint32_t npeers;
-};
 
 static void *map_region(size_t len) {
   void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -335,31 +244,156 @@ static zcoll_status_t find_entry(const char *blob, size_t len, int q, int idx, c
                      q, zcoll__transports[idx].name);
 }
 
+/* ---- the address round ------------------------------------------------------------ */
+
+/* What a rank gets back for each of its peers, in its list's order: {where it is in the
+ * peer's list (its ring in the peer's region), the peer's blob length}, then the blob. */
+struct peer_entry {
+  uint32_t pos; /* UINT32_MAX: the peer does not list this rank */
+  uint32_t len;
+};
+
+struct addr_state { /* rank 0: every rank's contribution, parsed once */
+  int size;
+  const int32_t **lists;
+  uint32_t *nlist;
+  const char **blob;
+  uint32_t *blen;
+};
+
+static zcoll_status_t parse_all(struct addr_state *as, const void *const *blobs,
+                                const uint32_t *lens) {
+  int p = as->size;
+  as->lists = malloc(sizeof(*as->lists) * (size_t)p);
+  as->nlist = malloc(sizeof(uint32_t) * (size_t)p);
+  as->blob = malloc(sizeof(*as->blob) * (size_t)p);
+  as->blen = malloc(sizeof(uint32_t) * (size_t)p);
+  if (!as->lists || !as->nlist || !as->blob || !as->blen)
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  for (int r = 0; r < p; r++) {
+    uint32_t n = 0;
+    if (lens[r] >= sizeof(n)) memcpy(&n, blobs[r], sizeof(n));
+    size_t head = sizeof(n) + sizeof(int32_t) * (size_t)n;
+    if (lens[r] < sizeof(n) || n > (uint32_t)p || head > lens[r])
+      return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                         "rank %d sent a malformed peer list (%u bytes; different zcoll "
+                         "versions?)",
+                         r, lens[r]);
+    as->nlist[r] = n;
+    as->lists[r] = (const int32_t *)((const char *)blobs[r] + sizeof(n));
+    as->blob[r] = (const char *)blobs[r] + head;
+    as->blen[r] = lens[r] - (uint32_t)head;
+    for (uint32_t k = 0; k < n; k++) {
+      int32_t q;
+      memcpy(&q, as->lists[r] + k, sizeof(q));
+      if (q < 0 || q >= p || q == r)
+        return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank %d lists %d among its peers", r, (int)q);
+    }
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t addr_reply(void *arg, int rank, const void *const *blobs,
+                                 const uint32_t *lens, void **reply, size_t *len) {
+  struct addr_state *as = arg;
+  zcoll_status_t st;
+  if (!as->lists && (st = parse_all(as, blobs, lens)) != ZCOLL_OK) return st;
+  size_t total = 0;
+  for (uint32_t k = 0; k < as->nlist[rank]; k++) {
+    int32_t q;
+    memcpy(&q, as->lists[rank] + k, sizeof(q));
+    total += sizeof(struct peer_entry) + as->blen[q];
+  }
+  char *b = malloc(total ? total : 1);
+  if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  size_t off = 0;
+  for (uint32_t k = 0; k < as->nlist[rank]; k++) {
+    int32_t q;
+    memcpy(&q, as->lists[rank] + k, sizeof(q));
+    struct peer_entry e = {UINT32_MAX, as->blen[q]};
+    for (uint32_t i = 0; i < as->nlist[q] && e.pos == UINT32_MAX; i++) {
+      int32_t x;
+      memcpy(&x, as->lists[q] + i, sizeof(x));
+      if (x == rank) e.pos = i;
+    }
+    memcpy(b + off, &e, sizeof(e));
+    memcpy(b + off + sizeof(e), as->blob[q], as->blen[q]);
+    off += sizeof(e) + as->blen[q];
+  }
+  *reply = b;
+  *len = off;
+  return ZCOLL_OK;
+}
+
+/* Sends rank 0 this rank's peers and addresses; fills pos/blob/blen per peer from the
+ * reply (*reply to free). */
+static zcoll_status_t address_round(zcoll_comm_t *comm, const int *peers, int npeers,
+                                    uint32_t *pos, const char **blob, uint32_t *blen,
+                                    void **reply) {
+  char *mine = NULL;
+  size_t mlen = 0;
+  zcoll_status_t st = pack_blob(comm, &mine, &mlen);
+  if (st != ZCOLL_OK) return st;
+  uint32_t n = (uint32_t)npeers;
+  size_t head = sizeof(n) + sizeof(int32_t) * (size_t)npeers;
+  char *c = malloc(head + mlen);
+  if (!c) {
+    free(mine);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  }
+  memcpy(c, &n, sizeof(n));
+  for (int i = 0; i < npeers; i++) {
+    int32_t q = peers[i];
+    memcpy(c + sizeof(n) + sizeof(q) * (size_t)i, &q, sizeof(q));
+  }
+  memcpy(c + head, mine, mlen);
+  free(mine);
+  struct addr_state as = {comm->size, NULL, NULL, NULL, NULL};
+  size_t rlen = 0;
+  st = zcoll__bootstrap_gather_reply(comm->bs, c, head + mlen, addr_reply, &as, reply, &rlen);
+  free(c);
+  free(as.lists), free(as.nlist), free(as.blob), free(as.blen);
+  if (st != ZCOLL_OK) return st;
+  size_t off = 0;
+  for (int i = 0; i < npeers; i++) {
+    struct peer_entry e;
+    if (rlen - off < sizeof(e)) goto bad;
+    memcpy(&e, (char *)*reply + off, sizeof(e));
+    if (e.len > rlen - off - sizeof(e)) goto bad;
+    pos[i] = e.pos;
+    blob[i] = (char *)*reply + off + sizeof(e);
+    blen[i] = e.len;
+    off += sizeof(e) + e.len;
+  }
+  if (off == rlen) return ZCOLL_OK;
+bad:
+  return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank 0's reply with the peers' addresses is malformed");
+}
+
 /* Connects each instance to its peers and fills the channels. */
 static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int npeers,
-                                       const int *kinds, const char *info, const char *blobs,
-                                       size_t blob_stride, const char *lists,
-                                       size_t list_stride) {
+                                       const int *kinds, const uint32_t *pos, const char **blob,
+                                       const uint32_t *blen) {
   size_t ring = comm->slot_bytes * (size_t)comm->depth;
-  const void **addr_ptrs = calloc((size_t)(npeers ? npeers : 1), sizeof(void *));
-  size_t *addr_lens = calloc((size_t)(npeers ? npeers : 1), sizeof(size_t));
-  int *ranks = calloc((size_t)(npeers ? npeers : 1), sizeof(int));
-  int *at = calloc((size_t)(npeers ? npeers : 1), sizeof(int));
-  struct zcoll_ep **eps = calloc((size_t)(npeers ? npeers : 1), sizeof(*eps));
+  size_t n1 = (size_t)(npeers ? npeers : 1);
+  const void **addr_ptrs = calloc(n1, sizeof(void *));
+  size_t *addr_lens = calloc(n1, sizeof(size_t));
+  int *ranks = calloc(n1, sizeof(int)), *at = calloc(n1, sizeof(int));
+  struct zcoll_ep **eps = calloc(n1, sizeof(*eps));
   zcoll_status_t st = ZCOLL_OK;
   if (!addr_ptrs || !addr_lens || !ranks || !at || !eps) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
     goto out;
   }
-  for (int k = 0; k < comm->ntlis && st == ZCOLL_OK; k++) {
+  for (int k = 0; k < comm->ntlis; k++) {
     struct zcoll__tli *t = &comm->tlis[k];
     int n = 0;
     for (int i = 0; i < npeers; i++) {
       if (kinds[i] != t->idx) continue;
       const char *key;
       size_t klen;
-      st = find_entry(blobs + (size_t)peers[i] * blob_stride, blob_stride, peers[i], t->idx,
-                      (const char **)&addr_ptrs[n], &addr_lens[n], &key, &klen);
+      st = find_entry(blob[i], blen[i], peers[i], t->idx, (const char **)&addr_ptrs[n],
+                      &addr_lens[n], &key, &klen);
       if (st != ZCOLL_OK) goto out;
       ranks[n] = peers[i];
       at[n++] = i;
@@ -372,13 +406,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
   for (int i = 0; i < npeers; i++) {
     struct zcoll__chan *c = &comm->chans[i];
     int q = peers[i];
-    struct setup_info qi;
-    memcpy(&qi, info + sizeof(qi) * (size_t)q, sizeof(qi));
-    const int *qlist = (const int *)(lists + (size_t)q * list_stride);
-    int me = -1;
-    for (uint32_t k = 0; k < qi.npeers && (size_t)(k + 1) * sizeof(int) <= list_stride; k++)
-      if (qlist[k] == comm->rank) me = (int)k;
-    if (me < 0) {
+    if (pos[i] == UINT32_MAX) {
       st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
                        "rank %d does not count rank %d among its peers (different ZCOLL_* "
                        "settings across ranks?)",
@@ -391,7 +419,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
     c->staged = c->t == comm->reg;
     c->same_host = comm->host_of[q] == comm->host_of[comm->rank];
     c->peer = q;
-    c->roff = SLOT_SKEW + (uint64_t)me * ring;
+    c->roff = SLOT_SKEW + (uint64_t)pos[i] * ring;
     c->credits = (uint32_t)comm->depth;
     c->recv = comm->recv_region + SLOT_SKEW + (size_t)i * ring;
     if (c->staged) c->stage = comm->send_region + SLOT_SKEW + (size_t)i * ring;
@@ -405,8 +433,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
     }
     const char *addr, *key;
     size_t alen, klen;
-    if ((st = find_entry(blobs + (size_t)q * blob_stride, blob_stride, q, kinds[i], &addr,
-                         &alen, &key, &klen)) != ZCOLL_OK ||
+    if ((st = find_entry(blob[i], blen[i], q, kinds[i], &addr, &alen, &key, &klen)) != ZCOLL_OK ||
         (st = c->ops->rkey_unpack(c->ep, key, klen, &c->rkey)) != ZCOLL_OK)
       goto out;
     comm->chan_of[q] = i;
@@ -437,66 +464,49 @@ static int oversubscribed(zcoll_comm_t *comm) {
 }
 
 zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
-  int *peers = NULL, *kinds = NULL, npeers = 0;
-  unsigned *masks = NULL;
-  struct host_rec *all = NULL;
-  char *blob = NULL, *blobs = NULL, *lists = NULL, *info = NULL;
-  size_t blob_len = 0, blob_stride = 0, list_stride = 0;
-
-  /* Round A: hosts. */
-  struct host_rec mine = {{0}, 0, 0};
-  zcoll__node_id(mine.node, sizeof(mine.node), comm->rank);
-  char why[512] = "";
-  mine.local = zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, why, sizeof(why));
-  all = malloc(sizeof(mine) * (size_t)comm->size);
-  masks = malloc(sizeof(unsigned) * (size_t)comm->size);
-  zcoll_status_t st = all && masks ? ZCOLL_OK
-                                   : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  if (st == ZCOLL_OK) st = zcoll__bootstrap_allgather(comm->bs, &mine, sizeof(mine), all);
-  if (st == ZCOLL_OK) st = number_hosts(comm, all);
+  int *peers = NULL, *kinds = NULL, npeers = 0, net_round = 0;
+  unsigned *masks = malloc(sizeof(unsigned) * (size_t)comm->size);
+  uint32_t *pos = NULL, *blen = NULL;
+  const char **blob = NULL;
+  void *reply = NULL;
+  uint64_t chunk = 0;
+  uint32_t depth = 0;
+  zcoll_status_t st = masks ? zcoll__wire_hosts(comm, masks, &chunk, &depth, &net_round)
+                            : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
   if (st != ZCOLL_OK) goto out;
   if (comm->nhosts > 1)
     zcoll_log_info("%d ranks on %d hosts; this one is host %d", comm->size, comm->nhosts,
                    comm->host_of[comm->rank]);
   if ((st = compute_peers(comm, &peers, &npeers)) != ZCOLL_OK) goto out;
-  if (!(kinds = malloc(sizeof(int) * (size_t)(npeers ? npeers : 1)))) {
+  if (net_round && (st = zcoll__wire_nets(comm, masks, needs_net(comm, peers, npeers, masks),
+                                          &chunk, &depth)) != ZCOLL_OK)
+    goto out;
+  size_t n1 = (size_t)(npeers ? npeers : 1);
+  kinds = malloc(sizeof(int) * n1);
+  pos = malloc(sizeof(uint32_t) * n1);
+  blen = malloc(sizeof(uint32_t) * n1);
+  blob = malloc(sizeof(char *) * n1);
+  comm->chans = calloc(n1, sizeof(*comm->chans));
+  comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
+  if (!kinds || !pos || !blen || !blob || !comm->chans || !comm->chan_of) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
     goto out;
   }
-  if ((st = choose(comm, all, peers, npeers, masks, kinds)) != ZCOLL_OK) goto out;
+  for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
+  if ((st = choose(comm, peers, npeers, masks, kinds)) != ZCOLL_OK) goto out;
   if ((st = open_transports(comm, kinds, npeers, masks[comm->rank], oversubscribed(comm))) !=
       ZCOLL_OK)
     goto out;
-
-  /* Rank 0's pipeline geometry is everybody's: both ends of a channel must cut pieces
-   * and slots alike. A rank's default chunk is the largest of its transports'. */
-  size_t chunk = 0;
-  for (int k = 0; k < comm->ntlis; k++)
-    if (comm->tlis[k].ops->default_chunk_bytes > chunk)
-      chunk = comm->tlis[k].ops->default_chunk_bytes;
-  struct setup_info me = {comm->cfg->chunk_bytes ? comm->cfg->chunk_bytes : chunk,
-                          (uint32_t)comm->cfg->pipeline_depth, (uint32_t)npeers};
-  if (!(info = malloc(sizeof(me) * (size_t)comm->size))) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-    goto out;
-  }
-  if ((st = zcoll__bootstrap_allgather(comm->bs, &me, sizeof(me), info)) != ZCOLL_OK) goto out;
-  struct setup_info root;
-  memcpy(&root, info, sizeof(root));
-  if (root.chunk != me.chunk || root.depth != me.depth)
-    zcoll_log_info("using rank 0's chunk of %llu bytes and depth %u",
-                   (unsigned long long)root.chunk, root.depth);
-  comm->slot_bytes = (size_t)root.chunk;
-  comm->depth = (int)root.depth;
+  /* Rank 0's pipeline geometry is everybody's: both ends of a channel must cut pieces and
+   * slots alike. */
+  if ((comm->cfg->chunk_bytes && chunk != comm->cfg->chunk_bytes) ||
+      depth != (uint32_t)comm->cfg->pipeline_depth)
+    zcoll_log_info("using rank 0's chunk of %llu bytes and depth %u", (unsigned long long)chunk,
+                   depth);
+  comm->slot_bytes = (size_t)chunk;
+  comm->depth = (int)depth;
   if ((st = map_regions(comm, npeers)) != ZCOLL_OK) goto out;
-
-  /* Addresses, receive-region keys, and peer lists (a sender finds its ring in the
-   * receiver's region by its place in the receiver's list). */
-  if ((st = pack_blob(comm, &blob, &blob_len)) != ZCOLL_OK) goto out;
-  if ((st = exchange(comm, blob, blob_len, &blobs, &blob_stride)) != ZCOLL_OK) goto out;
-  if ((st = exchange(comm, peers, sizeof(int) * (size_t)npeers, &lists, &list_stride)) !=
-      ZCOLL_OK)
-    goto out;
+  if ((st = address_round(comm, peers, npeers, pos, blob, blen, &reply)) != ZCOLL_OK) goto out;
   comm->nchans = npeers;
   comm->can_block = 1;
   for (int k = 0; k < comm->ntlis; k++)
@@ -504,16 +514,8 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
   for (int k = 0; k < comm->ntlis; k++)
     if (comm->tlis[k].ops->set_placement)
       comm->tlis[k].ops->set_placement(comm->tlis[k].tl, zcoll__place, comm);
-  comm->chans = calloc((size_t)(npeers ? npeers : 1), sizeof(*comm->chans));
-  comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
-  if (!comm->chans || !comm->chan_of) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-    goto out;
-  }
-  for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
-  st = connect_channels(comm, peers, npeers, kinds, info, blobs, blob_stride, lists, list_stride);
+  st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
 out:
-  free(peers), free(kinds), free(masks), free(all);
-  free(blob), free(blobs), free(lists), free(info);
+  free(peers), free(kinds), free(masks), free(pos), free(blen), free(blob), free(reply);
   return st;
 }

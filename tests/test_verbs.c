@@ -83,6 +83,36 @@ Test(verbs, auto_prefers_rdma, .timeout = 300) {
   free(r.out);
 }
 
+/* Two hosts played on one machine, each with one of the two rxe devices: pairs on a host
+ * use shared memory, pairs across use verbs, in one job; the hierarchical allreduce over
+ * them, every dtype x op in and out of place, at 2x2 and at 2,3,1 ranks per host. */
+Test(verbs, hosts_mix_shm_and_verbs, .timeout = 1200) {
+  need_rdma();
+  static const struct {
+    const char *np, *split, *hosts1; /* the ranks of host 1 (the rest use rxe0) */
+  } jobs[] = {{"4", "ZCOLL_TEST_SPLIT_NODES=2,2", "2|3"},
+              {"6", "ZCOLL_TEST_SPLIT_NODES=2,3,1", "2|3|4"}};
+  for (int i = 0; i < 2; i++) {
+    char script[512];
+    snprintf(script, sizeof(script),
+             "case $ZCOLL_RANK in %s) export ZCOLL_IB_DEV=rxe1;; *) export ZCOLL_IB_DEV=rxe0;; "
+             "esac; exec %s/allreduce_check 65536",
+             jobs[i].hosts1, ZCOLL_TEST_PROGS_DIR);
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", jobs[i].np, "/bin/sh", "-c", script, NULL};
+    const char *env[] = {"ZCOLL_TRANSPORT=auto", jobs[i].split, "ZCOLL_ALGO=hier",
+                         "ZCOLL_LOG=info", NULL};
+    struct sp_result r = sp_run(argv, env, 580);
+    cr_log_info("verbs+shm hier %s: %.1f s\n", jobs[i].split, r.seconds);
+    cr_assert_eq(r.status, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "every element exact on every rank"), "%s", r.out);
+    cr_expect(strstr(r.out, "over shm+verbs"), "%s", r.out);
+    cr_expect(strstr(r.out, "rank 0 -> 1: shm\n") && strstr(r.out, "rank 0 -> 2: verbs\n") &&
+                  strstr(r.out, "rank 2 -> 3: shm\n"),
+              "%s", r.out);
+    free(r.out);
+  }
+}
+
 Test(verbs, bad_device_is_a_clear_error, .timeout = 120) {
   need_rdma();
   const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "64", NULL};

@@ -22,6 +22,7 @@ static const struct {
     {"copy_ns_per_byte", offsetof(struct zsim_model, copy), 1e-9},
     {"recv_o_us", offsetof(struct zsim_model, o_recv), 1e-6},
     {"wake_us", offsetof(struct zsim_model, wake), 1e-6},
+    {"share", offsetof(struct zsim_model, share), 1},
 };
 
 void zsim_model_default(struct zsim_model *m) {

@@ -262,6 +262,7 @@ static void kick(struct sim *S, int rank) {
 static void start_task(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
   double cost = task_cost(S, R, rank);
+  if (S->oversub && S->m->share > 0) cost *= S->m->share;
   if (R->idle && S->oversub) cost += S->m->wake; /* it had yielded its core */
   R->idle = 0;
   /* The channel cursors move now, as the executor's do; the effects land at the end. */

@@ -36,6 +36,8 @@ struct zsim_model {
   double o_recv; /* receiver CPU per piece consumed */
   int cores;     /* cores per host; 0: one per rank (no sharing) */
   double wake;   /* oversubscribed host: delay before an idle rank runs again */
+  double share;  /* oversubscribed host: CPU costs times this (caches, memory bus, other
+                  * tenants); 0 or 1: none */
 };
 
 struct zsim_job {

@@ -195,7 +195,8 @@ out3, w3 = table("verbs on rxe, p = 2 (one run; sizes up to 4 KiB fitted net_o)"
                  zrows)
 with open(f"{OUT}/validation.md", "w") as f:
     f.write("\n".join(out + out2 + out3))
-print(f"shm fit: rms log error {math.sqrt(err):.3f} (p=2), {math.sqrt(err2):.3f} (p=4,8); held out {w1}/{len(val_pts)}, "
+print(f"shm fit: rms log error {math.sqrt(err):.3f} (p=2), {math.sqrt(err2):.3f} (p=4,8); "
+      f"held out {w1}/{len(val_pts)}, "
       f"in sample {w2}/{len(fit_pts)} within 25 %; rxe {w3}/{len(rpts)}")
 for n in NAMES + LOCAL:
     print(f"  {n} = {shm[n]:.4g}")

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Calibration data for the scale model: zcoll_perf over shm on this host, every
+# algorithm at p = 2, 4, 8, blocking calls timed on the slowest rank (-z 1 -a 3), so
+# that one row is one allreduce's latency, which is what the simulator predicts.
+# Rounds interleave the algorithms so that a busy spell of the (shared) host smears over
+# all of them instead of spoiling one; fit.py takes the median over rounds.
+# Usage: perf/sim/measure.sh BUILD_DIR OUT_FILE [ROUNDS]
+set -euo pipefail
+build=$1 out=$2 rounds=${3:-5}
+: >"$out"
+for round in $(seq 1 "$rounds"); do
+  for np in 2 4 8; do
+    for algo in ring butterfly rhd tree; do
+      echo "## round $round np $np algo $algo" >>"$out"
+      ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "$build/zcoll_perf" \
+        -b 8 -e 16M -f 4 -n 20 -w 5 -z 1 -a 3 -c 0 -A "$algo" 2>&1 | grep -v '^#' >>"$out"
+    done
+  done
+done

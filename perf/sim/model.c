@@ -1,0 +1,84 @@
+/* model.c -- the model's parameters by name: the file fit.py writes and -s overrides. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+/* Names carry their unit; inside, seconds and seconds per byte. */
+static const struct {
+  const char *name;
+  size_t off;
+  double scale;
+} keys[] = {
+    {"shm_alpha_us", offsetof(struct zsim_model, shm.alpha), 1e-6},
+    {"shm_o_us", offsetof(struct zsim_model, shm.o), 1e-6},
+    {"shm_ns_per_byte", offsetof(struct zsim_model, shm.beta), 1e-9},
+    {"net_alpha_us", offsetof(struct zsim_model, net.alpha), 1e-6},
+    {"net_o_us", offsetof(struct zsim_model, net.o), 1e-6},
+    {"net_ns_per_byte", offsetof(struct zsim_model, net.beta), 1e-9},
+    {"gamma_ns_per_byte", offsetof(struct zsim_model, gamma), 1e-9},
+    {"copy_ns_per_byte", offsetof(struct zsim_model, copy), 1e-9},
+    {"recv_o_us", offsetof(struct zsim_model, o_recv), 1e-6},
+    {"wake_us", offsetof(struct zsim_model, wake), 1e-6},
+    {"share", offsetof(struct zsim_model, share), 1},
+};
+
+void zsim_model_default(struct zsim_model *m) {
+  /* Round figures of a modern host and a 100 Gb/s NIC, until a model file says better. */
+  memset(m, 0, sizeof(*m));
+  m->shm = (struct zsim_link){0.3e-6, 0.05e-9, 0.1e-6};
+  m->net = (struct zsim_link){2e-6, 0.08e-9, 0.3e-6};
+  m->gamma = 0.03e-9;
+  m->copy = 0.05e-9;
+  m->o_recv = 0.1e-6;
+}
+
+int zsim_model_set(struct zsim_model *m, const char *kv) {
+  char name[64];
+  double v;
+  if (sscanf(kv, "%63[^= ]%*[= ]%lf", name, &v) != 2) {
+    fprintf(stderr, "zcoll_sim: expected key=value, not '%s'\n", kv);
+    return -1;
+  }
+  if (!strcmp(name, "cores")) {
+    m->cores = (int)v;
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    if (!strcmp(name, keys[i].name)) {
+      *(double *)((char *)m + keys[i].off) = v * keys[i].scale;
+      return 0;
+    }
+  fprintf(stderr, "zcoll_sim: unknown model parameter '%s'\n", name);
+  return -1;
+}
+
+int zsim_model_load(struct zsim_model *m, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  char line[256];
+  int rc = 0;
+  while (rc == 0 && fgets(line, sizeof(line), f)) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char k[64], v[64];
+    if (sscanf(line, "%63s %63s", k, v) != 2) continue;
+    char kv[160];
+    snprintf(kv, sizeof(kv), "%s=%s", k, v);
+    rc = zsim_model_set(m, kv);
+  }
+  fclose(f);
+  return rc;
+}
+
+void zsim_model_print(const struct zsim_model *m, const char *prefix) {
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    printf("%s%s %.6g\n", prefix, keys[i].name,
+           *(const double *)((const char *)m + keys[i].off) / keys[i].scale);
+  printf("%scores %d\n", prefix, m->cores);
+}

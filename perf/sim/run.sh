@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Regenerates the scale model's results: fit, validation, cluster tables, tuning files,
+# the tree-arity study and the plots. Usage: perf/sim/run.sh [BUILD_DIR] [--measure]
+#   --measure: first re-measure shm on this host (measure.sh, ~1 min) -- the rxe data
+#   needs the guest: flock /tmp/rxe.lock ci/rxe.sh --rw DIR -- perf/sim/rxe_measure.sh ...
+# Outputs in perf/sim/ (model-*.txt, validation.md, results/) and perf/figures/sim-*.png.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+sim=$build/zcoll_sim
+res=$here/results
+mkdir -p "$res"
+if [[ "${2:-}" == --measure ]]; then "$here/measure.sh" "$build" "$here/data/shm-host.txt" 5; fi
+/usr/bin/python3 "$here/fit.py" "$sim" "$here/data/shm-host.txt" "$here/data/rxe-guest.txt" \
+  "$here" | tee "$res/fit.txt"
+# The cluster keeps the host's CPU costs but not its oversubscription (one core per rank).
+cluster=(-m "$here/model-host.txt" -s cores=0 -s wake_us=0 -s share=1)
+rxe=("${cluster[@]}" -m "$here/model-rxe.txt")
+ib=("${cluster[@]}" -m "$here/model-ib-whatif.txt")
+plist="2 4 8 16 32 64 128 256 512 1024"
+for net in rxe ib; do
+  declare -n m=$net
+  # 8 ranks per host (intra-host pairs over shm), verbs' 256 KiB pieces.
+  "$sim" "${m[@]}" -k 8 -c 256K -p "$plist" -b 8 -e 16M -f 4 -o "$res/tuning-$net.txt" table \
+    >"$res/table-$net.txt"
+  # The seed question: one rank on each of 1000 hosts, tree arity 2..16, 8 B .. 4 MiB.
+  "$sim" "${m[@]}" -k 1 -c 256K -p 1000 -b 8 -e 4M -f 4 arity >"$res/arity-$net.txt"
+done
+# p = 4096 where the builders are cheap (the ring's costs O(p^2) per rank to build).
+"$sim" "${ib[@]}" -k 8 -c 256K -p 4096 -A "butterfly rhd tree" -b 8 -e 16M -f 16 table \
+  >"$res/table-ib-4096.txt"
+/usr/bin/python3 "$here/plot.py" "$res" "$here/../figures" || echo "plots skipped (matplotlib?)"

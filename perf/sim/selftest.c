@@ -1,0 +1,110 @@
+/*
+ * selftest.c -- closed forms the scale model must reproduce (ctest: sim_selftest).
+ *
+ * Each check isolates one term of the model, so that a wrong event order, a lost piece
+ * or a miscounted level shows as a number that differs from the formula.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "algorithms/algorithms.h"
+#include "sim.h"
+
+int zsim_selftest(void);
+
+static int failures;
+
+static void expect(int ok, const char *what, double got, double want) {
+  if (!ok) failures++;
+  printf("%s %-58s got %.6g want %.6g\n", ok ? "ok  " : "FAIL", what, got, want);
+}
+
+static int close_to(double a, double b, double rel) { return fabs(a - b) <= rel * fabs(b); }
+
+static struct zsim_result run(const struct zsim_model *m, const char *algo, int p, int k,
+                              size_t bytes, size_t chunk, int arity) {
+  struct zsim_job job = {zcoll__algo_find(algo), p, k, bytes / 4, 4, chunk, 8, arity};
+  struct zsim_result r;
+  memset(&r, 0, sizeof(r));
+  if (zsim_run(m, &job, &r)) {
+    failures++;
+    printf("FAIL %s p=%d did not run\n", algo, p);
+  }
+  return r;
+}
+
+int zsim_selftest(void) {
+  struct zsim_model bw, lat;
+  memset(&bw, 0, sizeof(bw));
+  bw.net.beta = 1e-9; /* 1 ns per byte, nothing else costs: pure bandwidth */
+  memset(&lat, 0, sizeof(lat));
+  lat.net.alpha = 1e-6; /* 1 us per message, nothing else: pure latency */
+  char what[128];
+
+  /* Ring: every rank puts 2(p-1)/p of the vector, and with small chunks the time is
+   * that over the link plus a pipeline fill of a chunk per step. */
+  for (int p = 2; p <= 16; p *= 2) {
+    size_t n = (size_t)8 << 20, chunk = 16 << 10;
+    struct zsim_result r = run(&bw, "ring", p, 1, n, chunk, 4);
+    double want = 2.0 * (p - 1) / p * (double)n;
+    snprintf(what, sizeof(what), "ring p=%d bytes put per rank = 2(p-1)/p n", p);
+    expect(close_to(r.max_sent, want, 1e-12), what, r.max_sent, want);
+    double t = want * 1e-9, fill = 2.0 * (p - 1) * (double)chunk * 1e-9;
+    snprintf(what, sizeof(what), "ring p=%d time in [2(p-1)/p n b, + 2(p-1) chunks]", p);
+    expect(r.time >= t * (1 - 1e-9) && r.time <= t + fill, what, r.time, t);
+  }
+  /* Recursive halving-doubling moves what the ring moves (p a power of two). */
+  {
+    struct zsim_result r = run(&bw, "rhd", 8, 1, 8 << 20, 16 << 10, 4);
+    double want = 2.0 * 7 / 8 * (8 << 20);
+    expect(close_to(r.max_sent, want, 1e-12), "rhd p=8 bytes put per rank = 2(p-1)/p n",
+           r.max_sent, want);
+  }
+  /* Butterfly, 8 bytes, latency only: log2 p steps of one alpha. */
+  for (int p = 2; p <= 1024; p *= 4) {
+    struct zsim_result r = run(&lat, "butterfly", p, 1, 8, 256 << 10, 4);
+    double want = log2(p) * 1e-6;
+    snprintf(what, sizeof(what), "butterfly p=%d 8 B latency = log2(p) alpha", p);
+    expect(close_to(r.time, want, 1e-9), what, r.time, want);
+  }
+  /* k-nomial tree, 8 bytes, latency only: up and down its height, which is the most
+   * non-zero base-k digits of any rank below p (a rank's parent clears one digit): at
+   * most ceil(log_k p), and less where p is not a power of k (1000 in base 2: 9, not 10). */
+  for (int a = 2; a <= 16; a++) {
+    int p = 1000, height = 0;
+    for (int q = 0; q < p; q++) {
+      int d = 0;
+      for (int x = q; x; x /= a) d += x % a != 0;
+      if (d > height) height = d;
+    }
+    struct zsim_result r = run(&lat, "tree", p, 1, 8, 256 << 10, a);
+    double want = 2.0 * height * 1e-6;
+    snprintf(what, sizeof(what), "tree p=%d arity %d 8 B = 2 height alpha", p, a);
+    expect(close_to(r.time, want, 1e-9), what, r.time, want);
+  }
+  /* Tree, large vector, bandwidth only: the root's NIC takes in (k-1) vectors per level
+   * it has children on, so that bounds the time from below. Pipelining overlaps the
+   * reduction with the broadcast: without it (each phase done before the next) the time
+   * would be at least twice the bound, so 1.5x of it says the chunks do stream. */
+  for (int a = 2; a <= 8; a *= 2) {
+    int p = 64, levels = 0;
+    for (long long s = 1; s < p; s *= a) levels++;
+    size_t n = 4 << 20;
+    struct zsim_result r = run(&bw, "tree", p, 1, n, 64 << 10, a);
+    double bound = (double)(a - 1) * levels * (double)n * 1e-9;
+    snprintf(what, sizeof(what), "tree p=%d arity %d time in [root's (k-1)L n b, x1.5]", p, a);
+    expect(r.time >= bound * (1 - 1e-9) && r.time <= 1.5 * bound, what, r.time, bound);
+  }
+  /* Every algorithm finishes at awkward sizes and counts (no deadlock, nothing lost). */
+  struct zsim_model mix;
+  zsim_model_default(&mix);
+  for (int a = 0; a < zcoll__nalgos; a++)
+    for (int p = 1; p <= 13; p += 3) {
+      struct zsim_result r = run(&mix, zcoll__algos[a]->name, p, 2, 300 << 10, 64 << 10, 3);
+      snprintf(what, sizeof(what), "%s p=%d k=2 300 KiB finishes", zcoll__algos[a]->name, p);
+      expect(r.time > 0 || p == 1, what, r.time, 0);
+    }
+  printf("%d failure(s)\n", failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,469 @@
+/* sim.c -- the discrete-event engine of the scale model (sim.h says what it models). */
+#include "sim.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "algorithms/algorithms.h"
+
+/* ---- one rank's program, compacted: a 4096-rank ring holds 33 M ops ------------------ */
+
+struct op {
+  uint8_t kind, acc_dst;
+  int peer; /* index into the rank's peers, -1 local */
+  uint32_t off, count, dep_first, ndeps;
+};
+
+struct rank {
+  int nops, npeers, remaining, host;
+  struct op *ops;
+  uint32_t *deps;
+  uint32_t *pos, *issued; /* as the executor's: progress of each op, in elements */
+  int *peer_rank;         /* peer j's rank */
+  int *rev;               /* our index in peer j's list */
+  int *list;              /* per peer: its sends, then its receives (op indices) */
+  int *send_cur, *send_end, *recv_cur, *recv_end;
+  int *credits, *unreturned;
+  int *done_cur; /* per peer: the oldest send whose puts are not all complete */
+  long long *arrived, *consumed; /* pieces on the incoming channel of peer j */
+  int local_cur;
+  int *local;
+  int nlocal;
+  /* The CPU: one task at a time (the executor is one thread). */
+  int busy, idle, rr;
+  int task_kind, task_j, task_op;
+  uint32_t task_a, task_b;
+  double sent; /* bytes put to peers */
+};
+
+enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_CORE };
+enum { T_RECV, T_SEND, T_LOCAL };
+
+struct ev {
+  double t;
+  long long seq;
+  int kind, rank, j, staged;
+  uint32_t a, b;
+};
+
+struct sim {
+  const struct zsim_model *m;
+  const struct zsim_job *job;
+  struct rank *r;
+  int nhosts;
+  double *tx_free, *rx_free; /* per host NIC */
+  int *cores_busy;           /* per host */
+  int **coreq;               /* per host: ranks waiting for a core (FIFO ring of p) */
+  int *coreq_head, *coreq_n;
+  struct ev *heap;
+  long long nheap, capheap, seq, events, pieces;
+  double now;
+  uint32_t chunk;
+  int oversub; /* some host has more ranks than cores */
+};
+
+static void push_staged(struct sim *S, double t, int kind, int rank, int j, uint32_t a, uint32_t b,
+                        int staged_piece) {
+  if (S->nheap == S->capheap) {
+    S->capheap = S->capheap ? 2 * S->capheap : 1024;
+    S->heap = realloc(S->heap, sizeof(*S->heap) * (size_t)S->capheap);
+    if (!S->heap) abort();
+  }
+  struct ev e = {t, S->seq++, kind, rank, j, staged_piece, a, b};
+  long long i = S->nheap++;
+  while (i > 0) {
+    long long up = (i - 1) / 2;
+    struct ev *u = &S->heap[up];
+    if (u->t < e.t || (u->t == e.t && u->seq < e.seq)) break;
+    S->heap[i] = *u;
+    i = up;
+  }
+  S->heap[i] = e;
+}
+
+static void push(struct sim *S, double t, int kind, int rank, int j, uint32_t a, uint32_t b) {
+  push_staged(S, t, kind, rank, j, a, b, 0);
+}
+
+static struct ev pop(struct sim *S) {
+  struct ev top = S->heap[0], last = S->heap[--S->nheap];
+  long long i = 0, n = S->nheap;
+  for (;;) {
+    long long c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && (S->heap[c + 1].t < S->heap[c].t ||
+                      (S->heap[c + 1].t == S->heap[c].t && S->heap[c + 1].seq < S->heap[c].seq)))
+      c++;
+    if (last.t < S->heap[c].t || (last.t == S->heap[c].t && last.seq < S->heap[c].seq)) break;
+    S->heap[i] = S->heap[c];
+    i = c;
+  }
+  if (n) S->heap[i] = last;
+  return top;
+}
+
+/* ---- building ------------------------------------------------------------------------- */
+
+static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *ap) {
+  const struct zsim_job *job = S->job;
+  struct zcoll__sched s;
+  zcoll__sched_init(&s, rank, job->p, job->count, 0);
+  zcoll__algos[job->algo]->build(&s, ap);
+  if (zcoll__sched_finish(&s) != ZCOLL_OK) {
+    zcoll__sched_free(&s);
+    fprintf(stderr, "zcoll_sim: rank %d's schedule did not build\n", rank);
+    return -1;
+  }
+  struct rank *R = &S->r[rank];
+  int n = s.nops, np = s.npeers;
+  R->nops = R->remaining = n;
+  R->npeers = np;
+  R->host = rank / job->k;
+  R->ops = malloc(sizeof(*R->ops) * (size_t)(n + 1));
+  R->deps = malloc(sizeof(*R->deps) * (s.ndeps + 1));
+  R->pos = malloc(sizeof(uint32_t) * (size_t)(n + 1));
+  R->issued = malloc(sizeof(uint32_t) * (size_t)(n + 1));
+  R->list = malloc(sizeof(int) * (size_t)(n + 1));
+  R->local = malloc(sizeof(int) * (size_t)(s.nlocal + 1));
+  int *ints = calloc((size_t)(np + 1) * 9, sizeof(int));
+  long long *lls = calloc((size_t)(np + 1) * 2, sizeof(long long));
+  if (!R->ops || !R->deps || !R->pos || !R->issued || !R->list || !R->local || !ints || !lls)
+    abort();
+  R->peer_rank = ints, R->rev = ints + (np + 1), R->send_cur = ints + 2 * (np + 1);
+  R->send_end = ints + 3 * (np + 1), R->recv_cur = ints + 4 * (np + 1);
+  R->recv_end = ints + 5 * (np + 1), R->credits = ints + 6 * (np + 1);
+  R->unreturned = ints + 7 * (np + 1), R->done_cur = ints + 8 * (np + 1);
+  R->arrived = lls, R->consumed = lls + (np + 1);
+  memcpy(R->deps, s.deps, sizeof(uint32_t) * s.ndeps);
+  for (int i = 0; i < n; i++) {
+    const struct zcoll__sop *o = &s.ops[i];
+    int j = -1;
+    if (o->peer >= 0)
+      for (j = 0; s.peers[j] != o->peer; j++) continue;
+    if (o->off + o->count > UINT32_MAX) abort(); /* the model keeps elements in 32 bits */
+    R->ops[i] = (struct op){o->kind, o->acc == ZCOLL_BUF_DST, j, (uint32_t)o->off,
+                            (uint32_t)o->count, o->dep_first, o->ndeps};
+    R->pos[i] = R->issued[i] = (uint32_t)o->off;
+  }
+  memcpy(R->list, s.peer_ops, sizeof(int) * (size_t)s.peer_sends[np]);
+  for (int j = 0; j < np; j++) {
+    R->peer_rank[j] = s.peers[j];
+    R->send_cur[j] = R->done_cur[j] = s.peer_sends[j], R->send_end[j] = s.peer_recvs[j];
+    R->recv_cur[j] = s.peer_recvs[j], R->recv_end[j] = s.peer_sends[j + 1];
+    R->credits[j] = job->depth;
+  }
+  memcpy(R->local, s.local_ops, sizeof(int) * (size_t)s.nlocal);
+  R->nlocal = s.nlocal;
+  zcoll__sched_free(&s);
+  return 0;
+}
+
+/* ---- the executor's rules ------------------------------------------------------------- */
+
+static int deps_ready(const struct rank *R, const struct op *o, uint32_t a, uint32_t b) {
+  if (a == b) return 1;
+  for (uint32_t i = 0; i < o->ndeps; i++) {
+    uint32_t d = R->deps[o->dep_first + i];
+    const struct op *y = &R->ops[d];
+    uint32_t yend = y->off + y->count;
+    if (a >= yend || y->off >= b) continue;
+    if (R->pos[d] < (b < yend ? b : yend)) return 0;
+  }
+  return 1;
+}
+
+static uint32_t piece_end(const struct sim *S, const struct op *o, uint32_t at) {
+  uint32_t end = o->off + o->count;
+  return end - at > S->chunk ? at + S->chunk : end;
+}
+
+static int same_host(const struct sim *S, int a, int b) { return S->r[a].host == S->r[b].host; }
+
+/* Verbs stages ops below the registration cache's 16 KiB threshold (executor.c). */
+static int staged(const struct sim *S, const struct op *o) {
+  return (double)o->count * S->job->dsize < 16384;
+}
+
+static double bytes(const struct sim *S, uint32_t a, uint32_t b) {
+  return (double)(b - a) * S->job->dsize;
+}
+
+/* The CPU time of the task just chosen. */
+static double task_cost(const struct sim *S, const struct rank *R, int rank) {
+  const struct zsim_model *m = S->m;
+  const struct op *o = &R->ops[R->task_op];
+  double n = bytes(S, R->task_a, R->task_b);
+  switch (R->task_kind) {
+    case T_RECV:
+      return m->o_recv + n * (o->kind == ZCOLL_SOP_RECV_REDUCE ? m->gamma : m->copy);
+    case T_SEND:
+      if (same_host(S, rank, R->peer_rank[R->task_j])) return m->shm.o + n * m->shm.beta;
+      return m->net.o + (staged(S, o) ? n * m->copy : 0);
+    default:
+      return n * m->copy;
+  }
+}
+
+static void start_task(struct sim *S, int rank);
+
+/* The next piece of op i (from at[i]: pos for receives, issued for sends), as the rank's
+ * next task if its dependencies have progressed past it. */
+static int try_piece(struct sim *S, struct rank *R, int kind, int j, int i, const uint32_t *at) {
+  const struct op *o = &R->ops[i];
+  uint32_t a = at[i], b = piece_end(S, o, a);
+  if (!deps_ready(R, o, a, b)) return 0;
+  R->task_kind = kind, R->task_j = j, R->task_op = i, R->task_a = a, R->task_b = b;
+  if (j >= 0) R->rr = j;
+  return 1;
+}
+
+/* Picks the next piece this rank can move, peers in turn as run_step visits them. */
+static int choose(struct sim *S, int rank) {
+  struct rank *R = &S->r[rank];
+  int np = R->npeers;
+  for (int t = 0; t < np; t++) {
+    int j = (R->rr + t) % np;
+    if (R->recv_cur[j] < R->recv_end[j] && R->consumed[j] < R->arrived[j] &&
+        try_piece(S, R, T_RECV, j, R->list[R->recv_cur[j]], R->pos))
+      return 1;
+    if (R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
+        try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
+      return 1;
+  }
+  return R->local_cur < R->nlocal && try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos);
+}
+
+static void finish_op(struct rank *R) { R->remaining--; }
+
+/* Called whenever something may have become possible for an idle rank. */
+static void kick(struct sim *S, int rank) {
+  struct rank *R = &S->r[rank];
+  if (R->busy || R->remaining == 0) return;
+  if (!choose(S, rank)) {
+    R->idle = 1;
+    return;
+  }
+  R->busy = 1;
+  if (S->m->cores > 0 && S->oversub) {
+    int h = R->host;
+    if (S->cores_busy[h] >= S->m->cores) { /* wait for a core: FIFO */
+      int p = S->job->p;
+      S->coreq[h][(S->coreq_head[h] + S->coreq_n[h]++) % p] = rank;
+      return;
+    }
+    S->cores_busy[h]++;
+  }
+  start_task(S, rank);
+}
+
+static void start_task(struct sim *S, int rank) {
+  struct rank *R = &S->r[rank];
+  double cost = task_cost(S, R, rank);
+  if (S->oversub && S->m->share > 0) cost *= S->m->share;
+  if (R->idle && S->oversub) cost += S->m->wake; /* it had yielded its core */
+  R->idle = 0;
+  /* The channel cursors move now, as the executor's do; the effects land at the end. */
+  if (R->task_kind == T_SEND) R->credits[R->task_j]--;
+  push(S, S->now + cost, EV_CPU, rank, 0, 0, 0);
+}
+
+static void release_core(struct sim *S, int rank) {
+  if (!(S->m->cores > 0 && S->oversub)) return;
+  int h = S->r[rank].host;
+  S->cores_busy[h]--;
+  if (S->coreq_n[h]) {
+    int next = S->coreq[h][S->coreq_head[h]];
+    S->coreq_head[h] = (S->coreq_head[h] + 1) % S->job->p;
+    S->coreq_n[h]--;
+    S->cores_busy[h]++;
+    start_task(S, next);
+  }
+}
+
+static void send_credits(struct sim *S, int rank, int j) {
+  struct rank *R = &S->r[rank];
+  int q = R->peer_rank[j];
+  double lat = same_host(S, rank, q) ? S->m->shm.alpha : S->m->net.alpha;
+  push(S, S->now + lat, EV_CREDIT, q, R->rev[j], (uint32_t)R->unreturned[j], 0);
+  R->unreturned[j] = 0;
+}
+
+static void cpu_done(struct sim *S, int rank) {
+  struct rank *R = &S->r[rank];
+  int j = R->task_j, i = R->task_op;
+  const struct op *o = &R->ops[i];
+  uint32_t a = R->task_a, b = R->task_b, end = o->off + o->count;
+  R->busy = 0;
+  S->pieces++;
+  if (R->task_kind == T_RECV) {
+    R->pos[i] = b;
+    R->consumed[j]++;
+    if (++R->unreturned[j] >= (S->job->depth + 1) / 2) send_credits(S, rank, j);
+    if (b == end) R->recv_cur[j]++, finish_op(R);
+  } else if (R->task_kind == T_LOCAL) {
+    R->pos[i] = b;
+    if (b == end) R->local_cur++, finish_op(R);
+  } else {
+    int q = R->peer_rank[j];
+    R->issued[i] = b;
+    R->sent += bytes(S, a, b);
+    if (b == end) R->send_cur[j]++;
+    if (same_host(S, rank, q)) { /* the copy is done: the source is free */
+      R->pos[i] = b;
+      if (b == end) finish_op(R);
+      push(S, S->now + S->m->shm.alpha, EV_ARRIVE, q, R->rev[j], 0, 0);
+    } else { /* the sender's NIC, then the wire, then the receiver's NIC */
+      int h = R->host;
+      double n = bytes(S, a, b), t0 = S->now > S->tx_free[h] ? S->now : S->tx_free[h];
+      S->tx_free[h] = t0 + n * S->m->net.beta;
+      /* Cut-through: the first byte reaches the far NIC an alpha after it leaves. */
+      push_staged(S, t0 + S->m->net.alpha, EV_RX, q, R->rev[j], a, b, staged(S, o));
+      /* A staged piece (an op below 16 KiB) frees its source when copied. */
+      if (staged(S, o)) {
+        R->pos[i] = b;
+        if (b == end) finish_op(R);
+      }
+    }
+  }
+  release_core(S, rank);
+}
+
+/* A piece reached the receiving host's NIC: it is written once that NIC is free. */
+static void nic_rx(struct sim *S, const struct ev *e) {
+  struct rank *Q = &S->r[e->rank];
+  int h = Q->host;
+  double n = bytes(S, e->a, e->b), t0 = S->now > S->rx_free[h] ? S->now : S->rx_free[h];
+  S->rx_free[h] = t0 + n * S->m->net.beta;
+  push(S, S->rx_free[h], EV_ARRIVE, e->rank, e->j, 0, 0);
+  /* The put's completion reaches the sender an alpha later: the source is free (a staged
+   * piece's was already). */
+  int sender = Q->peer_rank[e->j];
+  if (!e->staged)
+    push(S, S->rx_free[h] + S->m->net.alpha, EV_PUT_DONE, sender, Q->rev[e->j], e->a, e->b);
+}
+
+/* The sender's completion of a put: completions come back in the order the pieces went
+ * out (one FIFO per channel), so they advance the channel's oldest unfinished send. */
+static void put_done(struct sim *S, const struct ev *e) {
+  struct rank *R = &S->r[e->rank];
+  /* Staged ops completed at their copy and have no completions to wait for. */
+  while (staged(S, &R->ops[R->list[R->done_cur[e->j]]])) R->done_cur[e->j]++;
+  int i = R->list[R->done_cur[e->j]];
+  const struct op *o = &R->ops[i];
+  R->pos[i] = e->b;
+  if (e->b == o->off + o->count) R->done_cur[e->j]++, finish_op(R);
+}
+
+/* ---- the run --------------------------------------------------------------------------- */
+
+static void free_sim(struct sim *S) {
+  for (int i = 0; S->r && i < S->job->p; i++) {
+    struct rank *R = &S->r[i];
+    free(R->ops), free(R->deps), free(R->pos), free(R->issued), free(R->list);
+    free(R->local), free(R->peer_rank), free(R->arrived);
+  }
+  for (int h = 0; S->coreq && h < S->nhosts; h++) free(S->coreq[h]);
+  free(S->coreq), free(S->coreq_head), free(S->coreq_n), free(S->cores_busy);
+  free(S->r), free(S->tx_free), free(S->rx_free), free(S->heap);
+}
+
+int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim_result *out) {
+  struct sim S;
+  memset(&S, 0, sizeof(S));
+  S.m = m, S.job = job;
+  int p = job->p, k = job->k > 0 ? job->k : 1;
+  if (p < 1 || job->algo < 0 || job->algo >= zcoll__nalgos || job->depth < 1) return -1;
+  S.nhosts = (p + k - 1) / k;
+  S.chunk = (uint32_t)(job->slot_bytes / (size_t)job->dsize);
+  if (S.chunk == 0) S.chunk = 1;
+  S.oversub = m->cores > 0 && (k < p ? k : p) > m->cores;
+  int *host_of = malloc(sizeof(int) * (size_t)p);
+  S.r = calloc((size_t)p, sizeof(*S.r));
+  S.tx_free = calloc((size_t)S.nhosts, sizeof(double));
+  S.rx_free = calloc((size_t)S.nhosts, sizeof(double));
+  S.cores_busy = calloc((size_t)S.nhosts, sizeof(int));
+  S.coreq = calloc((size_t)S.nhosts, sizeof(int *));
+  S.coreq_head = calloc((size_t)S.nhosts, sizeof(int));
+  S.coreq_n = calloc((size_t)S.nhosts, sizeof(int));
+  if (!host_of || !S.r || !S.tx_free || !S.rx_free || !S.cores_busy || !S.coreq ||
+      !S.coreq_head || !S.coreq_n)
+    abort();
+  for (int r = 0; r < p; r++) host_of[r] = r / k;
+  if (S.oversub)
+    for (int h = 0; h < S.nhosts; h++)
+      if (!(S.coreq[h] = malloc(sizeof(int) * (size_t)p))) abort();
+  /* The hierarchical algorithm reads where the ranks run; the others ignore it. */
+  struct zcoll__algo_params ap = {job->arity, host_of, S.nhosts};
+  int rc = 0;
+  for (int r = 0; r < p && rc == 0; r++) rc = build_rank(&S, r, &ap);
+  free(host_of);
+  /* Peer j of rank r, seen from that peer: which of its peers is r. */
+  for (int r = 0; r < p && rc == 0; r++) {
+    struct rank *R = &S.r[r];
+    for (int j = 0; j < R->npeers; j++) {
+      const struct rank *Q = &S.r[R->peer_rank[j]];
+      int x = 0;
+      while (x < Q->npeers && Q->peer_rank[x] != r) x++;
+      if (x == Q->npeers) {
+        fprintf(stderr, "zcoll_sim: rank %d talks to %d, which never talks back\n", r,
+                R->peer_rank[j]);
+        rc = -1;
+        break;
+      }
+      R->rev[j] = x;
+    }
+  }
+  double sum = 0, last = 0, max_sent = 0;
+  int done = 0;
+  for (int r = 0; r < p && rc == 0; r++) kick(&S, r);
+  for (int r = 0; r < p && rc == 0; r++)
+    if (S.r[r].remaining == 0) done++;
+  while (rc == 0 && S.nheap) {
+    struct ev e = pop(&S);
+    S.now = e.t;
+    S.events++;
+    struct rank *R = &S.r[e.rank];
+    int before = R->remaining;
+    switch (e.kind) {
+      case EV_CPU:
+        cpu_done(&S, e.rank);
+        break;
+      case EV_ARRIVE:
+        R->arrived[e.j]++;
+        break;
+      case EV_RX:
+        nic_rx(&S, &e);
+        break;
+      case EV_CREDIT:
+        R->credits[e.j] += (int)e.a;
+        break;
+      case EV_PUT_DONE:
+        put_done(&S, &e);
+        break;
+    }
+    if (before > 0 && R->remaining == 0) {
+      done++;
+      sum += S.now;
+      if (S.now > last) last = S.now;
+    }
+    kick(&S, e.rank);
+  }
+  if (rc == 0 && done < p) {
+    fprintf(stderr, "zcoll_sim: deadlock: %d of %d ranks finished\n", done, p);
+    rc = -1;
+  }
+  if (rc == 0 && out) {
+    out->time = last;
+    out->mean_time = sum / p;
+    out->events = S.events;
+    out->pieces = S.pieces;
+    for (int r = 0; r < p; r++)
+      if (S.r[r].sent > max_sent) max_sent = S.r[r].sent;
+    out->max_sent = max_sent;
+  }
+  free_sim(&S);
+  return rc;
+}

@@ -110,6 +110,19 @@ def test_transport_per_pair(cluster, layout):
     assert any(res.host_of(a) != res.host_of(b) for a, b in pairs) == (len(layout) > 1)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: "x".join(map(str, l)))
+def test_hier_every_dtype_and_op(cluster, layout):
+    """The hierarchical allreduce across the hosts, every dtype x op, in and out of place,
+    odd counts and a large one, each element checked against an independent reference
+    (tests/progs/allreduce_check)."""
+    prog = os.path.join(BIN, "tests", "allreduce_check")
+    res = cluster.run(layout, [prog, "262144"], env=dict(ENV, ZCOLL_ALGO="hier"), timeout=240)
+    res.check()
+    out = res.ranks[0].stdout
+    assert re.search(rf"{sum(layout)} ranks over shm\+ucx: \d+ cases, every element exact",
+                     out), res.tagged()
+
+
 def test_hier_cuts_bytes_between_hosts(cluster):
     """2 hosts x 2 ranks at 8 MiB (n bytes): what crosses between hosts, counted by the
     library (zcoll_perf's "Bytes sent" line). Any allreduce must move n each way between two

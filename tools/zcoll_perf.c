@@ -233,10 +233,9 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be)
     report(c, "zcoll_comm_stats", st);
     return -1;
   }
-  uint64_t v[7] = {s.rcache_misses,        s.rcache_hits,           s.rcache_reg_ns,
-                   s.rcache_invalidations, s.bytes_sent_same_host, s.bytes_sent_other_hosts,
-                   s.collectives};
-  if (be->sum_u64(be->ctx, v, 7)) return -1;
+  uint64_t v[6] = {s.rcache_misses,        s.rcache_hits,          s.rcache_reg_ns,
+                   s.rcache_invalidations, s.bytes_sent_same_host, s.bytes_sent_other_hosts};
+  if (be->sum_u64(be->ctx, v, 6)) return -1;
   if (be->rank == 0 && v[0] + v[1] > 0)
     printf("# %-20s : %" PRIu64 " registrations in %.3f ms (%.1f us each, first use), %" PRIu64
            " later uses hit, %" PRIu64 " invalidated (all ranks)\n#\n",
@@ -244,10 +243,9 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be)
            v[0] ? (double)v[2] * 1e-3 / (double)v[0] : 0.0, v[1], v[3]);
   /* Where the bytes went: a hierarchical algorithm should cut what crosses hosts. */
   if (be->rank == 0 && v[5] > 0)
-    printf("# %-20s : %.1f MiB within hosts, %.1f MiB between hosts (all ranks, the whole "
-           "run: %.0f bytes between hosts per rank and collective)\n#\n",
-           "Bytes sent", (double)v[4] / 1048576.0, (double)v[5] / 1048576.0,
-           (double)v[5] / (double)be->nranks / (double)(v[6] / (uint64_t)be->nranks));
+    printf("# %-20s : %.1f MiB within hosts, %.1f MiB between hosts (payload, all ranks, "
+           "the whole run)\n#\n",
+           "Bytes sent", (double)v[4] / 1048576.0, (double)v[5] / 1048576.0);
   return 0;
 }
 

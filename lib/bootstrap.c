@@ -416,7 +416,7 @@ zcoll_status_t zcoll__bootstrap_gather_reply(struct zcoll__bootstrap *bs, const 
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bootstrap: a contribution of %zu bytes is too large",
                        len);
   int64_t deadline = zcoll__deadline(bs->timeout);
-  zcoll_status_t st;
+  zcoll_status_t st = ZCOLL_OK;
   if (bs->rank != 0) {
     void *payload;
     uint32_t got;

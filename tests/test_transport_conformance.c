@@ -435,7 +435,9 @@ static unsigned char pattern(int s, int d, int i, size_t b) {
   return (unsigned char)(s * 61 + d * 17 + i * 7 + (int)(b % 251) * 3 + 1);
 }
 static uint32_t imm_of(int s, int i) { return 0x80000000u | (uint32_t)s << 20 | (uint32_t)i; }
-static uint64_t cookie_of(int d, int i) { return 0xc0ffee0000000000ull | (uint64_t)d << 32 | (uint64_t)i; }
+static uint64_t cookie_of(int d, int i) {
+  return 0xc0ffee0000000000ull | (uint64_t)d << 32 | (uint64_t)i;
+}
 
 /* Every rank puts NPUTS pieces to every other, a few in flight per peer, and checks what
  * it receives as each notification comes: its (imm, len) in put order per sender, its
@@ -490,7 +492,8 @@ static int data_body(struct rank *r) {
           goto out;
         }
         if (e->status != ZCOLL_OK) {
-          fail_(r, __LINE__, "put %d to rank %d completed with %s", i, p, zcoll_strerror(e->status));
+          fail_(r, __LINE__, "put %d to rank %d completed with %s", i, p,
+                zcoll_strerror(e->status));
           goto out;
         }
         seen[p][i] = 1;

@@ -25,9 +25,12 @@ ctest --test-dir build/ci --output-on-failure --timeout 1200
 stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # Inside the harness a missing device is a failure, not a skip.
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
+# First the transport contract over verbs (tests/test_transport_conformance.c, seconds).
 # Then the fault matrix over verbs, in the same guest: under TCG a job takes 10-20 s, so
 # CI samples 10 of the 20 faults, one per phase and kind (all 20: drop ZCOLL_FAULTS_ONLY).
 ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
+  ZCOLL_TEST_TRANSPORTS=verbs build/ci/tests/test_transport_conformance --jobs=1 -S --verbose=1 &&
+  env ZCOLL_TEST_REQUIRE_RDMA=1 \
   build/ci/tests/test_verbs --jobs=1 -S --verbose=1 &&
   rm -f build/ci/fault_matrix_verbs.md &&
   env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \

@@ -22,7 +22,10 @@
  *                          refused resource, an error completion that is not a lost peer,
  *                          a message that would write outside its region.
  *   ZCOLL_ERR_PEER_FAILED  a peer is lost (its process died, its connection broke): from
- *                          connect, put and poll, with the rank named in the message.
+ *                          connect, put and poll, with the rank named in the message. A
+ *                          transport that reaches other hosts may leave the death of a
+ *                          peer on its own host to the bootstrap (UCX: peer error
+ *                          handling would rule out its shared memory, see its ep.c).
  *   ZCOLL_ERR_TIMEOUT      only where the transport itself waits (connection setup).
  * After poll has returned an error the instance is broken: put and poll keep failing,
  * quiesce (if any) stops what still touches the caller's memory, and close releases
@@ -98,7 +101,10 @@ struct zcoll_tl_ops {
    * on input). */
   zcoll_status_t (*address)(struct zcoll_tl *tl, void *buf, size_t *len);
   /* Collective among the listed peers (every rank lists the ranks that list it):
-   * fills eps[i] for ranks[i]. */
+   * fills eps[i] for ranks[i]. Every rank is checked before anything is made (INVALID_ARG
+   * for our own, a negative one or one >= size); a malformed address (shorter than
+   * `address` made it, say) is TRANSPORT. After any other failure the instance is fit
+   * only for close. */
   zcoll_status_t (*connect)(struct zcoll_tl *tl, int n, const int *ranks,
                             const void *const *addrs, const size_t *lens, struct zcoll_ep **eps);
   /* Optional: len bytes of memory for a region peers will write into (receive slots),
@@ -111,8 +117,10 @@ struct zcoll_tl_ops {
   zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                             struct zcoll_tl_mr **mr);
   void (*mem_dereg)(struct zcoll_tl_mr *mr);
-  /* A blob (at most *len bytes on input) that lets a peer write into mr. */
+  /* A blob (at most *len bytes on input) that lets a peer write into mr; INVALID_ARG for
+   * a source-only region (remote = 0). */
   zcoll_status_t (*rkey_pack)(struct zcoll_tl_mr *mr, void *buf, size_t *len);
+  /* TRANSPORT for a blob that is not a key, at least one shorter than rkey_pack made. */
   zcoll_status_t (*rkey_unpack)(struct zcoll_ep *ep, const void *buf, size_t len,
                                 struct zcoll_tl_rkey **rkey);
   void (*rkey_release)(struct zcoll_tl_rkey *rkey);
@@ -120,8 +128,11 @@ struct zcoll_tl_ops {
    * rkey's region at roff. The peer gets ARRIVED(imm, len) once the data is in place;
    * we get PUT_DONE(cookie) once src may be reused. len 0 (src, lmr and rkey may be
    * NULL) sends the notification alone. Notifications from one peer arrive in the
-   * order of the puts. INVALID_ARG for a caller's mistake (above), PEER_FAILED if the
-   * peer is known lost, the instance's error if it is broken. */
+   * order of the puts, whatever their sizes and protocols; PUT_DONEs in any order, and
+   * one may wait for the peer's progress (a rendezvous). A caller keeps at most 256 puts
+   * to one peer without their PUT_DONE (the executor's pipeline bound). INVALID_ARG for
+   * a caller's mistake (above), PEER_FAILED if the peer is known lost, the instance's
+   * error if it is broken. */
   zcoll_status_t (*put)(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                         struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                         uint64_t cookie);

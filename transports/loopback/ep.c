@@ -9,6 +9,10 @@
 zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                  const void *const *addrs, const size_t *lens,
                                  struct zcoll_ep **eps) {
+  /* The caller's mistake first, before anything is made (transport.h). */
+  for (int i = 0; i < n; i++)
+    if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "loopback: cannot connect to rank %d", ranks[i]);
   struct zcoll_ep **all = realloc(tl->eps, sizeof(*all) * (size_t)(tl->neps + n));
   if (!all) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory");
   tl->eps = all;

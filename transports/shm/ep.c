@@ -168,12 +168,14 @@ fail:
 zcoll_status_t zcoll__shm_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   const void *const *addrs, const size_t *lens,
                                   struct zcoll_ep **eps) {
+  /* The caller's mistake first, before any peer is reached (transport.h). */
+  for (int i = 0; i < n; i++)
+    if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: cannot connect to rank %d", ranks[i]);
   struct zcoll_ep **all = realloc(tl->eps, sizeof(*all) * (size_t)(tl->neps + n + 1));
   if (!all) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory");
   tl->eps = all;
   for (int i = 0; i < n; i++) {
-    if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
-      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: cannot connect to rank %d", ranks[i]);
     zcoll_status_t st = connect_one(tl, ranks[i], addrs[i], lens[i], &eps[i]);
     if (st != ZCOLL_OK) return st; /* the ones made so far are in tl->eps: close frees them */
     tl->eps[tl->neps++] = eps[i];

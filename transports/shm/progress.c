@@ -80,13 +80,12 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
   (void)lmr; /* any source will do: the copy is ours */
   if (len > UINT32_MAX)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: a %zu-byte put is over the 4 GiB limit", len);
-  if (len) {
-    if (!rkey || roff > rkey->len || len > rkey->len - roff)
-      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                         "shm: a %zu-byte put at offset %llu is outside rank %d's region", len,
-                         (unsigned long long)roff, ep->peer);
-    zcoll__copy(rkey->base + roff, src, len);
-  }
+  if (len && (!rkey || roff > rkey->len || len > rkey->len - roff))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "shm: a %zu-byte put at offset %llu is outside rank %d's region", len,
+                       (unsigned long long)roff, ep->peer);
+  if (ep->tl->failed) return ep->tl->failed;
+  if (len) zcoll__copy(rkey->base + roff, src, len);
   zcoll_status_t st = notify(ep, (uint64_t)imm | (uint64_t)len << 32);
   if (st != ZCOLL_OK) return st;
   /* The copy is done: src may be reused at once. */
@@ -113,10 +112,11 @@ static zcoll_status_t check_peers(struct zcoll_tl *tl) {
 
 zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
   *n = 0;
+  if (tl->failed) return tl->failed;
   /* After a sleep (the event_fd may have woken us for a death), and now and then. */
   if (tl->epfd >= 0 && (tl->armed || ++tl->polls >= ZCOLL_SHM_DEATH_POLLS)) {
     zcoll_status_t st = check_peers(tl);
-    if (st != ZCOLL_OK) return st;
+    if (st != ZCOLL_OK) return tl->failed = st;
   }
   if (tl->armed) {
     /* Awake again: writers need not knock any more; empty the pipe so that it only

@@ -102,6 +102,7 @@ struct zcoll_tl {
   uint64_t token;
   unsigned polls; /* since the last check for dead peers */
   int armed;   /* we set inbox->sleeping; poll clears it and drains the pipe */
+  zcoll_status_t failed; /* once poll failed: put and poll keep failing (transport.h) */
   struct zcoll__evq evq; /* PUT_DONE events (puts complete at once) */
   struct zcoll_ep **eps; /* connected peers, in connect order */
   int neps, next_ep;     /* next_ep: where polling starts, for fairness */

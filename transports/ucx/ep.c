@@ -28,6 +28,10 @@ void zcoll__ucx_ep_error(void *arg, ucp_ep_h uep, ucs_status_t status) {
 zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   const void *const *addrs, const size_t *lens,
                                   struct zcoll_ep **eps) {
+  /* The caller's mistake first, before any endpoint is made (transport.h). */
+  for (int i = 0; i < n; i++)
+    if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: cannot connect to rank %d", ranks[i]);
   struct zcoll_ep **all = realloc(tl->eps, sizeof(*all) * (size_t)(tl->neps + n));
   if (!all) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
   tl->eps = all;
@@ -37,7 +41,7 @@ zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: rank %d's address is %zu bytes", ranks[i],
                          lens[i]);
     memcpy(&h, addrs[i], sizeof(h));
-    if (h.magic != ZCOLL_UCX_ADDR_MAGIC)
+    if (h.magic != ZCOLL_UCX_ADDR_MAGIC || h.len != lens[i] - sizeof(h))
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: rank %d sent a malformed address", ranks[i]);
     struct zcoll_ep *ep = calloc(1, sizeof(*ep));
     if (!ep) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");

@@ -65,6 +65,7 @@ static void ucx_close(struct zcoll_tl *tl) {
     free(op);
   }
   free(tl->regions);
+  zcoll__ucx_free_held(tl);
   zcoll__evq_free(&tl->evq);
   free(tl);
 }
@@ -78,6 +79,10 @@ static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl 
   tl->rank = p->rank;
   tl->size = p->size;
   tl->efd = -1;
+  if (!(tl->held = calloc((size_t)p->size, sizeof(*tl->held)))) {
+    free(tl);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
+  }
   zcoll__node_id(tl->node, sizeof(tl->node), p->rank);
   ucp_config_t *uc;
   ucs_status_t s = zcoll__ucp.config_read(NULL, NULL, &uc);
@@ -124,7 +129,7 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   if (s != UCS_OK)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: ucp_worker_get_address: %s",
                        zcoll__ucp.status_string(s));
-  struct zcoll__ucx_addr_hdr h = {.magic = ZCOLL_UCX_ADDR_MAGIC};
+  struct zcoll__ucx_addr_hdr h = {.magic = ZCOLL_UCX_ADDR_MAGIC, .len = alen};
   memcpy(h.node, tl->node, sizeof(h.node));
   zcoll_status_t st = ZCOLL_OK;
   if (alen > *len || *len - alen < sizeof(h))

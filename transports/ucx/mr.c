@@ -31,6 +31,7 @@ void zcoll__ucx_mem_dereg(struct zcoll_tl_mr *mr) {
 }
 
 zcoll_status_t zcoll__ucx_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
+  if (!mr->remote) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: a source region has no key");
   struct zcoll_tl_rkey k = {mr->id, mr->len};
   if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: rkey buffer too short");
   memcpy(buf, &k, sizeof(k));

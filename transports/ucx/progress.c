@@ -99,10 +99,49 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
   return ZCOLL_OK;
 }
 
-static void arrived(struct zcoll_tl *tl, int peer, uint32_t imm, uint32_t len, int placed) {
+/* Reports what is done at the head of peer's queue, in order. */
+static void release_held(struct zcoll_tl *tl, int peer) {
+  struct zcoll__ucx_held *q = &tl->held[peer];
+  while (q->head && q->head->done) {
+    struct zcoll__ucx_arrival *a = q->head;
+    zcoll__ucx_push(tl, &a->ev);
+    if (!(q->head = a->next)) q->tail = NULL;
+    free(a);
+  }
+}
+
+/* An arrival from peer, in the order the handler saw it (the order of the peer's puts):
+ * reported at once if nothing of peer's is held; else queued, done or not. NULL and the
+ * instance failed if that takes memory there is none of. */
+static struct zcoll__ucx_arrival *arrived(struct zcoll_tl *tl, int peer, uint32_t imm,
+                                          uint32_t len, int placed, int done) {
   struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = peer, .imm = imm, .len = len,
                               .placed = (uint8_t)placed};
-  zcoll__ucx_push(tl, &ev);
+  struct zcoll__ucx_held *q = &tl->held[peer];
+  if (done && !q->head) {
+    zcoll__ucx_push(tl, &ev);
+    return NULL;
+  }
+  struct zcoll__ucx_arrival *a = malloc(sizeof(*a));
+  if (!a) {
+    if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
+    return NULL;
+  }
+  *a = (struct zcoll__ucx_arrival){ev, done, NULL};
+  if (q->tail) q->tail->next = a;
+  else q->head = a;
+  q->tail = a;
+  return a;
+}
+
+void zcoll__ucx_free_held(struct zcoll_tl *tl) {
+  for (int i = 0; tl->held && i < tl->size; i++)
+    for (struct zcoll__ucx_arrival *a = tl->held[i].head, *next; a; a = next) {
+      next = a->next;
+      free(a);
+    }
+  free(tl->held);
+  tl->held = NULL;
 }
 
 static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_data) {
@@ -110,11 +149,13 @@ static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_dat
   struct zcoll__ucx_op *op = user_data;
   struct zcoll_tl *tl = op->tl;
   op->active = 0;
-  if (s == UCS_OK)
-    arrived(tl, op->peer, op->hdr.imm, op->len, op->placed);
-  else if (!tl->failed)
+  if (s == UCS_OK && op->arrival) {
+    op->arrival->done = 1;
+    release_held(tl, op->peer);
+  } else if (s != UCS_OK && !tl->failed) {
     tl->failed = zcoll__fail(zcoll__ucx_status(s), "ucx: receiving from rank %d failed: %s",
                              op->peer, zcoll__ucp.status_string(s));
+  }
   zcoll__ucx_op_put(tl, op);
   zcoll__ucp.request_free(request);
 }
@@ -130,6 +171,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   }
   if (header_length != sizeof(h)) goto bad;
   memcpy(&h, header, sizeof(h));
+  if (h.src < 0 || h.src >= tl->size) goto bad;
   char *dst = NULL;
   int final = 0;
   if (length > UINT32_MAX) goto bad;
@@ -143,7 +185,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   }
   if (!rndv) {
     if (length) zcoll__copy(dst, data, length);
-    arrived(tl, h.src, h.imm, (uint32_t)length, final);
+    arrived(tl, h.src, h.imm, (uint32_t)length, final, 1);
     return UCS_OK;
   }
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
@@ -156,6 +198,11 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   op->peer = h.src;
   op->len = (uint32_t)length;
   op->placed = (uint8_t)final;
+  if (!(op->arrival = arrived(tl, h.src, h.imm, (uint32_t)length, final, 0))) {
+    zcoll__ucx_op_put(tl, op);
+    zcoll__ucp.am_data_release(tl->worker, data);
+    return UCS_OK; /* out of memory: the instance failed */
+  }
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.recv_am = rndv_cb,
@@ -174,7 +221,8 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
                                zcoll__ucp.status_string(UCS_PTR_STATUS(r)));
     zcoll__ucx_op_put(tl, op);
   } else if (r == NULL) {
-    arrived(tl, h.src, h.imm, (uint32_t)length, final);
+    op->arrival->done = 1;
+    release_held(tl, h.src);
     zcoll__ucx_op_put(tl, op);
   } else {
     op->req = r;

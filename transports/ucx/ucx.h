@@ -63,6 +63,7 @@ zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
  * Peers on another host get endpoints with peer error handling; see ep.c. */
 struct zcoll__ucx_addr_hdr {
   uint64_t magic;
+  uint64_t len; /* of the worker address that follows: UCX parses it without a length */
   char node[ZCOLL_UCX_NODE_ID];
 };
 
@@ -74,6 +75,19 @@ struct zcoll__ucx_hdr {
   uint32_t reserved;
 };
 
+/* An arrival not reported yet: a rendezvous still receiving, or one queued behind it.
+ * Notifications from one peer go out in the order of its puts (transport.h), and UCX
+ * completes a rendezvous after eager messages that the peer sent later. */
+struct zcoll__ucx_arrival {
+  struct zcoll_tl_event ev;
+  int done; /* the data is in place */
+  struct zcoll__ucx_arrival *next;
+};
+
+struct zcoll__ucx_held { /* per sending rank, oldest first */
+  struct zcoll__ucx_arrival *head, *tail;
+};
+
 struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
   struct zcoll__ucx_hdr hdr; /* UCX may read the header until the send completes */
   struct zcoll_tl *tl;
@@ -82,6 +96,7 @@ struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
   uint32_t len;
   uint8_t placed;
   uint8_t active;  /* a UCX request is in flight for it */
+  struct zcoll__ucx_arrival *arrival; /* a rendezvous receive: its place in the order */
   void *req;
   struct zcoll__ucx_op *next;     /* free list */
   struct zcoll__ucx_op *all_next; /* every op ever made, freed at close even if a peer's
@@ -100,6 +115,7 @@ struct zcoll_tl {
   struct zcoll_tl_mr **regions; /* by id: where a header's region number points */
   uint32_t nregions;
   struct zcoll__ucx_op *free_ops, *all_ops;
+  struct zcoll__ucx_held *held; /* by sending rank */
   zcoll_tl_place_fn place;
   void *place_arg;
   int quiesced; /* after an error: endpoints force-closed, nothing more goes out */
@@ -129,6 +145,7 @@ struct zcoll_tl_rkey {
 };
 
 zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
+void zcoll__ucx_free_held(struct zcoll_tl *tl);
 struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl);
 void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op);
 zcoll_status_t zcoll__ucx_status(ucs_status_t s);

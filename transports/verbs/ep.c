@@ -120,6 +120,10 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
 zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                     const void *const *addrs, const size_t *lens,
                                     struct zcoll_ep **out) {
+  /* The caller's mistake first, before anything is made (transport.h). */
+  for (int i = 0; i < n; i++)
+    if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: cannot connect to rank %d", ranks[i]);
   if (tl->neps)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: connect may be called once per instance");
   /* Every piece, credit and flush write of a channel fits: the executor keeps at most

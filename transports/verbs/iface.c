@@ -211,7 +211,7 @@ fail:
 
 static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   struct zcoll__verbs_addr a = {tl->ip, tl->nonce, tl->rank, 0};
-  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: address buffer short");
+  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: address buffer short");
   memcpy(buf, &a, sizeof(a));
   *len = sizeof(a);
   return ZCOLL_OK;

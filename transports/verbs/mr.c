@@ -13,6 +13,7 @@ zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
   /* Only receive slots are writable by peers; sources are registered for local use. */
   mr->mr = ibv_reg_mr(tl->pd, addr, len,
                       IBV_ACCESS_LOCAL_WRITE | (remote ? IBV_ACCESS_REMOTE_WRITE : 0));
+  mr->remote = remote;
   if (!mr->mr) {
     int e = errno;
     free(mr);
@@ -31,6 +32,8 @@ void zcoll__verbs_mem_dereg(struct zcoll_tl_mr *mr) {
 }
 
 zcoll_status_t zcoll__verbs_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
+  if (!mr->remote)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: a source region has no remote key");
   struct zcoll_tl_rkey k = {(uintptr_t)mr->mr->addr, mr->mr->length, mr->mr->rkey};
   if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: rkey buffer too short");
   memcpy(buf, &k, sizeof(k));

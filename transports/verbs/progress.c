@@ -88,6 +88,12 @@ zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zco
   if (len && !inl && !lmr)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "verbs: a write of %zu bytes from unregistered memory", len);
+  /* Outside lmr the NIC would fail the write with a protection error and break the
+   * queue pair: the caller's mistake, said as such before anything is posted. */
+  uintptr_t s = (uintptr_t)src, base = lmr ? (uintptr_t)lmr->mr->addr : 0;
+  if (len && lmr && (s < base || len > lmr->mr->length || s - base > lmr->mr->length - len))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "verbs: a write of %zu bytes from outside its source registration", len);
   if (tl->failed) return tl->failed;
   if (ep->failed) return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: rank %d is gone", ep->peer);
   struct ibv_sge sge = {(uintptr_t)src, (uint32_t)len, lmr ? lmr->mr->lkey : 0};

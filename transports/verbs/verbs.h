@@ -85,6 +85,7 @@ struct zcoll_ep {
 
 struct zcoll_tl_mr {
   struct ibv_mr *mr;
+  int remote; /* peers may write into it: only such regions have a key */
 };
 
 struct zcoll_tl_rkey {

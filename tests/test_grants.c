@@ -273,21 +273,24 @@ Test(grants, a_revoked_key_writes_nothing) {
   cr_assert(ops->caps & ZCOLL_TL_CAP_REMOTE_USER);
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
-  struct zcoll_tl_params prm = {.rank = 0, .size = 1, .cfg = cfg};
-  struct zcoll_tl *tl;
+  /* Rank 0 writes into rank 1's result: two instances of one process, as loopback has. */
+  struct zcoll_tl_params prm = {.rank = 0, .size = 2, .cfg = cfg}, prm1 = prm;
+  prm1.rank = 1;
+  struct zcoll_tl *tl, *tl1;
   cr_assert_eq(ops->open(&prm, &tl), ZCOLL_OK);
+  cr_assert_eq(ops->open(&prm1, &tl1), ZCOLL_OK);
   char addr[64];
   size_t alen = sizeof(addr);
-  cr_assert_eq(ops->address(tl, addr, &alen), ZCOLL_OK);
+  cr_assert_eq(ops->address(tl1, addr, &alen), ZCOLL_OK);
   const void *addrs[1] = {addr};
-  int ranks[1] = {0};
+  int ranks[1] = {1};
   struct zcoll_ep *ep;
   cr_assert_eq(ops->connect(tl, 1, ranks, addrs, &alen, &ep), ZCOLL_OK);
   static char result[4096], src[4096];
   memset(result, 0, sizeof(result));
   memset(src, 7, sizeof(src));
   struct zcoll_tl_mr *rmr, *smr;
-  cr_assert_eq(ops->mem_reg(tl, result, sizeof(result), 1, &rmr), ZCOLL_OK);
+  cr_assert_eq(ops->mem_reg(tl1, result, sizeof(result), 1, &rmr), ZCOLL_OK);
   cr_assert_eq(ops->mem_reg(tl, src, sizeof(src), 0, &smr), ZCOLL_OK);
   char key[64];
   size_t klen = sizeof(key);
@@ -303,5 +306,6 @@ Test(grants, a_revoked_key_writes_nothing) {
   ops->rkey_release(rkey);
   ops->mem_dereg(smr);
   ops->close(tl);
+  ops->close(tl1);
   zcoll_config_free(cfg);
 }

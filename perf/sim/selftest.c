@@ -96,6 +96,24 @@ int zsim_selftest(void) {
     snprintf(what, sizeof(what), "tree p=%d arity %d time in [root's (k-1)L n b, x1.5]", p, a);
     expect(r.time >= bound * (1 - 1e-9) && r.time <= 1.5 * bound, what, r.time, bound);
   }
+  /* Ring, 8 bytes, 8 ranks per host: most blocks are empty, yet each is still a put, so
+   * the rank that sends across hosts posts 2(p-1) puts one after another and that is
+   * with the receives it must consume, 2(p-1)(o_net + o_recv), is the time: linear in p.
+   * Its left neighbour, on shm, keeps it busy with arrivals: a model that served them
+   * all before the forward (no step order) grew as p^2 here (0.07 s at p = 512). */
+  {
+    struct zsim_model post;
+    memset(&post, 0, sizeof(post));
+    post.net.o = 1e-6;      /* 1 us to post an inter-host put */
+    post.shm.o = 0.05e-6;   /* the shm neighbour sends faster than ... */
+    post.o_recv = 0.2e-6;   /* ... a piece is consumed: arrivals queue up */
+    for (int p = 64; p <= 512; p *= 8) {
+      struct zsim_result r = run(&post, "ring", p, 8, 8, 256 << 10, 4);
+      double want = 2.0 * (p - 1) * (post.net.o + post.o_recv);
+      snprintf(what, sizeof(what), "ring p=%d k=8 8 B = 2(p-1)(o_net + o_recv), 2 %%", p);
+      expect(close_to(r.time, want, 0.02), what, r.time, want);
+    }
+  }
   /* Every algorithm finishes at awkward sizes and counts (no deadlock, nothing lost). */
   struct zsim_model mix;
   zsim_model_default(&mix);

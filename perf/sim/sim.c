@@ -29,11 +29,16 @@ struct rank {
   int *credits, *unreturned;
   int *done_cur; /* per peer: the oldest send whose puts are not all complete */
   long long *arrived, *consumed; /* pieces on the incoming channel of peer j */
+  long long *seen;               /* arrivals the current step knows of (its poll's) */
+  int *credits_in;               /* credits returned since the current step's poll */
   int local_cur;
   int *local;
   int nlocal;
   /* The CPU: one task at a time (the executor is one thread). */
-  int busy, idle, rr;
+  int busy, idle;
+  /* Where run_step is: peer step_j (npeers: the local copies), its receives (phase 0)
+   * or sends (1); step_moved: this step did something; step_j > npeers: over. */
+  int step_j, phase, step_moved;
   int task_kind, task_j, task_op;
   uint32_t task_a, task_b;
   double sent; /* bytes put to peers */
@@ -128,15 +133,17 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
   R->issued = malloc(sizeof(uint32_t) * (size_t)(n + 1));
   R->list = malloc(sizeof(int) * (size_t)(n + 1));
   R->local = malloc(sizeof(int) * (size_t)(s.nlocal + 1));
-  int *ints = calloc((size_t)(np + 1) * 9, sizeof(int));
-  long long *lls = calloc((size_t)(np + 1) * 2, sizeof(long long));
+  int *ints = calloc((size_t)(np + 1) * 10, sizeof(int));
+  long long *lls = calloc((size_t)(np + 1) * 3, sizeof(long long));
   if (!R->ops || !R->deps || !R->pos || !R->issued || !R->list || !R->local || !ints || !lls)
     abort();
   R->peer_rank = ints, R->rev = ints + (np + 1), R->send_cur = ints + 2 * (np + 1);
   R->send_end = ints + 3 * (np + 1), R->recv_cur = ints + 4 * (np + 1);
   R->recv_end = ints + 5 * (np + 1), R->credits = ints + 6 * (np + 1);
   R->unreturned = ints + 7 * (np + 1), R->done_cur = ints + 8 * (np + 1);
-  R->arrived = lls, R->consumed = lls + (np + 1);
+  R->credits_in = ints + 9 * (np + 1);
+  R->arrived = lls, R->consumed = lls + (np + 1), R->seen = lls + 2 * (np + 1);
+  R->step_j = np + 1; /* the first kick starts a step */
   memcpy(R->deps, s.deps, sizeof(uint32_t) * s.ndeps);
   for (int i = 0; i < n; i++) {
     const struct zcoll__sop *o = &s.ops[i];
@@ -216,24 +223,50 @@ static int try_piece(struct sim *S, struct rank *R, int kind, int j, int i, cons
   uint32_t a = at[i], b = piece_end(S, o, a);
   if (!deps_ready(R, o, a, b)) return 0;
   R->task_kind = kind, R->task_j = j, R->task_op = i, R->task_a = a, R->task_b = b;
-  if (j >= 0) R->rr = j;
+  R->step_moved = 1;
   return 1;
 }
 
-/* Picks the next piece this rank can move, peers in turn as run_step visits them. */
+/* A poll, then a new step: it sees what arrived and the credits that came back. */
+static void new_step(struct rank *R) {
+  for (int j = 0; j < R->npeers; j++) {
+    R->seen[j] = R->arrived[j];
+    R->credits[j] += R->credits_in[j];
+    R->credits_in[j] = 0;
+  }
+  R->step_j = R->phase = R->step_moved = 0;
+}
+
+/* Picks the next piece this rank can move in the order of the executor's run_step: peer
+ * by peer, each one's receives drained (those its poll saw), then its sends as far as
+ * credits and dependencies allow, then the local copies; then a poll and the next step.
+ * So a peer that keeps sending cannot starve the others: a rank forwarding a chunk to
+ * its next peer does so within a step of it being reduced, however busy its previous
+ * peer keeps it. 0 if a whole step found nothing: the rank waits for an event. */
 static int choose(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
   int np = R->npeers;
-  for (int t = 0; t < np; t++) {
-    int j = (R->rr + t) % np;
-    if (R->recv_cur[j] < R->recv_end[j] && R->consumed[j] < R->arrived[j] &&
-        try_piece(S, R, T_RECV, j, R->list[R->recv_cur[j]], R->pos))
+  if (R->step_j > np) new_step(R);
+  for (;;) {
+    for (; R->step_j < np; R->step_j++, R->phase = 0) {
+      int j = R->step_j;
+      if (R->phase == 0) {
+        if (R->recv_cur[j] < R->recv_end[j] && R->consumed[j] < R->seen[j] &&
+            try_piece(S, R, T_RECV, j, R->list[R->recv_cur[j]], R->pos))
+          return 1;
+        R->phase = 1;
+      }
+      if (R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
+          try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
+        return 1;
+    }
+    if (R->local_cur < R->nlocal &&
+        try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos))
       return 1;
-    if (R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
-        try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
-      return 1;
+    R->step_j = np + 1;
+    if (!R->step_moved) return 0;
+    new_step(R);
   }
-  return R->local_cur < R->nlocal && try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos);
 }
 
 static void finish_op(struct rank *R) { R->remaining--; }
@@ -438,7 +471,7 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
         nic_rx(&S, &e);
         break;
       case EV_CREDIT:
-        R->credits[e.j] += (int)e.a;
+        R->credits_in[e.j] += (int)e.a;
         break;
       case EV_PUT_DONE:
         put_done(&S, &e);

@@ -114,6 +114,29 @@ int zsim_selftest(void) {
       expect(close_to(r.time, want, 0.02), what, r.time, want);
     }
   }
+  /* Bytes between hosts, 2 hosts x 2 ranks (zcoll_perf's "Bytes sent" under
+   * ZCOLL_TEST_SPLIT_NODES=2,2): the ring's two crossing links carry 2(p-1)/p n each, 3n;
+   * hier's slice owners each ring half the vector across, 2n, the least possible. The
+   * simulated puts must match what the schedules say (zsim_traffic). */
+  {
+    const char *names[] = {"ring", "hier"};
+    double want[] = {3.0 * (8 << 20), 2.0 * (8 << 20)};
+    for (int i = 0; i < 2; i++) {
+      struct zsim_result r = run(&bw, names[i], 4, 2, 8 << 20, 256 << 10, 4);
+      snprintf(what, sizeof(what), "%s p=4 k=2 bytes between hosts", names[i]);
+      expect(r.net_bytes == want[i], what, r.net_bytes, want[i]);
+    }
+  }
+  /* hier at 8 ranks per host: each host's NIC sends 2(H-1)/H of the vector, its K owners
+   * sharing it, so with only bandwidth costing the time is at least that on one NIC. */
+  {
+    struct zsim_result r = run(&bw, "hier", 64, 8, 8 << 20, 64 << 10, 4);
+    double want = 64 * 2.0 * 7 / 8 * (1 << 20), nic = 2.0 * 7 / 8 * (8 << 20) * 1e-9;
+    expect(r.net_bytes == want, "hier p=64 k=8 bytes between hosts = 2(H-1)/H n per host",
+           r.net_bytes / 8, want / 8);
+    expect(r.time >= nic * (1 - 1e-9) && r.time <= 1.5 * nic,
+           "hier p=64 k=8 time in [one NIC's 2(H-1)/H n b, x1.5]", r.time, nic);
+  }
   /* Every algorithm finishes at awkward sizes and counts (no deadlock, nothing lost). */
   struct zsim_model mix;
   zsim_model_default(&mix);
@@ -122,6 +145,13 @@ int zsim_selftest(void) {
       struct zsim_result r = run(&mix, zcoll__algos[a]->name, p, 2, 300 << 10, 64 << 10, 3);
       snprintf(what, sizeof(what), "%s p=%d k=2 300 KiB finishes", zcoll__algos[a]->name, p);
       expect(r.time > 0 || p == 1, what, r.time, 0);
+      struct zsim_job job = {a, p, 2, (300 << 10) / 4, 4, 64 << 10, 8, 3};
+      double net = -1, shm = -1;
+      zsim_traffic(&job, &net, &shm);
+      snprintf(what, sizeof(what), "%s p=%d k=2 puts = schedule's bytes", zcoll__algos[a]->name,
+               p);
+      expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes,
+             net + shm);
     }
   printf("%d failure(s)\n", failures);
   return failures ? 1 : 0;

@@ -41,7 +41,7 @@ struct rank {
   int step_j, phase, step_moved;
   int task_kind, task_j, task_op;
   uint32_t task_a, task_b;
-  double sent; /* bytes put to peers */
+  double sent, sent_net; /* bytes put to peers; of them, to other hosts */
 };
 
 enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_CORE };
@@ -343,6 +343,7 @@ static void cpu_done(struct sim *S, int rank) {
     int q = R->peer_rank[j];
     R->issued[i] = b;
     R->sent += bytes(S, a, b);
+    if (!same_host(S, rank, q)) R->sent_net += bytes(S, a, b);
     if (b == end) R->send_cur[j]++;
     if (same_host(S, rank, q)) { /* the copy is done: the source is free */
       R->pos[i] = b;
@@ -388,6 +389,32 @@ static void put_done(struct sim *S, const struct ev *e) {
   const struct op *o = &R->ops[i];
   R->pos[i] = e->b;
   if (e->b == o->off + o->count) R->done_cur[e->j]++, finish_op(R);
+}
+
+/* ---- traffic, from the schedules alone ----------------------------------------------------- */
+
+int zsim_traffic(const struct zsim_job *job, double *net, double *shm) {
+  int p = job->p, k = job->k > 0 ? job->k : 1, nhosts = (p + k - 1) / k;
+  if (p < 1 || job->algo < 0 || job->algo >= zcoll__nalgos) return -1;
+  int *host_of = malloc(sizeof(int) * (size_t)p);
+  if (!host_of) abort();
+  for (int r = 0; r < p; r++) host_of[r] = r / k;
+  struct zcoll__algo_params ap = {job->arity, host_of, nhosts};
+  int rc = 0;
+  *net = *shm = 0;
+  for (int r = 0; r < p && rc == 0; r++) {
+    struct zcoll__sched s;
+    zcoll__sched_init(&s, r, p, job->count, 0);
+    zcoll__algos[job->algo]->build(&s, &ap);
+    rc = zcoll__sched_finish(&s) == ZCOLL_OK ? 0 : -1;
+    for (int i = 0; i < s.nops && rc == 0; i++)
+      if (s.ops[i].kind == ZCOLL_SOP_SEND)
+        *(host_of[s.ops[i].peer] == host_of[r] ? shm : net) +=
+            (double)s.ops[i].count * job->dsize;
+    zcoll__sched_free(&s);
+  }
+  free(host_of);
+  return rc;
 }
 
 /* ---- the run --------------------------------------------------------------------------- */
@@ -449,7 +476,7 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
       R->rev[j] = x;
     }
   }
-  double sum = 0, last = 0, max_sent = 0;
+  double sum = 0, last = 0, max_sent = 0, net = 0, all = 0;
   int done = 0;
   for (int r = 0; r < p && rc == 0; r++) kick(&S, r);
   for (int r = 0; r < p && rc == 0; r++)
@@ -493,9 +520,13 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
     out->mean_time = sum / p;
     out->events = S.events;
     out->pieces = S.pieces;
-    for (int r = 0; r < p; r++)
+    for (int r = 0; r < p; r++) {
       if (S.r[r].sent > max_sent) max_sent = S.r[r].sent;
+      net += S.r[r].sent_net, all += S.r[r].sent;
+    }
     out->max_sent = max_sent;
+    out->net_bytes = net;
+    out->shm_bytes = all - net;
   }
   free_sim(&S);
   return rc;

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 SIM, SHM, RXE, OUT = sys.argv[1:5]
-ALGOS = ["ring", "butterfly", "rhd", "tree"]
+ALGOS = ["ring", "butterfly", "rhd", "tree", "hier"]
 
 
 def parse_perf(lines, key):

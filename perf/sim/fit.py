@@ -26,6 +26,11 @@ import numpy as np
 
 SIM, SHM, RXE, OUT = sys.argv[1:5]
 ALGOS = ["ring", "butterfly", "rhd", "tree", "hier"]
+# zcoll_perf -z 1 times a loop of blocking calls (after a barrier) and divides: an early
+# rank starts its next call while late ones finish, so a tree's row is its period, not
+# one call's latency. The model runs that many back-to-back calls too (8 reach the
+# steady state; the measured loops have 20 and 10).
+ITERS = 8
 
 
 def parse_perf(lines, key):
@@ -56,7 +61,7 @@ def load_shm(path):
 
 def simulate(model, points, chunk, k=None):
     """Predicted time (us) of the slowest rank for each (p, algo, bytes)."""
-    args = [SIM, "-c", str(chunk)]
+    args = [SIM, "-c", str(chunk), "-i", str(ITERS)]
     for name, v in model.items():
         args += ["-s", f"{name}={v}"]
     feed = "".join(f"{a} {p} {k or p} {b}\n" for p, a, b in points)

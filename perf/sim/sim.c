@@ -19,6 +19,7 @@ struct op {
 
 struct rank {
   int nops, npeers, remaining, host;
+  int n0, iter; /* ops per call; the call under way (back-to-back calls: job->iters) */
   struct op *ops;
   uint32_t *deps;
   uint32_t *pos, *issued; /* as the executor's: progress of each op, in elements */
@@ -123,16 +124,19 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
     return -1;
   }
   struct rank *R = &S->r[rank];
-  int n = s.nops, np = s.npeers;
+  /* Back-to-back blocking calls are the schedule N times over: copy c's ops are
+   * i + c n0, each channel's sends (and receives) in call order. */
+  int N = job->iters > 1 ? job->iters : 1, n0 = s.nops, n = N * n0, np = s.npeers;
   R->nops = R->remaining = n;
+  R->n0 = n0 ? n0 : 1;
   R->npeers = np;
   R->host = rank / job->k;
   R->ops = malloc(sizeof(*R->ops) * (size_t)(n + 1));
-  R->deps = malloc(sizeof(*R->deps) * (s.ndeps + 1));
+  R->deps = malloc(sizeof(*R->deps) * (N * s.ndeps + 1));
   R->pos = malloc(sizeof(uint32_t) * (size_t)(n + 1));
   R->issued = malloc(sizeof(uint32_t) * (size_t)(n + 1));
   R->list = malloc(sizeof(int) * (size_t)(n + 1));
-  R->local = malloc(sizeof(int) * (size_t)(s.nlocal + 1));
+  R->local = malloc(sizeof(int) * (size_t)(N * s.nlocal + 1));
   int *ints = calloc((size_t)(np + 1) * 10, sizeof(int));
   long long *lls = calloc((size_t)(np + 1) * 3, sizeof(long long));
   if (!R->ops || !R->deps || !R->pos || !R->issued || !R->list || !R->local || !ints || !lls)
@@ -144,26 +148,36 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
   R->credits_in = ints + 9 * (np + 1);
   R->arrived = lls, R->consumed = lls + (np + 1), R->seen = lls + 2 * (np + 1);
   R->step_j = np + 1; /* the first kick starts a step */
-  memcpy(R->deps, s.deps, sizeof(uint32_t) * s.ndeps);
+  for (size_t d = 0; d < N * s.ndeps; d++)
+    R->deps[d] = s.deps[d % s.ndeps] + (uint32_t)(d / s.ndeps * n0);
   for (int i = 0; i < n; i++) {
-    const struct zcoll__sop *o = &s.ops[i];
+    const struct zcoll__sop *o = &s.ops[i % n0];
     int j = -1;
     if (o->peer >= 0)
       for (j = 0; s.peers[j] != o->peer; j++) continue;
     if (o->off + o->count > UINT32_MAX) abort(); /* the model keeps elements in 32 bits */
     R->ops[i] = (struct op){o->kind, o->acc == ZCOLL_BUF_DST, j, (uint32_t)o->off,
-                            (uint32_t)o->count, o->dep_first, o->ndeps};
+                            (uint32_t)o->count, o->dep_first + (uint32_t)(i / n0 * s.ndeps),
+                            o->ndeps};
     R->pos[i] = R->issued[i] = (uint32_t)o->off;
   }
-  memcpy(R->list, s.peer_ops, sizeof(int) * (size_t)s.peer_sends[np]);
   for (int j = 0; j < np; j++) {
+    int first = N * s.peer_sends[j], nsend = s.peer_recvs[j] - s.peer_sends[j];
+    int nrecv = s.peer_sends[j + 1] - s.peer_recvs[j];
+    for (int c = 0; c < N; c++) {
+      for (int x = 0; x < nsend; x++)
+        R->list[first + c * nsend + x] = s.peer_ops[s.peer_sends[j] + x] + c * n0;
+      for (int x = 0; x < nrecv; x++)
+        R->list[first + N * nsend + c * nrecv + x] = s.peer_ops[s.peer_recvs[j] + x] + c * n0;
+    }
     R->peer_rank[j] = s.peers[j];
-    R->send_cur[j] = R->done_cur[j] = s.peer_sends[j], R->send_end[j] = s.peer_recvs[j];
-    R->recv_cur[j] = s.peer_recvs[j], R->recv_end[j] = s.peer_sends[j + 1];
+    R->send_cur[j] = R->done_cur[j] = first, R->send_end[j] = first + N * nsend;
+    R->recv_cur[j] = first + N * nsend, R->recv_end[j] = first + N * (nsend + nrecv);
     R->credits[j] = job->depth;
   }
-  memcpy(R->local, s.local_ops, sizeof(int) * (size_t)s.nlocal);
-  R->nlocal = s.nlocal;
+  for (int c = 0; c < N; c++)
+    for (int x = 0; x < s.nlocal; x++) R->local[c * s.nlocal + x] = s.local_ops[x] + c * n0;
+  R->nlocal = N * s.nlocal;
   zcoll__sched_free(&s);
   return 0;
 }
@@ -221,6 +235,7 @@ static void start_task(struct sim *S, int rank);
 static int try_piece(struct sim *S, struct rank *R, int kind, int j, int i, const uint32_t *at) {
   const struct op *o = &R->ops[i];
   uint32_t a = at[i], b = piece_end(S, o, a);
+  if (i / R->n0 > R->iter) return 0; /* the next call starts when this one returns */
   if (!deps_ready(R, o, a, b)) return 0;
   R->task_kind = kind, R->task_j = j, R->task_op = i, R->task_a = a, R->task_b = b;
   R->step_moved = 1;
@@ -269,7 +284,10 @@ static int choose(struct sim *S, int rank) {
   }
 }
 
-static void finish_op(struct rank *R) { R->remaining--; }
+/* A call returns when all its ops are done; the next starts with a fresh step. */
+static void finish_op(struct rank *R) {
+  if (--R->remaining % R->n0 == 0) R->iter++, R->step_j = R->npeers + 1;
+}
 
 /* Called whenever something may have become possible for an idle rank. */
 static void kick(struct sim *S, int rank) {
@@ -516,17 +534,18 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
     rc = -1;
   }
   if (rc == 0 && out) {
-    out->time = last;
-    out->mean_time = sum / p;
+    int N = job->iters > 1 ? job->iters : 1; /* per call, as zcoll_perf's loop divides */
+    out->time = last / N;
+    out->mean_time = sum / p / N;
     out->events = S.events;
     out->pieces = S.pieces;
     for (int r = 0; r < p; r++) {
       if (S.r[r].sent > max_sent) max_sent = S.r[r].sent;
       net += S.r[r].sent_net, all += S.r[r].sent;
     }
-    out->max_sent = max_sent;
-    out->net_bytes = net;
-    out->shm_bytes = all - net;
+    out->max_sent = max_sent / N;
+    out->net_bytes = net / N;
+    out->shm_bytes = (all - net) / N;
   }
   free_sim(&S);
   return rc;

@@ -48,6 +48,8 @@ struct zsim_job {
   size_t slot_bytes; /* the pipeline chunk */
   int depth;         /* slots per channel */
   int arity;         /* TREE_ARITY */
+  int iters;         /* back-to-back blocking calls, timed as zcoll_perf -z 1 does (the
+                      * loop's time per call); 0 or 1: one call's latency */
 };
 
 struct zsim_result {

@@ -226,8 +226,9 @@ static void cmd_batch(const struct opts *o) {
 
 static void usage(void) {
   fprintf(stderr, "usage: zcoll_sim [-m MODEL] [-s key=value]... [-k K] [-c CHUNK] [-d DEPTH] "
-                  "[-a ARITY] [-i ITERS] [-o TUNING] [-p \"P...\"] [-b MIN -e MAX -f F] [-A \"ALGO...\"]\n"
-                  "                 point ALGO P BYTES | batch | table | arity | traffic | "
+                  "[-a ARITY] [-i ITERS] [-o TUNING] [-p \"P...\"] [-b MIN -e MAX -f F]\n"
+                  "                 [-A \"ALGO...\"] "
+                  "point ALGO P BYTES | batch | table | arity | traffic | "
                   "selftest | model\n");
   exit(2);
 }

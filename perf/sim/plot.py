@@ -33,10 +33,11 @@ def read_table(path):
             continue
         if ln.startswith("#") or "|" not in ln:
             continue
-        left, right = ln.split("|")
-        f, g = left.split(), right.split()
+        f = ln.split("|")[0].split()
+        p, b = int(f[0]), int(f[1])
         for i, a in enumerate(names):
-            out.setdefault((int(f[0]), a), []).append((int(f[1]), float(f[2 + i]), float(g[i])))
+            t = float(f[2 + i])  # busbw from the time: the table rounds it to 1 MB/s
+            out.setdefault((p, a), []).append((b, t, b / (t * 1e3) * 2 * (p - 1) / p))
     return out
 
 

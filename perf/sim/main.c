@@ -11,7 +11,8 @@
  * Options: -m FILE (model, "key value" lines), -s key=value (one parameter), -k RANKS
  * per host, -c CHUNK bytes, -d DEPTH, -a ARITY, -i N (time per call of N back-to-back
  * blocking calls, as zcoll_perf -z 1 measures; default one call's latency),
- * -p "P list", -b MIN -e MAX -f FACTOR
+ * -O reverse (what-if: a step visits the peers in the reverse of the schedule's order,
+ * which the executor follows), -p "P list", -b MIN -e MAX -f FACTOR
  * (sizes in bytes, K/M/G), -o FILE (table: the winners as a ZCOLL_TUNING_FILE;
  * its size limits are grid points), -A "algorithm list" (default: every one the table has but
  * chain, which the selector keeps for non-commutative ops).
@@ -28,7 +29,7 @@ int zsim_selftest(void);
 
 struct opts {
   struct zsim_model m;
-  int k, depth, arity, np, nalgo, iters;
+  int k, depth, arity, np, nalgo, iters, reverse;
   size_t chunk, minb, maxb;
   int factor;
   int plist[64];
@@ -76,7 +77,8 @@ static int parse_algos(const char *s, int *out, int max) {
 
 static struct zsim_result run_job(const struct opts *o, int algo, int p, int k, size_t bytes,
                                   int arity) {
-  struct zsim_job job = {algo, p, k, bytes / 4, 4, o->chunk, o->depth, arity, o->iters};
+  struct zsim_job job = {algo,     p,        k,     bytes / 4,       4, o->chunk,
+                         o->depth, arity,    o->iters, o->reverse};
   struct zsim_result res;
   if (zsim_run(&o->m, &job, &res)) exit(1);
   return res;
@@ -226,8 +228,8 @@ static void cmd_batch(const struct opts *o) {
 
 static void usage(void) {
   fprintf(stderr, "usage: zcoll_sim [-m MODEL] [-s key=value]... [-k K] [-c CHUNK] [-d DEPTH] "
-                  "[-a ARITY] [-i ITERS] [-o TUNING] [-p \"P...\"] [-b MIN -e MAX -f F]\n"
-                  "                 [-A \"ALGO...\"] "
+                  "[-a ARITY] [-i ITERS] [-O ORDER] [-o TUNING] [-p \"P...\"]\n"
+                  "                 [-b MIN -e MAX -f F] [-A \"ALGO...\"] "
                   "point ALGO P BYTES | batch | table | arity | traffic | "
                   "selftest | model\n");
   exit(2);
@@ -255,6 +257,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(f, "-d")) o.depth = atoi(v);
     else if (!strcmp(f, "-a")) o.arity = atoi(v);
     else if (!strcmp(f, "-i")) o.iters = atoi(v);
+    else if (!strcmp(f, "-O")) o.reverse = !strcmp(v, "reverse");
     else if (!strcmp(f, "-p")) o.np = parse_list(v, o.plist, 64);
     else if (!strcmp(f, "-b")) o.minb = parse_size(v);
     else if (!strcmp(f, "-e")) o.maxb = parse_size(v);

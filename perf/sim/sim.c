@@ -32,6 +32,7 @@ struct rank {
   long long *arrived, *consumed; /* pieces on the incoming channel of peer j */
   long long *seen;               /* arrivals the current step knows of (its poll's) */
   int *credits_in;               /* credits returned since the current step's poll */
+  int *order;                    /* the order a step visits the peers in */
   int local_cur;
   int *local;
   int nlocal;
@@ -137,7 +138,7 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
   R->issued = malloc(sizeof(uint32_t) * (size_t)(n + 1));
   R->list = malloc(sizeof(int) * (size_t)(n + 1));
   R->local = malloc(sizeof(int) * (size_t)(N * s.nlocal + 1));
-  int *ints = calloc((size_t)(np + 1) * 10, sizeof(int));
+  int *ints = calloc((size_t)(np + 1) * 11, sizeof(int));
   long long *lls = calloc((size_t)(np + 1) * 3, sizeof(long long));
   if (!R->ops || !R->deps || !R->pos || !R->issued || !R->list || !R->local || !ints || !lls)
     abort();
@@ -145,7 +146,7 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
   R->send_end = ints + 3 * (np + 1), R->recv_cur = ints + 4 * (np + 1);
   R->recv_end = ints + 5 * (np + 1), R->credits = ints + 6 * (np + 1);
   R->unreturned = ints + 7 * (np + 1), R->done_cur = ints + 8 * (np + 1);
-  R->credits_in = ints + 9 * (np + 1);
+  R->credits_in = ints + 9 * (np + 1), R->order = ints + 10 * (np + 1);
   R->arrived = lls, R->consumed = lls + (np + 1), R->seen = lls + 2 * (np + 1);
   R->step_j = np + 1; /* the first kick starts a step */
   for (size_t d = 0; d < N * s.ndeps; d++)
@@ -175,6 +176,8 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
     R->recv_cur[j] = first + N * nsend, R->recv_end[j] = first + N * (nsend + nrecv);
     R->credits[j] = job->depth;
   }
+  /* The executor's order is the schedule's; the what-if reverses it. */
+  for (int j = 0; j < np; j++) R->order[j] = job->reverse ? np - 1 - j : j;
   for (int c = 0; c < N; c++)
     for (int x = 0; x < s.nlocal; x++) R->local[c * s.nlocal + x] = s.local_ops[x] + c * n0;
   R->nlocal = N * s.nlocal;
@@ -264,7 +267,7 @@ static int choose(struct sim *S, int rank) {
   if (R->step_j > np) new_step(R);
   for (;;) {
     for (; R->step_j < np; R->step_j++, R->phase = 0) {
-      int j = R->step_j;
+      int j = R->order[R->step_j];
       if (R->phase == 0) {
         if (R->recv_cur[j] < R->recv_end[j] && R->consumed[j] < R->seen[j] &&
             try_piece(S, R, T_RECV, j, R->list[R->recv_cur[j]], R->pos))

@@ -50,6 +50,9 @@ struct zsim_job {
   int arity;         /* TREE_ARITY */
   int iters;         /* back-to-back blocking calls, timed as zcoll_perf -z 1 does (the
                       * loop's time per call); 0 or 1: one call's latency */
+  int reverse;       /* what-if, not the executor: each step visits the peers in the
+                      * reverse of the schedule's order (lib/executor.c: that order).
+                      * For hier: the ring's previous and next host, then its own host */
 };
 
 struct zsim_result {

@@ -132,7 +132,7 @@ if traffic:
 meas, pred, col = [], [], []
 for ln in open(os.path.join(os.path.dirname(res.rstrip("/")), "validation.md")):
     f = [x.strip() for x in ln.split("|")]
-    if len(f) > 6 and f[1].isdigit():
+    if len(f) > 7 and f[1].isdigit():  # the point tables, not the summary above them
         meas.append(float(f[4]))
         pred.append(float(f[5]))
         col.append({"2": "C0", "4": "C1", "8": "C2"}.get(f[1], "C3"))

@@ -5,11 +5,12 @@
 #   --measure: first re-measure shm on this host (measure.sh, ~3 min) -- the rxe data
 #   needs the guest: flock /tmp/rxe.lock ci/rxe.sh --rw DIR -- perf/sim/rxe_measure.sh ...
 # Outputs in perf/sim/ (model-*.txt, validation.md, results/) and perf/figures/sim-*.png.
-# About 10 minutes on one core. What it samples, to stay there: sizes every factor of 4
-# (8 B .. 8 MiB) and p in powers of two to 1024 for every algorithm; p = 4096 for all but
-# the ring (lib/schedule.c builds a ring in O(p^2) per rank: ~9 min at 4096 alone) at
-# every factor of 16 (8 B .. 8 MiB: those rows take 30-90 s each); the 1000-host arity
-# study at 8 B .. 4 MiB, every factor of 8; the bytes between hosts at 16 MiB.
+# About 9 minutes of CPU (13 of wall clock beside a CI run). What it samples to stay
+# there: sizes every factor of 4 (8 B .. 8 MiB) and p in powers of two to 1024 for every
+# algorithm; p = 4096 for all but the ring (lib/schedule.c builds a ring in O(p^2) per
+# rank: ~9 min at 4096 alone) at every factor of 16 (8 B .. 8 MiB: those rows take
+# 30-90 s each); the 1000-host arity study at 8 B .. 4 MiB, every factor of 8; the bytes
+# between hosts at 16 MiB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)

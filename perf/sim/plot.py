@@ -130,12 +130,17 @@ if traffic:
     save(fig, "sim-traffic.png")
 
 meas, pred, col = [], [], []
+rxe = False
 for ln in open(os.path.join(os.path.dirname(res.rstrip("/")), "validation.md")):
+    rxe = rxe or ln.startswith("### verbs on rxe")
     f = [x.strip() for x in ln.split("|")]
-    if len(f) > 7 and f[1].isdigit():  # the point tables, not the summary above them
-        meas.append(float(f[4]))
-        pred.append(float(f[5]))
-        col.append({"2": "C0", "4": "C1", "8": "C2"}.get(f[1], "C3"))
+    try:  # the point tables' rows; the summary's cells (4/5) are not numbers
+        m, pr = float(f[4]), float(f[5])
+    except (IndexError, ValueError):
+        continue
+    meas.append(m)
+    pred.append(pr)
+    col.append("C3" if rxe else {"2": "C0", "4": "C1", "8": "C2"}.get(f[1], "C4"))
 fig, ax = plt.subplots(figsize=(5.5, 5))
 ax.scatter(meas, pred, c=col, s=12)
 lo, hi = min(meas + pred), max(meas + pred)

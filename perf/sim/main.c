@@ -5,10 +5,14 @@
  *   zcoll_sim [options] batch < lines           "ALGO P K BYTES" per line (fit.py's feed)
  *   zcoll_sim [options] table                   latency and busbw per algorithm, p x size
  *   zcoll_sim [options] arity                   the tree's arity 2..16 against size
+ *   zcoll_sim [options] traffic                 bytes between hosts per algorithm, at -e
  *   zcoll_sim selftest                          closed forms the model must reproduce
  *
  * Options: -m FILE (model, "key value" lines), -s key=value (one parameter), -k RANKS
- * per host, -c CHUNK bytes, -d DEPTH, -a ARITY, -p "P list", -b MIN -e MAX -f FACTOR
+ * per host, -c CHUNK bytes, -d DEPTH, -a ARITY, -i N (time per call of N back-to-back
+ * blocking calls, as zcoll_perf -z 1 measures; default one call's latency),
+ * -O reverse (what-if: a step visits the peers in the reverse of the schedule's order,
+ * which the executor follows), -p "P list", -b MIN -e MAX -f FACTOR
  * (sizes in bytes, K/M/G), -o FILE (table: the winners as a ZCOLL_TUNING_FILE;
  * its size limits are grid points), -A "algorithm list" (default: every one the table has but
  * chain, which the selector keeps for non-commutative ops).
@@ -25,7 +29,7 @@ int zsim_selftest(void);
 
 struct opts {
   struct zsim_model m;
-  int k, depth, arity, np, nalgo;
+  int k, depth, arity, np, nalgo, iters, reverse;
   size_t chunk, minb, maxb;
   int factor;
   int plist[64];
@@ -71,13 +75,49 @@ static int parse_algos(const char *s, int *out, int max) {
   return n;
 }
 
-static double run1(const struct opts *o, int algo, int p, int k, size_t bytes, int arity,
-                   double *mean) {
-  struct zsim_job job = {algo, p, k, bytes / 4, 4, o->chunk, o->depth, arity};
+static struct zsim_result run_job(const struct opts *o, int algo, int p, int k, size_t bytes,
+                                  int arity) {
+  struct zsim_job job = {algo,     p,        k,     bytes / 4,       4, o->chunk,
+                         o->depth, arity,    o->iters, o->reverse};
   struct zsim_result res;
   if (zsim_run(&o->m, &job, &res)) exit(1);
+  return res;
+}
+
+static double run1(const struct opts *o, int algo, int p, int k, size_t bytes, int arity,
+                   double *mean) {
+  struct zsim_result res = run_job(o, algo, p, k, bytes, arity);
   if (mean) *mean = res.mean_time * 1e6;
   return res.time * 1e6;
+}
+
+/* What crosses hosts, from the schedules (exact, and cheap where a simulation is not):
+ * per rank, as zcoll_perf's "Bytes sent" line, and per host, which is what its NIC
+ * sends; both in units of the vector. */
+static void cmd_traffic(const struct opts *o) {
+  size_t n = o->maxb;
+  printf("# bytes put between hosts per allreduce of n = %zu bytes, k = %d ranks per host, "
+         "tree arity %d:\n# per host (its NIC's outgoing) / n, and per rank in bytes\n"
+         "# %6s %6s",
+         n, o->k, o->arity, "ranks", "hosts");
+  for (int a = 0; a < o->nalgo; a++) printf(" %10s", zcoll__algos[o->algos[a]]->name);
+  printf("  | per rank, bytes\n");
+  for (int pi = 0; pi < o->np; pi++) {
+    int p = o->plist[pi], hosts = (p + o->k - 1) / o->k;
+    double per_rank[32];
+    printf("  %6d %6d", p, hosts);
+    for (int a = 0; a < o->nalgo; a++) {
+      struct zsim_job job = {o->algos[a], p, o->k, n / 4, 4, o->chunk, o->depth, o->arity};
+      double net, shm;
+      if (zsim_traffic(&job, &net, &shm)) exit(1);
+      per_rank[a] = net / p;
+      printf(" %10.4f", net / hosts / (double)n);
+    }
+    printf("  |");
+    for (int a = 0; a < o->nalgo; a++) printf(" %.0f", per_rank[a]);
+    printf("\n");
+    fflush(stdout);
+  }
 }
 
 static double busbw(size_t bytes, int p, double us) {
@@ -180,15 +220,17 @@ static void cmd_batch(const struct opts *o) {
       fprintf(stderr, "zcoll_sim: unknown algorithm '%s'\n", name);
       exit(2);
     }
-    double mean, t = run1(o, a, p, k, (size_t)bytes, o->arity, &mean);
-    printf("%s %d %d %.0f %.3f %.3f\n", name, p, k, bytes, t, mean);
+    struct zsim_result res = run_job(o, a, p, k, (size_t)bytes, o->arity);
+    printf("%s %d %d %.0f %.3f %.3f %.0f\n", name, p, k, bytes, res.time * 1e6,
+           res.mean_time * 1e6, res.net_bytes);
   }
 }
 
 static void usage(void) {
   fprintf(stderr, "usage: zcoll_sim [-m MODEL] [-s key=value]... [-k K] [-c CHUNK] [-d DEPTH] "
-                  "[-a ARITY] [-o TUNING] [-p \"P...\"] [-b MIN -e MAX -f F] [-A \"ALGO...\"]\n"
-                  "                 point ALGO P BYTES | batch | table | arity | "
+                  "[-a ARITY] [-i ITERS] [-O ORDER] [-o TUNING] [-p \"P...\"]\n"
+                  "                 [-b MIN -e MAX -f F] [-A \"ALGO...\"] "
+                  "point ALGO P BYTES | batch | table | arity | traffic | "
                   "selftest | model\n");
   exit(2);
 }
@@ -214,6 +256,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(f, "-c")) o.chunk = parse_size(v);
     else if (!strcmp(f, "-d")) o.depth = atoi(v);
     else if (!strcmp(f, "-a")) o.arity = atoi(v);
+    else if (!strcmp(f, "-i")) o.iters = atoi(v);
+    else if (!strcmp(f, "-O")) o.reverse = !strcmp(v, "reverse");
     else if (!strcmp(f, "-p")) o.np = parse_list(v, o.plist, 64);
     else if (!strcmp(f, "-b")) o.minb = parse_size(v);
     else if (!strcmp(f, "-e")) o.maxb = parse_size(v);
@@ -233,8 +277,11 @@ int main(int argc, char **argv) {
     if (i + 3 >= argc) usage();
     int a = zcoll__algo_find(argv[i + 1]);
     if (a < 0) usage();
-    double mean, t = run1(&o, a, atoi(argv[i + 2]), o.k, parse_size(argv[i + 3]), o.arity, &mean);
-    printf("%.3f %.3f\n", t, mean);
+    int p = atoi(argv[i + 2]);
+    struct zsim_result res = run_job(&o, a, p, o.k, parse_size(argv[i + 3]), o.arity);
+    /* the slowest and the mean rank (us); bytes put between, within hosts per rank */
+    printf("%.3f %.3f %.0f %.0f\n", res.time * 1e6, res.mean_time * 1e6, res.net_bytes / p,
+           res.shm_bytes / p);
   } else if (!strcmp(cmd, "batch")) cmd_batch(&o);
   else if (!strcmp(cmd, "table")) {
     FILE *tune = NULL;
@@ -246,6 +293,7 @@ int main(int argc, char **argv) {
     if (tune) fclose(tune);
   }
   else if (!strcmp(cmd, "arity")) cmd_arity(&o);
+  else if (!strcmp(cmd, "traffic")) cmd_traffic(&o);
   else usage();
   return 0;
 }

@@ -10,7 +10,7 @@ build=$1 out=$2 rounds=${3:-5}
 : >"$out"
 for round in $(seq 1 "$rounds"); do
   for np in 2 4 8; do
-    for algo in ring butterfly rhd tree; do
+    for algo in ring butterfly rhd tree hier; do
       echo "## round $round np $np algo $algo" >>"$out"
       ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "$build/zcoll_perf" \
         -b 8 -e 16M -f 4 -n 20 -w 5 -z 1 -a 3 -c 0 -A "$algo" 2>&1 | grep -v '^#' >>"$out"

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Regenerates the scale model's results: fit, validation, cluster tables, tuning files,
-# the tree-arity study and the plots. Usage: perf/sim/run.sh [BUILD_DIR] [--measure]
-#   --measure: first re-measure shm on this host (measure.sh, ~1 min) -- the rxe data
+# the tree-arity study, the bytes between hosts and the plots.
+# Usage: perf/sim/run.sh [BUILD_DIR] [--measure]
+#   --measure: first re-measure shm on this host (measure.sh, ~3 min) -- the rxe data
 #   needs the guest: flock /tmp/rxe.lock ci/rxe.sh --rw DIR -- perf/sim/rxe_measure.sh ...
 # Outputs in perf/sim/ (model-*.txt, validation.md, results/) and perf/figures/sim-*.png.
+# About 9 minutes of CPU (13 of wall clock beside a CI run). What it samples to stay
+# there: sizes every factor of 4 (8 B .. 8 MiB) and p in powers of two to 1024 for every
+# algorithm; p = 4096 for all but the ring (lib/schedule.c builds a ring in O(p^2) per
+# rank: ~9 min at 4096 alone) at every factor of 16 (8 B .. 8 MiB: those rows take
+# 30-90 s each); the 1000-host arity study at 8 B .. 4 MiB, every factor of 8; the bytes
+# between hosts at 16 MiB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
@@ -21,12 +28,14 @@ plist="2 4 8 16 32 64 128 256 512 1024"
 for net in rxe ib; do
   declare -n m=$net
   # 8 ranks per host (intra-host pairs over shm), verbs' 256 KiB pieces.
-  "$sim" "${m[@]}" -k 8 -c 256K -p "$plist" -b 8 -e 16M -f 4 -o "$res/tuning-$net.txt" table \
+  "$sim" "${m[@]}" -k 8 -c 256K -p "$plist" -b 8 -e 8M -f 4 -o "$res/tuning-$net.txt" table \
     >"$res/table-$net.txt"
-  # The seed question: one rank on each of 1000 hosts, tree arity 2..16, 8 B .. 4 MiB.
-  "$sim" "${m[@]}" -k 1 -c 256K -p 1000 -b 8 -e 4M -f 4 arity >"$res/arity-$net.txt"
+  "$sim" "${m[@]}" -k 8 -c 256K -p 4096 -A "butterfly rhd tree hier" -b 8 -e 8M -f 16 table \
+    >"$res/table-$net-4096.txt"
+  # The seed question: one rank on each of 1000 hosts, tree arity 2..16.
+  "$sim" "${m[@]}" -k 1 -c 256K -p 1000 -b 8 -e 4M -f 8 arity >"$res/arity-$net.txt"
 done
-# p = 4096 where the builders are cheap (the ring's costs O(p^2) per rank to build).
-"$sim" "${ib[@]}" -k 8 -c 256K -p 4096 -A "butterfly rhd tree" -b 8 -e 16M -f 16 table \
-  >"$res/table-ib-4096.txt"
+# What crosses hosts (from the schedules: no network terms), 8 ranks per host.
+"$sim" -k 8 -p "8 16 32 64 128 256 512 1024" -e 16M traffic >"$res/traffic-k8.txt"
+"$sim" -k 8 -p 4096 -A "butterfly rhd tree hier" -e 16M traffic >"$res/traffic-k8-4096.txt"
 /usr/bin/python3 "$here/plot.py" "$res" "$here/../figures" || echo "plots skipped (matplotlib?)"

@@ -96,6 +96,59 @@ int zsim_selftest(void) {
     snprintf(what, sizeof(what), "tree p=%d arity %d time in [root's (k-1)L n b, x1.5]", p, a);
     expect(r.time >= bound * (1 - 1e-9) && r.time <= 1.5 * bound, what, r.time, bound);
   }
+  /* Ring, 8 bytes, 8 ranks per host: most blocks are empty, yet each is still a put, so
+   * the rank that sends across hosts posts 2(p-1) puts one after another and that is
+   * with the receives it must consume, 2(p-1)(o_net + o_recv), is the time: linear in p.
+   * Its left neighbour, on shm, keeps it busy with arrivals: a model that served them
+   * all before the forward (no step order) grew as p^2 here (0.07 s at p = 512). */
+  {
+    struct zsim_model post;
+    memset(&post, 0, sizeof(post));
+    post.net.o = 1e-6;      /* 1 us to post an inter-host put */
+    post.shm.o = 0.05e-6;   /* the shm neighbour sends faster than ... */
+    post.o_recv = 0.2e-6;   /* ... a piece is consumed: arrivals queue up */
+    for (int p = 64; p <= 512; p *= 8) {
+      struct zsim_result r = run(&post, "ring", p, 8, 8, 256 << 10, 4);
+      double want = 2.0 * (p - 1) * (post.net.o + post.o_recv);
+      snprintf(what, sizeof(what), "ring p=%d k=8 8 B = 2(p-1)(o_net + o_recv), 2 %%", p);
+      expect(close_to(r.time, want, 0.02), what, r.time, want);
+    }
+  }
+  /* Bytes between hosts, 2 hosts x 2 ranks (zcoll_perf's "Bytes sent" under
+   * ZCOLL_TEST_SPLIT_NODES=2,2): the ring's two crossing links carry 2(p-1)/p n each, 3n;
+   * hier's slice owners each ring half the vector across, 2n, the least possible. The
+   * simulated puts must match what the schedules say (zsim_traffic). */
+  {
+    const char *names[] = {"ring", "hier"};
+    double want[] = {3.0 * (8 << 20), 2.0 * (8 << 20)};
+    for (int i = 0; i < 2; i++) {
+      struct zsim_result r = run(&bw, names[i], 4, 2, 8 << 20, 256 << 10, 4);
+      snprintf(what, sizeof(what), "%s p=4 k=2 bytes between hosts", names[i]);
+      expect(r.net_bytes == want[i], what, r.net_bytes, want[i]);
+    }
+  }
+  /* hier at 8 ranks per host: each host's NIC sends 2(H-1)/H of the vector, its K owners
+   * sharing it, so with only bandwidth costing the time is at least that on one NIC. */
+  {
+    struct zsim_result r = run(&bw, "hier", 64, 8, 8 << 20, 64 << 10, 4);
+    double want = 64 * 2.0 * 7 / 8 * (1 << 20), nic = 2.0 * 7 / 8 * (8 << 20) * 1e-9;
+    expect(r.net_bytes == want, "hier p=64 k=8 bytes between hosts = 2(H-1)/H n per host",
+           r.net_bytes / 8, want / 8);
+    expect(r.time >= nic * (1 - 1e-9) && r.time <= 1.5 * nic,
+           "hier p=64 k=8 time in [one NIC's 2(H-1)/H n b, x1.5]", r.time, nic);
+  }
+  /* Back-to-back calls (zcoll_perf -z 1's loop), latency only: the ring (every block
+   * non-empty) is in lockstep, and a tree's root cannot start call c+1 before its
+   * deepest leaf got call c and sent up again, so both take per call what one call alone
+   * takes -- a call that began before the last one returned would show as less. */
+  for (int t = 0; t < 2; t++) {
+    const char *name = t ? "tree" : "ring";
+    struct zsim_job job = {zcoll__algo_find(name), 64, 1, 1024, 4, 256 << 10, 8, 2, 6};
+    struct zsim_result one = run(&lat, name, 64, 1, 4096, 256 << 10, 2), loop;
+    zsim_run(&lat, &job, &loop);
+    snprintf(what, sizeof(what), "%s p=64 4 KiB, 6 back-to-back calls: per call = one", name);
+    expect(close_to(loop.time, one.time, 1e-9), what, loop.time, one.time);
+  }
   /* Every algorithm finishes at awkward sizes and counts (no deadlock, nothing lost). */
   struct zsim_model mix;
   zsim_model_default(&mix);
@@ -104,6 +157,13 @@ int zsim_selftest(void) {
       struct zsim_result r = run(&mix, zcoll__algos[a]->name, p, 2, 300 << 10, 64 << 10, 3);
       snprintf(what, sizeof(what), "%s p=%d k=2 300 KiB finishes", zcoll__algos[a]->name, p);
       expect(r.time > 0 || p == 1, what, r.time, 0);
+      struct zsim_job job = {a, p, 2, (300 << 10) / 4, 4, 64 << 10, 8, 3};
+      double net = -1, shm = -1;
+      zsim_traffic(&job, &net, &shm);
+      snprintf(what, sizeof(what), "%s p=%d k=2 puts = schedule's bytes", zcoll__algos[a]->name,
+               p);
+      expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes,
+             net + shm);
     }
   printf("%d failure(s)\n", failures);
   return failures ? 1 : 0;

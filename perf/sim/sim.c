@@ -19,6 +19,7 @@ struct op {
 
 struct rank {
   int nops, npeers, remaining, host;
+  int n0, iter; /* ops per call; the call under way (back-to-back calls: job->iters) */
   struct op *ops;
   uint32_t *deps;
   uint32_t *pos, *issued; /* as the executor's: progress of each op, in elements */
@@ -29,14 +30,20 @@ struct rank {
   int *credits, *unreturned;
   int *done_cur; /* per peer: the oldest send whose puts are not all complete */
   long long *arrived, *consumed; /* pieces on the incoming channel of peer j */
+  long long *seen;               /* arrivals the current step knows of (its poll's) */
+  int *credits_in;               /* credits returned since the current step's poll */
+  int *order;                    /* the order a step visits the peers in */
   int local_cur;
   int *local;
   int nlocal;
   /* The CPU: one task at a time (the executor is one thread). */
-  int busy, idle, rr;
+  int busy, idle;
+  /* Where run_step is: peer step_j (npeers: the local copies), its receives (phase 0)
+   * or sends (1); step_moved: this step did something; step_j > npeers: over. */
+  int step_j, phase, step_moved;
   int task_kind, task_j, task_op;
   uint32_t task_a, task_b;
-  double sent; /* bytes put to peers */
+  double sent, sent_net; /* bytes put to peers; of them, to other hosts */
 };
 
 enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_CORE };
@@ -118,45 +125,62 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
     return -1;
   }
   struct rank *R = &S->r[rank];
-  int n = s.nops, np = s.npeers;
+  /* Back-to-back blocking calls are the schedule N times over: copy c's ops are
+   * i + c n0, each channel's sends (and receives) in call order. */
+  int N = job->iters > 1 ? job->iters : 1, n0 = s.nops, n = N * n0, np = s.npeers;
   R->nops = R->remaining = n;
+  R->n0 = n0 ? n0 : 1;
   R->npeers = np;
   R->host = rank / job->k;
   R->ops = malloc(sizeof(*R->ops) * (size_t)(n + 1));
-  R->deps = malloc(sizeof(*R->deps) * (s.ndeps + 1));
+  R->deps = malloc(sizeof(*R->deps) * (N * s.ndeps + 1));
   R->pos = malloc(sizeof(uint32_t) * (size_t)(n + 1));
   R->issued = malloc(sizeof(uint32_t) * (size_t)(n + 1));
   R->list = malloc(sizeof(int) * (size_t)(n + 1));
-  R->local = malloc(sizeof(int) * (size_t)(s.nlocal + 1));
-  int *ints = calloc((size_t)(np + 1) * 9, sizeof(int));
-  long long *lls = calloc((size_t)(np + 1) * 2, sizeof(long long));
+  R->local = malloc(sizeof(int) * (size_t)(N * s.nlocal + 1));
+  int *ints = calloc((size_t)(np + 1) * 11, sizeof(int));
+  long long *lls = calloc((size_t)(np + 1) * 3, sizeof(long long));
   if (!R->ops || !R->deps || !R->pos || !R->issued || !R->list || !R->local || !ints || !lls)
     abort();
   R->peer_rank = ints, R->rev = ints + (np + 1), R->send_cur = ints + 2 * (np + 1);
   R->send_end = ints + 3 * (np + 1), R->recv_cur = ints + 4 * (np + 1);
   R->recv_end = ints + 5 * (np + 1), R->credits = ints + 6 * (np + 1);
   R->unreturned = ints + 7 * (np + 1), R->done_cur = ints + 8 * (np + 1);
-  R->arrived = lls, R->consumed = lls + (np + 1);
-  memcpy(R->deps, s.deps, sizeof(uint32_t) * s.ndeps);
+  R->credits_in = ints + 9 * (np + 1), R->order = ints + 10 * (np + 1);
+  R->arrived = lls, R->consumed = lls + (np + 1), R->seen = lls + 2 * (np + 1);
+  R->step_j = np + 1; /* the first kick starts a step */
+  for (size_t d = 0; d < N * s.ndeps; d++)
+    R->deps[d] = s.deps[d % s.ndeps] + (uint32_t)(d / s.ndeps * n0);
   for (int i = 0; i < n; i++) {
-    const struct zcoll__sop *o = &s.ops[i];
+    const struct zcoll__sop *o = &s.ops[i % n0];
     int j = -1;
     if (o->peer >= 0)
       for (j = 0; s.peers[j] != o->peer; j++) continue;
     if (o->off + o->count > UINT32_MAX) abort(); /* the model keeps elements in 32 bits */
     R->ops[i] = (struct op){o->kind, o->acc == ZCOLL_BUF_DST, j, (uint32_t)o->off,
-                            (uint32_t)o->count, o->dep_first, o->ndeps};
+                            (uint32_t)o->count, o->dep_first + (uint32_t)(i / n0 * s.ndeps),
+                            o->ndeps};
     R->pos[i] = R->issued[i] = (uint32_t)o->off;
   }
-  memcpy(R->list, s.peer_ops, sizeof(int) * (size_t)s.peer_sends[np]);
   for (int j = 0; j < np; j++) {
+    int first = N * s.peer_sends[j], nsend = s.peer_recvs[j] - s.peer_sends[j];
+    int nrecv = s.peer_sends[j + 1] - s.peer_recvs[j];
+    for (int c = 0; c < N; c++) {
+      for (int x = 0; x < nsend; x++)
+        R->list[first + c * nsend + x] = s.peer_ops[s.peer_sends[j] + x] + c * n0;
+      for (int x = 0; x < nrecv; x++)
+        R->list[first + N * nsend + c * nrecv + x] = s.peer_ops[s.peer_recvs[j] + x] + c * n0;
+    }
     R->peer_rank[j] = s.peers[j];
-    R->send_cur[j] = R->done_cur[j] = s.peer_sends[j], R->send_end[j] = s.peer_recvs[j];
-    R->recv_cur[j] = s.peer_recvs[j], R->recv_end[j] = s.peer_sends[j + 1];
+    R->send_cur[j] = R->done_cur[j] = first, R->send_end[j] = first + N * nsend;
+    R->recv_cur[j] = first + N * nsend, R->recv_end[j] = first + N * (nsend + nrecv);
     R->credits[j] = job->depth;
   }
-  memcpy(R->local, s.local_ops, sizeof(int) * (size_t)s.nlocal);
-  R->nlocal = s.nlocal;
+  /* The executor's order is the schedule's; the what-if reverses it. */
+  for (int j = 0; j < np; j++) R->order[j] = job->reverse ? np - 1 - j : j;
+  for (int c = 0; c < N; c++)
+    for (int x = 0; x < s.nlocal; x++) R->local[c * s.nlocal + x] = s.local_ops[x] + c * n0;
+  R->nlocal = N * s.nlocal;
   zcoll__sched_free(&s);
   return 0;
 }
@@ -214,29 +238,59 @@ static void start_task(struct sim *S, int rank);
 static int try_piece(struct sim *S, struct rank *R, int kind, int j, int i, const uint32_t *at) {
   const struct op *o = &R->ops[i];
   uint32_t a = at[i], b = piece_end(S, o, a);
+  if (i / R->n0 > R->iter) return 0; /* the next call starts when this one returns */
   if (!deps_ready(R, o, a, b)) return 0;
   R->task_kind = kind, R->task_j = j, R->task_op = i, R->task_a = a, R->task_b = b;
-  if (j >= 0) R->rr = j;
+  R->step_moved = 1;
   return 1;
 }
 
-/* Picks the next piece this rank can move, peers in turn as run_step visits them. */
+/* A poll, then a new step: it sees what arrived and the credits that came back. */
+static void new_step(struct rank *R) {
+  for (int j = 0; j < R->npeers; j++) {
+    R->seen[j] = R->arrived[j];
+    R->credits[j] += R->credits_in[j];
+    R->credits_in[j] = 0;
+  }
+  R->step_j = R->phase = R->step_moved = 0;
+}
+
+/* Picks the next piece this rank can move in the order of the executor's run_step: peer
+ * by peer, each one's receives drained (those its poll saw), then its sends as far as
+ * credits and dependencies allow, then the local copies; then a poll and the next step.
+ * So a peer that keeps sending cannot starve the others: a rank forwarding a chunk to
+ * its next peer does so within a step of it being reduced, however busy its previous
+ * peer keeps it. 0 if a whole step found nothing: the rank waits for an event. */
 static int choose(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
   int np = R->npeers;
-  for (int t = 0; t < np; t++) {
-    int j = (R->rr + t) % np;
-    if (R->recv_cur[j] < R->recv_end[j] && R->consumed[j] < R->arrived[j] &&
-        try_piece(S, R, T_RECV, j, R->list[R->recv_cur[j]], R->pos))
+  if (R->step_j > np) new_step(R);
+  for (;;) {
+    for (; R->step_j < np; R->step_j++, R->phase = 0) {
+      int j = R->order[R->step_j];
+      if (R->phase == 0) {
+        if (R->recv_cur[j] < R->recv_end[j] && R->consumed[j] < R->seen[j] &&
+            try_piece(S, R, T_RECV, j, R->list[R->recv_cur[j]], R->pos))
+          return 1;
+        R->phase = 1;
+      }
+      if (R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
+          try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
+        return 1;
+    }
+    if (R->local_cur < R->nlocal &&
+        try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos))
       return 1;
-    if (R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
-        try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
-      return 1;
+    R->step_j = np + 1;
+    if (!R->step_moved) return 0;
+    new_step(R);
   }
-  return R->local_cur < R->nlocal && try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos);
 }
 
-static void finish_op(struct rank *R) { R->remaining--; }
+/* A call returns when all its ops are done; the next starts with a fresh step. */
+static void finish_op(struct rank *R) {
+  if (--R->remaining % R->n0 == 0) R->iter++, R->step_j = R->npeers + 1;
+}
 
 /* Called whenever something may have become possible for an idle rank. */
 static void kick(struct sim *S, int rank) {
@@ -310,6 +364,7 @@ static void cpu_done(struct sim *S, int rank) {
     int q = R->peer_rank[j];
     R->issued[i] = b;
     R->sent += bytes(S, a, b);
+    if (!same_host(S, rank, q)) R->sent_net += bytes(S, a, b);
     if (b == end) R->send_cur[j]++;
     if (same_host(S, rank, q)) { /* the copy is done: the source is free */
       R->pos[i] = b;
@@ -355,6 +410,32 @@ static void put_done(struct sim *S, const struct ev *e) {
   const struct op *o = &R->ops[i];
   R->pos[i] = e->b;
   if (e->b == o->off + o->count) R->done_cur[e->j]++, finish_op(R);
+}
+
+/* ---- traffic, from the schedules alone ----------------------------------------------------- */
+
+int zsim_traffic(const struct zsim_job *job, double *net, double *shm) {
+  int p = job->p, k = job->k > 0 ? job->k : 1, nhosts = (p + k - 1) / k;
+  if (p < 1 || job->algo < 0 || job->algo >= zcoll__nalgos) return -1;
+  int *host_of = malloc(sizeof(int) * (size_t)p);
+  if (!host_of) abort();
+  for (int r = 0; r < p; r++) host_of[r] = r / k;
+  struct zcoll__algo_params ap = {job->arity, host_of, nhosts};
+  int rc = 0;
+  *net = *shm = 0;
+  for (int r = 0; r < p && rc == 0; r++) {
+    struct zcoll__sched s;
+    zcoll__sched_init(&s, r, p, job->count, 0);
+    zcoll__algos[job->algo]->build(&s, &ap);
+    rc = zcoll__sched_finish(&s) == ZCOLL_OK ? 0 : -1;
+    for (int i = 0; i < s.nops && rc == 0; i++)
+      if (s.ops[i].kind == ZCOLL_SOP_SEND)
+        *(host_of[s.ops[i].peer] == host_of[r] ? shm : net) +=
+            (double)s.ops[i].count * job->dsize;
+    zcoll__sched_free(&s);
+  }
+  free(host_of);
+  return rc;
 }
 
 /* ---- the run --------------------------------------------------------------------------- */
@@ -416,7 +497,7 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
       R->rev[j] = x;
     }
   }
-  double sum = 0, last = 0, max_sent = 0;
+  double sum = 0, last = 0, max_sent = 0, net = 0, all = 0;
   int done = 0;
   for (int r = 0; r < p && rc == 0; r++) kick(&S, r);
   for (int r = 0; r < p && rc == 0; r++)
@@ -438,7 +519,7 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
         nic_rx(&S, &e);
         break;
       case EV_CREDIT:
-        R->credits[e.j] += (int)e.a;
+        R->credits_in[e.j] += (int)e.a;
         break;
       case EV_PUT_DONE:
         put_done(&S, &e);
@@ -456,13 +537,18 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
     rc = -1;
   }
   if (rc == 0 && out) {
-    out->time = last;
-    out->mean_time = sum / p;
+    int N = job->iters > 1 ? job->iters : 1; /* per call, as zcoll_perf's loop divides */
+    out->time = last / N;
+    out->mean_time = sum / p / N;
     out->events = S.events;
     out->pieces = S.pieces;
-    for (int r = 0; r < p; r++)
+    for (int r = 0; r < p; r++) {
       if (S.r[r].sent > max_sent) max_sent = S.r[r].sent;
-    out->max_sent = max_sent;
+      net += S.r[r].sent_net, all += S.r[r].sent;
+    }
+    out->max_sent = max_sent / N;
+    out->net_bytes = net / N;
+    out->shm_bytes = (all - net) / N;
   }
   free_sim(&S);
   return rc;

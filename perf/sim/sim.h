@@ -48,6 +48,11 @@ struct zsim_job {
   size_t slot_bytes; /* the pipeline chunk */
   int depth;         /* slots per channel */
   int arity;         /* TREE_ARITY */
+  int iters;         /* back-to-back blocking calls, timed as zcoll_perf -z 1 does (the
+                      * loop's time per call); 0 or 1: one call's latency */
+  int reverse;       /* what-if, not the executor: each step visits the peers in the
+                      * reverse of the schedule's order (lib/executor.c: that order).
+                      * For hier: the ring's previous and next host, then its own host */
 };
 
 struct zsim_result {
@@ -55,12 +60,18 @@ struct zsim_result {
   double mean_time; /* mean over ranks */
   long long events;
   long long pieces;
-  double max_sent; /* the most bytes any rank put */
+  double max_sent;  /* the most bytes any rank put */
+  double net_bytes; /* bytes put between hosts, all ranks (zcoll_comm_stats' count) */
+  double shm_bytes; /* bytes put within hosts, all ranks */
 };
 
 /* Builds every rank's schedule and runs it. 0 on success, -1 (with a message on
  * stderr) if a schedule does not build or the run deadlocks. */
 int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim_result *out);
+
+/* The bytes the job's schedules put between hosts and within them, all ranks: what the
+ * library counts (zcoll_comm_stats), without simulating. 0 on success. */
+int zsim_traffic(const struct zsim_job *job, double *net, double *shm);
 
 /* Parses "key=value" (the model file's keys, see sim.c); 0 on success. */
 int zsim_model_set(struct zsim_model *m, const char *kv);

@@ -129,6 +129,10 @@ void zcoll__sched_copy(struct zcoll__sched *s, size_t off, size_t count) {
                                 .acc = ZCOLL_BUF_SRC, .peer = -1, .off = off, .count = count});
 }
 
+void zcoll__sched_prefer(struct zcoll__sched *s, int peer) {
+  if (s->nfirst < 2) s->first[s->nfirst++] = peer;
+}
+
 zcoll_status_t zcoll__sched_finish(struct zcoll__sched *s) {
   if (s->error) return s->error;
   int n = s->nops;
@@ -141,6 +145,12 @@ zcoll_status_t zcoll__sched_finish(struct zcoll__sched *s) {
     return s->error = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory indexing a schedule");
   s->npeers = 0;
   s->nlocal = 0;
+  for (int f = 0; f < s->nfirst; f++) /* those with ops only */
+    for (int i = 0; i < n; i++)
+      if (s->ops[i].peer == s->first[f]) {
+        if (!f || s->first[0] != s->first[1]) s->peers[s->npeers++] = s->first[f];
+        break;
+      }
   for (int i = 0; i < n; i++) {
     if (s->ops[i].peer < 0) {
       s->local_ops[s->nlocal++] = i;

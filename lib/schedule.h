@@ -47,6 +47,7 @@ struct zcoll__sched {
   uint32_t *deps;
   size_t ndeps, deps_cap;
   zcoll_status_t error; /* sticky: the first failure while building */
+  int first[2], nfirst; /* peers the executor should visit before the others */
   /* Filled by zcoll__sched_finish: per distinct peer, its ops in program order. */
   int npeers;
   int *peers;        /* ranks */
@@ -68,6 +69,9 @@ void zcoll__sched_recv_copy(struct zcoll__sched *s, int peer, size_t off, size_t
 /* dst = src over a range; nothing when in place. */
 void zcoll__sched_copy(struct zcoll__sched *s, size_t off, size_t count);
 
+/* The executor visits a schedule's peers in order, each step: a peer named here (at most
+ * two) comes first -- the one on the critical path, whose forwards others wait for. */
+void zcoll__sched_prefer(struct zcoll__sched *s, int peer);
 /* Indexes the ops per peer; returns the sticky build status. */
 zcoll_status_t zcoll__sched_finish(struct zcoll__sched *s);
 

@@ -49,6 +49,7 @@ stage "test suite under ASan+UBSan"
 # every rank count once (tests/allreduce_matrix.c); the loopback algorithm matrix 28 of 84
 # (tests/test_algorithms.c); the 3 MiB loopback matrix 6 of 11 (test_allreduce_loopback.c).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp \
   ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan --output-on-failure --timeout 2400
 
 stage "verbs under ASan+UBSan on soft-RoCE (registered-buffer matrix, device errors, peer death)"

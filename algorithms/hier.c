@@ -14,7 +14,13 @@
  * Ranks past K on a host with more (uneven hosts) own nothing: they send in phase 1 and
  * receive in phase 3. Every element is finished by one rank and copied from there, so
  * all ranks get bit-identical results. Any operator that commutes (non-commutative ones
- * run on chain). host_of NULL: every rank on one host (phases 1 and 3 alone).
+ * run on chain). On one host (or host_of NULL) it is the ring: phase 1 and 3 alone would
+ * connect every pair of the host's ranks for nothing a ring does not do.
+ *
+ * Its cost: every rank of a host is a peer of every other (k - 1 channels, each with its
+ * receive slots), which at 64 ranks per host is 63 channels; rings inside the host
+ * (reduce-scatter, allgather) would keep it to 4, for uneven hosts at the price of a
+ * slice mapping this version does not have.
  */
 #include <stdlib.h>
 
@@ -67,6 +73,10 @@ static void hier_build(struct zcoll__sched *s, const struct zcoll__algo_params *
     return;
   }
   struct hier_view v = view_of(r, p, params);
+  if (v.nhosts <= 1) { /* one host: nothing to save, and no channel to every rank */
+    zcoll__algo_ring.build(s, params);
+    return;
+  }
   size_t off, len, boff, blen;
   /* The ring of hosts is the critical path: a forward that waits behind a round of the
    * host's own copies delays every host after it (perf/sim: 8 MiB at 1024 hosts of 8, 5x). */
@@ -122,6 +132,8 @@ static void hier_build(struct zcoll__sched *s, const struct zcoll__algo_params *
 static int hier_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,
                       int max) {
   struct hier_view v = view_of(rank, size, params);
+  /* Every rank of the host is a peer: a job on one host would connect every pair. */
+  if (v.nhosts <= 1) return zcoll__algo_ring.peers(rank, size, params, out, max);
   int n = 0;
   for (int q = 0; q < size && n < max; q++)
     if (q != rank && host_of(params, q) == v.host) out[n++] = q;

@@ -118,6 +118,14 @@ static zcoll_status_t build_reply(struct root_state *rs, const int *hosts, int n
   return ZCOLL_OK;
 }
 
+/* Every rank gets the same answer in these rounds: a copy of the one built. */
+static zcoll_status_t copy_reply(const struct root_state *rs, void **reply, size_t *len) {
+  if (!(*reply = malloc(rs->len))) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  memcpy(*reply, rs->reply, rs->len);
+  *len = rs->len;
+  return ZCOLL_OK;
+}
+
 static zcoll_status_t bad_size(int rank, uint32_t got, size_t want, const char *round) {
   return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
                      "rank %d sent %u bytes in the %s round, not %zu (different zcoll versions?)",
@@ -144,10 +152,7 @@ static zcoll_status_t host_reply(void *arg, int rank, const void *const *blobs,
     if (st != ZCOLL_OK) return st;
   }
   (void)rank;
-  if (!(*reply = malloc(rs->len))) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  memcpy(*reply, rs->reply, rs->len);
-  *len = rs->len;
-  return ZCOLL_OK;
+  return copy_reply(rs, reply, len);
 }
 
 static zcoll_status_t net_reply(void *arg, int rank, const void *const *blobs,
@@ -171,10 +176,7 @@ static zcoll_status_t net_reply(void *arg, int rank, const void *const *blobs,
     if (st != ZCOLL_OK) return st;
   }
   (void)rank;
-  if (!(*reply = malloc(rs->len))) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  memcpy(*reply, rs->reply, rs->len);
-  *len = rs->len;
-  return ZCOLL_OK;
+  return copy_reply(rs, reply, len);
 }
 
 /* Unpacks a reply into the geometry, masks (or'ed in) and, in round 1, host_of. */

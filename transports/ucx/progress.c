@@ -165,10 +165,12 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   struct zcoll_tl *tl = arg;
   struct zcoll__ucx_hdr h;
   int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-  if (tl->quiesced) { /* an error was returned: nothing more lands in the caller's memory */
-    if (rndv) zcoll__ucp.am_data_release(tl->worker, data);
-    return UCS_OK;
-  }
+  /* A rendezvous this handler does not take is dropped by returning UCS_OK without calling
+   * ucp_am_recv_data_nbx: UCX then acknowledges it (ATS) and frees its descriptor itself.
+   * ucp_am_data_release is for a descriptor kept past the handler (UCS_INPROGRESS); called
+   * in here it acknowledges a second time, and the sender's UCX asserts (SIGABRT) on the ATS
+   * for a request the first one completed. */
+  if (tl->quiesced) return UCS_OK; /* an error was returned: nothing more lands in memory */
   if (header_length != sizeof(h)) goto bad;
   memcpy(&h, header, sizeof(h));
   if (h.src < 0 || h.src >= tl->size) goto bad;
@@ -191,7 +193,6 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
   if (!op) {
     if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
-    zcoll__ucp.am_data_release(tl->worker, data);
     return UCS_OK;
   }
   op->hdr = h;
@@ -200,7 +201,6 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   op->placed = (uint8_t)final;
   if (!(op->arrival = arrived(tl, h.src, h.imm, (uint32_t)length, final, 0))) {
     zcoll__ucx_op_put(tl, op);
-    zcoll__ucp.am_data_release(tl->worker, data);
     return UCS_OK; /* out of memory: the instance failed */
   }
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -235,7 +235,6 @@ bad:
                              "ucx: dropped a malformed message (header %zu bytes, payload %zu "
                              "bytes) that would write outside its region",
                              header_length, length);
-  if (rndv) zcoll__ucp.am_data_release(tl->worker, data);
   return UCS_OK;
 }
 

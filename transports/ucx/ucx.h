@@ -39,7 +39,6 @@
   X(ep_close_nbx, ucp_ep_close_nbx)                         \
   X(am_send_nbx, ucp_am_send_nbx)                           \
   X(am_recv_data_nbx, ucp_am_recv_data_nbx)                 \
-  X(am_data_release, ucp_am_data_release)                   \
   X(request_check_status, ucp_request_check_status)         \
   X(request_cancel, ucp_request_cancel)                     \
   X(request_free, ucp_request_free)                         \

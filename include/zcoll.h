@@ -166,6 +166,10 @@ ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:
  * "shm", "verbs", "shm+verbs", "shm+ucx", ... (ZCOLL_LOG=info says which peer uses what). */
 ZCOLL_API const char *zcoll_comm_transport(const zcoll_comm_t *comm);
+/* The device under each of those transports, joined by '+' in the same order: "rxe0:1"
+ * (verbs: device and port), what UCX may choose from ("all", or UCX_NET_DEVICES and
+ * UCX_TLS as set), "-" where there is none to name (shm): "-+rxe0:1" for shm+verbs. */
+ZCOLL_API const char *zcoll_comm_device(const zcoll_comm_t *comm);
 /* Where this process's rank came from: "ZCOLL_RANK" (the variables or the config),
  * "PMIx" (a PMIx server: srun --mpi=pmix, mpirun, PRRTE; the rendezvous then needs no
  * ZCOLL_* variable), "Open MPI", "PMI" or "Slurm" (their variables), or "none" (a job

@@ -139,6 +139,10 @@ const char *zcoll_comm_transport(const zcoll_comm_t *comm) {
   return comm && comm->ntlis ? comm->tl_names : NULL;
 }
 
+const char *zcoll_comm_device(const zcoll_comm_t *comm) {
+  return comm && comm->ntlis ? comm->tl_devices : NULL;
+}
+
 const char *zcoll_comm_launcher(const zcoll_comm_t *comm) {
   return comm ? comm->launch.name : NULL;
 }

@@ -81,6 +81,7 @@ struct zcoll_comm {
    * one such transport in a job (comm_setup.c checks). */
   struct zcoll__tli *reg;
   char tl_names[64]; /* "shm", "shm+verbs": what zcoll_comm_transport says */
+  char tl_devices[192]; /* "-+rxe0:1": what zcoll_comm_device says, in the same order */
   int can_block;     /* every instance has an event descriptor: a waiting rank may sleep */
   int *host_of;      /* rank -> its host, numbered in order of first rank */
   int nhosts;

@@ -156,6 +156,9 @@ struct zcoll_tl_ops {
    * the transport does not own (the user's buffers), so that an error returned to the
    * application is the end of zcoll touching them. Bounded in time. */
   void (*quiesce)(struct zcoll_tl *tl);
+  /* Optional: the device an open instance uses, for operators ("rxe0:1"); NULL where
+   * there is none to name (shared memory). At most len bytes, NUL included. */
+  void (*describe)(struct zcoll_tl *tl, char *buf, size_t len);
 };
 
 extern const struct zcoll_tl_ops zcoll__tl_shm;

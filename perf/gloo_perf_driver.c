@@ -63,7 +63,7 @@ static int row(const struct pt_opts *o, const struct gp_run *r, const struct pt_
   const struct gp_backend *be = r->be;
   const struct pt_reducer red = {be->ctx, r->rank, r->nranks, be->max_double, be->sum_double};
   const enum pt_op lib_op = r->op == PT_AVG ? PT_SUM : r->op;
-  struct pt_cell cell = {0.0, 0.0, 0};
+  struct pt_cell cell = {0.0, 0.0, 0, 0};
   pt_fill(r->buf, pat->input, pat->esize, pat->period, r->count);
   if (be->prepare(be->ctx, r->buf, r->count, (int)r->t, (int)lib_op)) return -1;
   if (iterations(o, r, o->warmup) || be->barrier(be->ctx)) return -1;
@@ -176,6 +176,11 @@ int gp_main(int argc, char **argv, const struct gp_backend *be, const char *algo
     return 0;
   }
   if (rc != 0) return 2;
+  if (o.csv) { /* the rows are printed by this driver's own loop, which has no CSV */
+    fprintf(stderr, "%s: -F %s: the CSV table is zcoll_perf's and mpi_allreduce_perf's only\n",
+            be->prog, o.csv);
+    return 2;
+  }
   if (o.algo && be->set_algo(be->ctx, o.algo)) return 2;
   int dropped_t = 0, dropped_o = 0;
   char notes[512] = "";
@@ -205,7 +210,7 @@ int gp_main(int argc, char **argv, const struct gp_backend *be, const char *algo
             strerror(err));
     return 1;
   }
-  struct pt_totals tot = {0, 0.0, 0};
+  struct pt_totals tot = {0, 0.0, 0, NULL};
   rc = 0;
   for (long cycle = 1; rc == 0 && (o.cycles == 0 || cycle <= o.cycles); cycle++) {
     for (int d = 0; d < o.ndtypes && rc == 0; d++) {

@@ -235,7 +235,7 @@ int main(int argc, char **argv)
     fflush(stdout);
   }
   rc = pt_run(&o, &be);
-  if (rc < 0) MPI_Abort(MPI_COMM_WORLD, 1);
+  if (rc == -1) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Finalize();
-  return rc ? 1 : 0;
+  return rc == -2 ? 2 : rc ? 1 : 0;
 }

@@ -220,6 +220,19 @@ static const struct {
     {ARGS("--overlap=sleepy"), "--overlap=sleepy: busy or idle"},
     {ARGS("--coll"), "--coll"},
     {ARGS("-t", "broadcast", "--overlap"), "--overlap measures the allreduce only"},
+    /* what needs GPUs or threads per process: refused, naming the flag */
+    {ARGS("-g", "2"), "-g 2: zcoll_perf runs one rank per process on host memory"},
+    {ARGS("--ngpus", "8"), "-g 8: "},
+    {ARGS("-g", "0"), "(ngpus) can only be 1"},
+    {ARGS("-g", "two"), "-g: 'two' is not a count"},
+    {ARGS("-G", "1"), "-G 1: zcoll_perf uses no GPUs"},
+    {ARGS("--cudagraph=4"), "only -G 0 is accepted"},
+    {ARGS("-p", "2"), "-p: '2' is not 0 or 1"},
+    {ARGS("--parallel_init", "yes"), "-p"},
+    {ARGS("-F", ""), "-F: empty file name"},
+    {ARGS("--output_file"), "--output_file"},
+    {ARGS("-F", "x.csv", "--overlap"), "-F x.csv: the CSV file holds the table of times"},
+    {ARGS("-v", "--overlap"), "-v: per-rank times"},
 };
 
 /* The collective and its root: an option, a value it refuses, what the message says. -t
@@ -289,6 +302,27 @@ Test(perf_cli, algorithm_forms_accepted)
   EXPECT_FORMS_OK(ARGS(", algorithm ring, ranks 1,"), ARGS("-A", "ring", ONE_SIZE),
                   ARGS("-Aring", ONE_SIZE), ARGS("--algo", "ring", ONE_SIZE),
                   ARGS("--algo=ring", ONE_SIZE), ARGS("--algorithm", "ring", ONE_SIZE));
+}
+
+/* nccl-tests' GPU flags at the values that mean "no GPU, one thread": a normal run. */
+Test(perf_cli, gpu_flags_at_their_host_values)
+{
+  EXPECT_FORMS_OK(ARGS("# zcoll_perf: allreduce, blocking", "  float     sum      -1  "),
+                  ARGS("-g", "1", "-p", "1", "-G", "0", ONE_SIZE),
+                  ARGS("--ngpus=1", "--parallel_init=0", "--cudagraph", "0", ONE_SIZE),
+                  ARGS("-t", "1", "-g", "1", "-p", "0", ONE_SIZE));
+}
+
+/* -F names a file rank 0 cannot create: exit 2 before anything is timed, naming -F. */
+Test(perf_cli, output_file_not_writable)
+{
+  static struct result r;
+  run_perf(&r, ARGS("-F", "/nonexistent-dir/out.csv", ONE_SIZE));
+  cr_expect_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.err);
+  cr_expect(strstr(r.err, "zcoll_perf: -F /nonexistent-dir/out.csv: cannot create the CSV "
+                          "file: No such file or directory") != NULL,
+            "stderr: %s", r.err);
+  cr_expect(strstr(r.out, "out-of-place") == NULL, "a table was printed: %s", r.out);
 }
 
 /* -t 1 (nccl-tests' nthreads) and -t allreduce change nothing: the allreduce table. */

@@ -5,7 +5,9 @@
  * row must have the shape its mode gives it, numbers where numbers belong, N/A where
  * nothing was measured and 0 in every #wrong column. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdbool.h>
+#include <unistd.h>
 
 #include "spawn.h"
 
@@ -221,4 +223,199 @@ Test(perf_run, broadcast_shm)
 Test(perf_run, broadcast_ucx)
 {
   broadcast_job("ZCOLL_TRANSPORT=ucx", "# zcoll_perf: transport ucx, algorithm auto, ranks 3,");
+}
+
+/* ---- -F, -v, -a and the rank list ---------------------------------------------------- */
+
+/* Splits line at commas in place (no quoting: no field has a comma); returns the count. */
+static int csv_split(char *line, char **f, int max)
+{
+  int n = 0;
+  for (char *p = line; n < max;) {
+    f[n++] = p;
+    char *c = strchr(p, ',');
+    if (!c) break;
+    *c = '\0';
+    p = c + 1;
+  }
+  return n;
+}
+
+/* -F: the file holds the table as CSV, read back as a reader with header=[0, 1, 2] would:
+ * three header rows of the same width (group, name, unit), then a row per size of the
+ * printed table, with the same sizes, numbers in the measured columns and 0 wrong. */
+static void expect_csv(const char *const *extra, bool cpu)
+{
+  char path[] = "/tmp/zcoll_perf_csv_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  const char *args[16] = {"-F", path};
+  size_t n = 2;
+  for (size_t i = 0; extra[i]; i++) args[n++] = extra[i];
+  args[n] = NULL;
+  char *out = expect_tables(args, NULL, cpu ? &table_cpu : &table, 1);
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "no %s", path);
+  static const char *const names[] = {"size", "count", "type", "redop", "root", "time", "cpu",
+                                      "algbw", "busbw", "#wrong", "time", "cpu", "algbw",
+                                      "busbw", "#wrong", "algorithm"};
+  const int width = cpu ? 16 : 14;
+  char line[1024], *fld[32];
+  int rows = 0;
+  for (int l = 0; fgets(line, sizeof line, f); l++) {
+    line[strcspn(line, "\n")] = '\0';
+    int k = csv_split(line, fld, 32);
+    cr_expect_eq(k, width, "CSV line %d has %d fields, want %d", l, k, width);
+    if (k != width) continue;
+    if (l == 0) {
+      cr_expect_str_eq(fld[0], "");
+      cr_expect_str_eq(fld[5], "out-of-place");
+      cr_expect_str_eq(fld[width - 2], "in-place");
+    } else if (l == 1) {
+      for (int i = 0, j = 0; i < width; i++, j++) {
+        if (!cpu && (j == 6 || j == 11)) j++; /* no cpu columns */
+        cr_expect_str_eq(fld[i], names[j], "header column %d", i);
+      }
+    } else if (l == 2) {
+      cr_expect_str_eq(fld[0], "(B)");
+      cr_expect_str_eq(fld[5], "(us)");
+    } else {
+      rows++;
+      for (int i = 0; i < width - 1; i++) {
+        if (i >= 2 && i <= 3) continue; /* type, redop */
+        char *end;
+        double v = strtod(fld[i], &end);
+        cr_expect(end != fld[i] && *end == '\0' && (i == 4 || v >= 0.0),
+                  "CSV row %d column %d is not a number: '%s'", rows, i, fld[i]);
+      }
+      cr_expect_str_eq(fld[2], "float");
+      cr_expect_str_eq(fld[cpu ? 9 : 8], "0", "#wrong out of place, row %d", rows);
+      cr_expect_str_eq(fld[width - 2], "0", "#wrong in place, row %d", rows);
+      /* the same size as the printed table's row of that rank */
+      char want[64];
+      snprintf(want, sizeof want, "\n%12s  %12s", fld[0], fld[1]);
+      cr_expect(strstr(out, want) != NULL, "no table row for size %s:\n%s", fld[0], out);
+    }
+  }
+  fclose(f);
+  unlink(path);
+  cr_expect_eq(rows, SIZES, "%d CSV rows, want %d", rows, SIZES);
+  free(out);
+}
+
+Test(perf_run, csv) { expect_csv(NONE, false); }
+Test(perf_run, csv_with_cputime) { expect_csv(ARGS("-C", "1", "-z", "1"), true); }
+
+/* One table row and the -v lines under it: the table's time columns, the ranks' own. */
+struct vrow {
+  double table[2];
+  double rank[8][2];
+  unsigned long timed[8][2];
+  int nranks;
+};
+
+/* The rows of a -v run with np ranks. */
+static int parse_verbose(const char *out, struct vrow *rows, int max)
+{
+  int n = -1;
+  for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    char tok[14][32];
+    if (sscanf(l, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s",
+               tok[0], tok[1], tok[2], tok[3], tok[4], tok[5], tok[6], tok[7], tok[8], tok[9],
+               tok[10], tok[11], tok[12], tok[13]) == 14 &&
+        l[0] == ' ' && n + 1 < max) {
+      struct vrow *r = &rows[++n];
+      r->table[0] = strtod(tok[5], NULL);
+      r->table[1] = strtod(tok[9], NULL);
+      r->nranks = 0;
+      continue;
+    }
+    int rk;
+    double t0, t1;
+    unsigned long c0, c1;
+    if (n >= 0 && sscanf(l, "#   rank %d: time %lf %lf us (out of place, in place), timed "
+                            "collectives %lu %lu", &rk, &t0, &t1, &c0, &c1) == 5 &&
+        rk == rows[n].nranks && rk < 8) {
+      rows[n].rank[rk][0] = t0;
+      rows[n].rank[rk][1] = t1;
+      rows[n].timed[rk][0] = c0;
+      rows[n].timed[rk][1] = c1;
+      rows[n].nranks++;
+    }
+  }
+  return n + 1;
+}
+
+/* What -a makes of the ranks' times, within the table's rounding (2 decimals below 100 us,
+ * 1 below 10 ms, none above) and -v's (3 decimals). */
+static void expect_average(int a, const struct vrow *r, int k)
+{
+  double want = a == 0 ? r->rank[0][k] : a == 2 ? 1e300 : a == 3 ? -1e300 : 0.0;
+  for (int i = 0; i < r->nranks && a != 0; i++) {
+    double t = r->rank[i][k];
+    want = a == 1 ? want + t / r->nranks : a == 2 ? (t < want ? t : want) : (t > want ? t : want);
+  }
+  double tol = (want >= 10000.0 ? 0.5 : want >= 100.0 ? 0.05 : 0.005) + 0.001;
+  cr_expect(fabs(r->table[k] - want) <= tol, "-a %d, column %d: table %.3f, ranks give %.3f", a,
+            k, r->table[k], want);
+}
+
+/* -v prints each rank's own times; the table's are their rank 0 / mean / min / max (-a),
+ * and each rank's timed loops issued -n x -m collectives, blocking or not. */
+Test(perf_run, verbose_average_and_agg_counts)
+{
+  const struct job job = {"3", "ZCOLL_TRANSPORT=shm", {"-b", "8", "-e", "64K", "-f", "64"}};
+  static const char *const mode[][4] = {{"-a", "0", "-m", "1"}, {"-a", "1", "-m", "4"},
+                                        {"-a", "2", "-m", "3"}, {"-a", "3", "-m", "2"}};
+  for (int a = 0; a < 4; a++) {
+    for (int z = 0; z < 2; z++) {
+      const char *extra[] = {"-v", mode[a][0], mode[a][1], mode[a][2], mode[a][3], "-z",
+                             z ? "1" : "0", NULL};
+      char *out = run_job(&job, extra, NULL);
+      struct vrow rows[8];
+      int n = parse_verbose(out, rows, 8);
+      cr_expect_eq(n, 3, "-a %d: %d rows:\n%s", a, n, out);
+      const unsigned long want = 3UL * strtoul(mode[a][3], NULL, 10); /* -n 3 */
+      for (int i = 0; i < n; i++) {
+        cr_expect_eq(rows[i].nranks, 3, "-a %d row %d: %d rank lines:\n%s", a, i,
+                     rows[i].nranks, out);
+        for (int k = 0; k < 2; k++) expect_average(a, &rows[i], k);
+        for (int r = 0; r < rows[i].nranks; r++)
+          cr_expect(rows[i].timed[r][0] == want && rows[i].timed[r][1] == want,
+                    "rank %d timed %lu and %lu collectives, want %lu:\n%s", r,
+                    rows[i].timed[r][0], rows[i].timed[r][1], want, out);
+      }
+      free(out);
+    }
+  }
+}
+
+/* nccl-tests' "# Using devices": one line per rank, in rank order, with its own pid, this
+ * host, the transport and the device. */
+Test(perf_run, rank_list)
+{
+  const struct job job = {"3", "ZCOLL_TRANSPORT=shm", {"-b", "8", "-e", "8"}};
+  char *out = run_job(&job, NONE, NULL);
+  char host[64];
+  cr_assert_eq(gethostname(host, sizeof host), 0);
+  const char *l = strstr(out, "# Using devices\n");
+  cr_assert(l, "%s", out);
+  l = strchr(l, '\n') + 1;
+  long pids[3];
+  for (int r = 0; r < 3; r++, l = strchr(l, '\n') + 1) {
+    int rank;
+    long pid;
+    char h[64], tl[32], dev[32];
+    cr_assert_eq(sscanf(l, "#  Rank %d Pid %ld on %63s transport %31s device %31s", &rank, &pid,
+                        h, tl, dev),
+                 5, "%s", out);
+    cr_expect_eq(rank, r);
+    cr_expect_str_eq(h, host);
+    cr_expect_str_eq(tl, "shm");
+    cr_expect_str_eq(dev, "-");
+    pids[r] = pid;
+    for (int q = 0; q < r; q++) cr_expect_neq(pids[q], pid, "ranks %d and %d: pid %ld", q, r, pid);
+  }
+  free(out);
 }

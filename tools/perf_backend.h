@@ -44,6 +44,9 @@ struct pt_backend {
   /* optional (PT_HAS_REGISTER): register [addr, addr + len) until deregister_all */
   int (*register_mem)(void *ctx, void *addr, size_t len);
   int (*deregister_all)(void *ctx);
+  /* optional (-v): how many collectives this rank has issued so far, as the library
+   * counts them, so that -v shows what -n, -w and -m made each rank run */
+  uint64_t (*collectives)(void *ctx);
 };
 
 static inline struct pt_reducer pt_reducer_of(const struct pt_backend *be)

@@ -43,11 +43,13 @@ static inline int pt_time_one(const struct pt_opts *o, const struct pt_backend *
   for (long k = 0; k < o->warmup; k++)
     if (pt_iteration(o, be, &w, c)) return -1;
   if (pt_drain(be, &w) || be->barrier(be->ctx)) return -1;
+  const uint64_t n0 = be->collectives ? be->collectives(be->ctx) : 0;
   struct pt_clock ck = pt_clock_start();
   for (long k = 0; k < o->iters; k++)
     if (pt_iteration(o, be, &w, c)) return -1;
   if (pt_drain(be, &w)) return -1;
   pt_clock_stop(&ck, (double)o->iters * (double)o->agg, &cell->time_us, &cell->cpu_us);
+  cell->timed = be->collectives ? be->collectives(be->ctx) - n0 : 0;
   return 0;
 }
 
@@ -72,6 +74,7 @@ struct pt_totals {
   uint64_t wrong;
   double sum; /* of busbw, or of the overlap with --overlap */
   long n;
+  FILE *csv; /* -F, on rank 0: the rows go there too */
 };
 
 static inline const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c,
@@ -80,6 +83,41 @@ static inline const char *pt_algorithm(const struct pt_backend *be, const struct
   const char *algo = NULL;
   *rc = be->algorithm ? be->algorithm(be->ctx, c->coll, c->count, c->t, c->op, c->root, &algo) : 0;
   return algo ? algo : "-";
+}
+
+/* -v: every rank's own times (out of place, in place; c[] before -a combined them) and
+ * the collectives its timed loops issued, gathered (each rank fills its entries, the
+ * others are 0, one sum each) and printed by rank 0 under the row. */
+static inline int pt_rank_times(const struct pt_backend *be, const struct pt_cell c[2],
+                                bool first_na)
+{
+  const size_t p = (size_t)be->nranks, me = (size_t)be->rank;
+  double *v = calloc(2 * p, sizeof *v);
+  uint64_t *n = calloc(2 * p, sizeof *n);
+  int rc = -1;
+  if (!v || !n) {
+    fprintf(stderr, "%s: rank %d: out of memory for -v\n", be->prog, be->rank);
+    goto out;
+  }
+  for (size_t k = 0; k < 2; k++) {
+    v[2 * me + k] = c[k].time_us;
+    n[2 * me + k] = c[k].timed;
+  }
+  if (be->sum_double(be->ctx, v, 2 * p) || be->sum_u64(be->ctx, n, 2 * p)) goto out;
+  rc = 0;
+  for (size_t r = 0; be->rank == 0 && r < p; r++) {
+    printf("#   rank %3zu: time", r);
+    if (first_na) printf(" N/A");
+    else printf(" %.3f", v[2 * r]);
+    printf(" %.3f us (out of place, in place)", v[2 * r + 1]);
+    if (be->collectives)
+      printf(", timed collectives %" PRIu64 " %" PRIu64, n[2 * r], n[2 * r + 1]);
+    printf("\n");
+  }
+out:
+  free(v);
+  free(n);
+  return rc;
 }
 
 /* One row of the table: both placements, combined over the ranks, printed on rank 0. A
@@ -91,12 +129,13 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
   const struct pt_reducer red = pt_reducer_of(be);
   const bool bcast = call->coll == PT_COLL_BROADCAST;
   const int first = bcast ? 1 : 0; /* the first cell measured: 0 out of place, 1 in place */
-  struct pt_cell c[2] = {{0.0, 0.0, 0}, {0.0, 0.0, 0}};
+  struct pt_cell c[2] = {{0.0, 0.0, 0, 0}, {0.0, 0.0, 0, 0}};
   for (int k = first; k < 2; k++) {
     struct pt_call kc = *call;
     if (k == 1) kc.sendbuf = NULL;
     if (pt_measure(o, be, pat, &kc, &c[k])) return -1;
   }
+  const struct pt_cell own[2] = {c[0], c[1]}; /* this rank's, for -v */
   double v[4] = {c[0].time_us, c[1].time_us, c[0].cpu_us, c[1].cpu_us};
   uint64_t wrong[2] = {c[0].wrong, c[1].wrong};
   if (pt_combine(&red, o->average, v, o->cputime ? 4 : 2)) return -1;
@@ -123,6 +162,13 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
     if (be->algorithm) printf("  %s", algo);
     printf("\n");
     fflush(stdout);
+  }
+  if (o->verbose && pt_rank_times(be, own, first)) return -1;
+  if (tot->csv) {
+    const bool measured[2] = {!first, true};
+    pt_csv_row(tot->csv, bytes, call->count, call->t, bcast ? "none" : pt_op_names[call->op],
+               bcast ? call->root : -1, c, measured, factor, o->cputime, o->check,
+               be->algorithm ? algo : NULL);
   }
   return 0;
 }
@@ -219,9 +265,32 @@ static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend
   return 0;
 }
 
+/* -F: rank 0 creates the file and writes the header; every rank learns whether it could
+ * (one sum), so that all stop before timing anything. Returns 0, or -2 after rank 0's
+ * message (a bad command line: exit 2), -1 if the sum failed. */
+static inline int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FILE **csv)
+{
+  *csv = NULL;
+  if (!o->csv || o->overlap) return 0;
+  uint64_t failed = 0;
+  if (be->rank == 0) {
+    *csv = fopen(o->csv, "w");
+    if (*csv)
+      pt_csv_header(*csv, be->algorithm != NULL, o->cputime);
+    else {
+      fprintf(stderr, "%s: -F %s: cannot create the CSV file: %s\n", be->prog, o->csv,
+              strerror(errno));
+      failed = 1;
+    }
+  }
+  if (be->sum_u64(be->ctx, &failed, 1)) return -1;
+  return failed ? -2 : 0;
+}
+
 /* Runs the whole benchmark and prints the table on rank 0 (the caller prints the banner
- * first). Returns 0, 1 if any element was wrong, or -1 on an error (printed; requests
- * may be left in flight: the caller aborts the job). */
+ * first). Returns 0, 1 if any element was wrong, -2 if rank 0 cannot create -F's file
+ * (printed; nothing ran, every rank returns it: exit 2), or -1 on an error (printed;
+ * requests may be left in flight: the caller aborts the job). */
 static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
 {
   size_t bytes = (o->maxbytes > 8 ? o->maxbytes : 8) + PT_ALIGN; /* room for the guard */
@@ -235,8 +304,8 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
     return -1;
   }
   struct pt_compute cp = {NULL, o->idle, 0.0, 0.0};
-  struct pt_totals tot = {0, 0.0, 0};
-  int rc = 0;
+  struct pt_totals tot = {0, 0.0, 0, NULL};
+  int rc = pt_csv_open(o, be, &tot.csv);
   if (o->overlap && pt_compute_init(&cp)) {
     fprintf(stderr, "%s: rank %d: out of memory for the computation\n", be->prog, be->rank);
     rc = -1;
@@ -249,6 +318,11 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
   pt_compute_free(&cp);
   free(sendbuf);
   free(recvbuf);
+  if (rc == -2) return -2;
+  if (tot.csv && fclose(tot.csv) != 0 && rc == 0) {
+    fprintf(stderr, "%s: -F %s: %s\n", be->prog, o->csv, strerror(errno));
+    rc = -1;
+  }
   if (rc) return -1;
   if (be->rank == 0) {
     pt_print_footer(stdout, tot.wrong, o->overlap ? "Avg overlap (%)" : "Avg bus bandwidth",

@@ -117,6 +117,9 @@ struct pt_opts {
   enum pt_dtype dtypes[PT_DTYPE_COUNT];
   enum pt_op ops[PT_OP_COUNT];
   const char *algo; /* -A, or NULL */
+  const char *csv;  /* -F: rank 0 also writes the table there as CSV, or NULL */
+  long ngpus, parallel_init, graphs; /* -g, -p, -G: nccl-tests' GPU options, checked only */
+  bool verbose; /* -v: each rank's own times (and collectives) under each row */
   enum pt_coll coll; /* -t NAME, --coll NAME */
   long root;         /* -r: a broadcast's root; checked against the ranks by pt_check_root */
 };
@@ -171,7 +174,16 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
             "                          calls per iteration (default 1: %s has no\n"
             "                          non-blocking allreduce, -z 0 is refused)\n",
             p->name);
-  fputs("  -a, --average 0|1|2|3   how the ranks' times combine into the table's: 0 rank 0's,\n"
+  fputs("  -F, --output_file FILE  rank 0 also writes the table to FILE as CSV: three header\n"
+        "                          rows (group, name, unit, as the table's; pandas:\n"
+        "                          read_csv(FILE, header=[0, 1, 2])), then one row per size,\n"
+        "                          every section in one table; unmeasured cells are empty\n"
+        "  -g, --ngpus 1           nccl-tests' GPUs per thread: zcoll moves host memory, one\n"
+        "                          rank per process, so only 1 is accepted\n"
+        "  -p, --parallel_init 0|1  nccl-tests' threads initialising in parallel: one thread\n"
+        "                          per process here, either value means the same\n"
+        "  -G, --cudagraph 0       nccl-tests' CUDA graph launches: no GPUs, only 0\n"
+        "  -a, --average 0|1|2|3   how the ranks' times combine into the table's: 0 rank 0's,\n"
         "                          1 the mean over ranks (default), 2 the min, 3 the max\n"
         "  -C, --report_cputime 0|1  1: also print cpu(us) after each time column: the\n"
         "                          process's CPU time (user + sys, getrusage; a progress\n"
@@ -210,7 +222,10 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
           "                          library moves data without calls; busy (the default)\n"
           "                          also needs a core to spare for that movement\n",
           f);
-  fputs("  -h, --help              print this help\n"
+  fputs("  -v, --verbose           under each row, each rank's own times before -a combined\n"
+        "                          them (and the collectives it issued for the row, where the\n"
+        "                          library counts them)\n"
+        "  -h, --help              print this help\n"
         "Sizes are rounded down to whole elements (at least one; -b 0 gives a 0-count row).\n"
         "time: each rank's mean per collective, combined as -a; busbw = algbw * 2(p-1)/p\n"
         "for an allreduce",
@@ -257,6 +272,7 @@ static const struct pt_num_opt pt_num_opts[] = {
     {'R', 0, 1, offsetof(struct pt_opts, reg), "0 or 1"},
     {'T', 0, 1000000000L, offsetof(struct pt_opts, timeout), "a whole number of seconds >= 0"},
     {'r', 0, INT_MAX, offsetof(struct pt_opts, root), "a rank number >= 0"},
+    {'p', 0, 1, offsetof(struct pt_opts, parallel_init), "0 or 1"},
     {'a', 0, 3, offsetof(struct pt_opts, average),
      "0..3 (0 rank 0's time, 1 the mean over ranks, 2 the min, 3 the max)"},
 };
@@ -287,6 +303,25 @@ static inline int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c,
                       : c == PT_OPT_NTHREADS ? "a thread count (only 1)"
                                              : "a collective (allreduce, broadcast) or 1 "
                                                "(nccl-tests' nthreads)");
+}
+
+/* -g and -G: nccl-tests' GPU counts. A whole number is checked against the only value
+ * that means something without GPUs, and the message names the flag. */
+static inline int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+{
+  const long want = c == 'g' ? 1 : 0;
+  long v;
+  if (pt_parse_long(arg, 0, INT_MAX, &v) != 0)
+    return pt_opt_error(p->name, "-%c: '%s' is not a count (only %ld is accepted)", c, arg, want);
+  if (v != want)
+    return pt_opt_error(p->name,
+                        c == 'g' ? "-g %s: %s runs one rank per process on host memory: "
+                                   "nccl-tests' GPUs per thread (ngpus) can only be 1"
+                                 : "-G %s: %s uses no GPUs, so no CUDA graphs (cudagraph): "
+                                   "only -G 0 is accepted",
+                        arg, p->name);
+  *(c == 'g' ? &o->ngpus : &o->graphs) = v;
+  return 0;
 }
 
 /* Sets a whole-number option; 2 after a message if the value is not one. */
@@ -349,6 +384,12 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
     return pt_opt_error(p->name, "-t broadcast: %s times the allreduce only", p->name);
   if (o->coll == PT_COLL_BROADCAST && o->overlap)
     return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t broadcast");
+  if (o->verbose && o->overlap)
+    return pt_opt_error(p->name, "-v: per-rank times are printed under the table of times; "
+                        "--overlap's table has none");
+  if (o->csv && o->overlap)
+    return pt_opt_error(p->name, "-F %s: the CSV file holds the table of times; --overlap's "
+                        "table is printed only", o->csv);
   if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
     return pt_opt_error(p->name, "--overlap times one non-blocking collective at a time: "
                         "it takes neither -m %ld nor -z 1", o->agg);
@@ -381,6 +422,11 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
                                         {"coll", required_argument, NULL, PT_OPT_COLL},
                                         {"nthreads", required_argument, NULL, PT_OPT_NTHREADS},
                                         {"root", required_argument, NULL, 'r'},
+                                        {"output_file", required_argument, NULL, 'F'},
+                                        {"ngpus", required_argument, NULL, 'g'},
+                                        {"parallel_init", required_argument, NULL, 'p'},
+                                        {"cudagraph", required_argument, NULL, 'G'},
+                                        {"verbose", no_argument, NULL, 'v'},
                                         {"help", no_argument, NULL, 'h'},
                                         {NULL, 0, NULL, 0}};
   memset(o, 0, sizeof *o);
@@ -395,6 +441,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
   o->blocking = (p->features & PT_HAS_NONBLOCKING) ? 0 : 1; /* nccl-tests' default is 0 */
   o->average = PT_AVG_MEAN;                                 /* nccl-tests' default */
   o->timeout = -1;
+  o->ngpus = 1;
   o->ndtypes = 1;
   o->dtypes[0] = PT_FLOAT32;
   o->nops = 1;
@@ -403,8 +450,8 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
   opterr = 0;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:t:r:h", longs, NULL)) !=
-         -1) {
+  const char *shorts = ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:t:r:F:g:p:G:vh";
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     int rc = 0;
     switch (c) {
     case 'b': case 'e': case 'i': {
@@ -413,6 +460,11 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
     } break;
     case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
     case 'A': o->algo = optarg; break;
+    case 'F':
+      o->csv = optarg;
+      if (*optarg == '\0') rc = pt_opt_error(p->name, "-F: empty file name");
+      break;
+    case 'g': case 'G': rc = pt_set_gpu(p, o, c, optarg); break;
     case 't': case PT_OPT_COLL: case PT_OPT_NTHREADS: rc = pt_set_coll(p, o, c, optarg); break;
     case PT_OPT_OVERLAP:
       o->overlap = true;
@@ -420,6 +472,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
       if (optarg && !o->idle && strcmp(optarg, "busy") != 0)
         rc = pt_opt_error(p->name, "--overlap=%s: busy or idle", optarg);
       break;
+    case 'v': o->verbose = true; break;
     case 'h': pt_usage(stdout, p); return 1;
     case ':':
       if (optopt > ' ' && optopt < 127 && strncmp(argv[optind - 1], "--", 2) != 0)

@@ -103,6 +103,7 @@ static inline void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum 
 struct pt_cell {
   double time_us, cpu_us;
   uint64_t wrong;
+  uint64_t timed; /* collectives in the timed loop, as the library counted them (-v) */
 };
 
 /* bus_factor: pt_bus_factor's. */
@@ -131,6 +132,55 @@ static inline void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name
 {
   fprintf(f, "# %-20s : %" PRIu64 " %s\n", "Out of bounds values", wrong, wrong ? "FAILED" : "OK");
   fprintf(f, "# %-20s : %g\n#\n", avg_name, avg);
+}
+
+/* ---- the table as CSV (-F) ------------------------------------------------------- */
+
+/* Three header rows, as the printed table's: the column group (out-of-place, in-place),
+ * the name, the unit; pandas reads them with read_csv(f, header=[0, 1, 2]). */
+static inline void pt_csv_header(FILE *f, bool algo_column, bool cpu)
+{
+  static const char *const group_cols[] = {"time", "cpu", "algbw", "busbw", "#wrong"};
+  static const char *const group_units[] = {"(us)", "(us)", "(GB/s)", "(GB/s)", ""};
+  fputs(",,,,", f);
+  for (int g = 0; g < 2; g++)
+    for (int i = 0; i < 5; i++)
+      if (i != 1 || cpu) fprintf(f, ",%s", g ? "in-place" : "out-of-place");
+  fputs(algo_column ? ",\n" : "\n", f);
+  fputs("size,count,type,redop,root", f);
+  for (int g = 0; g < 2; g++)
+    for (int i = 0; i < 5; i++)
+      if (i != 1 || cpu) fprintf(f, ",%s", group_cols[i]);
+  fputs(algo_column ? ",algorithm\n" : "\n", f);
+  fputs("(B),(elements),,,", f);
+  for (int g = 0; g < 2; g++)
+    for (int i = 0; i < 5; i++)
+      if (i != 1 || cpu) fprintf(f, ",%s", group_units[i]);
+  fputs(algo_column ? ",\n" : "\n", f);
+}
+
+/* One row: c[0] out of place, c[1] in place; measured[k] false leaves that group empty
+ * (the table's N/A), as does an unchecked #wrong. algo NULL: no algorithm column. Full
+ * precision, unlike the table's rounded columns. */
+static inline void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
+                              const char *redop, int root, const struct pt_cell c[2],
+                              const bool measured[2], double bus_factor, bool cpu, bool checked,
+                              const char *algo)
+{
+  fprintf(f, "%zu,%zu,%s,%s,%d", bytes, count, pt_dtype_names[t], redop, root);
+  for (int k = 0; k < 2; k++) {
+    if (!measured[k]) {
+      fputs(cpu ? ",,,,," : ",,,,", f);
+      continue;
+    }
+    double algbw = pt_algbw(bytes, c[k].time_us);
+    fprintf(f, ",%.3f", c[k].time_us);
+    if (cpu) fprintf(f, ",%.3f", c[k].cpu_us);
+    fprintf(f, ",%.6f,%.6f,", algbw, algbw * bus_factor);
+    if (checked) fprintf(f, "%" PRIu64, c[k].wrong);
+  }
+  if (algo) fprintf(f, ",%s", algo);
+  fputc('\n', f);
 }
 
 /* ---- the overlap table (--overlap) ------------------------------------------------ */

@@ -168,6 +168,13 @@ static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dt
                pt_dtype_names[t], pt_op_names[op]);
 }
 
+static uint64_t perf_collectives(void *ctx)
+{
+  zcoll_comm_stats_t s;
+  struct perf_ctx *c = ctx;
+  return zcoll_comm_stats(c->comm, &s, sizeof s) == ZCOLL_OK ? s.collectives : 0;
+}
+
 static int perf_register(void *ctx, void *addr, size_t len)
 {
   struct perf_ctx *c = ctx;
@@ -249,6 +256,35 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be)
   return 0;
 }
 
+/* nccl-tests' "# Using devices" block: one line per rank, gathered to rank 0 (each rank
+ * fills its slot, the rest stay 0, a max over bytes puts them together), so that an
+ * operator sees where each rank ran and over what without a log. */
+#define RANK_LINE 192
+static int print_ranks(struct perf_ctx *c, int nranks)
+{
+  char host[64] = "?";
+  if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
+  host[sizeof host - 1] = '\0';
+  const char *tl = zcoll_comm_transport(c->comm), *dev = zcoll_comm_device(c->comm);
+  size_t len = (size_t)nranks * RANK_LINE;
+  char *all = calloc(len, 1);
+  if (!all) {
+    fprintf(stderr, PROG ": rank %d: out of memory for the rank list\n", c->rank);
+    return -1;
+  }
+  snprintf(all + (size_t)c->rank * RANK_LINE, RANK_LINE,
+           "#  Rank %3d Pid %7ld on %10s transport %s device %s", c->rank, (long)getpid(), host,
+           tl ? tl : "?", dev ? dev : "?");
+  zcoll_status_t st = zcoll_allreduce(c->comm, ZCOLL_IN_PLACE, all, len, ZCOLL_UINT8, ZCOLL_MAX);
+  int rc = check(c, st, "zcoll_allreduce (rank %d, the rank list)", c->rank);
+  if (rc == 0 && c->rank == 0) {
+    printf("# Using devices\n");
+    for (int r = 0; r < nranks; r++) printf("%.*s\n", RANK_LINE - 1, all + (size_t)r * RANK_LINE);
+  }
+  free(all);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
   static const struct pt_prog prog = {
@@ -296,6 +332,7 @@ int main(int argc, char **argv)
       .ibroadcast = perf_ibroadcast,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
+      .collectives = perf_collectives,
   };
   if (be.rank == 0) {
     const char *tl = zcoll_comm_transport(ctx.comm);
@@ -304,10 +341,21 @@ int main(int argc, char **argv)
            zcoll_comm_launcher(ctx.comm));
     pt_print_modes(stdout, PROG, &o);
     pt_print_params(stdout, &o);
+  }
+  if (print_ranks(&ctx, be.nranks)) {
+    zcoll_comm_abort(ctx.comm);
+    return 1;
+  }
+  if (be.rank == 0) {
+    printf("#\n");
     fflush(stdout);
   }
 
   rc = pt_run(&o, &be);
+  if (rc == -2) { /* -F: a file rank 0 cannot create; every rank stops before timing */
+    zcoll_comm_destroy(ctx.comm);
+    return 2;
+  }
   if (rc >= 0 && print_rcache(&ctx, &be)) rc = -1;
   if (rc < 0) {
     /* tell the peers at once rather than letting them wait for a timeout; this also

@@ -144,6 +144,15 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   return st;
 }
 
+/* UCX chooses its devices per endpoint and lane; what it was allowed to choose from is
+ * what an operator can change (UCX_NET_DEVICES, UCX_TLS). */
+static void ucx_describe(struct zcoll_tl *tl, char *buf, size_t len) {
+  (void)tl;
+  const char *dev = getenv("UCX_NET_DEVICES"), *tls = getenv("UCX_TLS");
+  snprintf(buf, len, "%s%s%s", dev && *dev ? dev : "all", tls && *tls ? "/" : "",
+           tls && *tls ? tls : "");
+}
+
 const struct zcoll_tl_ops zcoll__tl_ucx = {
     .name = "ucx",
     .caps = ZCOLL_TL_CAP_PUT_ANY,
@@ -164,4 +173,5 @@ const struct zcoll_tl_ops zcoll__tl_ucx = {
     .arm = zcoll__ucx_arm,
     .set_placement = zcoll__ucx_set_placement,
     .quiesce = zcoll__ucx_quiesce,
+    .describe = ucx_describe,
 };

@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""The README cannot drift from the code.
+
+1. Every fenced C block of README.md (and of include/zcoll.h's comments, if it has any) is
+   compiled against the *installed* library (a scratch prefix, pkg-config only) with
+   -std=c11 -Wall -Wextra -Werror. A complete program (it has a main) is then run under the
+   installed zcoll_run -np 2 and must exit 0. A fragment must be preceded by an HTML
+   comment `<!-- doc-test context: ... -->` that declares what it uses; it is compiled as
+   the body of a function after that context (compile only: it is not a program).
+2. Every command line the README shows for zcoll_perf, zcoll_run and zcoll_info (inline
+   code spans and lines of shell blocks that start with the tool), and every option span
+   (`-z 0|1`, `--blocking`) in the zcoll_perf and zcoll_info items of the Tools list, is
+   accepted by the built tool: placeholders (N, SIZE, FILE, ...) get a sample value, the
+   first of "0|1" is taken, [optional] parts are kept; zcoll_perf and zcoll_info parse
+   the options and stop at -h, zcoll_run starts `true` with them.
+
+Usage: readme_test.py BUILD_DIR SOURCE_DIR [EXTRA_CFLAGS]
+"""
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+
+BUILD, SRC = sys.argv[1], sys.argv[2]
+EXTRA = sys.argv[3].split() if len(sys.argv) > 3 and sys.argv[3] else []
+TOOLS = ("zcoll_perf", "zcoll_run", "zcoll_info")
+failures = []
+
+
+def fail(what):
+    failures.append(what)
+    print("FAIL:", what, flush=True)
+
+
+def run(cmd, timeout=120, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+# ---- the C blocks ----------------------------------------------------------------------
+
+def c_blocks(path, text, comment=False):
+    """(line, code, context or None) for each ```c block; comment: inside /* */ lines."""
+    lines = text.split("\n")
+    if comment:
+        lines = [re.sub(r"^\s*\*\s?", "", l) for l in lines]
+    out, i = [], 0
+    while i < len(lines):
+        m = re.match(r"^(\s*)```c\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, start = len(m.group(1)), i + 1
+        j = start
+        while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
+            j += 1
+        code = "\n".join(l[indent:] for l in lines[start:j])
+        # the context comment ends on the line right before the fence
+        ctx = None
+        if i > 0 and lines[i - 1].strip() == "-->":
+            k = i - 1
+            while k >= 0 and "<!-- doc-test context" not in lines[k]:
+                k -= 1
+            if k >= 0:
+                ctx = "\n".join(lines[k + 1:i - 1])
+        out.append((f"{path}:{i + 1}", code, ctx))
+        i = j + 1
+    return out
+
+
+def check_c_blocks(prefix, work):
+    pc = glob.glob(f"{prefix}/**/zcoll.pc", recursive=True)
+    if not pc:
+        fail("no zcoll.pc installed")
+        return
+    env = dict(os.environ, PKG_CONFIG_PATH=os.path.dirname(pc[0]))
+    flags = run(["pkg-config", "--cflags", "--libs", "zcoll"], env=env).stdout.split()
+    libdir = os.path.dirname(glob.glob(f"{prefix}/**/libzcoll.so", recursive=True)[0])
+    blocks = []
+    with open(os.path.join(SRC, "README.md")) as f:
+        blocks += c_blocks("README.md", f.read())
+    with open(os.path.join(SRC, "include", "zcoll.h")) as f:
+        blocks += c_blocks("include/zcoll.h", f.read(), comment=True)
+    programs = 0
+    for n, (where, code, ctx) in enumerate(blocks):
+        src = os.path.join(work, f"block{n}.c")
+        complete = re.search(r"\bint\s+main\s*\(", code) is not None
+        if not complete and ctx is None:
+            fail(f"{where}: a fragment without a '<!-- doc-test context: ... -->' comment")
+            continue
+        with open(src, "w") as f:
+            if complete:
+                f.write(code + "\n")
+            else:
+                f.write("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+                        f"#include <zcoll.h>\n{ctx}\n"
+                        f"void readme_block(void);\nvoid readme_block(void) {{\n{code}\n}}\n")
+        exe = os.path.join(work, f"block{n}")
+        cc = (["cc", "-std=c11", "-Wall", "-Wextra", "-Werror"] + EXTRA + [src] + flags +
+              (["-o", exe] if complete else ["-c", "-o", exe + ".o"]))
+        r = run(cc)
+        if r.returncode:
+            fail(f"{where}: does not compile: {' '.join(cc)}\n{r.stderr}")
+            continue
+        print(f"{where}: compiles ({'program' if complete else 'fragment'})")
+        if not complete:
+            continue
+        programs += 1
+        r = run([os.path.join(prefix, "bin", "zcoll_run"), "-np", "2", "--timeout", "60", exe],
+                env=dict(os.environ, LD_LIBRARY_PATH=libdir), cwd=work)
+        if r.returncode:
+            fail(f"{where}: zcoll_run -np 2 exited {r.returncode}\n{r.stdout}{r.stderr}")
+        else:
+            print(f"{where}: runs under zcoll_run -np 2")
+    if not programs:
+        fail("the README has no complete C program: nothing ran")
+
+
+# ---- the tools' command lines ----------------------------------------------------------
+
+PLACEHOLDERS = {"N": "2", "S": "10", "SECONDS": "10", "SIZE": "8", "NAME": "ring",
+                "ALGO": "ring", "OP": "sum", "TYPE": "float", "VAR": "ZCOLL_LOG",
+                "VAR=VAL": "ZCOLL_LOG=warn", "VAR=VALUE": "ZCOLL_LOG=warn", "P": "2"}
+
+
+def normalize(tok, csv):
+    tok = tok.replace("[", "").replace("]", "").replace("…", "").replace("...", "")
+    if tok == "FILE":
+        return csv
+    if "|" in tok and not tok.startswith("|"):
+        tok = tok.split("|")[0]
+    return PLACEHOLDERS.get(tok, tok)
+
+
+def tool_argv(tokens, csv):
+    """The tool's argv from a command's tokens (the first is a tool), or None."""
+    tokens = [normalize(t, csv) for t in tokens]
+    tokens = [t for t in tokens if t]
+    if "#" in tokens:
+        tokens = tokens[:tokens.index("#")]
+    return tokens
+
+
+def check_command(tokens, where, csv):
+    """tokens[0] is a tool (maybe a path); zcoll_run's program may be another tool."""
+    tool = os.path.basename(tokens[0])
+    exe = os.path.join(BUILD, tool)
+    args = tool_argv(tokens[1:], csv)
+    if tool == "zcoll_run":
+        opts, i = [], 0
+        while i < len(args) and args[i].startswith("-"):
+            takes = args[i] in ("-np", "-n", "-x", "--timeout")
+            opts += args[i:i + 1 + takes]
+            i += 1 + takes
+        if i < len(args) and os.path.basename(args[i]) in TOOLS:
+            check_command(args[i:], where, csv)
+        cmd = [exe] + opts + ["true"]
+    else:
+        cmd = [exe] + args + ["-h"]
+    r = run(cmd, env={k: v for k, v in os.environ.items() if not k.startswith("ZCOLL_")})
+    if r.returncode:
+        fail(f"{where}: `{' '.join(tokens)}` is refused: {' '.join(cmd)} exited "
+             f"{r.returncode}: {r.stderr.strip()}")
+    else:
+        print(f"{where}: accepted: {' '.join(tokens)}")
+
+
+def check_option_span(tool, span, where, csv):
+    if re.match(r"^-[\w-]+(/--?[\w-]+)+$", span):  # "-b/--minbytes": each form alone
+        for form in span.split("/"):
+            check_option_span(tool, form, where, csv)
+        return
+    args = tool_argv(span.split(), csv)
+    r = run([os.path.join(BUILD, tool)] + args + ["-h"])
+    known = r.returncode == 0
+    if not known and len(args) == 1:
+        # a lone option that takes a value ("--blocking") took -h as its value: it is known
+        # if, alone, it asks for one
+        r = run([os.path.join(BUILD, tool)] + args, timeout=30)
+        known = "needs a value" in r.stderr
+    if not known:
+        fail(f"{where}: {tool} refuses `{span}`: {r.stderr.strip()}")
+    else:
+        print(f"{where}: {tool} accepts `{span}`")
+
+
+def check_flags(work):
+    csv = os.path.join(work, "out.csv")
+    with open(os.path.join(SRC, "README.md")) as f:
+        lines = f.read().split("\n")
+    in_sh, item = False, None
+    for n, line in enumerate(lines, 1):
+        where = f"README.md:{n}"
+        fence = re.match(r"^\s*```(\w*)\s*$", line)
+        if fence:
+            in_sh = not in_sh and fence.group(1) in ("sh", "console", "bash")
+            continue
+        if in_sh:
+            try:
+                tokens = shlex.split(line, comments=True)
+            except ValueError:
+                tokens = line.split()
+            if tokens and os.path.basename(tokens[0]) in TOOLS:
+                check_command(tokens, where, csv)
+            continue
+        # which item of the Tools list this line is in: its option spans are its tool's
+        m = re.match(r"^- `(zcoll_\w+)", line)
+        if m:
+            item = m.group(1)
+        elif re.match(r"^(- |#)", line):
+            item = None
+        for span in re.findall(r"`([^`]+)`", line):
+            words = span.split()
+            if len(words) > 1 and os.path.basename(words[0]) in TOOLS:
+                check_command(words, where, csv)
+            elif words and item in ("zcoll_perf", "zcoll_info") and \
+                    re.match(r"^--?[A-Za-z]", words[0]):
+                check_option_span(item, span, where, csv)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as work:
+        prefix = os.path.join(work, "prefix")
+        r = run(["cmake", "--install", BUILD, "--prefix", prefix], timeout=300)
+        if r.returncode:
+            print(r.stdout, r.stderr)
+            sys.exit("readme_test: cmake --install failed")
+        check_c_blocks(prefix, work)
+        check_flags(work)
+    if failures:
+        sys.exit(f"readme_test: {len(failures)} failure(s)")
+    print("readme_test: OK")
+
+
+main()

@@ -437,7 +437,6 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
         (st = c->ops->rkey_unpack(c->ep, key, klen, &c->rkey)) != ZCOLL_OK)
       goto out;
     comm->chan_of[q] = i;
-    zcoll_log_info("rank %d -> %d: %s", comm->rank, q, c->ops->name);
   }
 out:
   free(addr_ptrs), free(addr_lens), free(ranks), free(at), free(eps);
@@ -515,6 +514,7 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
     if (comm->tlis[k].ops->set_placement)
       comm->tlis[k].ops->set_placement(comm->tlis[k].tl, zcoll__place, comm);
   st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
+  if (st == ZCOLL_OK) zcoll__comm_log_summary(comm, peers, npeers, kinds, net_round);
 out:
   free(peers), free(kinds), free(masks), free(pos), free(blen), free(blob), free(reply);
   return st;

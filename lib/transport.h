@@ -156,6 +156,9 @@ struct zcoll_tl_ops {
    * the transport does not own (the user's buffers), so that an error returned to the
    * application is the end of zcoll touching them. Bounded in time. */
   void (*quiesce)(struct zcoll_tl *tl);
+  /* Optional: the device the instance uses, for the init log line ("mlx5_0:1"). NULL
+   * where there is no one device to name (shared memory). */
+  void (*device)(struct zcoll_tl *tl, char *buf, size_t len);
 };
 
 extern const struct zcoll_tl_ops zcoll__tl_shm;

@@ -217,6 +217,10 @@ static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len)
   return ZCOLL_OK;
 }
 
+static void verbs_device(struct zcoll_tl *tl, char *buf, size_t len) {
+  snprintf(buf, len, "%s:%u", tl->dev_name, (unsigned)tl->port);
+}
+
 const struct zcoll_tl_ops zcoll__tl_verbs = {
     .name = "verbs",
     .caps = ZCOLL_TL_CAP_PINS | ZCOLL_TL_CAP_REMOTE_USER,
@@ -238,4 +242,5 @@ const struct zcoll_tl_ops zcoll__tl_verbs = {
     .event_fd = zcoll__verbs_event_fd,
     .arm = zcoll__verbs_arm,
     .quiesce = zcoll__verbs_quiesce,
+    .device = verbs_device,
 };

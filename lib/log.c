@@ -127,7 +127,7 @@ int zcoll__log_parse_subsys(const char *s, unsigned *mask, char *why, size_t why
     return 0;
   }
   unsigned m = 0;
-  while (*s) {
+  for (;;) { /* every name must be one: "", "net," and "^" are mistakes, not "none" */
     size_t n = strcspn(s, ",");
     int found = -1;
     for (int i = 0; i < ZCOLL_LOG_NSUBSYS; i++)
@@ -138,12 +138,8 @@ int zcoll__log_parse_subsys(const char *s, unsigned *mask, char *why, size_t why
       return -1;
     }
     m |= 1u << found;
-    s += n;
-    if (*s == ',') s++;
-  }
-  if (!m) {
-    snprintf(why, why_len, "names no subsystem: all, or a list of init,boot,net,coll,tune,mem");
-    return -1;
+    if (!s[n]) break;
+    s += n + 1;
   }
   *mask = invert ? ZCOLL_LOG_SUBSYS_ALL & ~m : m;
   return 0;
@@ -230,7 +226,7 @@ static void write_all(int fd, const char *s, size_t n) {
 }
 
 /* The descriptor for this thread's lines, under files_lock. */
-static int file_fd(void) {
+static int file_fd(const char *rank) {
   char path[512];
   if (!expand(path, sizeof(path))) return STDERR_FILENO;
   for (int i = 0; i < nfiles; i++)
@@ -246,9 +242,9 @@ static int file_fd(void) {
   if (fd >= 0) return fd;
   /* Once per path: the lines that follow still reach somebody. */
   char msg[768];
-  int n = snprintf(msg, sizeof(msg), "[zcoll %s:%d r%d] warn init lib/log.c:%d cannot open "
+  int n = snprintf(msg, sizeof(msg), "[zcoll %s:%d r%s] warn init lib/log.c:%d cannot open "
                    "ZCOLL_LOG_FILE %s: %s; logging to stderr\n", host_name(), (int)getpid(),
-                   log_rank, __LINE__, path, strerror(err));
+                   rank, __LINE__, path, strerror(err));
   if (n > 0) write_all(STDERR_FILENO, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
   return STDERR_FILENO;
 }
@@ -279,7 +275,7 @@ static void vwrite_line(zcoll__log_level_t level, const char *file, int line, co
     return;
   }
   pthread_mutex_lock(&files_lock);
-  write_all(file_fd(), out, (size_t)n);
+  write_all(file_fd(rank), out, (size_t)n);
   pthread_mutex_unlock(&files_lock);
 }
 

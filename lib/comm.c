@@ -116,6 +116,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD &&
       (st = zcoll__progress_thread_start(comm)) != ZCOLL_OK)
     goto fail_abort;
+  zcoll__comm_log_summary(comm);
   *out = comm;
   return ZCOLL_OK;
 fail_abort:

@@ -252,6 +252,7 @@ zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, u
   uint32_t net = need ? zcoll__transport_probe(comm->cfg, 0, why, sizeof(why)) &
                             ~masks[comm->rank]
                       : 0;
+  comm->net_probed = need;
   if (need) snprintf(comm->tl_why, sizeof(comm->tl_why), "%s", why);
   if (need && !net && why[0]) zcoll_log_info("no network transport here: %s", why);
   struct geometry g;

@@ -514,7 +514,6 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
     if (comm->tlis[k].ops->set_placement)
       comm->tlis[k].ops->set_placement(comm->tlis[k].tl, zcoll__place, comm);
   st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
-  if (st == ZCOLL_OK) zcoll__comm_log_summary(comm, peers, npeers, kinds, net_round);
 out:
   free(peers), free(kinds), free(masks), free(pos), free(blen), free(blob), free(reply);
   return st;

@@ -4,8 +4,11 @@
  * transports' probes said about those that cannot run here. An operator who asks "why
  * not verbs" finds the answer in a job's output alone, without zcoll_info on each node.
  *
- *   rank 1 of 4: shm to 0,2; ucx to 3; chunk 256 KiB, depth 8; not usable here: verbs:
- *   no RDMA device with an active port and an IPv4 address (devices here: none)
+ *   rank 1 of 4 ready: shm to 0,2; ucx to 3; chunk 256 KiB, depth 8; not usable here:
+ *   verbs: no RDMA device with an active port and an IPv4 address (devices here: none)
+ *
+ * It is logged once the communicator is ready (every rank connected), so that it also
+ * marks a rank that joined.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,17 +56,17 @@ static void put_ranks(char *buf, size_t len, size_t *off, const signed char *tl_
   }
 }
 
-void zcoll__comm_log_summary(zcoll_comm_t *comm, const int *peers, int npeers, const int *kinds,
-                             int net_probed) {
+void zcoll__comm_log_summary(const zcoll_comm_t *comm) {
   if (zcoll__log_level < ZCOLL_LOG_INFO) return;
   signed char *tl_of = malloc((size_t)comm->size);
   if (!tl_of) return; /* a log line is not worth failing the communicator for */
   memset(tl_of, -1, (size_t)comm->size);
-  for (int i = 0; i < npeers; i++) tl_of[peers[i]] = (signed char)kinds[i];
+  for (int i = 0; i < comm->nchans; i++)
+    tl_of[comm->chans[i].peer] = (signed char)comm->chans[i].t->idx;
   char line[1024];
   size_t off = 0;
-  put(line, sizeof(line), &off, "rank %d of %d:", comm->rank, comm->size);
-  if (!npeers) put(line, sizeof(line), &off, " no peers (%s open)", comm->tl_names);
+  put(line, sizeof(line), &off, "rank %d of %d ready:", comm->rank, comm->size);
+  if (!comm->nchans) put(line, sizeof(line), &off, " no peers (%s open)", comm->tl_names);
   const char *sep = " ";
   for (int k = 0; k < comm->ntlis; k++) {
     const struct zcoll__tli *t = &comm->tlis[k];
@@ -83,7 +86,7 @@ void zcoll__comm_log_summary(zcoll_comm_t *comm, const int *peers, int npeers, c
   if (comm->tl_why[0]) put(line, sizeof(line), &off, "; not usable here: %s", comm->tl_why);
   /* Between ranks of one host the networks are not even loaded: say so, or an operator
    * wonders why verbs went unmentioned. */
-  if (!net_probed && comm->cfg->transport == ZCOLL_TL_AUTO)
+  if (!comm->net_probed && comm->cfg->transport == ZCOLL_TL_AUTO)
     put(line, sizeof(line), &off, "; networks not probed: every peer is on this host");
   free(tl_of);
   zcoll_log_info("%s", line);

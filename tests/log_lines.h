@@ -1,6 +1,6 @@
 /*
  * log_lines.h -- reading a job's ZCOLL_LOG=info output: the init line each rank logs
- * (lib/comm_summary.c), "rank 1 of 4: shm to 0,2; ucx to 3 on mlx5_0:1; chunk ...",
+ * (lib/comm_summary.c), "rank 1 of 4 ready: shm to 0,2; ucx to 3 on mlx5_0:1; chunk ...",
  * answers which transport a rank uses to reach a peer.
  */
 #ifndef ZCOLL_TEST_LOG_LINES_H
@@ -31,7 +31,7 @@ static inline int ll_pair_transport(const char *out, int a, int b, char *tl, siz
   for (const char *p = strstr(out, head); p; p = strstr(p + 1, head)) {
     const char *eol = strchr(p, '\n');
     if (!eol) eol = p + strlen(p);
-    const char *seg = strchr(p + strlen(head), ':'); /* after "rank a of n" */
+    const char *seg = strchr(p + strlen(head), ':'); /* after "rank a of n ready" */
     while (seg && seg < eol) {
       seg++;
       while (*seg == ' ') seg++;

@@ -84,7 +84,8 @@ Test(log, subsys_values) {
       {"net", 1u << ZCOLL_LOG_SUBSYS_NET},
       {"init,coll", 1u << ZCOLL_LOG_SUBSYS_INIT | 1u << ZCOLL_LOG_SUBSYS_COLL},
       {"^net", ZCOLL_LOG_SUBSYS_ALL & ~(1u << ZCOLL_LOG_SUBSYS_NET)},
-      {"^net,MEM", ZCOLL_LOG_SUBSYS_ALL & ~(1u << ZCOLL_LOG_SUBSYS_NET | 1u << ZCOLL_LOG_SUBSYS_MEM)},
+      {"^net,MEM",
+       ZCOLL_LOG_SUBSYS_ALL & ~(1u << ZCOLL_LOG_SUBSYS_NET | 1u << ZCOLL_LOG_SUBSYS_MEM)},
       {"boot,tune,mem", 1u << ZCOLL_LOG_SUBSYS_BOOT | 1u << ZCOLL_LOG_SUBSYS_TUNE |
                             1u << ZCOLL_LOG_SUBSYS_MEM},
   };
@@ -150,8 +151,9 @@ static char *log_every_subsystem(const char *subsys) {
   cr_assert_eq(zcoll_config_set(cfg, "LOG_FILE", file), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "LOG_SUBSYS", subsys), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "LOG", "info"), ZCOLL_OK);
-  static const char *const files[] = {"a/lib/comm.c", "a/lib/bootstrap.c", "b/transports/shm/ep.c",
-                                      "a/lib/executor.c", "a/algorithms/select.c", "a/lib/rcache.c"};
+  static const char *const files[] = {"a/lib/comm.c",          "a/lib/bootstrap.c",
+                                      "b/transports/shm/ep.c", "a/lib/executor.c",
+                                      "a/algorithms/select.c", "a/lib/rcache.c"};
   for (int i = 0; i < 6; i++) zcoll__log_write(ZCOLL_LOG_WARN, files[i], 7, "line %d", i);
   zcoll_config_free(cfg);
   char *text = slurp(file);
@@ -203,7 +205,8 @@ static regex_t line_rx;
 static void compile_rx(void) {
   cr_assert_eq(regcomp(&line_rx,
                        "^\\[zcoll ([^ :]+):([0-9]+) r([0-9]+|-)\\] (error|warn|info|debug|trace) "
-                       "(init|boot|net|coll|tune|mem) [A-Za-z0-9_]+/[A-Za-z0-9_]+\\.[ch]:[0-9]+ [^ ]",
+                       "(init|boot|net|coll|tune|mem) "
+                       "[A-Za-z0-9_]+/[A-Za-z0-9_]+\\.[ch]:[0-9]+ [^ ]",
                        REG_EXTENDED | REG_NEWLINE),
                0);
 }
@@ -268,7 +271,7 @@ Test(log, subsys_filter_in_a_job, .init = compile_rx, .timeout = 240) {
   r = job(drop);
   cr_assert_eq(r.status, 0, "%s", r.out);
   cr_expect_geq(each_line(r.out, only_subsys, "^init"), 2, "%s", r.out);
-  cr_expect(!strstr(r.out, " rank 0 of 2:"), "the init line is init's:\n%s", r.out);
+  cr_expect(!strstr(r.out, " rank 0 of 2 ready:"), "the init line is init's:\n%s", r.out);
   free(r.out);
 }
 
@@ -316,7 +319,7 @@ Test(log, a_file_per_rank, .init = compile_rx, .timeout = 240) {
     each_line(text, from_this_rank, &c);
     cr_expect_gt(c.lines, 0, "%s is empty", e->d_name);
     char init[64];
-    snprintf(init, sizeof(init), " rank %d of 2: shm to %d;", c.rank, 1 - c.rank);
+    snprintf(init, sizeof(init), " rank %d of 2 ready: shm to %d;", c.rank, 1 - c.rank);
     cr_expect(strstr(text, init), "no '%s' in %s:\n%s", init, e->d_name, text);
     free(text);
   }
@@ -337,7 +340,8 @@ Test(log, unopenable_file_is_one_warning_then_stderr, .init = compile_rx, .timeo
     warnings++;
   cr_expect_eq(warnings, 2, "one per rank:\n%s", r.out);
   cr_expect(strstr(r.out, "No such file or directory; logging to stderr"), "%s", r.out);
-  cr_expect(strstr(r.out, " rank 0 of 2:") && strstr(r.out, " rank 1 of 2:"), "%s", r.out);
+  cr_expect(strstr(r.out, " rank 0 of 2 ready:") && strstr(r.out, " rank 1 of 2 ready:"), "%s",
+            r.out);
   each_line(r.out, NULL, NULL);
   free(r.out);
 }
@@ -390,7 +394,7 @@ Test(log, init_line_answers_why_not_verbs, .init = compile_rx, .timeout = 240) {
     char tl[32] = "";
     cr_expect(ll_pair_transport(r.out, a, 1 - a, tl, sizeof(tl)), "%s", r.out);
     char head[48];
-    snprintf(head, sizeof(head), " rank %d of 2: ", a);
+    snprintf(head, sizeof(head), " rank %d of 2 ready: ", a);
     const char *line = strstr(r.out, head);
     cr_assert_not_null(line, "%s", r.out);
     char *one = strndup(line, strcspn(line, "\n"));

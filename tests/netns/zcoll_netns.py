@@ -149,9 +149,9 @@ def _ranks(text):
     return out
 
 
-def transport_pairs(result, pattern=r" rank (\d+) of \d+: (.*)"):
+def transport_pairs(result, pattern=r" rank (\d+) of \d+ ready: (.*)"):
     """{(from, to): transport} from each rank's ZCOLL_LOG=info init line
-    ("rank 1 of 4: shm to 0,2; ucx to 3 on mlx5_0:1; chunk 256 KiB, depth 8; ...")."""
+    ("rank 1 of 4 ready: shm to 0,2; ucx to 3 on mlx5_0:1; chunk 256 KiB, depth 8; ...")."""
     pairs = {}
     for _, m in result.grep(pattern):
         for seg in m.group(2).split("; "):

@@ -184,6 +184,49 @@ Test(log, subsys_caret_drops_those) {
   free(t);
 }
 
+/* The file is appended to (a rank restarted keeps its earlier lines) and not inherited by
+ * programs the application executes. */
+Test(log, file_appended_and_closed_on_exec) {
+  make_tmpdir();
+  char file[128];
+  snprintf(file, sizeof(file), "%s/r%%r.log", tmpdir);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/r3.log", tmpdir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs("earlier\n", f);
+  fclose(f);
+  zcoll__log_set_rank(3);
+  zcoll__log_set_file(file);
+  zcoll__log_write(ZCOLL_LOG_WARN, "a/lib/comm.c", 1, "later");
+  char *text = slurp(path);
+  cr_expect(!strncmp(text, "earlier\n[zcoll ", 15), "%s", text);
+  cr_expect(strstr(text, " r3] warn init lib/comm.c:1 later\n"), "%s", text);
+  free(text);
+  int found = 0;
+  DIR *d = opendir("/proc/self/fd");
+  cr_assert_not_null(d);
+  for (struct dirent *e; (e = readdir(d));) {
+    char link[300], target[256] = "";
+    snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(link, target, sizeof(target) - 1);
+    if (n <= 0 || strcmp(target, path)) continue;
+    found++;
+    snprintf(link, sizeof(link), "/proc/self/fdinfo/%s", e->d_name);
+    char *info = slurp(link);
+    const char *flags = strstr(info, "flags:");
+    cr_assert_not_null(flags, "%s", info);
+    unsigned long fl = strtoul(flags + 6, NULL, 8);
+    cr_expect(fl & O_APPEND, "%s", info);
+    cr_expect(fl & O_CLOEXEC, "%s", info);
+    free(info);
+  }
+  closedir(d);
+  cr_expect_eq(found, 1);
+  zcoll__log_set_file(""); /* closes it */
+  remove_tmpdir();
+}
+
 static int evaluated;
 static int side_effect(void) { return ++evaluated; }
 

@@ -209,6 +209,7 @@ static int expand(char *out, size_t len) {
       continue;
     }
     p++;
+    if (!*p) break; /* a trailing '%': zcoll__log_check_file refuses it, stay safe anyway */
     if (*p == 'r' && log_rank < 0) return 0;
     if (*p == 'h') o += (size_t)snprintf(out + o, len - o, "%s", host_name());
     else if (*p == 'p') o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
@@ -242,9 +243,10 @@ static int file_fd(const char *rank) {
   if (fd >= 0) return fd;
   /* Once per path: the lines that follow still reach somebody. */
   char msg[768];
+  errno = err; /* for %m: strerror is not thread-safe */
   int n = snprintf(msg, sizeof(msg), "[zcoll %s:%d r%s] warn init lib/log.c:%d cannot open "
-                   "ZCOLL_LOG_FILE %s: %s; logging to stderr\n", host_name(), (int)getpid(),
-                   rank, __LINE__, path, strerror(err));
+                   "ZCOLL_LOG_FILE %s: %m; logging to stderr\n", host_name(), (int)getpid(),
+                   rank, __LINE__, path);
   if (n > 0) write_all(STDERR_FILENO, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
   return STDERR_FILENO;
 }

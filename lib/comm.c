@@ -116,9 +116,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD &&
       (st = zcoll__progress_thread_start(comm)) != ZCOLL_OK)
     goto fail_abort;
-  zcoll_log_info("rank %d of %d ready: transport %s, %d peers, chunk %zu bytes, depth %d",
-                 comm->rank, comm->size, comm->tl_names, comm->nchans, comm->slot_bytes,
-                 comm->depth);
+  zcoll__comm_log_summary(comm);
   *out = comm;
   return ZCOLL_OK;
 fail_abort:

@@ -84,6 +84,8 @@ struct zcoll_comm {
   char tl_devices[192]; /* "-+rxe0:1": what zcoll_comm_device says, in the same order */
   int can_block;     /* every instance has an event descriptor: a waiting rank may sleep */
   int *host_of;      /* rank -> its host, numbered in order of first rank */
+  char tl_why[512];  /* the probes' refusals ("verbs: no RDMA device ..."), for the init line */
+  int net_probed;    /* this rank probed the network transports (not on one host) */
   int nhosts;
   size_t slot_bytes;
   int depth;
@@ -257,6 +259,9 @@ zcoll_status_t zcoll__wire_hosts(zcoll_comm_t *comm, unsigned *masks, uint64_t *
                                  uint32_t *depth, int *net_round);
 zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, uint64_t *chunk,
                                 uint32_t *depth);
+/* The line a ready communicator logs at info (comm_summary.c): each peer's transport and
+ * device, chunk and depth, and why the transports probed and refused cannot run. */
+void zcoll__comm_log_summary(const zcoll_comm_t *comm);
 /* Arms every transport instance for sleeping and puts their descriptors in fds (*n of
  * them): ZCOLL_OK, or ZCOLL_IN_PROGRESS with events pending (poll again), or an error.
  * Only where comm->can_block. */

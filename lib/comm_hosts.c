@@ -227,8 +227,9 @@ zcoll_status_t zcoll__wire_hosts(zcoll_comm_t *comm, unsigned *masks, uint64_t *
                                  uint32_t *depth, int *net_round) {
   struct host_rec mine = {{0}, 0, 0};
   zcoll__node_id(mine.node, sizeof(mine.node), comm->rank);
-  char why[512] = "";
-  mine.mask = zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, why, sizeof(why));
+  comm->tl_why[0] = '\0';
+  mine.mask =
+      zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, comm->tl_why, sizeof(comm->tl_why));
   memset(masks, 0, sizeof(unsigned) * (size_t)comm->size);
   if (!(comm->host_of = malloc(sizeof(int) * (size_t)comm->size)))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
@@ -245,10 +246,14 @@ zcoll_status_t zcoll__wire_hosts(zcoll_comm_t *comm, unsigned *masks, uint64_t *
 
 zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, uint64_t *chunk,
                                 uint32_t *depth) {
+  /* This probe covers every transport, those of the host round too: its refusals
+   * replace that round's rather than repeat them. */
   char why[512] = "";
   uint32_t net = need ? zcoll__transport_probe(comm->cfg, 0, why, sizeof(why)) &
                             ~masks[comm->rank]
                       : 0;
+  comm->net_probed = need;
+  if (need) snprintf(comm->tl_why, sizeof(comm->tl_why), "%s", why);
   if (need && !net && why[0]) zcoll_log_info("no network transport here: %s", why);
   struct geometry g;
   zcoll_status_t st = round_trip(comm, &net, sizeof(net), net_reply, masks, &g, 0);

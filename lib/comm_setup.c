@@ -442,7 +442,6 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
         (st = c->ops->rkey_unpack(c->ep, key, klen, &c->rkey)) != ZCOLL_OK)
       goto out;
     comm->chan_of[q] = i;
-    zcoll_log_info("rank %d -> %d: %s", comm->rank, q, c->ops->name);
   }
 out:
   free(addr_ptrs), free(addr_lens), free(ranks), free(at), free(eps);

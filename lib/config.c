@@ -172,6 +172,16 @@ static int parse_log(const char *text, void *dst, size_t size, char *why, size_t
   return 0;
 }
 
+static int parse_subsys(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  (void)size;
+  return zcoll__log_parse_subsys(text, dst, why, why_len);
+}
+
+static int parse_log_file(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (zcoll__log_check_file(text, why, why_len)) return -1;
+  return parse_string(text, dst, size, why, why_len);
+}
+
 static int parse_algo(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   if (!zcoll__algo_name_valid(text)) {
     snprintf(why, why_len, "unknown algorithm (zcoll_info lists them)");
@@ -267,6 +277,11 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("PROGRESS", "caller", "caller|thread: who drives communication progress", progress,
       parse_progress),
     F("LOG", "warn", "none|error|warn|info|debug|trace", log_level, parse_log),
+    F("LOG_SUBSYS", "all", "subsystems logged: all, or a list of init,boot,net,coll,tune,mem; "
+      "a leading ^ logs all but the list (^net,mem)", log_subsys, parse_subsys),
+    F("LOG_FILE", "", "file to log to (appended), with %h the host, %p the pid and %r the rank "
+      "(a file per rank); empty: stderr, which is also where lines go if it cannot be opened",
+      log_file, parse_log_file),
     F("TRACE", "", "file prefix for a per-rank Chrome-trace timeline of the pipeline stages",
       trace, parse_string),
     F("SPIN_US", "20", "microseconds to busy-poll while waiting, before yielding the core",
@@ -303,6 +318,14 @@ static zcoll_status_t set_field(zcoll_config_t *cfg, const struct field *f, cons
   return ZCOLL_OK;
 }
 
+/* Logging is the process's, not a communicator's: the last configuration made or set
+ * decides it, as for the level before there were other logging fields. */
+static void apply_log(const zcoll_config_t *cfg) {
+  zcoll__log_set_level((zcoll__log_level_t)cfg->log_level);
+  zcoll__log_set_subsys(cfg->log_subsys);
+  zcoll__log_set_file(cfg->log_file);
+}
+
 zcoll_status_t zcoll_config_create(zcoll_config_t **out) {
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_create: cfg is NULL");
   zcoll_config_t *cfg = calloc(1, sizeof(*cfg));
@@ -320,8 +343,8 @@ zcoll_status_t zcoll_config_create(zcoll_config_t **out) {
     zcoll_config_free(cfg);
     return st;
   }
-  /* The level applies from here on, so that init itself logs as asked. */
-  zcoll__log_set_level((zcoll__log_level_t)cfg->log_level);
+  /* The logging settings apply from here on, so that init itself logs as asked. */
+  apply_log(cfg);
   for (char **e = environ; e && *e; e++) {
     if (strncmp(*e, "ZCOLL_", 6) != 0) continue;
     const char *eq = strchr(*e, '=');
@@ -349,8 +372,10 @@ zcoll_status_t zcoll_config_set(zcoll_config_t *cfg, const char *name, const cha
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_set: no configuration field '%s'",
                        name ? name : "(null)");
   zcoll_status_t st = set_field(cfg, f, value, "");
-  if (st == ZCOLL_OK && f->offset == offsetof(struct zcoll_config, log_level))
-    zcoll__log_set_level((zcoll__log_level_t)cfg->log_level);
+  if (st == ZCOLL_OK && (f->offset == offsetof(struct zcoll_config, log_level) ||
+                         f->offset == offsetof(struct zcoll_config, log_subsys) ||
+                         f->offset == offsetof(struct zcoll_config, log_file)))
+    apply_log(cfg);
   return st;
 }
 

@@ -11,7 +11,7 @@
 
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-#define ZCOLL_CONFIG_NFIELDS 24
+#define ZCOLL_CONFIG_NFIELDS 26
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -32,6 +32,8 @@ struct zcoll_config {
   double timeout;     /* seconds without progress before a peer is an error; 0 = never */
   int progress;
   int log_level;
+  unsigned log_subsys;    /* a bit per subsystem (log.h) */
+  char log_file[512];     /* "": stderr; else a pattern with %h, %p, %r */
   char trace[512];
   int spin_us;
   int yield_us;

@@ -1,12 +1,18 @@
-/* log.c -- one line per message on stderr, prefixed with host, pid and rank. */
+/* log.c -- one line per message, prefixed with host, pid, rank, level and subsystem, on
+ * stderr or in a file per rank (ZCOLL_LOG_FILE). */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
 _Atomic zcoll__log_level_t zcoll__log_level = ZCOLL_LOG_WARN;
+static _Atomic unsigned log_subsys = ZCOLL_LOG_SUBSYS_ALL;
 
 static _Thread_local int log_rank = -1;
 static _Thread_local char last_error[512];
@@ -15,6 +21,8 @@ static _Thread_local int muted;
 void zcoll__log_mute(int on) { muted = on; }
 
 static const char *const level_names[] = {"none", "error", "warn", "info", "debug", "trace"};
+static const char *const subsys_names[ZCOLL_LOG_NSUBSYS] = {"init", "boot", "net",
+                                                            "coll", "tune", "mem"};
 
 void zcoll__log_set_rank(int rank) { log_rank = rank; }
 
@@ -26,26 +34,251 @@ int zcoll__log_parse_level(const char *s) {
   return -1;
 }
 
+/* ---- subsystems ------------------------------------------------------------------ */
+
+const char *zcoll__log_subsys_name(int subsys) {
+  return subsys >= 0 && subsys < ZCOLL_LOG_NSUBSYS ? subsys_names[subsys] : "?";
+}
+
+/* The one table of which file belongs to which subsystem (log.h lists it for readers):
+ * the folder a file is in, and the start of its name (NULL: any). First match wins. */
+static const struct {
+  const char *dir;
+  const char *prefix;
+  zcoll__log_subsys_t subsys;
+} subsys_rules[] = {
+    {"lib", "bootstrap", ZCOLL_LOG_SUBSYS_BOOT},
+    {"lib", "launch", ZCOLL_LOG_SUBSYS_BOOT},
+    {"lib", "pmix_client", ZCOLL_LOG_SUBSYS_BOOT},
+    {"lib", "sock", ZCOLL_LOG_SUBSYS_BOOT},
+    {"lib", "transport", ZCOLL_LOG_SUBSYS_NET},
+    {"lib", "ucx_dlopen", ZCOLL_LOG_SUBSYS_NET},
+    {"lib", "evq", ZCOLL_LOG_SUBSYS_NET},
+    {"lib", "allreduce", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "broadcast", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "exec", ZCOLL_LOG_SUBSYS_COLL}, /* executor, exec_queue, exec_wait */
+    {"lib", "schedule", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "channel", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "grant", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "request", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "place", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "reduce", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "op.", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "copy", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "vec", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "progress_thread", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "trace", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "stats", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "mr", ZCOLL_LOG_SUBSYS_MEM},
+    {"lib", "rcache", ZCOLL_LOG_SUBSYS_MEM},
+    {"lib", "comm", ZCOLL_LOG_SUBSYS_INIT},
+    {"lib", "config", ZCOLL_LOG_SUBSYS_INIT},
+    {"lib", "node", ZCOLL_LOG_SUBSYS_INIT},
+    {"lib", "guard", ZCOLL_LOG_SUBSYS_INIT},
+    {"lib", "status", ZCOLL_LOG_SUBSYS_INIT},
+    {"lib", "log", ZCOLL_LOG_SUBSYS_INIT},
+    {"algorithms", "select", ZCOLL_LOG_SUBSYS_TUNE},
+    {"algorithms", NULL, ZCOLL_LOG_SUBSYS_COLL},
+    {"transports", NULL, ZCOLL_LOG_SUBSYS_NET}, /* transports/<name>/<file> */
+};
+
+/* The path's last components: base name, parent folder and the one above (each "" if
+ * absent), as lengths into the path. */
+struct path_tail {
+  const char *base, *p1, *p2;
+  size_t p1_len, p2_len;
+};
+
+static struct path_tail split_tail(const char *file) {
+  struct path_tail t = {file, "", "", 0, 0};
+  const char *s1 = strrchr(file, '/');
+  if (!s1) return t;
+  t.base = s1 + 1;
+  const char *s2 = s1;
+  while (s2 > file && s2[-1] != '/') s2--;
+  t.p1 = s2, t.p1_len = (size_t)(s1 - s2);
+  if (s2 == file) return t;
+  const char *s3 = s2 - 1;
+  while (s3 > file && s3[-1] != '/') s3--;
+  t.p2 = s3, t.p2_len = (size_t)(s2 - 1 - s3);
+  return t;
+}
+
+static int dir_is(const char *p, size_t len, const char *name) {
+  return len == strlen(name) && strncmp(p, name, len) == 0;
+}
+
+int zcoll__log_subsys_of(const char *file) {
+  struct path_tail t = split_tail(file);
+  for (size_t i = 0; i < sizeof(subsys_rules) / sizeof(subsys_rules[0]); i++) {
+    const char *dir = subsys_rules[i].dir, *pre = subsys_rules[i].prefix;
+    int in = dir_is(t.p1, t.p1_len, dir) ||
+             (!strcmp(dir, "transports") && dir_is(t.p2, t.p2_len, dir));
+    if (in && (!pre || strncmp(t.base, pre, strlen(pre)) == 0)) return subsys_rules[i].subsys;
+  }
+  return -1;
+}
+
+int zcoll__log_parse_subsys(const char *s, unsigned *mask, char *why, size_t why_len) {
+  int invert = s[0] == '^';
+  if (invert) s++;
+  if (!invert && strcasecmp(s, "all") == 0) {
+    *mask = ZCOLL_LOG_SUBSYS_ALL;
+    return 0;
+  }
+  unsigned m = 0;
+  for (;;) { /* every name must be one: "", "net," and "^" are mistakes, not "none" */
+    size_t n = strcspn(s, ",");
+    int found = -1;
+    for (int i = 0; i < ZCOLL_LOG_NSUBSYS; i++)
+      if (n == strlen(subsys_names[i]) && strncasecmp(s, subsys_names[i], n) == 0) found = i;
+    if (found < 0) {
+      snprintf(why, why_len, "'%.*s' is not a subsystem: all, or a list of "
+               "init,boot,net,coll,tune,mem (^ in front: all but those)", (int)n, s);
+      return -1;
+    }
+    m |= 1u << found;
+    if (!s[n]) break;
+    s += n + 1;
+  }
+  *mask = invert ? ZCOLL_LOG_SUBSYS_ALL & ~m : m;
+  return 0;
+}
+
+void zcoll__log_set_subsys(unsigned mask) { log_subsys = mask; }
+
+/* ---- where lines go -------------------------------------------------------------- */
+
+/* A process usually has one rank, hence one file; ranks run as threads (tests) have one
+ * each, so the files opened are kept by expanded path. All of it under one lock, held
+ * across the write too, so that changing the pattern can close files nobody is writing
+ * to. The lock is only taken when a pattern is set: stderr needs none. */
+#define LOG_FILES_MAX 16
+static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int to_file;
+static char file_pattern[512];
+static struct {
+  char path[512];
+  int fd; /* -1: could not be opened (warned once), the lines go to stderr */
+} files[LOG_FILES_MAX];
+static int nfiles;
+static int full_warned; /* the table is full: said once, stderr from then on */
+
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static char host[64];
+
+static void host_init(void) {
+  if (gethostname(host, sizeof(host) - 1) != 0 || !host[0]) snprintf(host, sizeof(host), "?");
+}
+
+static const char *host_name(void) {
+  pthread_once(&host_once, host_init);
+  return host;
+}
+
+int zcoll__log_check_file(const char *pattern, char *why, size_t why_len) {
+  for (const char *p = strchr(pattern, '%'); p; p = strchr(p + 2, '%'))
+    if (!p[1] || !strchr("hpr%", p[1])) {
+      snprintf(why, why_len, "'%%%.1s' is not one of %%h (host), %%p (pid), %%r (rank), %%%%",
+               p + 1);
+      return -1;
+    }
+  return 0;
+}
+
+void zcoll__log_set_file(const char *pattern) {
+  pthread_mutex_lock(&files_lock);
+  if (strcmp(pattern, file_pattern) != 0) {
+    for (int i = 0; i < nfiles; i++)
+      if (files[i].fd >= 0) close(files[i].fd);
+    nfiles = 0;
+    full_warned = 0;
+    snprintf(file_pattern, sizeof(file_pattern), "%s", pattern);
+    to_file = pattern[0] != '\0';
+  }
+  pthread_mutex_unlock(&files_lock);
+}
+
+/* The pattern with this thread's host, pid and rank; 0 if the pattern needs a rank
+ * this thread does not have yet (its lines go to stderr: configuration errors). */
+static int expand(char *out, size_t len) {
+  size_t o = 0;
+  for (const char *p = file_pattern; *p && o < len; p++) {
+    if (*p != '%') {
+      out[o++] = *p;
+      continue;
+    }
+    p++;
+    if (!*p) break; /* a trailing '%': zcoll__log_check_file refuses it, stay safe anyway */
+    if (*p == 'r' && log_rank < 0) return 0;
+    if (*p == 'h') o += (size_t)snprintf(out + o, len - o, "%s", host_name());
+    else if (*p == 'p') o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
+    else if (*p == 'r') o += (size_t)snprintf(out + o, len - o, "%d", log_rank);
+    else out[o++] = '%';
+  }
+  if (o >= len) return 0;
+  out[o] = '\0';
+  return 1;
+}
+
+static void write_all(int fd, const char *s, size_t n) {
+  ssize_t w = write(fd, s, n);
+  (void)w; /* nowhere left to report a failed log write */
+}
+
+/* The descriptor for this thread's lines, under files_lock. */
+static int file_fd(const char *rank) {
+  char path[512];
+  if (!expand(path, sizeof(path))) return STDERR_FILENO;
+  for (int i = 0; i < nfiles; i++)
+    if (!strcmp(files[i].path, path)) return files[i].fd >= 0 ? files[i].fd : STDERR_FILENO;
+  if (nfiles == LOG_FILES_MAX && full_warned++) return STDERR_FILENO;
+  int fd = -1, err = EMFILE;
+  if (nfiles < LOG_FILES_MAX) {
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    err = errno;
+    snprintf(files[nfiles].path, sizeof(files[nfiles].path), "%s", path);
+    files[nfiles++].fd = fd;
+  }
+  if (fd >= 0) return fd;
+  /* Once per path: the lines that follow still reach somebody. */
+  char msg[768];
+  errno = err; /* for %m: strerror is not thread-safe */
+  int n = snprintf(msg, sizeof(msg), "[zcoll %s:%d r%s] warn init lib/log.c:%d cannot open "
+                   "ZCOLL_LOG_FILE %s: %m; logging to stderr\n", host_name(), (int)getpid(),
+                   rank, __LINE__, path);
+  if (n > 0) write_all(STDERR_FILENO, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+  return STDERR_FILENO;
+}
+
 static void vwrite_line(zcoll__log_level_t level, const char *file, int line, const char *fmt,
                         va_list ap) {
+  int subsys = zcoll__log_subsys_of(file);
+  if (subsys < 0) subsys = ZCOLL_LOG_SUBSYS_INIT;
+  if (!(log_subsys >> subsys & 1u)) return;
   char msg[1024];
   vsnprintf(msg, sizeof(msg), fmt, ap);
-  const char *base = strrchr(file, '/');
-  base = base ? base + 1 : file;
-  /* One write per line so that lines of ranks sharing a terminal do not interleave. */
-  char out[1280];
-  int n;
-  if (log_rank >= 0)
-    n = snprintf(out, sizeof(out), "[zcoll %d r%d] %s %s:%d %s\n", (int)getpid(), log_rank,
-                 level_names[level], base, line, msg);
-  else
-    n = snprintf(out, sizeof(out), "[zcoll %d] %s %s:%d %s\n", (int)getpid(), level_names[level],
-                 base, line, msg);
-  if (n > (int)sizeof(out)) n = (int)sizeof(out);
-  if (n > 0) {
-    ssize_t w = write(STDERR_FILENO, out, (size_t)n);
-    (void)w; /* nowhere left to report a failed log write */
+  struct path_tail t = split_tail(file);
+  char rank[16] = "-";
+  if (log_rank >= 0) snprintf(rank, sizeof(rank), "%d", log_rank);
+  /* One write per line so that lines of ranks sharing a terminal or file do not
+   * interleave. */
+  char out[1400];
+  int n = snprintf(out, sizeof(out), "[zcoll %s:%d r%s] %s %s %.*s%s%s:%d %s\n", host_name(),
+                   (int)getpid(), rank, level_names[level], subsys_names[subsys],
+                   (int)t.p1_len, t.p1, t.p1_len ? "/" : "", t.base, line, msg);
+  if (n <= 0) return;
+  if (n >= (int)sizeof(out)) {
+    n = (int)sizeof(out) - 1;
+    out[n - 1] = '\n';
   }
+  if (!to_file) {
+    write_all(STDERR_FILENO, out, (size_t)n);
+    return;
+  }
+  pthread_mutex_lock(&files_lock);
+  write_all(file_fd(rank), out, (size_t)n);
+  pthread_mutex_unlock(&files_lock);
 }
 
 void zcoll__log_write(zcoll__log_level_t level, const char *file, int line, const char *fmt, ...) {

@@ -5,11 +5,28 @@
  * for the caller (zcoll_comm_last_error / zcoll_last_error), logs it once at error
  * level, and returns the status so that the call site can `return zcoll__fail(...)`.
  * The level is checked before the arguments are evaluated.
+ *
+ * Each line reads "[zcoll HOST:PID rRANK] LEVEL SUBSYS DIR/FILE:LINE message" (rank "-"
+ * before the communicator knows it), on stderr or in ZCOLL_LOG_FILE. The subsystem is
+ * not passed by the call sites: it follows from the file that logs (its __FILE__), by
+ * one table in log.c, so that an operator can keep or drop whole layers
+ * (ZCOLL_LOG_SUBSYS=^net) without every call naming one:
+ *   boot  lib/bootstrap*, launch*, pmix_client*, sock*    (rendezvous, launchers)
+ *   net   every file of transports/, lib/transport*, ucx_dlopen*, evq*  (the networks)
+ *   coll  algorithms/ but select*, lib/allreduce*, broadcast*, executor*, exec_*,
+ *         schedule*, channel*, grant*, request*, place*, reduce*, op.*, copy*, vec*,
+ *         progress_thread*, trace*, stats*                  (running collectives)
+ *   tune  algorithms/select*                              (which algorithm, chunk)
+ *   mem   lib/mr*, rcache*                                (registration, its cache)
+ *   init  lib/comm*, config*, node*, guard*, status*, log* (communicator lifecycle)
+ * A file no rule names logs as init; tests/test_log.c checks that every source file is
+ * named.
  */
 #ifndef ZCOLL_LOG_H
 #define ZCOLL_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 #include "zcoll.h"
 
 typedef enum {
@@ -30,6 +47,32 @@ void zcoll__log_set_rank(int rank);
 void zcoll__log_set_level(zcoll__log_level_t level);
 /* Parses "none|error|warn|info|debug|trace"; returns -1 for anything else. */
 int zcoll__log_parse_level(const char *s);
+
+/* The subsystems, a bit each in a ZCOLL_LOG_SUBSYS mask. */
+typedef enum {
+  ZCOLL_LOG_SUBSYS_INIT,
+  ZCOLL_LOG_SUBSYS_BOOT,
+  ZCOLL_LOG_SUBSYS_NET,
+  ZCOLL_LOG_SUBSYS_COLL,
+  ZCOLL_LOG_SUBSYS_TUNE,
+  ZCOLL_LOG_SUBSYS_MEM,
+  ZCOLL_LOG_NSUBSYS
+} zcoll__log_subsys_t;
+#define ZCOLL_LOG_SUBSYS_ALL ((1u << ZCOLL_LOG_NSUBSYS) - 1)
+/* The subsystem's name ("net"). */
+const char *zcoll__log_subsys_name(int subsys);
+/* The subsystem of a source file by the table above; -1 if no rule names it. */
+int zcoll__log_subsys_of(const char *file);
+/* "all", or names separated by commas ("net,coll"); a leading '^' keeps every subsystem
+ * but the names ("^net,mem"). 0 and *mask set, or -1 with the reason in why. */
+int zcoll__log_parse_subsys(const char *s, unsigned *mask, char *why, size_t why_len);
+void zcoll__log_set_subsys(unsigned mask);
+/* Where lines go: "" for stderr, else a path in which %h, %p and %r become the host, the
+ * pid and the writing thread's rank, and %% a '%'. Checks the escapes only: 0, or -1
+ * with the reason in why. */
+int zcoll__log_check_file(const char *pattern, char *why, size_t why_len);
+/* Takes effect from the next line; files opened for an earlier pattern are closed. */
+void zcoll__log_set_file(const char *pattern);
 
 void zcoll__log_write(zcoll__log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

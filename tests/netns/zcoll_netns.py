@@ -140,9 +140,25 @@ class JobResult:
                 for m in [rx.search(line)] if m]
 
 
-def transport_pairs(result, pattern=r"rank (\d+) -> (\d+): (\S+)"):
-    """{(from, to): transport} from the ranks' ZCOLL_LOG=info lines ("rank 0 -> 1: shm")."""
-    return {(int(m.group(1)), int(m.group(2))): m.group(3) for _, m in result.grep(pattern)}
+def _ranks(text):
+    """[0, 1, 2, 5] from "0-2,5"."""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def transport_pairs(result, pattern=r" rank (\d+) of \d+ ready: (.*)"):
+    """{(from, to): transport} from each rank's ZCOLL_LOG=info init line
+    ("rank 1 of 4 ready: shm to 0,2; ucx to 3 on mlx5_0:1; chunk 256 KiB, depth 8; ...")."""
+    pairs = {}
+    for _, m in result.grep(pattern):
+        for seg in m.group(2).split("; "):
+            tl = re.fullmatch(r"(\S+) to ([\d,-]+)( on \S+)?", seg)
+            if tl:
+                pairs.update({(int(m.group(1)), q): tl.group(1) for q in _ranks(tl.group(2))})
+    return pairs
 
 
 class Cluster:

@@ -34,6 +34,10 @@ BEGIN { expected = -1; n = 0 }
 }
 END {
   if (bad) exit 1
+  if (expected < 0) {
+    print "zcoll7.awk: zcoll_info -c has no '# zcoll configuration: N variables' line" > "/dev/stderr"
+    exit 1
+  }
   if (n == 0 || n != expected) {
     printf "zcoll7.awk: read %d variables, zcoll_info -c announced %d\n", n, expected > "/dev/stderr"
     exit 1

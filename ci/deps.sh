@@ -7,8 +7,12 @@ set -euo pipefail
 # iproute2: the emulated hosts of tests/netns (ip netns, veth, bridge).
 # libpmix-dev: PMIx's headers, for launching through PMIx (lib/pmix_client.c loads the
 # library itself at run time); Slurm's pmix plugin also needs its libpmix.so.
+# help2man and man-db: the tools' man pages are generated from their --help (man/), and
+# tests/man_test.sh renders every page. dpkg-dev and file: cpack -G DEB's dependency
+# list (dpkg-shlibdeps; CPack finds the ELF files with file), for tests/deb_test.sh.
 need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev
-      libpmix-dev python3-numpy python3-pytest dataset-fashion-mnist iproute2 "$@")
+      libpmix-dev python3-numpy python3-pytest dataset-fashion-mnist iproute2 help2man man-db
+      dpkg-dev file "$@")
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,7 +19,8 @@ ci/slurm.sh start
 trap 'ci/slurm.sh stop' EXIT
 stage "test suite"
 # It includes tests/netns (ctest -L netns): jobs over several hosts made of namespaces, which
-# needs root; under CI=true it fails rather than skip.
+# needs root; under CI=true it fails rather than skip. So does deb_install: the .debs of
+# this build (cpack -G DEB) installed on this machine, used with pkg-config, and purged.
 ctest --test-dir build/ci --output-on-failure --timeout 1200
 
 stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"

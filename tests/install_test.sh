@@ -50,29 +50,13 @@ if [ -z "$pkg" ]; then
   echo "install_and_link: no Python package installed (ZCOLL_PYTHON=OFF); not checked"
 else
   python=${ZCOLL_TEST_PYTHON:-/usr/bin/python3}
-  cat >"$work/app.py" <<'PY'
-import os
-import sys
-
-import numpy as np
-import zcoll
-
-prefix = os.path.realpath(sys.argv[1])
-assert os.path.realpath(zcoll.__file__).startswith(prefix), zcoll.__file__
-assert os.path.realpath(zcoll._lib.path).startswith(prefix), zcoll._lib.path
-with zcoll.Comm() as comm:
-    x = np.arange(1 << 16, dtype=np.float32) * (comm.rank + 1)
-    comm.allreduce(x, out=x, op=zcoll.SUM)
-    want = np.arange(1 << 16, dtype=np.float32) * (comm.size * (comm.size + 1) // 2)
-    assert (x == want).all(), "wrong result"
-    print(f"rank {comm.rank}: python allreduce OK through {zcoll._lib.path}")
-PY
   sanitizer_env=()
   if [ -n "$extra_cflags" ]; then # a sanitized library in an unsanitized python3
     sanitizer_env=(LD_PRELOAD="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
                    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1)
   fi
   (cd "$work" && env -u ZCOLL_LIBRARY PYTHONPATH="$(dirname "$(dirname "$pkg")")" \
-    "${sanitizer_env[@]}" "$work/prefix/bin/zcoll_run" -np 2 "$python" "$work/app.py" "$work/prefix")
+    "${sanitizer_env[@]}" "$work/prefix/bin/zcoll_run" -np 2 "$python" "$src/tests/installed_allreduce.py" \
+    "$work/prefix")
 fi
 echo "install_and_link: OK"

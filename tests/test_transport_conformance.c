@@ -109,8 +109,12 @@ static int aborted(struct rank *r) {
   return atomic_load(&r->sh->nfail) || atomic_load(&r->sh->unsupported);
 }
 
-/* A barrier among r->live ranks that gives up when another rank has failed. */
-static int sync_ranks(struct rank *r) {
+/* A barrier among r->live ranks that gives up when another rank has failed. progress:
+ * keep polling the transport meanwhile (events are dropped: the body has counted what it
+ * expected), because a peer's puts may need this rank's progress to complete -- over UCX
+ * the sender's completion waits for the receiver's acknowledgement of a rendezvous, which
+ * the receiver sends from its poll. */
+static int sync_ranks_progress(struct rank *r, int progress) {
   struct shared *sh = r->sh;
   unsigned g = atomic_load(&sh->gen);
   if (atomic_fetch_add(&sh->arrived, 1) + 1 == (unsigned)r->live) {
@@ -122,10 +126,17 @@ static int sync_ranks(struct rank *r) {
   while (atomic_load(&sh->gen) == g) {
     if (aborted(r)) return -1;
     CHECK(r, now() - t0 < WAIT_S, "the other ranks did not meet in %.0f s", WAIT_S);
+    if (progress && r->tl) {
+      struct zcoll_tl_event ev[16];
+      int n;
+      (void)r->ops->poll(r->tl, ev, 16, &n); /* a failed instance's status: not this wait's */
+    }
     usleep(200);
   }
   return 0;
 }
+
+static int sync_ranks(struct rank *r) { return sync_ranks_progress(r, 0); }
 
 static int wait_flag(struct rank *r, _Atomic int *f, int value) {
   double t0 = now();
@@ -239,7 +250,8 @@ static int setup(struct rank *r, size_t region_len, size_t src_len, int how) {
 
 /* Releases in the core's order: keys, registrations, the instance, then the memory. */
 static double teardown(struct rank *r, int meet) {
-  if (meet && !aborted(r)) sync_ranks(r); /* nobody closes under a peer still at work */
+  /* nobody closes under a peer still at work, nor stops progressing its puts */
+  if (meet && !aborted(r)) sync_ranks_progress(r, 1);
   for (int i = 0; i < MAXR; i++)
     if (r->rk[i]) r->ops->rkey_release(r->rk[i]);
   if (r->mr) r->ops->mem_dereg(r->mr);

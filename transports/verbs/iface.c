@@ -162,6 +162,18 @@ static double port_gbps(uint8_t speed, uint8_t width) {
   return g * lanes;
 }
 
+/* As ibv_devinfo spells the states (ibv_port_state_str's are lowercase). */
+static const char *port_state(enum ibv_port_state st) {
+  switch (st) {
+    case IBV_PORT_DOWN: return "DOWN";
+    case IBV_PORT_INIT: return "INIT";
+    case IBV_PORT_ARMED: return "ARMED";
+    case IBV_PORT_ACTIVE: return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+    default: return "NOP";
+  }
+}
+
 /* One entry per port of every device: what ibv_devinfo shows that matters to zcoll, the
  * GID index RDMA CM will use (port_ipv4), and which port this rank takes (pick_device). */
 static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx,
@@ -187,7 +199,7 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx,
   int active = pa.state == IBV_PORT_ACTIVE;
   d->ok = active && has_ip;
   snprintf(d->detail, sizeof(d->detail), "%s, %s, MTU %d, %.4g Gb/s, %s%s",
-           ibv_port_state_str(pa.state),
+           port_state(pa.state),
            pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
            128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), gids,
            !strcmp(name, mine) && p == mine_port ? "; zcoll uses this port"

@@ -289,3 +289,39 @@ Test(info, selection_is_what_zcoll_perf_runs) {
     free(r.out);
   }
 }
+
+/* Where RDMA devices exist (the rxe harness sets ZCOLL_TEST_REQUIRE_RDMA=1 and has two):
+ * every device's port is listed ACTIVE with its MTU, speed and GID, RoCE ports by their
+ * RoCE v2 GID (RDMA CM's default mode), one is the port zcoll takes, and verbs is usable. */
+Test(info, rdma_ports_where_there_are_devices) {
+  const char *names[16];
+  int built[16];
+  zcoll_transport_names(names, built, 16);
+  if (!built[zcoll__transport_find("verbs")]) cr_skip_test("this build has no verbs transport");
+  char devs[8][64];
+  int ndev = 0;
+  DIR *d = opendir("/sys/class/infiniband");
+  for (struct dirent *e; d && (e = readdir(d)) && ndev < 8;)
+    if (e->d_name[0] != '.') snprintf(devs[ndev++], sizeof(devs[0]), "%.63s", e->d_name);
+  if (d) closedir(d);
+  if (!ndev) {
+    const char *req = getenv("ZCOLL_TEST_REQUIRE_RDMA");
+    if (req && !strcmp(req, "1")) cr_assert_fail("ZCOLL_TEST_REQUIRE_RDMA=1 but no RDMA device");
+    cr_skip_test("no RDMA device here (ci/rxe.sh provides soft-RoCE ones)");
+  }
+  const char *args[] = {"-d", NULL};
+  char *out = info_run(args, NULL, 0), line[1024];
+  for (int i = 0; i < ndev; i++) {
+    char want[96];
+    snprintf(want, sizeof(want), "verbs    ok   %.63s port ", devs[i]);
+    cr_expect(line_starting(out, want, line, sizeof(line)), "no '%s' in\n%s", want, out);
+    cr_expect(strstr(line, " ACTIVE, ") && strstr(line, ", MTU ") && strstr(line, " Gb/s, ") &&
+                  strstr(line, "GID index "),
+              "%s", line);
+    if (strstr(line, "Ethernet")) cr_expect(strstr(line, "(RoCE v2, "), "%s", line);
+  }
+  const char *mine = strstr(out, "; zcoll uses this port\n");
+  cr_expect(mine && !strstr(mine + 1, "; zcoll uses this port\n"), "one port wanted:\n%s", out);
+  cr_expect(line_starting(out, "verbs    usable", line, sizeof(line)), "%s", out);
+  free(out);
+}

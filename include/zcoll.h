@@ -244,7 +244,8 @@ typedef struct {
   char detail[256]; /* "ACTIVE, Ethernet, MTU 1024, ...", or why not */
 } zcoll_transport_detail_t;
 /* Fills up to max entries for the named transport, returns how many there are (0 for a
- * transport with nothing to describe or not built), -1 for an unknown name. */
+ * transport with nothing to describe or not built), -1 for an unknown name or a NULL
+ * argument. */
 ZCOLL_API int zcoll_transport_details(const zcoll_config_t *cfg, const char *name,
                                       zcoll_transport_detail_t *out, int max);
 

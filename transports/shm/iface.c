@@ -1,7 +1,7 @@
 /* iface.c -- shared-memory transport: instance lifecycle and the ops table. */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +84,6 @@ static void check_pidfd(zcoll_transport_detail_t *d) {
 /* Each prerequisite, tried on ourselves the way peers will use it: the probe is the first
  * one not met; zcoll_info -d lists them all. */
 static int shm_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
-  (void)cfg;
   zcoll_transport_detail_t d[5];
   int n = 0;
   /* A process that is not dumpable (setuid, or prctl) keeps its /proc/<pid>/fd from

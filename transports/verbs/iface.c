@@ -2,10 +2,10 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <dlfcn.h>
-#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +43,15 @@ static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out, int
       fclose(f);
       type[strcspn(type, "\n")] = '\0';
     }
-    if (*gid >= 0 && strcmp(type, "RoCE v2") != 0) continue; /* keep the first, or a v2 */
+    uint32_t addr = htonl(a << 24 | b << 16 | c << 8 | d);
+    /* The first address; its v2 entry if a later one is, and then no further look. */
+    if (*gid >= 0 && (addr != out->sin_addr.s_addr || strcmp(type, "RoCE v2") != 0)) continue;
     memset(out, 0, sizeof(*out));
     out->sin_family = AF_INET;
-    out->sin_addr.s_addr = htonl(a << 24 | b << 16 | c << 8 | d);
+    out->sin_addr.s_addr = addr;
     *gid = i;
     snprintf(gid_type, type_len, "%s", type[0] ? type : "RoCE");
+    if (!strcmp(type, "RoCE v2")) break;
   }
   if (*gid >= 0) return 0;
   snprintf(gid_type, type_len, "IPoIB");

@@ -38,6 +38,7 @@ static void usage(FILE *f)
           "  -d          print what each transport finds here (RDMA devices and ports, UCX's\n"
           "              transports and devices, shm's prerequisites) and whether it is usable\n"
           "  -b          print the build: transports, reduction kernels, library versions\n"
+          "              (with -s, -b is the smallest size instead, as in zcoll_perf)\n"
           "  -s -np P    print, for P ranks on this host, the allreduce's algorithm, chunk\n"
           "              bytes, pipeline depth and the rule that chose it for each size from\n"
           "              -b MIN to -e MAX bytes (default 8 and 64M; K, M, G suffixes),\n"

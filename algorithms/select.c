@@ -131,3 +131,23 @@ int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, ch
   if (why) snprintf(why, why_len, "no rule of %s covers it: ring", sel->source);
   return zcoll__algo_find("ring");
 }
+
+int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t why_len) {
+  if (c->forced >= 0) {
+    if (why) snprintf(why, why_len, "forced by ZCOLL_ALGO");
+    return c->forced;
+  }
+  int a = zcoll__select(c->sel, c->ranks, bytes, why, why_len);
+  /* Ranks on several hosts with more than one on some: where the table wants bandwidth,
+   * the hierarchical schedule moves 1/k of the bytes between hosts that a flat one does.
+   * A tuning file is taken as it is: it may say hier itself, for the sizes it measured. */
+  if (c->hier_auto && (a == c->ring || a == c->rhd)) {
+    if (why) {
+      size_t n = strlen(why);
+      snprintf(why + n, why_len - n, "; hier instead: %d ranks on %d hosts", c->ranks,
+               c->nhosts);
+    }
+    return c->hier;
+  }
+  return a;
+}

@@ -32,4 +32,18 @@ void zcoll__selector_free(struct zcoll__selector *sel);
 int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
                   size_t why_len);
 
+/* Everything the allreduce's choice depends on besides the size: a communicator's
+ * (allreduce.c) or a would-be one's (zcoll_allreduce_explain, for zcoll_info -s), so that
+ * both answer with the same code. */
+struct zcoll__choice {
+  const struct zcoll__selector *sel;
+  int ranks;
+  int forced;           /* ZCOLL_ALGO's algorithm; -1: auto */
+  int hier_auto;        /* several hosts, more ranks than hosts, no tuning file */
+  int nhosts;           /* for the reason only */
+  int ring, rhd, hier;  /* the algorithms hier_auto replaces, and hier */
+};
+/* The algorithm for an allreduce of `bytes`, and the rule that chose it in why. */
+int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t why_len);
+
 #endif

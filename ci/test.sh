@@ -33,6 +33,7 @@ ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
   ZCOLL_TEST_TRANSPORTS=verbs build/ci/tests/test_transport_conformance --jobs=1 -S --verbose=1 &&
   env ZCOLL_TEST_REQUIRE_RDMA=1 \
   build/ci/tests/test_verbs --jobs=1 -S --verbose=1 &&
+  env ZCOLL_TEST_REQUIRE_RDMA=1 build/ci/tests/test_info --jobs=1 -S --filter="info/rdma*" &&
   rm -f build/ci/fault_matrix_verbs.md &&
   env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \
   ZCOLL_FAULTS_ONLY=kill-init,kill-mid,mismatch-op,invalid-arg,abort-thread,revoke-signal,sigstop,exit-idle,fork,cycles \

@@ -24,23 +24,10 @@ zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st) {
 
 static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
                      size_t why_len) {
-  if (comm->forced_algo >= 0) {
-    if (why) snprintf(why, why_len, "forced by ZCOLL_ALGO");
-    return comm->forced_algo;
-  }
-  int a = zcoll__select(&comm->selector, comm->size, count * zcoll__dsize(dtype), why, why_len);
-  /* Ranks on several hosts with more than one on some: where the table wants bandwidth,
-   * the hierarchical schedule moves 1/k of the bytes between hosts that a flat one does.
-   * A tuning file is taken as it is: it may say hier itself, for the sizes it measured. */
-  if (comm->hier_auto && (a == comm->ring_algo || a == comm->rhd_algo)) {
-    if (why) {
-      size_t n = strlen(why);
-      snprintf(why + n, why_len - n, "; hier instead: %d ranks on %d hosts", comm->size,
-               comm->nhosts);
-    }
-    return comm->hier_algo;
-  }
-  return a;
+  const struct zcoll__choice c = {&comm->selector, comm->size,     comm->forced_algo,
+                                  comm->hier_auto, comm->nhosts,   comm->ring_algo,
+                                  comm->rhd_algo,  comm->hier_algo};
+  return zcoll__choose(&c, count * zcoll__dsize(dtype), why, why_len);
 }
 
 /* What changes from call to call even when the shape does not: the buffers. */

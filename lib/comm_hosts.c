@@ -79,15 +79,9 @@ static zcoll_status_t number_hosts(int size, const void *const *blobs, int *host
   return ZCOLL_OK;
 }
 
-/* Rank 0's geometry: its own settings, the chunk by default the largest of the defaults of
- * the transports some rank can run (so that every channel's pieces fit the biggest). */
+/* Rank 0's geometry: its own settings, the chunk from the transports some rank can run. */
 static struct geometry geometry_of(const zcoll_config_t *cfg, unsigned any) {
-  struct geometry g = {cfg->chunk_bytes, (uint32_t)cfg->pipeline_depth, 0, 0, 0};
-  for (int i = 0; !cfg->chunk_bytes && i < zcoll__ntransports; i++)
-    if ((any >> i & 1u) && zcoll__transports[i].ops &&
-        zcoll__transports[i].ops->default_chunk_bytes > g.chunk)
-      g.chunk = zcoll__transports[i].ops->default_chunk_bytes;
-  if (!g.chunk) g.chunk = 256 << 10; /* nothing runs anywhere: the choice will say so */
+  struct geometry g = {zcoll__transport_chunk(cfg, any), (uint32_t)cfg->pipeline_depth, 0, 0, 0};
   return g;
 }
 

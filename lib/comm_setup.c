@@ -137,7 +137,7 @@ static zcoll_status_t open_transports(zcoll_comm_t *comm, const int *kinds, int 
     off += (size_t)snprintf(comm->tl_names + off, sizeof(comm->tl_names) - off, "%s%s",
                             off ? "+" : "", t->ops->name);
     char dev[64] = "-";
-    if (t->ops->describe) t->ops->describe(t->tl, dev, sizeof(dev));
+    if (t->ops->device) t->ops->device(t->tl, dev, sizeof(dev));
     size_t doff = strlen(comm->tl_devices);
     snprintf(comm->tl_devices + doff, sizeof(comm->tl_devices) - doff, "%s%s", doff ? "+" : "",
              dev);

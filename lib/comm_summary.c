@@ -73,9 +73,9 @@ void zcoll__comm_log_summary(const zcoll_comm_t *comm) {
     if (!t->nchans) continue;
     put(line, sizeof(line), &off, "%s%s to ", sep, t->ops->name);
     put_ranks(line, sizeof(line), &off, tl_of, comm->size, t->idx);
-    if (t->ops->describe) {
+    if (t->ops->device) {
       char dev[96] = "";
-      t->ops->describe(t->tl, dev, sizeof(dev));
+      t->ops->device(t->tl, dev, sizeof(dev));
       put(line, sizeof(line), &off, " on %s", dev);
     }
     sep = "; ";

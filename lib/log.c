@@ -77,6 +77,7 @@ static const struct {
     {"lib", "guard", ZCOLL_LOG_SUBSYS_INIT},
     {"lib", "status", ZCOLL_LOG_SUBSYS_INIT},
     {"lib", "log", ZCOLL_LOG_SUBSYS_INIT},
+    {"lib", "diag", ZCOLL_LOG_SUBSYS_TUNE}, /* what zcoll_info asks: selection, devices */
     {"algorithms", "select", ZCOLL_LOG_SUBSYS_TUNE},
     {"algorithms", NULL, ZCOLL_LOG_SUBSYS_COLL},
     {"transports", NULL, ZCOLL_LOG_SUBSYS_NET}, /* transports/<name>/<file> */

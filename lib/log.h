@@ -16,7 +16,7 @@
  *   coll  algorithms/ but select*, lib/allreduce*, broadcast*, executor*, exec_*,
  *         schedule*, channel*, grant*, request*, place*, reduce*, op.*, copy*, vec*,
  *         progress_thread*, trace*, stats*                  (running collectives)
- *   tune  algorithms/select*                              (which algorithm, chunk)
+ *   tune  algorithms/select*, lib/diag*                   (which algorithm, chunk)
  *   mem   lib/mr*, rcache*                                (registration, its cache)
  *   init  lib/comm*, config*, node*, guard*, status*, log* (communicator lifecycle)
  * A file no rule names logs as init; tests/test_log.c checks that every source file is

@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "reduce_half.h"
@@ -139,6 +140,13 @@ void zcoll__scale_copy(zcoll_dtype_t dtype, void *dst, const void *src, size_t n
 }
 
 const char *zcoll__reduce_isa(void) { return zr_isa_names[zr_isa()]; }
+
+void zcoll__reduce_isas_built(char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int isa = 0; isa < (ZR_X86 ? ZR_NVARIANTS : 1) && off < len; isa++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%s", isa ? " " : "", zr_isa_names[isa]);
+}
 
 int zcoll__reduce_set_isa(const char *name) {
   if (name == NULL) {

@@ -38,6 +38,20 @@ int zcoll__transport_find(const char *name) {
   return -1;
 }
 
+/* ZCOLL_OK if t can run here, else why not. quiet: a refusal is an answer, not an error
+ * (auto, or zcoll_info asking): keep it out of the log unless debugging. */
+static zcoll_status_t probe_one(const struct zcoll__tl_entry *t, const zcoll_config_t *cfg,
+                                int quiet, char *why, size_t why_len) {
+  if (!t->ops) {
+    snprintf(why, why_len, "%s", t->missing);
+    return ZCOLL_ERR_UNSUPPORTED;
+  }
+  zcoll__log_mute(quiet && zcoll__log_level < ZCOLL_LOG_DEBUG);
+  zcoll_status_t st = t->ops->probe(cfg, why, why_len);
+  zcoll__log_mute(0);
+  return st;
+}
+
 unsigned zcoll__transport_probe(const zcoll_config_t *cfg, unsigned with, char *why,
                                 size_t why_len) {
   unsigned mask = 0;
@@ -48,15 +62,8 @@ unsigned zcoll__transport_probe(const zcoll_config_t *cfg, unsigned with, char *
       continue;
     if (with && (t->flags & with) != with) continue;
     char this_why[300] = "";
-    zcoll_status_t st = ZCOLL_ERR_UNSUPPORTED;
-    if (!t->ops) {
-      snprintf(this_why, sizeof(this_why), "%s", t->missing);
-    } else {
-      /* A probe's refusal is an answer, not an error: keep it quiet unless forced. */
-      zcoll__log_mute(cfg->transport == ZCOLL_TL_AUTO && zcoll__log_level < ZCOLL_LOG_DEBUG);
-      st = t->ops->probe(cfg, this_why, sizeof(this_why));
-      zcoll__log_mute(0);
-    }
+    zcoll_status_t st = probe_one(t, cfg, cfg->transport == ZCOLL_TL_AUTO, this_why,
+                                  sizeof(this_why));
     if (st == ZCOLL_OK) {
       mask |= 1u << i;
     } else if (off < why_len) {
@@ -84,4 +91,60 @@ int zcoll_transport_names(const char **names, int *built, int max) {
     if (built) built[i] = zcoll__transports[i].ops != NULL;
   }
   return zcoll__ntransports;
+}
+
+size_t zcoll__transport_chunk(const zcoll_config_t *cfg, unsigned mask) {
+  size_t chunk = cfg->chunk_bytes;
+  for (int i = 0; !cfg->chunk_bytes && i < zcoll__ntransports; i++)
+    if ((mask >> i & 1u) && zcoll__transports[i].ops &&
+        zcoll__transports[i].ops->default_chunk_bytes > chunk)
+      chunk = zcoll__transports[i].ops->default_chunk_bytes;
+  return chunk ? chunk : 256 << 10; /* nothing runs anywhere: the choice will say so */
+}
+
+/* The table's entry of that name; records the error (INVALID_ARG) if there is none. */
+static const struct zcoll__tl_entry *entry_named(const char *name, const char *caller) {
+  int i = name ? zcoll__transport_find(name) : -1;
+  if (i < 0) {
+    zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: no transport named '%s'", caller,
+                name ? name : "(null)");
+    return NULL;
+  }
+  return &zcoll__transports[i];
+}
+
+zcoll_status_t zcoll_transport_usable(const zcoll_config_t *cfg, const char *name, char *why,
+                                      size_t why_len) {
+  const struct zcoll__tl_entry *t = entry_named(name, "zcoll_transport_usable");
+  if (!t) return ZCOLL_ERR_INVALID_ARG;
+  if (!cfg || !why || !why_len)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_transport_usable: NULL argument");
+  why[0] = '\0';
+  zcoll_status_t st = probe_one(t, cfg, 1, why, why_len);
+  if (st != ZCOLL_OK && !why[0]) snprintf(why, why_len, "%s", zcoll_strerror(st));
+  return st;
+}
+
+int zcoll_transport_details(const zcoll_config_t *cfg, const char *name,
+                            zcoll_transport_detail_t *out, int max) {
+  const struct zcoll__tl_entry *t = entry_named(name, "zcoll_transport_details");
+  if (!t || !cfg || (max > 0 && !out)) return -1;
+  if (!t->ops || !t->ops->describe) return 0;
+  zcoll__log_mute(zcoll__log_level < ZCOLL_LOG_DEBUG);
+  int n = t->ops->describe(cfg, out, max < 0 ? 0 : max);
+  zcoll__log_mute(0);
+  return n;
+}
+
+zcoll_status_t zcoll_transport_version(const char *name, char *buf, size_t len) {
+  const struct zcoll__tl_entry *t = entry_named(name, "zcoll_transport_version");
+  if (!t) return ZCOLL_ERR_INVALID_ARG;
+  if (!buf || !len) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_transport_version: no buffer");
+  buf[0] = '\0';
+  if (!t->ops) {
+    snprintf(buf, len, "%s", t->missing);
+    return ZCOLL_ERR_UNSUPPORTED;
+  }
+  if (t->ops->version) t->ops->version(buf, len);
+  return ZCOLL_OK;
 }

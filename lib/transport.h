@@ -158,7 +158,14 @@ struct zcoll_tl_ops {
   void (*quiesce)(struct zcoll_tl *tl);
   /* Optional: the device an open instance uses, for operators ("rxe0:1"); NULL where
    * there is none to name (shared memory). At most len bytes, NUL included. */
-  void (*describe)(struct zcoll_tl *tl, char *buf, size_t len);
+  void (*device)(struct zcoll_tl *tl, char *buf, size_t len);
+  /* Optional, for zcoll_info -d: what the transport finds or needs here, one entry per
+   * device, port or prerequisite, each tried the way the transport itself does it. Fills
+   * up to max entries and returns how many there are. */
+  int (*describe)(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max);
+  /* Optional, for zcoll_info -b: what it runs on (a library's versions, built against and
+   * loaded; the kernel), as text. */
+  void (*version)(char *buf, size_t len);
 };
 
 extern const struct zcoll_tl_ops zcoll__tl_shm;
@@ -196,5 +203,9 @@ unsigned zcoll__transport_probe(const zcoll_config_t *cfg, unsigned with, char *
  * zcoll__transport_probe) and whether they share a host: both ends get the same answer.
  * -1: none reaches it. */
 int zcoll__transport_pick(const zcoll_config_t *cfg, int same_host, unsigned a, unsigned b);
+/* The pipeline chunk of a job whose ranks can run the transports in mask (the union over
+ * ranks): ZCOLL_CHUNK_BYTES, else the largest of their defaults, so that every channel's
+ * pieces fit the biggest. Rank 0's answer is everybody's (comm_hosts.c). */
+size_t zcoll__transport_chunk(const zcoll_config_t *cfg, unsigned mask);
 
 #endif

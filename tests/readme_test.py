@@ -122,7 +122,8 @@ def check_c_blocks(prefix, work):
 
 PLACEHOLDERS = {"N": "2", "S": "10", "SECONDS": "10", "SIZE": "8", "NAME": "ring",
                 "ALGO": "ring", "OP": "sum", "TYPE": "float", "VAR": "ZCOLL_LOG",
-                "VAR=VAL": "ZCOLL_LOG=warn", "VAR=VALUE": "ZCOLL_LOG=warn", "P": "2"}
+                "VAR=VAL": "ZCOLL_LOG=warn", "VAR=VALUE": "ZCOLL_LOG=warn", "P": "2",
+                "MIN": "8", "MAX": "64M", "FACTOR": "2"}
 
 
 def normalize(tok, csv):

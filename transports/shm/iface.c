@@ -1,6 +1,7 @@
 /* iface.c -- shared-memory transport: instance lifecycle and the ops table. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +9,12 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "log.h"
 #include "node.h"
 #include "shm.h"
@@ -42,31 +46,96 @@ static uint64_t random_token(void) {
   return ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20);
 }
 
-static zcoll_status_t shm_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
-  (void)cfg;
+static void set(zcoll_transport_detail_t *d, const char *what, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void set(zcoll_transport_detail_t *d, const char *what, int ok, const char *fmt, ...) {
+  snprintf(d->what, sizeof(d->what), "%s", what);
+  d->ok = ok;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->detail, sizeof(d->detail), fmt, ap);
+  va_end(ap);
+}
+
+/* pidfd_getfd on ourselves, as a peer will do it (ep.c): optional, /proc is the other way. */
+static void check_pidfd(zcoll_transport_detail_t *d) {
+  int fd = memfd_create("zcoll-probe", MFD_CLOEXEC), pidfd = -1, got = -1, err = 0;
+  if (fd >= 0 && (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) >= 0)
+    got = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+  err = errno;
+  char yama[8] = "";
+  FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+  if (f) {
+    if (!fgets(yama, sizeof(yama), f)) yama[0] = '\0';
+    fclose(f);
+    yama[strcspn(yama, "\n")] = '\0';
+  }
+  if (got >= 0)
+    set(d, "pidfd_getfd", 1, "works: peers take each other's memfds directly");
+  else
+    set(d, "pidfd_getfd", -1, "%s (%s%s%s): peers reopen memfds through /proc instead",
+        fd < 0 ? "no memfd to try it on" : pidfd < 0 ? "pidfd_open failed" : "refused",
+        strerror(err), yama[0] ? ", Yama ptrace_scope " : "", yama);
+  if (got >= 0) close(got);
+  if (pidfd >= 0) close(pidfd);
+  if (fd >= 0) close(fd);
+}
+
+/* Each prerequisite, tried on ourselves the way peers will use it: the probe is the first
+ * one not met; zcoll_info -d lists them all. */
+static int shm_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
+  zcoll_transport_detail_t d[5];
+  int n = 0;
   /* A process that is not dumpable (setuid, or prctl) keeps its /proc/<pid>/fd from
    * everyone else: peers could not reach our memory. */
-  if (prctl(PR_GET_DUMPABLE) != 1) {
-    snprintf(why, why_len, "this process is not dumpable, so peers cannot open its memfds");
-    return ZCOLL_ERR_UNSUPPORTED;
-  }
-  /* Everything else the transport relies on, tried on ourselves: a memfd reopened
-   * through /proc is exactly how peers will reach our memory. */
-  int fd = memfd_create("zcoll-probe", MFD_CLOEXEC);
+  if (prctl(PR_GET_DUMPABLE) == 1)
+    set(&d[n++], "dumpable", 1, "yes: peers may open this process's descriptors");
+  else
+    set(&d[n++], "dumpable", 0, "this process is not dumpable, so peers cannot open its memfds");
+  int fd = memfd_create("zcoll-probe", MFD_CLOEXEC), err = errno;
   if (fd < 0) {
-    snprintf(why, why_len, "memfd_create: %s", strerror(errno));
+    set(&d[n++], "memfd_create", 0, "%s", strerror(err));
+  } else {
+    set(&d[n++], "memfd_create", 1, "works");
+    /* A memfd reopened through /proc is exactly how peers will reach our memory. */
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
+    int again = open(path, O_RDWR | O_CLOEXEC);
+    err = errno;
+    close(fd);
+    if (again < 0) {
+      set(&d[n++], "/proc/<pid>/fd", 0, "cannot reopen a memfd through %s: %s", path,
+          strerror(err));
+    } else {
+      close(again);
+      set(&d[n++], "/proc/<pid>/fd", 1, "a memfd reopens through %s", path);
+    }
+  }
+  check_pidfd(&d[n++]);
+  char node[128];
+  zcoll__node_id(node, sizeof(node), cfg->rank);
+  set(&d[n++], "host id", -1, "%s (boot id/PID namespace/user): ranks with the same id share "
+      "memory", node);
+  for (int i = 0; i < n && i < max; i++) out[i] = d[i];
+  return n;
+}
+
+/* The kernel: pidfd_getfd needs Linux 5.6, memfd_create 3.17. */
+static void shm_version(char *buf, size_t len) {
+  struct utsname u;
+  if (uname(&u) == 0)
+    snprintf(buf, len, "%s %s (pidfd_getfd needs Linux 5.6, else /proc is used)", u.sysname,
+             u.release);
+}
+
+static zcoll_status_t shm_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
+  zcoll_transport_detail_t d[8];
+  int n = shm_describe(cfg, d, 8);
+  for (int i = 0; i < n; i++) {
+    if (d[i].ok) continue;
+    snprintf(why, why_len, "%s: %s", d[i].what, d[i].detail);
     return ZCOLL_ERR_UNSUPPORTED;
   }
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getpid(), fd);
-  int again = open(path, O_RDWR | O_CLOEXEC);
-  int err = errno;
-  close(fd);
-  if (again < 0) {
-    snprintf(why, why_len, "cannot reopen a memfd through %s: %s", path, strerror(err));
-    return ZCOLL_ERR_UNSUPPORTED;
-  }
-  close(again);
   return ZCOLL_OK;
 }
 
@@ -165,4 +234,6 @@ const struct zcoll_tl_ops zcoll__tl_shm = {
     .poll = zcoll__shm_poll,
     .event_fd = zcoll__shm_event_fd,
     .arm = zcoll__shm_arm,
+    .describe = shm_describe,
+    .version = shm_version,
 };

@@ -39,6 +39,69 @@ static zcoll_status_t ucx_probe(const zcoll_config_t *cfg, char *why, size_t why
   return ZCOLL_OK;
 }
 
+/* One memory domain's transports and devices, as entries "tl/dev". */
+static int describe_md(uct_component_h comp, const char *md_name, zcoll_transport_detail_t *out,
+                       int max, int n) {
+  static const char *const types[] = {"network", "shared memory", "accelerator", "loopback"};
+  uct_md_config_t *mc;
+  uct_md_h md;
+  uct_tl_resource_desc_t *res = NULL;
+  unsigned nres = 0;
+  if (zcoll__uct.md_config_read(comp, NULL, NULL, &mc) != UCS_OK) return n;
+  ucs_status_t s = zcoll__uct.md_open(comp, md_name, mc, &md);
+  zcoll__uct.config_release(mc);
+  if (s != UCS_OK) return n;
+  if (zcoll__uct.md_query_tl_resources(md, &res, &nres) == UCS_OK) {
+    for (unsigned i = 0; i < nres; i++, n++) {
+      if (n >= max) continue;
+      snprintf(out[n].what, sizeof(out[n].what), "%s/%s", res[i].tl_name, res[i].dev_name);
+      out[n].ok = 1;
+      snprintf(out[n].detail, sizeof(out[n].detail), "%s, memory domain %s",
+               (unsigned)res[i].dev_type < sizeof(types) / sizeof(types[0])
+                   ? types[res[i].dev_type] : "device",
+               md_name);
+    }
+    zcoll__uct.release_tl_resource_list(res);
+  }
+  zcoll__uct.md_close(md);
+  return n;
+}
+
+/* UCX's transports and devices (ucx_info -d's list): what UCP may choose among, subject to
+ * UCX_TLS and UCX_NET_DEVICES, which UCX reads itself. */
+static int ucx_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
+  (void)cfg;
+  char why[256] = "";
+  uct_component_h *comps;
+  unsigned ncomps;
+  if (zcoll__uct_load(why, sizeof(why)) != ZCOLL_OK ||
+      zcoll__uct.query_components(&comps, &ncomps) != UCS_OK) {
+    if (max > 0) {
+      snprintf(out[0].what, sizeof(out[0].what), "uct");
+      out[0].ok = 0;
+      snprintf(out[0].detail, sizeof(out[0].detail), "%s",
+               why[0] ? why : "uct_query_components failed");
+    }
+    return 1;
+  }
+  int n = 0;
+  for (unsigned c = 0; c < ncomps; c++) {
+    uct_component_attr_t a = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
+                                            UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT};
+    if (zcoll__uct.component_query(comps[c], &a) != UCS_OK || !a.md_resource_count) continue;
+    uct_md_resource_desc_t *mds = calloc(a.md_resource_count, sizeof(*mds));
+    if (!mds) break;
+    a.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    a.md_resources = mds;
+    if (zcoll__uct.component_query(comps[c], &a) == UCS_OK)
+      for (unsigned m = 0; m < a.md_resource_count; m++)
+        n = describe_md(comps[c], mds[m].md_name, out, max, n);
+    free(mds);
+  }
+  zcoll__uct.release_component_list(comps);
+  return n;
+}
+
 static void ucx_close(struct zcoll_tl *tl) {
   if (!tl) return;
   if (tl->worker && !tl->quiesced) {
@@ -146,7 +209,7 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
 
 /* UCX chooses its devices per endpoint and lane; what it was allowed to choose from is
  * what an operator can change (UCX_NET_DEVICES, UCX_TLS). */
-static void ucx_describe(struct zcoll_tl *tl, char *buf, size_t len) {
+static void ucx_device(struct zcoll_tl *tl, char *buf, size_t len) {
   (void)tl;
   const char *dev = getenv("UCX_NET_DEVICES"), *tls = getenv("UCX_TLS");
   snprintf(buf, len, "%s%s%s", dev && *dev ? dev : "all", tls && *tls ? "/" : "",
@@ -158,6 +221,8 @@ const struct zcoll_tl_ops zcoll__tl_ucx = {
     .caps = ZCOLL_TL_CAP_PUT_ANY,
     .default_chunk_bytes = 256 * 1024,
     .probe = ucx_probe,
+    .describe = ucx_describe,
+    .version = zcoll__ucx_version,
     .open = ucx_open,
     .close = ucx_close,
     .address = ucx_address,
@@ -173,5 +238,5 @@ const struct zcoll_tl_ops zcoll__tl_ucx = {
     .arm = zcoll__ucx_arm,
     .set_placement = zcoll__ucx_set_placement,
     .quiesce = zcoll__ucx_quiesce,
-    .describe = ucx_describe,
+    .device = ucx_device,
 };

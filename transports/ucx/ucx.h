@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
 
 #include "evq.h"
 #include "transport.h"
@@ -42,7 +43,8 @@
   X(request_check_status, ucp_request_check_status)         \
   X(request_cancel, ucp_request_cancel)                     \
   X(request_free, ucp_request_free)                         \
-  X(status_string, ucs_status_string)
+  X(status_string, ucs_status_string)                       \
+  X(get_version_string, ucp_get_version_string)
 
 #define ZCOLL_UCP_FIELD(field, sym) __typeof__(sym) *field;
 struct zcoll__ucp_api {
@@ -54,6 +56,29 @@ extern struct zcoll__ucp_api zcoll__ucp;
 /* Loads libucp.so.0 (once per process) and fills zcoll__ucp; ZCOLL_ERR_UNSUPPORTED with
  * the reason in why otherwise. */
 zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
+
+/* The UCT functions that list UCX's transports and devices, as ucx_info -d does: only for
+ * zcoll_info (ucx_describe), reached through zcoll__uct once zcoll__uct_load() succeeded. */
+#define ZCOLL_UCT_SYMS(X)                                   \
+  X(query_components, uct_query_components)                 \
+  X(release_component_list, uct_release_component_list)     \
+  X(component_query, uct_component_query)                   \
+  X(md_config_read, uct_md_config_read)                     \
+  X(config_release, uct_config_release)                     \
+  X(md_open, uct_md_open)                                   \
+  X(md_close, uct_md_close)                                 \
+  X(md_query_tl_resources, uct_md_query_tl_resources)       \
+  X(release_tl_resource_list, uct_release_tl_resource_list)
+
+#define ZCOLL_UCT_FIELD(field, sym) __typeof__(sym) *field;
+struct zcoll__uct_api {
+  ZCOLL_UCT_SYMS(ZCOLL_UCT_FIELD)
+};
+#undef ZCOLL_UCT_FIELD
+extern struct zcoll__uct_api zcoll__uct;
+zcoll_status_t zcoll__uct_load(char *why, size_t why_len);
+/* The version loaded (loading libucp if need be) and the one built against. */
+void zcoll__ucx_version(char *buf, size_t len);
 
 #define ZCOLL_UCX_ADDR_MAGIC 0x7a636f6c6c756378ull /* "zcollucx" */
 #define ZCOLL_UCX_NODE_ID 64

@@ -1,9 +1,11 @@
 /* iface.c -- verbs transport: device choice, instance lifecycle, the ops table. */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +19,13 @@
 #include "verbs.h"
 
 /* The IPv4 address RDMA CM can bind for a device port: an IPv4-mapped GID (RoCE), or
- * the address of the port's network device (IPoIB). */
-static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out) {
+ * the address of the port's network device (IPoIB). *gid is the GID index RDMA CM will
+ * use for it -- the RoCE v2 entry where v1 has the same address, as RDMA CM's default
+ * mode is v2 -- with its type, or -1 for IPoIB, where RDMA CM takes the port's GID. */
+static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out, int *gid,
+                     char *gid_type, size_t type_len) {
   char path[256], line[128];
+  *gid = -1;
   for (int i = 0; i < 32; i++) {
     snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gids/%d", dev, port, i);
     FILE *f = fopen(path, "r");
@@ -27,13 +33,28 @@ static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out) {
     char *ok = fgets(line, sizeof(line), f);
     fclose(f);
     unsigned a, b, c, d;
-    if (ok && sscanf(line, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &d) == 4) {
-      memset(out, 0, sizeof(*out));
-      out->sin_family = AF_INET;
-      out->sin_addr.s_addr = htonl(a << 24 | b << 16 | c << 8 | d);
-      return 0;
+    if (!ok || sscanf(line, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &d) != 4)
+      continue;
+    char type[32] = "";
+    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev,
+             port, i);
+    if ((f = fopen(path, "r"))) {
+      if (!fgets(type, sizeof(type), f)) type[0] = '\0';
+      fclose(f);
+      type[strcspn(type, "\n")] = '\0';
     }
+    uint32_t addr = htonl(a << 24 | b << 16 | c << 8 | d);
+    /* The first address; its v2 entry if a later one is, and then no further look. */
+    if (*gid >= 0 && (addr != out->sin_addr.s_addr || strcmp(type, "RoCE v2") != 0)) continue;
+    memset(out, 0, sizeof(*out));
+    out->sin_family = AF_INET;
+    out->sin_addr.s_addr = addr;
+    *gid = i;
+    snprintf(gid_type, type_len, "%s", type[0] ? type : "RoCE");
+    if (!strcmp(type, "RoCE v2")) break;
   }
+  if (*gid >= 0) return 0;
+  snprintf(gid_type, type_len, "IPoIB");
   snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net", dev);
   DIR *dir = opendir(path);
   if (!dir) return -1;
@@ -81,7 +102,9 @@ static int list_candidates(const char *want, int want_port, struct candidate *ou
         if (ibv_query_port(ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE) continue;
         struct candidate c = {"", p, {0}};
         snprintf(c.name, sizeof(c.name), "%s", name);
-        if (port_ipv4(name, p, &c.ip) == 0) out[n++] = c;
+        int gid;
+        char type[32];
+        if (port_ipv4(name, p, &c.ip, &gid, type, sizeof(type)) == 0) out[n++] = c;
       }
     }
     ibv_close_device(ctx);
@@ -121,6 +144,129 @@ zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, cha
   *port = pick->port;
   *ip = pick->ip;
   return ZCOLL_OK;
+}
+
+/* Gb/s of a port from its lane speed and width (the codes of ibv_port_attr). */
+static double port_gbps(uint8_t speed, uint8_t width) {
+  static const struct {
+    uint8_t code;
+    double gbps;
+  } lane[] = {{1, 2.5}, {2, 5}, {4, 10}, {8, 10.3125}, {16, 14.0625}, {32, 25.78125},
+              {64, 50}, {128, 100}};
+  static const struct {
+    uint8_t code, lanes;
+  } wid[] = {{1, 1}, {2, 4}, {4, 8}, {8, 12}, {16, 2}};
+  double g = 0;
+  int lanes = 0;
+  for (size_t i = 0; i < sizeof(lane) / sizeof(lane[0]); i++)
+    if (lane[i].code == speed) g = lane[i].gbps;
+  for (size_t i = 0; i < sizeof(wid) / sizeof(wid[0]); i++)
+    if (wid[i].code == width) lanes = wid[i].lanes;
+  return g * lanes;
+}
+
+/* As ibv_devinfo spells the states (ibv_port_state_str's are lowercase). */
+static const char *port_state(enum ibv_port_state st) {
+  switch (st) {
+    case IBV_PORT_DOWN: return "DOWN";
+    case IBV_PORT_INIT: return "INIT";
+    case IBV_PORT_ARMED: return "ARMED";
+    case IBV_PORT_ACTIVE: return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+    default: return "NOP";
+  }
+}
+
+/* One entry per port of every device: what ibv_devinfo shows that matters to zcoll, the
+ * GID index RDMA CM will use (port_ipv4), and which port this rank takes (pick_device). */
+static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx,
+                          const char *name, uint8_t p, const char *mine, uint8_t mine_port) {
+  struct ibv_port_attr pa;
+  snprintf(d->what, sizeof(d->what), "%s port %u", name, p);
+  if (ibv_query_port(ctx, p, &pa)) {
+    d->ok = 0;
+    snprintf(d->detail, sizeof(d->detail), "ibv_query_port: %s", strerror(errno));
+    return;
+  }
+  struct sockaddr_in ip;
+  int gid;
+  char type[32], ipstr[INET_ADDRSTRLEN] = "", gids[96];
+  int has_ip = port_ipv4(name, p, &ip, &gid, type, sizeof(type)) == 0;
+  if (has_ip) inet_ntop(AF_INET, &ip.sin_addr, ipstr, sizeof(ipstr));
+  if (gid >= 0)
+    snprintf(gids, sizeof(gids), "GID index %d (%s, %s)", gid, type, ipstr);
+  else if (has_ip)
+    snprintf(gids, sizeof(gids), "the port's GID, IPoIB address %s", ipstr);
+  else
+    snprintf(gids, sizeof(gids), "no GID with an IPv4 address");
+  int active = pa.state == IBV_PORT_ACTIVE;
+  d->ok = active && has_ip;
+  snprintf(d->detail, sizeof(d->detail), "%s, %s, MTU %d, %.4g Gb/s, %s%s",
+           port_state(pa.state),
+           pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
+           128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), gids,
+           !strcmp(name, mine) && p == mine_port ? "; zcoll uses this port"
+           : !active                            ? "; not usable: not ACTIVE"
+           : !has_ip                            ? "; not usable: RDMA CM needs an IPv4 address"
+                                                : "");
+}
+
+static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
+  char mine[64] = "";
+  uint8_t mine_port = 0;
+  struct sockaddr_in ip;
+  if (zcoll__verbs_pick_device(cfg, cfg->rank, mine, sizeof(mine), &mine_port, &ip) != ZCOLL_OK)
+    mine[0] = '\0';
+  int ndev = 0, n = 0;
+  struct ibv_device **devs = ibv_get_device_list(&ndev);
+  if (!devs || ndev == 0) {
+    if (max > 0) {
+      snprintf(out[0].what, sizeof(out[0].what), "devices");
+      out[0].ok = 0;
+      if (devs)
+        snprintf(out[0].detail, sizeof(out[0].detail),
+                 "no RDMA device (no driver loaded? `rdma link` lists the links)");
+      else
+        snprintf(out[0].detail, sizeof(out[0].detail),
+                 "ibv_get_device_list: %s (no RDMA support in this kernel or container)",
+                 strerror(errno));
+    }
+    if (devs) ibv_free_device_list(devs);
+    return 1;
+  }
+  for (int i = 0; i < ndev; i++) {
+    const char *name = ibv_get_device_name(devs[i]);
+    struct ibv_context *ctx = ibv_open_device(devs[i]);
+    struct ibv_device_attr attr;
+    if (!ctx || ibv_query_device(ctx, &attr)) {
+      if (n < max) {
+        snprintf(out[n].what, sizeof(out[n].what), "%s", name);
+        out[n].ok = 0;
+        snprintf(out[n].detail, sizeof(out[n].detail), "cannot open or query it: %s",
+                 strerror(errno));
+      }
+      n++;
+    } else {
+      for (uint8_t p = 1; p <= attr.phys_port_cnt; p++, n++)
+        if (n < max) describe_port(&out[n], ctx, name, p, mine, mine_port);
+    }
+    if (ctx) ibv_close_device(ctx);
+  }
+  ibv_free_device_list(devs);
+  return n;
+}
+
+/* The libibverbs this process loaded, by its file's name (rdma-core has no version call),
+ * and the one pkg-config found at build time. */
+static void verbs_version(char *buf, size_t len) {
+  Dl_info di;
+  char real[PATH_MAX] = "";
+  if (!dladdr((void *)ibv_get_device_list, &di) || !di.dli_fname ||
+      !realpath(di.dli_fname, real))
+    snprintf(real, sizeof(real), "libibverbs (file unknown)");
+  const char *base = strrchr(real, '/');
+  snprintf(buf, len, "%s (built against libibverbs %s)", base ? base + 1 : real,
+           ZCOLL_VERBS_BUILT_VERSION);
 }
 
 static zcoll_status_t verbs_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
@@ -217,7 +363,7 @@ static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len)
   return ZCOLL_OK;
 }
 
-static void verbs_describe(struct zcoll_tl *tl, char *buf, size_t len) {
+static void verbs_device(struct zcoll_tl *tl, char *buf, size_t len) {
   snprintf(buf, len, "%s:%u", tl->dev_name, (unsigned)tl->port);
 }
 
@@ -242,5 +388,7 @@ const struct zcoll_tl_ops zcoll__tl_verbs = {
     .event_fd = zcoll__verbs_event_fd,
     .arm = zcoll__verbs_arm,
     .quiesce = zcoll__verbs_quiesce,
+    .device = verbs_device,
     .describe = verbs_describe,
+    .version = verbs_version,
 };

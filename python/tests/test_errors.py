@@ -101,6 +101,8 @@ def test_config_error():
 def test_context_manager_destroys():
     with zcoll.Comm(config={"RANK": 0, "SIZE": 1, "ALGO": "ring"}) as comm:
         assert comm.rank == 0 and comm.size == 1 and not comm.closed
+        # a job of one opens the transport a peer on this host would get: shm, no device
+        assert (comm.transport, comm.device) == ("shm", "-")
         assert comm.algorithm(np.zeros(100)) == "ring"
         assert comm.stats()["collectives"] == 0
         comm.allreduce(np.zeros(4))

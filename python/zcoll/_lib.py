@@ -52,6 +52,7 @@ _PROTOTYPES = {
     "zcoll_comm_revoke": (_status, [_handle]),
     "zcoll_comm_last_error": (c_char_p, [_handle]),
     "zcoll_comm_transport": (c_char_p, [_handle]),
+    "zcoll_comm_device": (c_char_p, [_handle]),
     "zcoll_comm_stats": (_status, [_handle, POINTER(Stats), c_size_t]),
     "zcoll_allreduce": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int]),
     "zcoll_allreduce_algorithm": (_status, [_handle, c_size_t, c_int, c_int, POINTER(c_char_p)]),

@@ -81,6 +81,11 @@ class Comm:
         """The transport chosen at init: "shm", "verbs", "ucx" or "loopback"."""
         return lib.zcoll_comm_transport(self._live(self._ptr)).decode()
 
+    @property
+    def device(self):
+        """The device under each transport, in the same order: "rxe0:1" (verbs), "-" (shm)."""
+        return lib.zcoll_comm_device(self._live(self._ptr)).decode()
+
     def stats(self):
         """The communicator's counters (zcoll_comm_stats_t) as a dict."""
         s = Stats()

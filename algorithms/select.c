@@ -12,16 +12,25 @@
 
 /* Defaults from measurements on a 2-core shared-memory host (README, "Selection"):
  * latency-bound sizes take the butterfly (log p steps of the whole vector), mid sizes
- * recursive halving-doubling, large ones the ring, whose every step moves 1/p. */
+ * recursive halving-doubling, large ones the ring, whose every step moves 1/p. A
+ * broadcast below 256 KiB takes the tree (log_k p hops), from there the chain, whose
+ * ranks each send the vector once instead of up to (k-1) log_k p times. */
 static const struct {
+  int coll;
   int min_ranks, max_ranks;
   size_t max_bytes;
   const char *algo;
 } builtin[] = {
-    {1, 1 << 30, 16 << 10, "butterfly"},
-    {1, 1 << 30, 256 << 10, "rhd"},
-    {1, 1 << 30, SIZE_MAX, "ring"},
+    {ZCOLL__SEL_ALLREDUCE, 1, 1 << 30, 16 << 10, "butterfly"},
+    {ZCOLL__SEL_ALLREDUCE, 1, 1 << 30, 256 << 10, "rhd"},
+    {ZCOLL__SEL_ALLREDUCE, 1, 1 << 30, SIZE_MAX, "ring"},
+    {ZCOLL__SEL_BCAST, 1, 1 << 30, (256 << 10) - 1, "tree"},
+    {ZCOLL__SEL_BCAST, 1, 1 << 30, SIZE_MAX, "chain"},
 };
+
+static int find_algo(int coll, const char *name) {
+  return coll == ZCOLL__SEL_BCAST ? zcoll__bcast_algo_find(name) : zcoll__algo_find(name);
+}
 
 static int add_rule(struct zcoll__selector *sel, struct zcoll__rule r) {
   struct zcoll__rule *n = realloc(sel->rules, sizeof(*n) * (size_t)(sel->nrules + 1));
@@ -59,22 +68,28 @@ static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
     lineno++;
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
+    /* An optional first word names the collective: "broadcast", or "allreduce". */
+    char *rest = line + strspn(line, " \t");
+    struct zcoll__rule r = {ZCOLL__SEL_ALLREDUCE, 0, 0, 0, -1, lineno};
+    size_t w = strcspn(rest, " \t\n");
+    if (w == 9 && !strncmp(rest, "broadcast", 9)) r.coll = ZCOLL__SEL_BCAST;
+    if (r.coll == ZCOLL__SEL_BCAST || (w == 9 && !strncmp(rest, "allreduce", 9))) rest += w;
     char a[32], b[32], c[32], name[64], extra[8];
-    int n = sscanf(line, "%31s %31s %31s %63s %7s", a, b, c, name, extra);
-    if (n <= 0) continue;
-    struct zcoll__rule r = {0, 0, 0, -1, lineno};
+    int n = sscanf(rest, "%31s %31s %31s %63s %7s", a, b, c, name, extra);
+    if (n <= 0 && rest == line + strspn(line, " \t")) continue;
     char *e1, *e2;
     r.min_ranks = (int)strtol(a, &e1, 10);
     r.max_ranks = strcmp(b, "inf") == 0 ? 1 << 30 : (int)strtol(b, &e2, 10);
     if (n != 4 || *e1 || (strcmp(b, "inf") && *e2) || r.min_ranks < 1 ||
         r.max_ranks < r.min_ranks || parse_size(c, &r.max_bytes))
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "ZCOLL_TUNING_FILE %s line %d: expected 'ranks_min ranks_max max_bytes "
-                       "algorithm' (e.g. '2 8 64K butterfly')",
+                       "ZCOLL_TUNING_FILE %s line %d: expected '[broadcast] ranks_min "
+                       "ranks_max max_bytes algorithm' (e.g. '2 8 64K butterfly')",
                        path, lineno);
-    else if ((r.algo = zcoll__algo_find(name)) < 0)
+    else if ((r.algo = find_algo(r.coll, name)) < 0)
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "ZCOLL_TUNING_FILE %s line %d: unknown algorithm '%s'", path, lineno, name);
+                       "ZCOLL_TUNING_FILE %s line %d: unknown %s algorithm '%s'", path, lineno,
+                       r.coll == ZCOLL__SEL_BCAST ? "broadcast" : "allreduce", name);
     else if (add_rule(sel, r))
       st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory reading %s", path);
   }
@@ -92,10 +107,10 @@ zcoll_status_t zcoll__selector_init(struct zcoll__selector *sel, const char *pat
   }
   snprintf(sel->source, sizeof(sel->source), "built-in table");
   for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
-    int algo = zcoll__algo_find(builtin[i].algo);
+    int algo = find_algo(builtin[i].coll, builtin[i].algo);
     if (algo < 0) continue; /* an algorithm this build does not have */
-    struct zcoll__rule r = {builtin[i].min_ranks, builtin[i].max_ranks, builtin[i].max_bytes,
-                            algo, 0};
+    struct zcoll__rule r = {builtin[i].coll, builtin[i].min_ranks, builtin[i].max_ranks,
+                            builtin[i].max_bytes, algo, 0};
     if (add_rule(sel, r)) {
       zcoll__selector_free(sel);
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the selection table");
@@ -110,10 +125,13 @@ void zcoll__selector_free(struct zcoll__selector *sel) {
   sel->nrules = 0;
 }
 
-int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
-                  size_t why_len) {
-  for (int i = 0; i < sel->nrules; i++) {
+/* The first rule of coll covering (ranks, bytes), its reason in why; -1 if none. */
+static int first_rule(const struct zcoll__selector *sel, int coll, int ranks, size_t bytes,
+                      char *why, size_t why_len) {
+  for (int i = 0, k = 0; i < sel->nrules; i++) {
     const struct zcoll__rule *r = &sel->rules[i];
+    if (r->coll != coll) continue;
+    k++; /* the built-in table numbers each collective's rules from 1 */
     if (ranks < r->min_ranks || ranks > r->max_ranks || bytes > r->max_bytes) continue;
     if (why) {
       char lim[48];
@@ -124,12 +142,36 @@ int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, ch
       char top[16] = "any";
       if (r->max_ranks < 1 << 30) snprintf(top, sizeof(top), "%d", r->max_ranks);
       snprintf(why, why_len, "%s%s%d: ranks %d..%s, %s", sel->source, r->line ? " line " : " rule ",
-               r->line ? r->line : i + 1, r->min_ranks, top, lim);
+               r->line ? r->line : k, r->min_ranks, top, lim);
     }
     return r->algo;
   }
+  return -1;
+}
+
+int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
+                  size_t why_len) {
+  int a = first_rule(sel, ZCOLL__SEL_ALLREDUCE, ranks, bytes, why, why_len);
+  if (a >= 0) return a;
   if (why) snprintf(why, why_len, "no rule of %s covers it: ring", sel->source);
   return zcoll__algo_find("ring");
+}
+
+int zcoll__select_bcast(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
+                        size_t why_len) {
+  int a = first_rule(sel, ZCOLL__SEL_BCAST, ranks, bytes, why, why_len);
+  if (a >= 0) return a;
+  /* A tuning file measured for the allreduce says nothing of the broadcast: the defaults. */
+  for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
+    if (builtin[i].coll == ZCOLL__SEL_BCAST && bytes <= builtin[i].max_bytes &&
+        (a = zcoll__bcast_algo_find(builtin[i].algo)) >= 0) {
+      if (why)
+        snprintf(why, why_len, "no broadcast rule of %s covers it: built-in %s %s 256 KiB",
+                 sel->source, builtin[i].algo, bytes < (256 << 10) ? "below" : "from");
+      return a;
+    }
+  if (why) snprintf(why, why_len, "no broadcast rule covers it: chain");
+  return zcoll__bcast_algo_find("chain");
 }
 
 int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t why_len) {

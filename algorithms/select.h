@@ -2,9 +2,11 @@
  * select.h -- choosing an algorithm by message size and rank count.
  *
  * A selection table is an ordered list of rules "ranks_min ranks_max max_bytes
- * algorithm"; the first rule that covers (ranks, bytes) wins. A built-in table holds
- * defaults; ZCOLL_TUNING_FILE replaces it with one measured on the machine at hand
- * (perf/tune.sh writes it). Rules naming an algorithm this build lacks are an error.
+ * algorithm" for the allreduce, and "broadcast ranks_min ranks_max max_bytes algorithm"
+ * for the broadcast; per collective, the first rule that covers (ranks, bytes) wins. A
+ * built-in table holds defaults; ZCOLL_TUNING_FILE replaces it with one measured on the
+ * machine at hand (perf/tune.sh writes it). Rules naming an algorithm this build lacks
+ * are an error. A file without broadcast rules leaves the broadcast to the built-in ones.
  */
 #ifndef ZCOLL_SELECT_H
 #define ZCOLL_SELECT_H
@@ -12,10 +14,13 @@
 #include <stddef.h>
 #include "zcoll.h"
 
+enum { ZCOLL__SEL_ALLREDUCE, ZCOLL__SEL_BCAST }; /* which collective a rule is for */
+
 struct zcoll__rule {
+  int coll; /* ZCOLL__SEL_* */
   int min_ranks, max_ranks;
   size_t max_bytes; /* SIZE_MAX: any size */
-  int algo;
+  int algo; /* zcoll__algos' index, or zcoll__bcast_algos' for a broadcast rule */
   int line; /* in the tuning file; 0 for the built-in table */
 };
 
@@ -31,6 +36,10 @@ void zcoll__selector_free(struct zcoll__selector *sel);
 /* The algorithm for an allreduce of `bytes` on `ranks`, and why (for the log). */
 int zcoll__select(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
                   size_t why_len);
+/* The broadcast's algorithm (zcoll__bcast_algos' index) for `bytes` on `ranks`, and why:
+ * the table's broadcast rules, else the built-in ones. */
+int zcoll__select_bcast(const struct zcoll__selector *sel, int ranks, size_t bytes, char *why,
+                        size_t why_len);
 
 /* Everything the allreduce's choice depends on besides the size: a communicator's
  * (allreduce.c) or a would-be one's (zcoll_allreduce_explain, for zcoll_info -s), so that

@@ -8,13 +8,15 @@
 #include "guard.h"
 #include "log.h"
 
-/* Below this a broadcast takes the tree (log_k p hops); above it the chain, whose ranks
- * each send the vector once instead of up to (k-1) log_k p times. */
-#define BCAST_CHAIN_MIN_BYTES ((size_t)256 << 10)
-
-static int pick(const zcoll_comm_t *comm, size_t bytes) {
-  if (comm->forced_bcast_algo >= 0) return comm->forced_bcast_algo;
-  return zcoll__bcast_algo_find(bytes >= BCAST_CHAIN_MIN_BYTES ? "chain" : "tree");
+/* ZCOLL_BCAST_ALGO, else the selection table's broadcast rules (algorithms/select.c: the
+ * tree below 256 KiB, the chain from there, unless ZCOLL_TUNING_FILE says otherwise);
+ * why, if not NULL, gets the reason for the log. */
+static int pick(const zcoll_comm_t *comm, size_t bytes, char *why, size_t why_len) {
+  if (comm->forced_bcast_algo >= 0) {
+    if (why) snprintf(why, why_len, "forced by ZCOLL_BCAST_ALGO");
+    return comm->forced_bcast_algo;
+  }
+  return zcoll__select_bcast(&comm->selector, comm->size, bytes, why, why_len);
 }
 
 zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count,
@@ -31,12 +33,16 @@ zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count
                        "broadcast: count %zu of %s overflows the address space", count,
                        zcoll_dtype_name(dtype));
   if (count && !buf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "broadcast: buf is NULL");
-  int algo = pick(comm, count * dsize), built = 0;
+  int algo = pick(comm, count * dsize, NULL, 0), built = 0;
   zcoll_status_t st = zcoll__sched_get(comm, ZCOLL_SCHED_BCAST + algo, count, 1, root, pl, &built);
   if (st != ZCOLL_OK) return st;
-  if (built)
-    zcoll_log_info("broadcast of %zu x %s from rank %d on %d ranks: %s", count,
-                   zcoll_dtype_name(dtype), root, comm->size, zcoll__bcast_algos[algo]->name);
+  if (built && zcoll__log_level >= ZCOLL_LOG_INFO) {
+    char why[256];
+    pick(comm, count * dsize, why, sizeof(why));
+    zcoll_log_info("broadcast of %zu x %s from rank %d on %d ranks: %s (%s)", count,
+                   zcoll_dtype_name(dtype), root, comm->size, zcoll__bcast_algos[algo]->name,
+                   why);
+  }
   int tree = strcmp(zcoll__bcast_algos[algo]->name, "tree") == 0;
   pl->desc = (struct zcoll__coll_desc){
       ZCOLL_COLL_BROADCAST, (uint8_t)dtype, 0, (uint8_t)algo,
@@ -78,6 +84,6 @@ zcoll_status_t zcoll_broadcast_algorithm(zcoll_comm_t *comm, size_t count, zcoll
                                            "%d not a rank",
                                            (int)dtype, root));
   /* the choice depends on the size only: the root just has to be a rank */
-  *name = zcoll__bcast_algos[pick(comm, count * zcoll__dsize(dtype))]->name;
+  *name = zcoll__bcast_algos[pick(comm, count * zcoll__dsize(dtype), NULL, 0)]->name;
   return ZCOLL_OK;
 }

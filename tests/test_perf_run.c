@@ -220,6 +220,28 @@ Test(perf_run, broadcast_shm)
   broadcast_job("ZCOLL_TRANSPORT=shm", "# zcoll_perf: transport shm, algorithm auto, ranks 3,");
 }
 
+/* ZCOLL_TUNING_FILE's broadcast rules reach the broadcast (and its algorithm column):
+ * the tree where the built-in table would take the chain. */
+static const char *bcast_tree(double bytes) { return (void)bytes, "tree"; }
+
+Test(perf_run, broadcast_tuning_file)
+{
+  char path[] = "/tmp/zcoll_perf_tuning_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  const char rules[] = "broadcast 1 inf inf tree\n1 inf inf ring\n";
+  cr_assert_eq(write(fd, rules, sizeof rules - 1), (ssize_t)(sizeof rules - 1));
+  close(fd);
+  char env0[64];
+  snprintf(env0, sizeof env0, "ZCOLL_TUNING_FILE=%s", path);
+  const char *const env[] = {env0, NULL};
+  const struct job job = {"3", "ZCOLL_TRANSPORT=shm", {"-b", "64K", "-e", "1M", "-f", "4"}};
+  struct shape sh = bcast;
+  sh.algorithm = bcast_tree;
+  free(expect_job_tables(&job, ARGS("-t", "broadcast", "-r", "2"), env, &sh, 1, 3));
+  unlink(path);
+}
+
 Test(perf_run, broadcast_ucx)
 {
   broadcast_job("ZCOLL_TRANSPORT=ucx", "# zcoll_perf: transport ucx, algorithm auto, ranks 3,");

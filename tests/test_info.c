@@ -250,17 +250,17 @@ Test(info, selection_is_the_selectors) {
   remove(path);
 }
 
-/* The algorithm column of real jobs at p = 2..8, size by size from 8 B to 32 MiB, and the
+/* The algorithm column of real jobs at p = 2..8, every power of two from 8 B to 64 MiB, and the
  * chunk and depth their ranks log, against zcoll_info -s for the same rank count and sweep. */
 Test(info, selection_is_what_zcoll_perf_runs, .timeout = 600) {
   for (int p = 2; p <= 8; p++) {
     char np[8];
     snprintf(np, sizeof(np), "%d", p);
     struct row rows[32];
-    int n = selection(p, "4", NULL, rows, 32);
-    cr_assert_eq(n, 12, "p=%d: %d rows", p, n); /* 8 B .. 32 MiB */
-    const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, "--timeout", "60",
-                          SP_BIN("zcoll_perf"), "-b", "8", "-e", "64M", "-f", "4", "-n", "1",
+    int n = selection(p, "2", NULL, rows, 32);
+    cr_assert_eq(n, 24, "p=%d: %d rows", p, n); /* every power of two, 8 B .. 64 MiB */
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, "--timeout", "120",
+                          SP_BIN("zcoll_perf"), "-b", "8", "-e", "64M", "-f", "2", "-n", "1",
                           "-w", "0", "-c", "0", NULL};
     const char *env[] = {"ZCOLL_LOG=info", NULL};
     struct sp_result r = sp_run(argv, env, 90);

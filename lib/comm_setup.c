@@ -136,7 +136,7 @@ static zcoll_status_t open_transports(zcoll_comm_t *comm, const int *kinds, int 
     }
     off += (size_t)snprintf(comm->tl_names + off, sizeof(comm->tl_names) - off, "%s%s",
                             off ? "+" : "", t->ops->name);
-    char dev[64] = "-";
+    char dev[sizeof(comm->tl_devices)] = "-";
     if (t->ops->device) t->ops->device(t->tl, dev, sizeof(dev));
     size_t doff = strlen(comm->tl_devices);
     snprintf(comm->tl_devices + doff, sizeof(comm->tl_devices) - doff, "%s%s", doff ? "+" : "",

@@ -74,7 +74,7 @@ void zcoll__comm_log_summary(const zcoll_comm_t *comm) {
     put(line, sizeof(line), &off, "%s%s to ", sep, t->ops->name);
     put_ranks(line, sizeof(line), &off, tl_of, comm->size, t->idx);
     if (t->ops->device) {
-      char dev[96] = "";
+      char dev[sizeof(comm->tl_devices)] = "";
       t->ops->device(t->tl, dev, sizeof(dev));
       put(line, sizeof(line), &off, " on %s", dev);
     }

@@ -210,7 +210,7 @@ int gp_main(int argc, char **argv, const struct gp_backend *be, const char *algo
             strerror(err));
     return 1;
   }
-  struct pt_totals tot = {0, 0.0, 0, NULL};
+  struct pt_totals tot = {0, 0.0, 0, NULL, 0};
   rc = 0;
   for (long cycle = 1; rc == 0 && (o.cycles == 0 || cycle <= o.cycles); cycle++) {
     for (int d = 0; d < o.ndtypes && rc == 0; d++) {

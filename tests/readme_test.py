@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-BUILD, SRC = sys.argv[1], sys.argv[2]
+BUILD, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 EXTRA = sys.argv[3].split() if len(sys.argv) > 3 and sys.argv[3] else []
 TOOLS = ("zcoll_perf", "zcoll_run", "zcoll_info")
 failures = []
@@ -35,37 +35,46 @@ def fail(what):
     print("FAIL:", what, flush=True)
 
 
+WORK = None  # the scratch directory: tools run there, so files they write go nowhere else
+
+
 def run(cmd, timeout=120, **kw):
+    kw.setdefault("cwd", WORK)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 # ---- the C blocks ----------------------------------------------------------------------
 
+FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([^\s`]*)")
+
+
 def c_blocks(path, text, comment=False):
-    """(line, code, context or None) for each ```c block; comment: inside /* */ lines."""
+    """(line, code, context or None) for each C block (```c, ```C, ~~~c, ```c title=...);
+    comment: the text is a header whose blocks sit in comment lines (" * ")."""
     lines = text.split("\n")
     if comment:
         lines = [re.sub(r"^\s*\*\s?", "", l) for l in lines]
     out, i = [], 0
     while i < len(lines):
-        m = re.match(r"^(\s*)```c\s*$", lines[i])
+        m = FENCE.match(lines[i])
         if not m:
             i += 1
             continue
-        indent, start = len(m.group(1)), i + 1
+        indent, fence, start = len(m.group(1)), m.group(2), i + 1
         j = start
-        while j < len(lines) and not re.match(r"^\s*```\s*$", lines[j]):
+        while j < len(lines) and not re.match(r"^\s*" + re.escape(fence) + r"\s*$", lines[j]):
             j += 1
-        code = "\n".join(l[indent:] for l in lines[start:j])
-        # the context comment ends on the line right before the fence
-        ctx = None
-        if i > 0 and lines[i - 1].strip() == "-->":
-            k = i - 1
-            while k >= 0 and "<!-- doc-test context" not in lines[k]:
-                k -= 1
-            if k >= 0:
-                ctx = "\n".join(lines[k + 1:i - 1])
-        out.append((f"{path}:{i + 1}", code, ctx))
+        if m.group(3).lower() in ("c", "h"):
+            code = "\n".join(l[indent:] for l in lines[start:j])
+            # the context comment ends on the line right before the fence (or is that line)
+            ctx, k = None, i - 1
+            if k >= 0 and lines[k].strip().endswith("-->"):
+                while k >= 0 and "<!-- doc-test context" not in lines[k]:
+                    k -= 1
+                if k >= 0:
+                    body = "\n".join(lines[k:i]).strip()
+                    ctx = body[body.index(":") + 1:body.rindex("-->")].strip()
+            out.append((f"{path}:{i + 1}", code, ctx))
         i = j + 1
     return out
 
@@ -161,7 +170,9 @@ def check_command(tokens, where, csv):
     else:
         cmd = [exe] + args + ["-h"]
     r = run(cmd, env={k: v for k, v in os.environ.items() if not k.startswith("ZCOLL_")})
-    if r.returncode:
+    if r.returncode == 0 and tool != "zcoll_run" and not r.stdout.startswith("usage:"):
+        fail(f"{where}: `{' '.join(tokens)}` ran instead of printing the usage: {' '.join(cmd)}")
+    elif r.returncode:
         fail(f"{where}: `{' '.join(tokens)}` is refused: {' '.join(cmd)} exited "
              f"{r.returncode}: {r.stderr.strip()}")
     else:
@@ -175,7 +186,8 @@ def check_option_span(tool, span, where, csv):
         return
     args = tool_argv(span.split(), csv)
     r = run([os.path.join(BUILD, tool)] + args + ["-h"])
-    known = r.returncode == 0
+    # the usage, not a run: a lone option that takes a value would take -h as its value
+    known = r.returncode == 0 and r.stdout.startswith("usage:")
     if not known and len(args) == 1:
         # a lone option that takes a value ("--blocking") took -h as its value: it is known
         # if, alone, it asks for one
@@ -203,6 +215,9 @@ def check_flags(work):
                 tokens = shlex.split(line, comments=True)
             except ValueError:
                 tokens = line.split()
+            # a prompt and the variables set for the command come before it
+            while tokens and (tokens[0] == "$" or re.match(r"^[A-Za-z_]\w*=", tokens[0])):
+                tokens = tokens[1:]
             if tokens and os.path.basename(tokens[0]) in TOOLS:
                 check_command(tokens, where, csv)
             continue
@@ -222,7 +237,9 @@ def check_flags(work):
 
 
 def main():
+    global WORK
     with tempfile.TemporaryDirectory() as work:
+        WORK = work
         prefix = os.path.join(work, "prefix")
         r = run(["cmake", "--install", BUILD, "--prefix", prefix], timeout=300)
         if r.returncode:

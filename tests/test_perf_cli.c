@@ -138,7 +138,9 @@ Test(perf_cli, help_prints_usage)
                          "-c, --check", "-d, --datatype", "-o, --op", "-z, --blocking",
                          "-a, --average", "-C, --report_cputime", "-R, --local_register",
                          "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "--overlap=idle",
-                         "-t, --coll", "--nthreads", "-r, --root", "-h, --help"};
+                         "-t, --coll", "--nthreads", "-r, --root", "-F, --output_file",
+                         "-g, --ngpus", "-p, --parallel_init", "-G, --cudagraph", "-v, --verbose",
+                         "-h, --help"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_expect(strstr(out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
   /* the defaults that changed with nccl-tests' meanings, and what -C counts */
@@ -233,6 +235,9 @@ static const struct {
     {ARGS("--output_file"), "--output_file"},
     {ARGS("-F", "x.csv", "--overlap"), "-F x.csv: the CSV file holds the table of times"},
     {ARGS("-v", "--overlap"), "-v: per-rank times"},
+    /* -h prints the usage only for a line that would run */
+    {ARGS("--overlap", "-F", "x.csv", "-h"), "-F x.csv: the CSV file holds the table of times"},
+    {ARGS("-h", "-t", "broadcast", "--overlap"), "--overlap measures the allreduce only"},
 };
 
 /* The collective and its root: an option, a value it refuses, what the message says. -t
@@ -323,6 +328,16 @@ Test(perf_cli, output_file_not_writable)
                           "file: No such file or directory") != NULL,
             "stderr: %s", r.err);
   cr_expect(strstr(r.out, "out-of-place") == NULL, "a table was printed: %s", r.out);
+}
+
+/* A write error on -F's file ends the run with exit 1, naming the file and the error. */
+Test(perf_cli, output_file_write_error)
+{
+  static struct result r;
+  run_perf(&r, ARGS("-F", "/dev/full", ONE_SIZE));
+  cr_expect_eq(r.status, 1, "exit %d; stderr: %s", r.status, r.err);
+  cr_expect(strstr(r.err, "zcoll_perf: -F /dev/full: No space left on device") != NULL,
+            "stderr: %s", r.err);
 }
 
 /* -t 1 (nccl-tests' nthreads) and -t allreduce change nothing: the allreduce table. */

@@ -74,7 +74,8 @@ struct pt_totals {
   uint64_t wrong;
   double sum; /* of busbw, or of the overlap with --overlap */
   long n;
-  FILE *csv; /* -F, on rank 0: the rows go there too */
+  FILE *csv;  /* -F, on rank 0: the rows go there too */
+  int csv_err; /* the errno that ended writing them */
 };
 
 static inline const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c,
@@ -169,6 +170,13 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
     pt_csv_row(tot->csv, bytes, call->count, call->t, bcast ? "none" : pt_op_names[call->op],
                bcast ? call->root : -1, c, measured, factor, o->cputime, o->check,
                be->algorithm ? algo : NULL);
+    /* Whole rows on disk as they come (-N 0 ends by a signal); a write error ends the run
+     * there and then, as any error does (the caller aborts the job). */
+    if (fflush(tot->csv) != 0) {
+      tot->csv_err = errno ? errno : EIO;
+      fprintf(stderr, "%s: -F %s: %s\n", be->prog, o->csv, strerror(tot->csv_err));
+      return -1;
+    }
   }
   return 0;
 }
@@ -304,7 +312,7 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
     return -1;
   }
   struct pt_compute cp = {NULL, o->idle, 0.0, 0.0};
-  struct pt_totals tot = {0, 0.0, 0, NULL};
+  struct pt_totals tot = {0, 0.0, 0, NULL, 0};
   int rc = pt_csv_open(o, be, &tot.csv);
   if (o->overlap && pt_compute_init(&cp)) {
     fprintf(stderr, "%s: rank %d: out of memory for the computation\n", be->prog, be->rank);

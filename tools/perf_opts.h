@@ -397,7 +397,8 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
 }
 
 /* Returns 0 to run, 1 when -h printed the usage (exit 0), 2 on a bad command line (a
- * message was printed; exit 2). */
+ * message was printed; exit 2). -h prints the usage only once the rest of the line has
+ * passed every check, so that `... -h` says whether the line would run. */
 static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
 {
   static const struct option longs[] = {{"minbytes", required_argument, NULL, 'b'},
@@ -446,7 +447,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
   o->dtypes[0] = PT_FLOAT32;
   o->nops = 1;
   o->ops[0] = PT_SUM;
-  bool z_given = false;
+  bool z_given = false, help = false;
   opterr = 0;
   optind = 1;
   int c;
@@ -473,7 +474,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
         rc = pt_opt_error(p->name, "--overlap=%s: busy or idle", optarg);
       break;
     case 'v': o->verbose = true; break;
-    case 'h': pt_usage(stdout, p); return 1;
+    case 'h': help = true; break;
     case ':':
       if (optopt > ' ' && optopt < 127 && strncmp(argv[optind - 1], "--", 2) != 0)
         return pt_opt_error(p->name, "option -%c needs a value", optopt);
@@ -489,7 +490,12 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
     if (rc) return rc;
   }
   if (optind < argc) return pt_opt_error(p->name, "unexpected argument '%s'", argv[optind]);
-  return pt_check_opts(p, o, z_given);
+  int rc = pt_check_opts(p, o, z_given);
+  if (rc == 0 && help) {
+    pt_usage(stdout, p);
+    return 1;
+  }
+  return rc;
 }
 
 /* nccl-tests' parameters line; graph is its CUDA-graph count, always 0 here, kept so that

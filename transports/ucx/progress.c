@@ -215,6 +215,9 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   if (!op->active) return UCS_OK; /* rndv_cb ran already */
   op->active = 0;
   if (UCS_PTR_IS_ERR(r)) {
+    /* UCX 1.13 marked the receive started before it failed, so it keeps the descriptor
+     * and sends the peer no ATS (nor may we release it now): the peer's put stays
+     * unfinished until the instance's failure, set here, reaches the job. */
     if (!tl->failed)
       tl->failed = zcoll__fail(zcoll__ucx_status(UCS_PTR_STATUS(r)),
                                "ucx: receiving from rank %d failed: %s", h.src,

@@ -137,8 +137,10 @@ zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, cha
                        "no RDMA device with an active port and an IPv4 address (devices here: %s)",
                        names[0] ? names : "none");
   }
-  /* Spread the ranks of a node over its devices, as MPI libraries do. */
+  /* Spread the ranks of a node over its devices, as MPI libraries do. A process that is
+   * no rank yet (zcoll_info -d: rank -1) is shown what the first rank would take. */
   int local = cfg->local_rank >= 0 ? cfg->local_rank : rank;
+  if (local < 0) local = 0;
   const struct candidate *pick = &c[local % n];
   snprintf(name, name_len, "%s", pick->name);
   *port = pick->port;

@@ -21,7 +21,7 @@ if [[ "${2:-}" == --measure ]]; then "$here/measure.sh" "$build" "$here/data/shm
 /usr/bin/python3 "$here/fit.py" "$sim" "$here/data/shm-host.txt" "$here/data/rxe-guest.txt" \
   "$here" | tee "$res/fit.txt"
 # The cluster keeps the host's CPU costs but not its oversubscription (one core per rank).
-cluster=(-m "$here/model-host.txt" -s cores=0 -s wake_us=0 -s share=1)
+cluster=(-m "$here/model-host.txt" -s cores=0 -s share=1)
 rxe=("${cluster[@]}" -m "$here/model-rxe.txt")
 ib=("${cluster[@]}" -m "$here/model-ib-whatif.txt")
 plist="2 4 8 16 32 64 128 256 512 1024"

@@ -566,7 +566,9 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   }
   for (int h = 0; h < S.nhosts; h++) {
     double W = S.memf[h], miss = m->llc > 0 && W > m->llc ? 1 - m->llc / W : 0;
-    S.memf[h] = 1 + (m->mem - 1) * miss;
+    int on = k < p ? k : p, nc = m->cores > 0 && m->cores < on ? m->cores : on;
+    double near = m->l2 > 0 ? m->l2 / (W / nc) : 0;
+    S.memf[h] = (1 + (m->mem - 1) * miss) * (1 + (m->c2c - 1) * (near < 1 ? near : 1));
   }
   double sum = 0, last = 0, max_sent = 0, net = 0, all = 0;
   int done = 0;

@@ -39,9 +39,16 @@ struct zsim_model {
   /* The memory hierarchy: a host's ranks touch their inputs, results and the slots they
    * own, W bytes in all; the part of W beyond the last-level cache comes from memory, so
    * every per-byte CPU cost above (shm.beta, gamma, copy) is taken times
-   * 1 + (mem - 1) * max(0, 1 - llc / W). llc 0: off (the costs as they stand). */
+   * 1 + (mem - 1) * max(0, 1 - llc / W). llc 0: off. The costs as they stand are those
+   * of a working set in the shared cache. */
   double llc;    /* bytes of last-level cache the host's ranks get */
   double mem;    /* per-byte cost from memory over the in-cache cost */
+  /* The other end: when a core's share of W fits its own L2, the lines a rank reads were
+   * mostly just written by another core and still sit in that core's L2, and come over
+   * one by one (a cache-to-cache transfer), not from the shared cache: the per-byte CPU
+   * costs are taken times 1 + (c2c - 1) * min(1, l2 / (W / cores)) besides. l2 0: off. */
+  double l2;     /* bytes of L2 per core */
+  double c2c;    /* per-byte cost of lines another core's L2 holds over the shared cache's */
   /* An oversubscribed host (this 2-core machine under zcoll_run -np 4 or 8): the library
    * does not spin then (comm_setup.c), a waiting rank polls and sched_yield()s
    * (exec_wait.c), so every rank stays runnable and the cores go round them: a rank with

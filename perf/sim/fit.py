@@ -2,14 +2,19 @@
 """fit.py -- calibrates the scale model (zcoll_sim) against zcoll_perf measurements.
 
 shm: the model's CPU and copy parameters are fitted to measure.sh's table (this host,
-p = 2, 4, 8, every algorithm; per row the best of the rounds: other agents share the 2
-cores, and a round they disturb can be 3-7x slower, so the median is still noise while
-the best round is the machine's own cost) by Nelder-Mead on the squared log error, the simulator
-itself being the model function. Half of the sizes fit, the other half validate, so
-the validation table is out of sample. The host has 2 cores: p = 4 and 8 oversubscribe
-it, which the model takes as `cores 2` plus two terms fitted to p = 4, 8 alone, after
-the machine's costs are fitted to p = 2: a wake-up delay and a CPU-sharing factor on
-every CPU cost. Neither enters the cluster predictions.
+p = 2, 4, 8, every algorithm, rounds interleaved; per row the median over rounds) by
+Nelder-Mead on the squared log error, the simulator itself being the model function.
+Half of the sizes fit (8 B, 128 B, 2 KiB, 32 KiB, 512 KiB, 8 MiB), the other half
+validate (32 B, 512 B, 8 KiB, 128 KiB, 2 MiB), so the validation table is out of sample.
+
+What is fitted where. On p = 2 (one rank per core): the per-piece and per-byte costs and
+the two cache terms' factors (memory over shared cache, another core's L2 over shared
+cache; l2_kib = 512 is lscpu's, stated). On p = 4, 8 (ranks outnumber the 2 cores):
+the turn a core spends on a rank with nothing to do (switch_us), a CPU factor while
+oversubscribed (share), and the last-level cache the ranks effectively get (llc_mib:
+at p = 2 only the 8 MiB rows outgrow it, so p = 2 cannot place it). The two fits
+alternate three times. The oversubscription terms do not enter the cluster
+predictions (run.sh sets cores=0 share=1).
 
 verbs: alpha and beta come from perftest in the rxe guest (ib_write_lat's typical
 latency, ib_write_bw's average at 4 MiB); the per-put overhead is fitted to zcoll's

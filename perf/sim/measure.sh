@@ -4,16 +4,20 @@
 # that one row is one allreduce's latency, which is what the simulator predicts.
 # Rounds interleave the algorithms so that a busy spell of the (shared) host smears over
 # all of them instead of spoiling one; fit.py takes the median over rounds.
+# 20 warmups, not 5: the first size of a run (8 B) came out 1.5-3x slower than the
+# next with 5 (in every round of the 25 Nov data: butterfly, tree), which the fit then
+# chased. At p = 2 a run can also start with both ranks on one core, spinning: ~50 us
+# per call until the kernel separates them (see README, Validation).
 # Usage: perf/sim/measure.sh BUILD_DIR OUT_FILE [ROUNDS]
 set -euo pipefail
-build=$1 out=$2 rounds=${3:-5}
+build=$1 out=$2 rounds=${3:-7}
 : >"$out"
 for round in $(seq 1 "$rounds"); do
   for np in 2 4 8; do
     for algo in ring butterfly rhd tree hier; do
       echo "## round $round np $np algo $algo" >>"$out"
       ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "$build/zcoll_perf" \
-        -b 8 -e 16M -f 4 -n 20 -w 5 -z 1 -a 3 -c 0 -A "$algo" 2>&1 | grep -v '^#' >>"$out"
+        -b 8 -e 16M -f 4 -n 20 -w 20 -z 1 -a 3 -c 0 -A "$algo" 2>&1 | grep -v '^#' >>"$out"
     done
   done
 done

@@ -21,7 +21,13 @@ static const struct {
     {"gamma_ns_per_byte", offsetof(struct zsim_model, gamma), 1e-9},
     {"copy_ns_per_byte", offsetof(struct zsim_model, copy), 1e-9},
     {"recv_o_us", offsetof(struct zsim_model, o_recv), 1e-6},
-    {"wake_us", offsetof(struct zsim_model, wake), 1e-6},
+    {"llc_mib", offsetof(struct zsim_model, llc), 1048576},
+    {"mem_factor", offsetof(struct zsim_model, mem), 1},
+    {"l2_kib", offsetof(struct zsim_model, l2), 1024},
+    {"c2c_factor", offsetof(struct zsim_model, c2c), 1},
+    {"switch_us", offsetof(struct zsim_model, sw), 1e-6},
+    {"slice_us", offsetof(struct zsim_model, slice), 1e-6},
+    {"sleep_us", offsetof(struct zsim_model, sleep), 1e-6},
     {"share", offsetof(struct zsim_model, share), 1},
 };
 
@@ -33,6 +39,11 @@ void zsim_model_default(struct zsim_model *m) {
   m->gamma = 0.03e-9;
   m->copy = 0.05e-9;
   m->o_recv = 0.1e-6;
+  m->mem = 1;
+  m->c2c = 1;
+  m->sw = 1e-6;
+  m->slice = 750e-6; /* EEVDF's base slice (0.75 ms) */
+  m->sleep = 2000e-6; /* ZCOLL_YIELD_US's default */
 }
 
 int zsim_model_set(struct zsim_model *m, const char *kv) {

@@ -5,7 +5,7 @@
 #   --measure: first re-measure shm on this host (measure.sh, ~3 min) -- the rxe data
 #   needs the guest: flock /tmp/rxe.lock ci/rxe.sh --rw DIR -- perf/sim/rxe_measure.sh ...
 # Outputs in perf/sim/ (model-*.txt, validation.md, results/) and perf/figures/sim-*.png.
-# About 9 minutes of CPU (13 of wall clock beside a CI run). What it samples to stay
+# About 16 minutes of CPU (16.5 of wall clock beside a CI run). What it samples to stay
 # there: sizes every factor of 4 (8 B .. 8 MiB) and p in powers of two to 1024 for every
 # algorithm; p = 4096 for all but the ring (lib/schedule.c builds a ring in O(p^2) per
 # rank: ~9 min at 4096 alone) at every factor of 16 (8 B .. 8 MiB: those rows take
@@ -20,8 +20,9 @@ mkdir -p "$res"
 if [[ "${2:-}" == --measure ]]; then "$here/measure.sh" "$build" "$here/data/shm-host.txt" 5; fi
 /usr/bin/python3 "$here/fit.py" "$sim" "$here/data/shm-host.txt" "$here/data/rxe-guest.txt" \
   "$here" | tee "$res/fit.txt"
-# The cluster keeps the host's CPU costs but not its oversubscription (one core per rank).
-cluster=(-m "$here/model-host.txt" -s cores=0 -s wake_us=0 -s share=1)
+# The cluster keeps the host's CPU costs and cache terms (l2, llc, mem, c2c) but not its
+# oversubscription (one core per rank, share 1).
+cluster=(-m "$here/model-host.txt" -s cores=0 -s share=1)
 rxe=("${cluster[@]}" -m "$here/model-rxe.txt")
 ib=("${cluster[@]}" -m "$here/model-ib-whatif.txt")
 plist="2 4 8 16 32 64 128 256 512 1024"

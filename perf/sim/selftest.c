@@ -165,6 +165,42 @@ int zsim_selftest(void) {
       expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes,
              net + shm);
     }
+  /* The cache terms scale the per-byte CPU costs and nothing else: with only those
+   * costing, a working set far past the LLC takes mem times as long, and one far inside
+   * a core's L2 c2c times as long, as the same job with the terms off. */
+  {
+    struct zsim_model cpu;
+    memset(&cpu, 0, sizeof(cpu));
+    cpu.shm.beta = cpu.gamma = cpu.copy = 1e-10;
+    struct zsim_result base = run(&cpu, "ring", 4, 4, 8 << 20, 128 << 10, 4);
+    struct zsim_model far = cpu, near = cpu;
+    far.llc = 1, far.mem = 3;           /* every byte from memory */
+    near.l2 = 1e12, near.c2c = 2;       /* every byte from another core's L2 */
+    struct zsim_result rf = run(&far, "ring", 4, 4, 8 << 20, 128 << 10, 4);
+    struct zsim_result rn = run(&near, "ring", 4, 4, 8 << 20, 128 << 10, 4);
+    expect(close_to(rf.time, 3 * base.time, 1e-6), "ring p=4 k=4 8 MiB, W >> llc: time x mem",
+           rf.time, 3 * base.time);
+    expect(close_to(rn.time, 2 * base.time, 1e-6), "ring p=4 k=4 8 MiB, W << l2: time x c2c",
+           rn.time, 2 * base.time);
+  }
+  /* Oversubscription: at p <= cores nothing changes. At p = 8 on 2 cores with only the
+   * turn costing, each of the ring's 2(p-1) = 14 dependent steps waits for a core to
+   * come round to its rank: at least one turn, and on average not more than the p/cores
+   * turns of a full round and one more. */
+  {
+    struct zsim_model os = mix;
+    os.cores = 2, os.sw = 1e-6, os.slice = 750e-6, os.sleep = 2e-3;
+    struct zsim_result a = run(&mix, "ring", 2, 2, 32 << 10, 128 << 10, 4);
+    struct zsim_result b = run(&os, "ring", 2, 2, 32 << 10, 128 << 10, 4);
+    expect(a.time == b.time, "ring p=2 on 2 cores: as with a core per rank", b.time, a.time);
+    struct zsim_model turns;
+    memset(&turns, 0, sizeof(turns));
+    turns.cores = 2, turns.sw = 1e-6, turns.slice = 750e-6, turns.sleep = 2e-3;
+    struct zsim_result r = run(&turns, "ring", 8, 8, 8, 128 << 10, 4);
+    double lo = 14 * 1e-6, hi = 14 * (8 / 2 + 1) * 1e-6;
+    expect(r.time >= lo && r.time <= hi, "ring p=8 on 2 cores, 8 B: 14 steps in [1, 5] turns each",
+           r.time, lo);
+  }
   printf("%d failure(s)\n", failures);
   return failures ? 1 : 0;
 }

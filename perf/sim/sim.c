@@ -37,7 +37,11 @@ struct rank {
   int *local;
   int nlocal;
   /* The CPU: one task at a time (the executor is one thread). */
-  int busy, idle;
+  int busy;
+  /* Oversubscribed: on a core now (its turn), asleep (off the run queue), since when it
+   * holds the core and since when it has moved nothing. */
+  int oncore, asleep;
+  double turn_start, idle_since;
   /* Where run_step is: peer step_j (npeers: the local copies), its receives (phase 0)
    * or sends (1); step_moved: this step did something; step_j > npeers: over. */
   int step_j, phase, step_moved;
@@ -46,7 +50,7 @@ struct rank {
   double sent, sent_net; /* bytes put to peers; of them, to other hosts */
 };
 
-enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_CORE };
+enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_TURN };
 enum { T_RECV, T_SEND, T_LOCAL };
 
 struct ev {
@@ -62,14 +66,16 @@ struct sim {
   struct rank *r;
   int nhosts;
   double *tx_free, *rx_free; /* per host NIC */
-  int *cores_busy;           /* per host */
-  int **coreq;               /* per host: ranks waiting for a core (FIFO ring of p) */
-  int *coreq_head, *coreq_n;
+  int *cores_free;           /* per host */
+  int **runq;                /* per host: runnable ranks not on a core (FIFO ring of p) */
+  int *runq_head, *runq_n;
+  double *memf;              /* per host: the per-byte CPU costs' factor (llc, mem) */
   struct ev *heap;
   long long nheap, capheap, seq, events, pieces;
   double now;
   uint32_t chunk;
   int oversub; /* some host has more ranks than cores */
+  uint64_t rng; /* oversubscribed: which runnable rank a free core takes */
 };
 
 static void push_staged(struct sim *S, double t, int kind, int rank, int j, uint32_t a, uint32_t b,
@@ -219,19 +225,20 @@ static double bytes(const struct sim *S, uint32_t a, uint32_t b) {
 static double task_cost(const struct sim *S, const struct rank *R, int rank) {
   const struct zsim_model *m = S->m;
   const struct op *o = &R->ops[R->task_op];
-  double n = bytes(S, R->task_a, R->task_b);
+  double n = bytes(S, R->task_a, R->task_b) * S->memf[R->host];
   switch (R->task_kind) {
     case T_RECV:
       return m->o_recv + n * (o->kind == ZCOLL_SOP_RECV_REDUCE ? m->gamma : m->copy);
     case T_SEND:
       if (same_host(S, rank, R->peer_rank[R->task_j])) return m->shm.o + n * m->shm.beta;
-      return m->net.o + (staged(S, o) ? n * m->copy : 0);
+      return m->net.o + (staged(S, o) ? n * m->copy : 0); /* NIC bytes: not CPU's */
     default:
       return n * m->copy;
   }
 }
 
 static void start_task(struct sim *S, int rank);
+static int choose(struct sim *S, int rank);
 
 /* The next piece of op i (from at[i]: pos for receives, issued for sends), as the rank's
  * next task if its dependencies have progressed past it. */
@@ -292,24 +299,86 @@ static void finish_op(struct rank *R) {
   if (--R->remaining % R->n0 == 0) R->iter++, R->step_j = R->npeers + 1;
 }
 
+static void enqueue(struct sim *S, int rank) {
+  int h = S->r[rank].host;
+  S->runq[h][(S->runq_head[h] + S->runq_n[h]++) % S->job->p] = rank;
+}
+
+/* A free core takes one of the runnable ranks, a switch later it has its turn. Which one:
+ * uniformly at random (a fixed seed). The kernel's choice is fair but its order is not
+ * the ranks' -- two run queues, migrations, deadlines that yields push back -- and a
+ * FIFO here locks into orders that happen to suit one schedule (a ring whose next rank
+ * is always next in the queue), which is an artefact, not the machine. */
+static void dispatch(struct sim *S, int h) {
+  while (S->cores_free[h] > 0 && S->runq_n[h] > 0) {
+    int p = S->job->p, n = S->runq_n[h];
+    S->rng = S->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    int pick = (int)((S->rng >> 33) % (uint64_t)n);
+    int *q = S->runq[h], at = (S->runq_head[h] + pick) % p, head = S->runq_head[h];
+    int next = q[at];
+    q[at] = q[head]; /* the head fills the hole; the queue is a bag */
+    S->runq_head[h] = (head + 1) % p;
+    S->runq_n[h]--;
+    S->cores_free[h]--;
+    S->r[next].oncore = 1;
+    push(S, S->now + S->m->sw, EV_TURN, next, 0, 0, 0);
+  }
+}
+
+/* The rank gives its core up: to the back of the run queue (it yields, or its slice is
+ * over), or off it (asleep, or finished: the loop zcoll_perf times is over for it). */
+static void release_core(struct sim *S, int rank, int requeue) {
+  struct rank *R = &S->r[rank];
+  R->oncore = 0;
+  S->cores_free[R->host]++;
+  if (requeue) enqueue(S, rank);
+  dispatch(S, R->host);
+}
+
+/* Oversubscribed: the rank holds a core and is not busy -- its next task, or the core
+ * goes to the next rank in the queue. */
+static void on_core(struct sim *S, int rank) {
+  struct rank *R = &S->r[rank];
+  int h = R->host;
+  if (R->remaining == 0) {
+    release_core(S, rank, 0);
+    return;
+  }
+  if (S->now - R->turn_start >= S->m->slice && S->runq_n[h] > 0) {
+    release_core(S, rank, 1);
+    return;
+  }
+  if (choose(S, rank)) {
+    R->busy = 1;
+    start_task(S, rank);
+    return;
+  }
+  if (S->m->sleep > 0 && S->now - R->idle_since >= S->m->sleep) {
+    R->asleep = 1;
+    release_core(S, rank, 0);
+  } else {
+    release_core(S, rank, 1); /* poll found nothing: sched_yield */
+  }
+}
+
 /* Called whenever something may have become possible for an idle rank. */
 static void kick(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
-  if (R->busy || R->remaining == 0) return;
-  if (!choose(S, rank)) {
-    R->idle = 1;
+  if (R->busy) return;
+  if (S->oversub) {
+    if (R->oncore) {
+      on_core(S, rank);
+    } else if (R->asleep && R->remaining > 0) { /* woken: back on the run queue */
+      R->asleep = 0;
+      R->idle_since = S->now;
+      enqueue(S, rank);
+      dispatch(S, R->host);
+    }
     return;
   }
+  if (R->remaining == 0) return;
+  if (!choose(S, rank)) return;
   R->busy = 1;
-  if (S->m->cores > 0 && S->oversub) {
-    int h = R->host;
-    if (S->cores_busy[h] >= S->m->cores) { /* wait for a core: FIFO */
-      int p = S->job->p;
-      S->coreq[h][(S->coreq_head[h] + S->coreq_n[h]++) % p] = rank;
-      return;
-    }
-    S->cores_busy[h]++;
-  }
   start_task(S, rank);
 }
 
@@ -317,24 +386,9 @@ static void start_task(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
   double cost = task_cost(S, R, rank);
   if (S->oversub && S->m->share > 0) cost *= S->m->share;
-  if (R->idle && S->oversub) cost += S->m->wake; /* it had yielded its core */
-  R->idle = 0;
   /* The channel cursors move now, as the executor's do; the effects land at the end. */
   if (R->task_kind == T_SEND) R->credits[R->task_j]--;
   push(S, S->now + cost, EV_CPU, rank, 0, 0, 0);
-}
-
-static void release_core(struct sim *S, int rank) {
-  if (!(S->m->cores > 0 && S->oversub)) return;
-  int h = S->r[rank].host;
-  S->cores_busy[h]--;
-  if (S->coreq_n[h]) {
-    int next = S->coreq[h][S->coreq_head[h]];
-    S->coreq_head[h] = (S->coreq_head[h] + 1) % S->job->p;
-    S->coreq_n[h]--;
-    S->cores_busy[h]++;
-    start_task(S, next);
-  }
 }
 
 static void send_credits(struct sim *S, int rank, int j) {
@@ -351,6 +405,7 @@ static void cpu_done(struct sim *S, int rank) {
   const struct op *o = &R->ops[i];
   uint32_t a = R->task_a, b = R->task_b, end = o->off + o->count;
   R->busy = 0;
+  R->idle_since = S->now;
   S->pieces++;
   if (R->task_kind == T_RECV) {
     R->pos[i] = b;
@@ -383,7 +438,6 @@ static void cpu_done(struct sim *S, int rank) {
       }
     }
   }
-  release_core(S, rank);
 }
 
 /* A piece reached the receiving host's NIC: it is written once that NIC is free. */
@@ -446,8 +500,8 @@ static void free_sim(struct sim *S) {
     free(R->ops), free(R->deps), free(R->pos), free(R->issued), free(R->list);
     free(R->local), free(R->peer_rank), free(R->arrived);
   }
-  for (int h = 0; S->coreq && h < S->nhosts; h++) free(S->coreq[h]);
-  free(S->coreq), free(S->coreq_head), free(S->coreq_n), free(S->cores_busy);
+  for (int h = 0; S->runq && h < S->nhosts; h++) free(S->runq[h]);
+  free(S->runq), free(S->runq_head), free(S->runq_n), free(S->cores_free), free(S->memf);
   free(S->r), free(S->tx_free), free(S->rx_free), free(S->heap);
 }
 
@@ -455,6 +509,7 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   struct sim S;
   memset(&S, 0, sizeof(S));
   S.m = m, S.job = job;
+  S.rng = 0x2545F4914F6CDD1DULL;
   int p = job->p, k = job->k > 0 ? job->k : 1;
   if (p < 1 || job->algo < 0 || job->algo >= zcoll__nalgos || job->depth < 1) return -1;
   S.nhosts = (p + k - 1) / k;
@@ -465,17 +520,20 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   S.r = calloc((size_t)p, sizeof(*S.r));
   S.tx_free = calloc((size_t)S.nhosts, sizeof(double));
   S.rx_free = calloc((size_t)S.nhosts, sizeof(double));
-  S.cores_busy = calloc((size_t)S.nhosts, sizeof(int));
-  S.coreq = calloc((size_t)S.nhosts, sizeof(int *));
-  S.coreq_head = calloc((size_t)S.nhosts, sizeof(int));
-  S.coreq_n = calloc((size_t)S.nhosts, sizeof(int));
-  if (!host_of || !S.r || !S.tx_free || !S.rx_free || !S.cores_busy || !S.coreq ||
-      !S.coreq_head || !S.coreq_n)
+  S.cores_free = calloc((size_t)S.nhosts, sizeof(int));
+  S.runq = calloc((size_t)S.nhosts, sizeof(int *));
+  S.runq_head = calloc((size_t)S.nhosts, sizeof(int));
+  S.runq_n = calloc((size_t)S.nhosts, sizeof(int));
+  S.memf = calloc((size_t)S.nhosts, sizeof(double));
+  if (!host_of || !S.r || !S.tx_free || !S.rx_free || !S.cores_free || !S.runq ||
+      !S.runq_head || !S.runq_n || !S.memf)
     abort();
   for (int r = 0; r < p; r++) host_of[r] = r / k;
   if (S.oversub)
-    for (int h = 0; h < S.nhosts; h++)
-      if (!(S.coreq[h] = malloc(sizeof(int) * (size_t)p))) abort();
+    for (int h = 0; h < S.nhosts; h++) {
+      if (!(S.runq[h] = malloc(sizeof(int) * (size_t)p))) abort();
+      S.cores_free[h] = m->cores;
+    }
   /* The hierarchical algorithm reads where the ranks run; the others ignore it. */
   struct zcoll__algo_params ap = {job->arity, host_of, S.nhosts};
   int rc = 0;
@@ -497,9 +555,30 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
       R->rev[j] = x;
     }
   }
+  /* The working set per host: each rank's input and result, and the slots of the
+   * channels it receives on from its own host (depth pieces each, at most the vector). */
+  for (int r = 0; r < p && rc == 0; r++) {
+    const struct rank *R = &S.r[r];
+    double n = (double)job->count * job->dsize, slots = (double)job->depth * job->slot_bytes;
+    S.memf[R->host] += 2 * n;
+    for (int j = 0; j < R->npeers; j++)
+      if (same_host(&S, r, R->peer_rank[j])) S.memf[R->host] += slots < n ? slots : n;
+  }
+  for (int h = 0; h < S.nhosts; h++) {
+    double W = S.memf[h], miss = m->llc > 0 && W > m->llc ? 1 - m->llc / W : 0;
+    int on = k < p ? k : p, nc = m->cores > 0 && m->cores < on ? m->cores : on;
+    double near = m->l2 > 0 ? m->l2 / (W / nc) : 0;
+    S.memf[h] = (1 + (m->mem - 1) * miss) * (1 + (m->c2c - 1) * (near < 1 ? near : 1));
+  }
   double sum = 0, last = 0, max_sent = 0, net = 0, all = 0;
   int done = 0;
-  for (int r = 0; r < p && rc == 0; r++) kick(&S, r);
+  if (S.oversub) /* every rank runnable, in rank order */
+    for (int r = 0; r < p && rc == 0; r++) {
+      enqueue(&S, r);
+      dispatch(&S, S.r[r].host);
+    }
+  else
+    for (int r = 0; r < p && rc == 0; r++) kick(&S, r);
   for (int r = 0; r < p && rc == 0; r++)
     if (S.r[r].remaining == 0) done++;
   while (rc == 0 && S.nheap) {
@@ -523,6 +602,9 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
         break;
       case EV_PUT_DONE:
         put_done(&S, &e);
+        break;
+      case EV_TURN:
+        R->turn_start = S.now;
         break;
     }
     if (before > 0 && R->remaining == 0) {

@@ -13,9 +13,11 @@
  * posting of an inter-host (NIC) put, the reduction or copy-out of a received piece.
  * A host's NIC is one FIFO server each way that its k ranks share: a put of n bytes
  * occupies the sender's NIC for n * beta, the wire for alpha, the receiver's NIC for
- * n * beta. Optionally a host has fewer cores than ranks (this 2-core development
- * machine under zcoll_run -np 8): then a CPU task waits for a free core, and a rank
- * that had gone idle pays a wake-up delay -- a term for the local calibration only.
+ * n * beta. Per-byte CPU costs grow when the host's working set outgrows its last-level
+ * cache. Optionally a host has fewer cores than ranks (this 2-core development machine
+ * under zcoll_run -np 8): then the cores go round the ranks as the kernel's run queue
+ * does, waiting ranks included (they poll and yield) -- a term for the local
+ * calibration only.
  */
 #ifndef ZCOLL_SIM_H
 #define ZCOLL_SIM_H
@@ -34,8 +36,29 @@ struct zsim_model {
   double gamma;  /* receiver CPU per byte reduced */
   double copy;   /* receiver CPU per byte copied out of a slot (and staged sends) */
   double o_recv; /* receiver CPU per piece consumed */
+  /* The memory hierarchy: a host's ranks touch their inputs, results and the slots they
+   * own, W bytes in all; the part of W beyond the last-level cache comes from memory, so
+   * every per-byte CPU cost above (shm.beta, gamma, copy) is taken times
+   * 1 + (mem - 1) * max(0, 1 - llc / W). llc 0: off. The costs as they stand are those
+   * of a working set in the shared cache. */
+  double llc;    /* bytes of last-level cache the host's ranks get */
+  double mem;    /* per-byte cost from memory over the in-cache cost */
+  /* The other end: when a core's share of W fits its own L2, the lines a rank reads were
+   * mostly just written by another core and still sit in that core's L2, and come over
+   * one by one (a cache-to-cache transfer), not from the shared cache: the per-byte CPU
+   * costs are taken times 1 + (c2c - 1) * min(1, l2 / (W / cores)) besides. l2 0: off. */
+  double l2;     /* bytes of L2 per core */
+  double c2c;    /* per-byte cost of lines another core's L2 holds over the shared cache's */
+  /* An oversubscribed host (this 2-core machine under zcoll_run -np 4 or 8): the library
+   * does not spin then (comm_setup.c), a waiting rank polls and sched_yield()s
+   * (exec_wait.c), so every rank stays runnable and the cores go round them: a rank with
+   * nothing to do costs its core one turn (switch), a rank with work keeps the core
+   * while it has work, up to the scheduler's slice; a rank idle for sleep seconds
+   * sleeps (ZCOLL_YIELD_US) until something arrives for it. */
   int cores;     /* cores per host; 0: one per rank (no sharing) */
-  double wake;   /* oversubscribed host: delay before an idle rank runs again */
+  double sw;     /* oversubscribed: a turn -- context switch, a poll, sched_yield */
+  double slice;  /* oversubscribed: how long a rank with work keeps a core */
+  double sleep;  /* oversubscribed: idle this long, a rank sleeps until woken */
   double share;  /* oversubscribed host: CPU costs times this (caches, memory bus, other
                   * tenants); 0 or 1: none */
 };

@@ -28,14 +28,18 @@ static int test_host(int rank) {
   return host + (rank - first);
 }
 
+void zcoll__read_line(const char *path, char *buf, size_t len) {
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  if (!fgets(buf, (int)len, f)) buf[0] = '\0';
+  fclose(f);
+  buf[strcspn(buf, "\n")] = '\0';
+}
+
 void zcoll__node_id(char *buf, size_t len, int rank) {
-  char boot[64] = "";
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    if (!fgets(boot, sizeof(boot), f)) boot[0] = '\0';
-    fclose(f);
-    boot[strcspn(boot, "\n")] = '\0';
-  }
+  char boot[64];
+  zcoll__read_line("/proc/sys/kernel/random/boot_id", boot, sizeof(boot));
   if (!boot[0]) gethostname(boot, sizeof(boot) - 1); /* no /proc: the host name will do */
   struct stat st;
   unsigned long long ns = stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;

@@ -13,4 +13,8 @@
  * host of its own, =2,3,1 puts ranks 0-1, 2-4 and 5 on three hosts. */
 void zcoll__node_id(char *buf, size_t len, int rank);
 
+/* The first line of a small file (a /proc or /sys setting) without its newline, into buf;
+ * "" if it cannot be read. */
+void zcoll__read_line(const char *path, char *buf, size_t len);
+
 #endif

@@ -63,13 +63,8 @@ static void check_pidfd(zcoll_transport_detail_t *d) {
   if (fd >= 0 && (pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0)) >= 0)
     got = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
   err = errno;
-  char yama[8] = "";
-  FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
-  if (f) {
-    if (!fgets(yama, sizeof(yama), f)) yama[0] = '\0';
-    fclose(f);
-    yama[strcspn(yama, "\n")] = '\0';
-  }
+  char yama[8];
+  zcoll__read_line("/proc/sys/kernel/yama/ptrace_scope", yama, sizeof(yama));
   if (got >= 0)
     set(d, "pidfd_getfd", 1, "works: peers take each other's memfds directly");
   else

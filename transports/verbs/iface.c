@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "node.h"
 #include "verbs.h"
 
 /* The IPv4 address RDMA CM can bind for a device port: an IPv4-mapped GID (RoCE), or
@@ -35,14 +36,10 @@ static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out, int
     unsigned a, b, c, d;
     if (!ok || sscanf(line, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &d) != 4)
       continue;
-    char type[32] = "";
+    char type[32];
     snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev,
              port, i);
-    if ((f = fopen(path, "r"))) {
-      if (!fgets(type, sizeof(type), f)) type[0] = '\0';
-      fclose(f);
-      type[strcspn(type, "\n")] = '\0';
-    }
+    zcoll__read_line(path, type, sizeof(type));
     uint32_t addr = htonl(a << 24 | b << 16 | c << 8 | d);
     /* The first address; its v2 entry if a later one is, and then no further look. */
     if (*gid >= 0 && (addr != out->sin_addr.s_addr || strcmp(type, "RoCE v2") != 0)) continue;

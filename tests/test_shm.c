@@ -148,6 +148,77 @@ Test(shm, data_and_notifications_in_order_past_the_ring, .timeout = 60) {
   munmap(slots, bytes);
 }
 
+/* A writer that published its last pieces and exited at once -- a clean end for it --
+ * must not cost the receiver those pieces: they arrive, in order, and only then is the
+ * writer's death reported. */
+Test(shm, a_dead_writers_last_pieces_arrive_before_its_death, .timeout = 60) {
+  enum { N = 40 };
+  int down[2], up[2];
+  cr_assert_eq(pipe(down), 0);
+  cr_assert_eq(pipe(up), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    struct zcoll_tl *tl = open_rank(1);
+    struct zcoll_ep *ep = connect_pair(tl, 0, up[1], down[0]);
+    char key[256];
+    size_t kn = recv_blob(down[0], key, sizeof(key));
+    struct zcoll_tl_rkey *rk = NULL;
+    if (zcoll__tl_shm.rkey_unpack(ep, key, kn, &rk) != ZCOLL_OK) _exit(2);
+    char src[PIECE];
+    for (int i = 0; i < N; i++) {
+      memset(src, (char)(i + 1), sizeof(src));
+      if (zcoll__tl_shm.put(ep, src, NULL, rk, (uint64_t)i * PIECE, PIECE, (uint32_t)i, 0) !=
+          ZCOLL_OK)
+        _exit(3);
+    }
+    _exit(ep->backlog ? 4 : 0); /* all in the ring, none closed or released */
+  }
+  struct zcoll_tl *tl = open_rank(0);
+  connect_pair(tl, 1, down[1], up[0]);
+  void *slots = NULL;
+  size_t bytes = (size_t)N * PIECE;
+  cr_assert_eq(zcoll__tl_shm.mem_alloc(tl, bytes, &slots), ZCOLL_OK);
+  struct zcoll_tl_mr *mr = NULL;
+  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, slots, bytes, 1, &mr), ZCOLL_OK);
+  char key[256];
+  size_t kn = sizeof(key);
+  cr_assert_eq(zcoll__tl_shm.rkey_pack(mr, key, &kn), ZCOLL_OK);
+  send_blob(down[1], key, kn);
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: status %d", status);
+  /* Dead before we look. An arm() (refused: pieces wait) makes the next poll look for dead
+   * peers, so the death is seen with every piece still queued; small batches then. */
+  cr_assert_eq(zcoll__tl_shm.arm(tl), ZCOLL_IN_PROGRESS);
+  int next = 0;
+  zcoll_status_t st = ZCOLL_OK;
+  double t0 = now();
+  while (st == ZCOLL_OK && now() - t0 < 30) {
+    struct zcoll_tl_event ev[3];
+    int n = 0;
+    st = zcoll__tl_shm.poll(tl, ev, 3, &n);
+    for (int k = 0; k < n; k++, next++) {
+      cr_assert_eq(ev[k].kind, ZCOLL_TL_EV_ARRIVED);
+      cr_assert_eq(ev[k].imm, (uint32_t)next, "notification %u where %d was due", ev[k].imm, next);
+      const unsigned char *at = (const unsigned char *)slots + (size_t)next * PIECE;
+      for (int b = 0; b < PIECE; b++)
+        cr_assert_eq(at[b], (unsigned char)(next + 1), "piece %d byte %d", next, b);
+    }
+  }
+  cr_assert_eq(next, N, "only %d of %d pieces arrived before the death was reported", next, N);
+  cr_assert_eq(st, ZCOLL_ERR_PEER_FAILED, "%s", zcoll_last_error());
+  cr_assert(strstr(zcoll_last_error(), "rank 1"), "%s", zcoll_last_error());
+  /* Sticky, and a sleep is refused rather than waiting on a pidfd that fired. */
+  struct zcoll_tl_event ev[1];
+  int n;
+  cr_assert_eq(zcoll__tl_shm.poll(tl, ev, 1, &n), ZCOLL_ERR_PEER_FAILED);
+  cr_assert_neq(zcoll__tl_shm.arm(tl), ZCOLL_OK);
+  zcoll__tl_shm.mem_dereg(mr);
+  zcoll__tl_shm.close(tl);
+  munmap(slots, bytes);
+}
+
 /* The receiver went to sleep (its flag set) and died; a put to it must still return,
  * and must not kill the writer with SIGPIPE. */
 Test(shm, writer_outlives_a_sleeping_receiver, .timeout = 60) {

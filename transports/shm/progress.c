@@ -94,18 +94,36 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
   return zcoll__evq_push(&ep->tl->evq, &ev);
 }
 
-/* A peer's pidfd turns readable when it dies: one epoll_wait(0) over them all. */
-static zcoll_status_t check_peers(struct zcoll_tl *tl) {
+/* A peer's pidfd turns readable when it dies: one epoll_wait(0) over them all. A dead
+ * peer is only marked here; its death is reported once its ring is empty (below), because
+ * a rank that published its last notifications and then exited -- a clean end for it --
+ * must not cost the receiver data that is already in its memory. */
+static void check_peers(struct zcoll_tl *tl) {
   tl->polls = 0;
   struct epoll_event e[16];
   int k = epoll_wait(tl->epfd, e, 16, 0);
   for (int i = 0; i < k; i++) {
     if (!e[i].data.u32) continue; /* the wake-up pipe */
     int rank = (int)e[i].data.u32 - 1;
-    pid_t pid = 0;
-    for (int j = 0; j < tl->neps; j++)
-      if (tl->eps[j]->peer == rank) pid = tl->eps[j]->pid;
-    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", rank, (int)pid);
+    for (int j = 0; j < tl->neps; j++) {
+      struct zcoll_ep *ep = tl->eps[j];
+      if (ep->peer != rank || ep->dead) continue;
+      ep->dead = 1;
+      tl->ndead++;
+      /* Level-triggered: left in the set, it would wake every later sleep at once. */
+      epoll_ctl(tl->epfd, EPOLL_CTL_DEL, ep->pidfd, NULL);
+    }
+  }
+}
+
+/* The first dead peer with nothing left in its ring, as a failure; ZCOLL_OK if none. */
+static zcoll_status_t dead_and_drained(struct zcoll_tl *tl) {
+  for (int j = 0; j < tl->neps; j++) {
+    struct zcoll_ep *ep = tl->eps[j];
+    if (ep->dead && atomic_load_explicit(&ep->in->tail, memory_order_acquire) ==
+                        atomic_load_explicit(&ep->in->head, memory_order_relaxed))
+      return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer,
+                         (int)ep->pid);
   }
   return ZCOLL_OK;
 }
@@ -114,8 +132,9 @@ zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
   *n = 0;
   if (tl->failed) return tl->failed;
   /* After a sleep (the event_fd may have woken us for a death), and now and then. */
-  if (tl->epfd >= 0 && (tl->armed || ++tl->polls >= ZCOLL_SHM_DEATH_POLLS)) {
-    zcoll_status_t st = check_peers(tl);
+  if (tl->epfd >= 0 && (tl->armed || ++tl->polls >= ZCOLL_SHM_DEATH_POLLS)) check_peers(tl);
+  if (tl->ndead) {
+    zcoll_status_t st = dead_and_drained(tl);
     if (st != ZCOLL_OK) return tl->failed = st;
   }
   if (tl->armed) {
@@ -156,7 +175,8 @@ zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
 int zcoll__shm_event_fd(struct zcoll_tl *tl) { return tl->epfd >= 0 ? tl->epfd : tl->wake[0]; }
 
 zcoll_status_t zcoll__shm_arm(struct zcoll_tl *tl) {
-  if (tl->evq.len) return ZCOLL_IN_PROGRESS;
+  /* A dead peer, drained or not, is news for the next poll: its pidfd no longer wakes. */
+  if (tl->evq.len || tl->ndead) return ZCOLL_IN_PROGRESS;
   for (int i = 0; i < tl->neps; i++)
     if (tl->eps[i]->backlog) return ZCOLL_IN_PROGRESS; /* retried by polling, not by a wake */
   tl->armed = 1;

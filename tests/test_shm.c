@@ -58,6 +58,29 @@ static struct zcoll_ep *connect_pair(struct zcoll_tl *tl, int peer, int to, int 
   return ep;
 }
 
+/* Rank 0's side: a region of `bytes` for the writer, its key sent down `to`. */
+static struct zcoll_tl_mr *receiver(struct zcoll_tl *tl, int to, int from, size_t bytes,
+                                    void **slots) {
+  connect_pair(tl, 1, to, from);
+  cr_assert_eq(zcoll__tl_shm.mem_alloc(tl, bytes, slots), ZCOLL_OK);
+  struct zcoll_tl_mr *mr = NULL;
+  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, *slots, bytes, 1, &mr), ZCOLL_OK);
+  char key[256];
+  size_t kn = sizeof(key);
+  cr_assert_eq(zcoll__tl_shm.rkey_pack(mr, key, &kn), ZCOLL_OK);
+  send_blob(to, key, kn);
+  return mr;
+}
+
+/* The writer's side (a forked child: it exits rather than asserting): rank 0's key. */
+static struct zcoll_tl_rkey *writer_key(struct zcoll_ep *ep, int from) {
+  char key[256];
+  size_t kn = recv_blob(from, key, sizeof(key));
+  struct zcoll_tl_rkey *rk = NULL;
+  if (zcoll__tl_shm.rkey_unpack(ep, key, kn, &rk) != ZCOLL_OK) _exit(2);
+  return rk;
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -79,10 +102,7 @@ Test(shm, data_and_notifications_in_order_past_the_ring, .timeout = 60) {
   if (pid == 0) { /* the writer: rank 1 */
     struct zcoll_tl *tl = open_rank(1);
     struct zcoll_ep *ep = connect_pair(tl, 0, up[1], down[0]);
-    char key[256];
-    size_t kn = recv_blob(down[0], key, sizeof(key));
-    struct zcoll_tl_rkey *rk = NULL;
-    if (zcoll__tl_shm.rkey_unpack(ep, key, kn, &rk) != ZCOLL_OK) _exit(2);
+    struct zcoll_tl_rkey *rk = writer_key(ep, down[0]);
     /* Outside the region: refused. */
     char src[PIECE];
     if (zcoll__tl_shm.put(ep, src, NULL, rk, rk->len - 1, 2, 7, 0) != ZCOLL_ERR_INVALID_ARG)
@@ -111,16 +131,9 @@ Test(shm, data_and_notifications_in_order_past_the_ring, .timeout = 60) {
     _exit(ok ? 0 : 9);
   }
   struct zcoll_tl *tl = open_rank(0);
-  connect_pair(tl, 1, down[1], up[0]);
   void *slots = NULL;
   size_t bytes = (size_t)NPUTS * PIECE;
-  cr_assert_eq(zcoll__tl_shm.mem_alloc(tl, bytes, &slots), ZCOLL_OK);
-  struct zcoll_tl_mr *mr = NULL;
-  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, slots, bytes, 1, &mr), ZCOLL_OK);
-  char key[256];
-  size_t kn = sizeof(key);
-  cr_assert_eq(zcoll__tl_shm.rkey_pack(mr, key, &kn), ZCOLL_OK);
-  send_blob(down[1], key, kn);
+  struct zcoll_tl_mr *mr = receiver(tl, down[1], up[0], bytes, &slots);
   char done;
   cr_assert_eq(read(up[0], &done, 1), 1, "the writer failed before it finished putting");
   int next = 0;
@@ -161,10 +174,7 @@ Test(shm, a_dead_writers_last_pieces_arrive_before_its_death, .timeout = 60) {
   if (pid == 0) {
     struct zcoll_tl *tl = open_rank(1);
     struct zcoll_ep *ep = connect_pair(tl, 0, up[1], down[0]);
-    char key[256];
-    size_t kn = recv_blob(down[0], key, sizeof(key));
-    struct zcoll_tl_rkey *rk = NULL;
-    if (zcoll__tl_shm.rkey_unpack(ep, key, kn, &rk) != ZCOLL_OK) _exit(2);
+    struct zcoll_tl_rkey *rk = writer_key(ep, down[0]);
     char src[PIECE];
     for (int i = 0; i < N; i++) {
       memset(src, (char)(i + 1), sizeof(src));
@@ -175,16 +185,9 @@ Test(shm, a_dead_writers_last_pieces_arrive_before_its_death, .timeout = 60) {
     _exit(ep->backlog ? 4 : 0); /* all in the ring, none closed or released */
   }
   struct zcoll_tl *tl = open_rank(0);
-  connect_pair(tl, 1, down[1], up[0]);
   void *slots = NULL;
   size_t bytes = (size_t)N * PIECE;
-  cr_assert_eq(zcoll__tl_shm.mem_alloc(tl, bytes, &slots), ZCOLL_OK);
-  struct zcoll_tl_mr *mr = NULL;
-  cr_assert_eq(zcoll__tl_shm.mem_reg(tl, slots, bytes, 1, &mr), ZCOLL_OK);
-  char key[256];
-  size_t kn = sizeof(key);
-  cr_assert_eq(zcoll__tl_shm.rkey_pack(mr, key, &kn), ZCOLL_OK);
-  send_blob(down[1], key, kn);
+  struct zcoll_tl_mr *mr = receiver(tl, down[1], up[0], bytes, &slots);
   int status;
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: status %d", status);

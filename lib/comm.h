@@ -83,6 +83,10 @@ struct zcoll_comm {
   char tl_names[64]; /* "shm", "shm+verbs": what zcoll_comm_transport says */
   char tl_devices[192]; /* "-+rxe0:1": what zcoll_comm_device says, in the same order */
   int can_block;     /* every instance has an event descriptor: a waiting rank may sleep */
+  /* How much shorter than ZCOLL_SPIN_US the spin phase is now, in ns (0: all of it): it
+   * adapts to whether spinning pays (exec_wait.c). Atomic: the caller and the progress
+   * thread may take turns at waiting. */
+  _Atomic int64_t spin_cut_ns;
   int *host_of;      /* rank -> its host, numbered in order of first rank */
   char tl_why[512];  /* the probes' refusals ("verbs: no RDMA device ..."), for the init line */
   int net_probed;    /* this rank probed the network transports (not on one host) */

@@ -127,5 +127,7 @@ void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
 
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);
+/* Something moved: the wait in id (if any) is over, and tells whether spinning paid. */
+void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id);
 
 #endif

@@ -162,7 +162,7 @@ zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct run *r) {
     zcoll_status_t st = zcoll__progress(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, comm->active, &id);
     if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
-    if (progress) id.since_ns = 0;
+    if (progress) zcoll__idle_done(comm, &id);
   }
   return r->status;
 }

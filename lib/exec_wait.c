@@ -61,8 +61,40 @@ static zcoll_status_t revoked(zcoll_comm_t *comm) {
                      comm->rank);
 }
 
+/* The spin phase adapts. Spinning pays while the peer runs on another core: its piece
+ * lands within microseconds and a yield would only add a system call. It costs the whole
+ * spin on every step when the peer needs our core -- two ranks on one core because
+ * something else holds the other, which a shared host does often: 45-53 us a call at
+ * 8 B against 6-8 us without spinning (perf/sim/README.md). So a wait that outlasts the
+ * spin halves it, and one that ends inside it doubles it again, between ZCOLL_SPIN_US
+ * and a floor short enough to cost little and long enough to notice that spinning pays
+ * again. */
+#define SPIN_FLOOR_NS 2000
+
+static int64_t spin_ns(const zcoll_comm_t *comm) {
+  int64_t max = (int64_t)comm->cfg->spin_us * 1000;
+  int64_t ns = max - atomic_load_explicit(&comm->spin_cut_ns, memory_order_relaxed);
+  return ns > 0 ? ns : 0;
+}
+
+static void spin_set(zcoll_comm_t *comm, int64_t ns) {
+  int64_t max = (int64_t)comm->cfg->spin_us * 1000;
+  int64_t floor = max < SPIN_FLOOR_NS ? max : SPIN_FLOOR_NS;
+  ns = ns < floor ? floor : ns > max ? max : ns;
+  atomic_store_explicit(&comm->spin_cut_ns, max - ns, memory_order_relaxed);
+}
+
+void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id) {
+  /* Positive: still spinning when the news came, so the spin paid. */
+  if (id->since_ns > 0) {
+    int64_t ns = spin_ns(comm);
+    if (ns < (int64_t)comm->cfg->spin_us * 1000) spin_set(comm, 2 * ns);
+  }
+  id->since_ns = 0;
+}
+
 /* Nothing moved. Three phases, because a piece is often microseconds away but ranks may
- * outnumber cores: spin (ZCOLL_SPIN_US), then poll and yield the core between polls
+ * outnumber cores: spin (adaptive, above), then poll and yield the core between polls
  * (ZCOLL_YIELD_US) so a runnable peer gets it at once, then sleep on the transport's and
  * the bootstrap's descriptors. Failure news and the deadline are checked every 10 ms. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
@@ -79,7 +111,9 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   }
   int64_t since = id->since_ns < 0 ? -id->since_ns : id->since_ns;
   int64_t idle_ns = t - since;
-  if (idle_ns < (int64_t)comm->cfg->spin_us * 1000) return ZCOLL_OK;
+  int64_t spin = spin_ns(comm);
+  if (idle_ns < spin) return ZCOLL_OK;
+  if (id->since_ns > 0) spin_set(comm, spin / 2); /* the spin did not pay this time */
   id->since_ns = -since; /* negative: spinning is over, yield between polls */
   int check = t - id->last_check_ns >= 10000000;
   if (check) {
@@ -91,8 +125,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
                          "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
                          waiting_on(r));
   }
-  int sleep = comm->can_block &&
-              idle_ns >= ((int64_t)comm->cfg->spin_us + comm->cfg->yield_us) * 1000;
+  int sleep = comm->can_block && idle_ns >= spin + (int64_t)comm->cfg->yield_us * 1000;
   if (!sleep) {
     if (check) {
       zcoll_status_t st = zcoll__bootstrap_check(comm->bs);

@@ -575,7 +575,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
       progress |= moved;
     }
     if (progress) {
-      id.since_ns = 0;
+      zcoll__idle_done(comm, &id);
       continue;
     }
     if ((st = zcoll__idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
@@ -599,7 +599,7 @@ zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
     if (!busy) return ZCOLL_OK;
     zcoll_status_t st = pump(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, NULL, &id);
-    if (progress) id.since_ns = 0;
+    if (progress) zcoll__idle_done(comm, &id);
     if (st != ZCOLL_OK) return st;
   }
 }

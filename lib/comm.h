@@ -84,9 +84,12 @@ struct zcoll_comm {
   char tl_devices[192]; /* "-+rxe0:1": what zcoll_comm_device says, in the same order */
   int can_block;     /* every instance has an event descriptor: a waiting rank may sleep */
   /* How much shorter than ZCOLL_SPIN_US the spin phase is now, in ns (0: all of it): it
-   * adapts to whether spinning pays (exec_wait.c). Atomic: the caller and the progress
-   * thread may take turns at waiting. */
+   * adapts to whether spinning pays (exec_wait.c) unless the user set ZCOLL_SPIN_US.
+   * Atomic: a caller in zcoll_wait and the executor under zcoll_progress may both wait
+   * (the progress thread keeps its own fixed spin). */
+  int spin_adapts;
   _Atomic int64_t spin_cut_ns;
+  atomic_uint spin_waits; /* waits begun, for the probes */
   int *host_of;      /* rank -> its host, numbered in order of first rank */
   char tl_why[512];  /* the probes' refusals ("verbs: no RDMA device ..."), for the init line */
   int net_probed;    /* this rank probed the network transports (not on one host) */

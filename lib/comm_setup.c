@@ -459,7 +459,8 @@ static int oversubscribed(zcoll_comm_t *comm) {
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int over = cores > 0 && cfg->local_size > cores;
-  if (over && !zcoll__config_explicit(cfg, "SPIN_US")) {
+  comm->spin_adapts = !zcoll__config_explicit(cfg, "SPIN_US");
+  if (over && comm->spin_adapts) {
     zcoll_log_info("%d local ranks on %ld cores: not spinning while waiting", cfg->local_size,
                    cores);
     cfg->spin_us = 0;

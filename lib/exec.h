@@ -70,6 +70,7 @@ struct idle {
   int64_t since_ns; /* 0: not idle */
   int64_t last_check_ns;
   unsigned calls;   /* reading the clock costs more than a poll in a VM: not every time */
+  int64_t spin_ns;  /* this wait's spin phase (exec_wait.c) */
 };
 
 /* Sets r up for collective `ordinal` (not yet in flight). */

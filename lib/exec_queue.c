@@ -156,7 +156,7 @@ zcoll_status_t zcoll__fail_runs(zcoll_comm_t *comm, zcoll_status_t st) {
 }
 
 zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct run *r) {
-  struct idle id = {0, 0};
+  struct idle id = {0};
   while (r->status == ZCOLL_IN_PROGRESS) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(comm, &progress);

@@ -64,32 +64,40 @@ static zcoll_status_t revoked(zcoll_comm_t *comm) {
 /* The spin phase adapts. Spinning pays while the peer runs on another core: its piece
  * lands within microseconds and a yield would only add a system call. It costs the whole
  * spin on every step when the peer needs our core -- two ranks on one core because
- * something else holds the other, which a shared host does often: 45-53 us a call at
- * 8 B against 6-8 us without spinning (perf/sim/README.md). So a wait that outlasts the
- * spin halves it, and one that ends inside it doubles it again, between ZCOLL_SPIN_US
- * and a floor short enough to cost little and long enough to notice that spinning pays
- * again. */
+ * something else holds the other, which a shared host does often: 30-50 us a call at
+ * 8 B against 6-13 us without spinning (perf/sim/README.md). So a wait that outlasts the
+ * spin halves it, and one that ends inside it (by the clock: a rank that lost the core
+ * while spinning did not gain by it) doubles it, between ZCOLL_SPIN_US and a floor. One
+ * wait in SPIN_PROBE spins the whole ZCOLL_SPIN_US again, because from the floor only
+ * the shortest waits could show that spinning pays: a probe that ends inside restores
+ * it. A ZCOLL_SPIN_US the user set is kept as set. */
 #define SPIN_FLOOR_NS 2000
+#define SPIN_PROBE 64
 
-static int64_t spin_ns(const zcoll_comm_t *comm) {
-  int64_t max = (int64_t)comm->cfg->spin_us * 1000;
-  int64_t ns = max - atomic_load_explicit(&comm->spin_cut_ns, memory_order_relaxed);
+static int64_t spin_max(const zcoll_comm_t *comm) { return (int64_t)comm->cfg->spin_us * 1000; }
+
+static int64_t spin_now(const zcoll_comm_t *comm) {
+  int64_t ns = spin_max(comm) - atomic_load_explicit(&comm->spin_cut_ns, memory_order_relaxed);
   return ns > 0 ? ns : 0;
 }
 
 static void spin_set(zcoll_comm_t *comm, int64_t ns) {
-  int64_t max = (int64_t)comm->cfg->spin_us * 1000;
-  int64_t floor = max < SPIN_FLOOR_NS ? max : SPIN_FLOOR_NS;
+  int64_t max = spin_max(comm), floor = max < SPIN_FLOOR_NS ? max : SPIN_FLOOR_NS;
   ns = ns < floor ? floor : ns > max ? max : ns;
   atomic_store_explicit(&comm->spin_cut_ns, max - ns, memory_order_relaxed);
 }
 
+/* The spin for a wait that starts now. */
+static int64_t spin_for_wait(zcoll_comm_t *comm) {
+  if (!comm->spin_adapts) return spin_max(comm);
+  unsigned k = atomic_fetch_add_explicit(&comm->spin_waits, 1, memory_order_relaxed);
+  return k % SPIN_PROBE == SPIN_PROBE - 1 ? spin_max(comm) : spin_now(comm);
+}
+
 void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id) {
-  /* Positive: still spinning when the news came, so the spin paid. */
-  if (id->since_ns > 0) {
-    int64_t ns = spin_ns(comm);
-    if (ns < (int64_t)comm->cfg->spin_us * 1000) spin_set(comm, 2 * ns);
-  }
+  /* Positive: the wait had not left its spin at the last look at the clock. */
+  if (id->since_ns > 0 && comm->spin_adapts && now_ns() - id->since_ns < id->spin_ns)
+    spin_set(comm, id->spin_ns == spin_max(comm) ? id->spin_ns : 2 * id->spin_ns);
   id->since_ns = 0;
 }
 
@@ -106,14 +114,15 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   int64_t t = now_ns();
   if (!id->since_ns) {
     id->since_ns = t;
+    id->spin_ns = spin_for_wait(comm);
     id->last_check_ns = t;
     return ZCOLL_OK;
   }
   int64_t since = id->since_ns < 0 ? -id->since_ns : id->since_ns;
   int64_t idle_ns = t - since;
-  int64_t spin = spin_ns(comm);
-  if (idle_ns < spin) return ZCOLL_OK;
-  if (id->since_ns > 0) spin_set(comm, spin / 2); /* the spin did not pay this time */
+  if (idle_ns < id->spin_ns) return ZCOLL_OK;
+  if (id->since_ns > 0 && comm->spin_adapts) /* the spin did not pay this time */
+    spin_set(comm, spin_now(comm) / 2);
   id->since_ns = -since; /* negative: spinning is over, yield between polls */
   int check = t - id->last_check_ns >= 10000000;
   if (check) {
@@ -125,7 +134,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
                          "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
                          waiting_on(r));
   }
-  int sleep = comm->can_block && idle_ns >= spin + (int64_t)comm->cfg->yield_us * 1000;
+  int sleep = comm->can_block && idle_ns >= spin_max(comm) + (int64_t)comm->cfg->yield_us * 1000;
   if (!sleep) {
     if (check) {
       zcoll_status_t st = zcoll__bootstrap_check(comm->bs);

@@ -560,7 +560,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   /* Whatever fails from here on, the peers are in this collective: break and tell them. */
   if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
   comm->active = comm->active_tail = &r; /* for the placement hook */
-  struct idle id = {0, 0, 0};
+  struct idle id = {0};
   /* A step that moved nothing moves nothing again until an event comes (an arrival, a
    * credit, a put done): while waiting, only poll -- a shorter loop notices the arrival
    * sooner. */
@@ -591,7 +591,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
 }
 
 zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
-  struct idle id = {0, 0};
+  struct idle id = {0};
   for (;;) {
     int busy = 0, progress = 0;
     for (int c = 0; c < comm->nchans; c++)

@@ -60,8 +60,8 @@ static struct zcoll_ep *connect_pair(struct zcoll_tl *tl, int peer, int to, int 
 
 /* Rank 0's side: a region of `bytes` for the writer, its key sent down `to`. */
 static struct zcoll_tl_mr *receiver(struct zcoll_tl *tl, int to, int from, size_t bytes,
-                                    void **slots) {
-  connect_pair(tl, 1, to, from);
+                                    void **slots, struct zcoll_ep **ep) {
+  *ep = connect_pair(tl, 1, to, from);
   cr_assert_eq(zcoll__tl_shm.mem_alloc(tl, bytes, slots), ZCOLL_OK);
   struct zcoll_tl_mr *mr = NULL;
   cr_assert_eq(zcoll__tl_shm.mem_reg(tl, *slots, bytes, 1, &mr), ZCOLL_OK);
@@ -133,7 +133,8 @@ Test(shm, data_and_notifications_in_order_past_the_ring, .timeout = 60) {
   struct zcoll_tl *tl = open_rank(0);
   void *slots = NULL;
   size_t bytes = (size_t)NPUTS * PIECE;
-  struct zcoll_tl_mr *mr = receiver(tl, down[1], up[0], bytes, &slots);
+  struct zcoll_ep *ep = NULL;
+  struct zcoll_tl_mr *mr = receiver(tl, down[1], up[0], bytes, &slots, &ep);
   char done;
   cr_assert_eq(read(up[0], &done, 1), 1, "the writer failed before it finished putting");
   int next = 0;
@@ -187,7 +188,8 @@ Test(shm, a_dead_writers_last_pieces_arrive_before_its_death, .timeout = 60) {
   struct zcoll_tl *tl = open_rank(0);
   void *slots = NULL;
   size_t bytes = (size_t)N * PIECE;
-  struct zcoll_tl_mr *mr = receiver(tl, down[1], up[0], bytes, &slots);
+  struct zcoll_ep *ep = NULL;
+  struct zcoll_tl_mr *mr = receiver(tl, down[1], up[0], bytes, &slots, &ep);
   int status;
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer: status %d", status);
@@ -201,6 +203,10 @@ Test(shm, a_dead_writers_last_pieces_arrive_before_its_death, .timeout = 60) {
     struct zcoll_tl_event ev[3];
     int n = 0;
     st = zcoll__tl_shm.poll(tl, ev, 3, &n);
+    if (st == ZCOLL_OK && next == 0) { /* known dead, still draining: puts to it fail */
+      cr_assert_eq(zcoll__tl_shm.put(ep, NULL, NULL, NULL, 0, 0, 1, 0), ZCOLL_ERR_PEER_FAILED);
+      cr_assert(strstr(zcoll_last_error(), "died"), "%s", zcoll_last_error());
+    }
     for (int k = 0; k < n; k++, next++) {
       cr_assert_eq(ev[k].kind, ZCOLL_TL_EV_ARRIVED);
       cr_assert_eq(ev[k].imm, (uint32_t)next, "notification %u where %d was due", ev[k].imm, next);

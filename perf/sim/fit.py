@@ -30,6 +30,9 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from perfdata import load_shm  # noqa: E402
+
 SIM, SHM, RXE, OUT = sys.argv[1:5]
 ALGOS = ["ring", "butterfly", "rhd", "tree", "hier"]
 # zcoll_perf -z 1 times a loop of blocking calls (after a barrier) and divides: an early
@@ -37,33 +40,6 @@ ALGOS = ["ring", "butterfly", "rhd", "tree", "hier"]
 # one call's latency. The model runs that many back-to-back calls too (8 reach the
 # steady state; the measured loops have 20 and 10).
 ITERS = 8
-
-
-def parse_perf(lines, key):
-    """{(key..., size): [times]} from zcoll_perf rows (out-of-place time column)."""
-    out = {}
-    for ln in lines:
-        f = ln.split()
-        if len(f) >= 14 and f[0].isdigit():
-            out.setdefault(key + (int(f[0]),), []).append(float(f[5]))
-    return out
-
-
-def load_shm(path):
-    """{(p, algo, bytes): [time per round]}; rounds interleave the algorithms."""
-    data, np_, algo, rows = {}, None, None, []
-    for ln in open(path):
-        if ln.startswith("## round"):
-            if rows:
-                for k, v in parse_perf(rows, (np_, algo)).items():
-                    data.setdefault(k, []).extend(v)
-            f = ln.split()
-            np_, algo, rows = int(f[4]), f[6], []
-        else:
-            rows.append(ln)
-    for k, v in parse_perf(rows, (np_, algo)).items():
-        data.setdefault(k, []).extend(v)
-    return data
 
 
 def simulate(model, points, chunk, k=None):

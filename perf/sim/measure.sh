@@ -6,17 +6,25 @@
 # all of them instead of spoiling one; fit.py takes the median over rounds.
 # 20 warmups, not 5: the first size of a run (8 B) came out 1.5-3x slower than the
 # next with 5 (in every round of the 25 Nov data: butterfly, tree), which the fit then
-# chased. At p = 2 a run can also start with both ranks on one core, spinning: ~50 us
-# per call until the kernel separates them (see README, Validation).
+# chased.
+# Where the ranks fit the cores (p = 2 here) each rank is bound to its own core, as
+# Open MPI's mpirun binds by default for np <= 2 (and as the model assumes there): left
+# unbound, a p = 2 run sometimes put both ranks on one core while something else held
+# the other, and the rounds split into two modes 5-40x apart (see README, Validation).
+# p = 4, 8 outnumber the cores and run unbound, as mpirun runs them (bound to the socket).
 # Usage: perf/sim/measure.sh BUILD_DIR OUT_FILE [ROUNDS]
 set -euo pipefail
 build=$1 out=$2 rounds=${3:-7}
+cores=$(nproc)
+pin=(sh -c 'exec taskset -c "$ZCOLL_RANK" "$@"' pin)
 : >"$out"
 for round in $(seq 1 "$rounds"); do
   for np in 2 4 8; do
+    bind=()
+    [ "$np" -le "$cores" ] && bind=("${pin[@]}")
     for algo in ring butterfly rhd tree hier; do
       echo "## round $round np $np algo $algo" >>"$out"
-      ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "$build/zcoll_perf" \
+      ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "${bind[@]}" "$build/zcoll_perf" \
         -b 8 -e 16M -f 4 -n 20 -w 20 -z 1 -a 3 -c 0 -A "$algo" 2>&1 | grep -v '^#' >>"$out"
     done
   done

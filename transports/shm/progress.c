@@ -85,6 +85,9 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
                        "shm: a %zu-byte put at offset %llu is outside rank %d's region", len,
                        (unsigned long long)roff, ep->peer);
   if (ep->tl->failed) return ep->tl->failed;
+  if (ep->dead) /* its ring may still be draining here, but nothing more will read ours */
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer,
+                       (int)ep->pid);
   if (len) zcoll__copy(rkey->base + roff, src, len);
   zcoll_status_t st = notify(ep, (uint64_t)imm | (uint64_t)len << 32);
   if (st != ZCOLL_OK) return st;

@@ -284,7 +284,8 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       log_file, parse_log_file),
     F("TRACE", "", "file prefix for a per-rank Chrome-trace timeline of the pipeline stages",
       trace, parse_string),
-    F("SPIN_US", "20", "microseconds to busy-poll while waiting, before yielding the core",
+    F("SPIN_US", "20", "at most microseconds to busy-poll while waiting, before yielding the "
+                       "core; unless set, it adapts to whether spinning pays",
       spin_us, parse_nonneg_int),
     F("YIELD_US", "2000", "then microseconds to poll yielding the core, before sleeping",
       yield_us, parse_nonneg_int),

@@ -5,7 +5,7 @@
  * algorithm" for the allreduce, and "broadcast ranks_min ranks_max max_bytes algorithm"
  * for the broadcast; per collective, the first rule that covers (ranks, bytes) wins. A
  * built-in table holds defaults; ZCOLL_TUNING_FILE replaces it with one measured on the
- * machine at hand (perf/tune.sh writes it). Rules naming an algorithm this build lacks
+ * machine at hand (perf/tune.py writes it). Rules naming an algorithm this build lacks
  * are an error. A file without broadcast rules leaves the broadcast to the built-in ones.
  */
 #ifndef ZCOLL_SELECT_H

@@ -28,7 +28,12 @@ BCAST_ALGOS = ["tree", "chain"]
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw).stdout
+    """A command's stdout; if it fails, what it said on stderr, then exit 1."""
+    p = subprocess.run(cmd, text=True, capture_output=True, **kw)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr)
+        sys.exit(f"tune: {' '.join(cmd)}: exit {p.returncode}")
+    return p.stdout
 
 
 def table(text, group):

@@ -87,16 +87,22 @@ static void spin_set(zcoll_comm_t *comm, int64_t ns) {
   atomic_store_explicit(&comm->spin_cut_ns, max - ns, memory_order_relaxed);
 }
 
-/* The spin for a wait that starts now. */
+/* The spin for a wait that starts now. While spinning pays (the spin is whole) this is
+ * one relaxed load: the hot path of a small call on dedicated cores. */
 static int64_t spin_for_wait(zcoll_comm_t *comm) {
-  if (!comm->spin_adapts) return spin_max(comm);
-  unsigned k = atomic_fetch_add_explicit(&comm->spin_waits, 1, memory_order_relaxed);
-  return k % SPIN_PROBE == SPIN_PROBE - 1 ? spin_max(comm) : spin_now(comm);
+  int64_t max = spin_max(comm), now = spin_now(comm);
+  if (!comm->spin_adapts || now == max) return max;
+  /* Racy increments among waiting threads may lose a count: a probe comes a little late. */
+  unsigned k = atomic_load_explicit(&comm->spin_waits, memory_order_relaxed) + 1;
+  atomic_store_explicit(&comm->spin_waits, k, memory_order_relaxed);
+  return k % SPIN_PROBE ? now : max;
 }
 
 void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id) {
-  /* Positive: the wait had not left its spin at the last look at the clock. */
-  if (id->since_ns > 0 && comm->spin_adapts && now_ns() - id->since_ns < id->spin_ns)
+  /* Positive: the wait had not left its spin at the last look at the clock. A whole spin
+   * that paid has nothing to raise, so the clock is read only below it. */
+  if (id->since_ns > 0 && comm->spin_adapts && spin_now(comm) < spin_max(comm) &&
+      now_ns() - id->since_ns < id->spin_ns)
     spin_set(comm, id->spin_ns == spin_max(comm) ? id->spin_ns : 2 * id->spin_ns);
   id->since_ns = 0;
 }

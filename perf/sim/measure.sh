@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Calibration data for the scale model: zcoll_perf over shm on this host, every
-# algorithm at p = 2, 4, 8, blocking calls timed on the slowest rank (-z 1 -a 3), so
+# algorithm at p = 2, 4, 8 (and p = 1, where no piece moves), blocking calls timed on the slowest rank (-z 1 -a 3), so
 # that one row is one allreduce's latency, which is what the simulator predicts.
 # Rounds interleave the algorithms so that a busy spell of the (shared) host smears over
 # all of them instead of spoiling one; fit.py takes the median over rounds.
@@ -19,10 +19,12 @@ cores=$(nproc)
 pin=(sh -c 'exec taskset -c "$ZCOLL_RANK" "$@"' pin)
 : >"$out"
 for round in $(seq 1 "$rounds"); do
-  for np in 2 4 8; do
+  for np in 1 2 4 8; do
     bind=()
     [ "$np" -le "$cores" ] && bind=("${pin[@]}")
-    for algo in ring butterfly rhd tree hier; do
+    algos="ring butterfly rhd tree hier"
+    [ "$np" = 1 ] && algos=ring # p = 1 moves nothing: a call's own cost (fit.py's call_us)
+    for algo in $algos; do
       echo "## round $round np $np algo $algo" >>"$out"
       ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "${bind[@]}" "$build/zcoll_perf" \
         -b 8 -e 16M -f 4 -n 20 -w 20 -z 1 -a 3 -c 0 -A "$algo" 2>&1 | grep -v '^#' >>"$out"

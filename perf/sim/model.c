@@ -14,6 +14,7 @@ static const struct {
 } keys[] = {
     {"shm_alpha_us", offsetof(struct zsim_model, shm.alpha), 1e-6},
     {"shm_o_us", offsetof(struct zsim_model, shm.o), 1e-6},
+    {"shm_o_post_us", offsetof(struct zsim_model, shm.o_post), 1e-6},
     {"shm_ns_per_byte", offsetof(struct zsim_model, shm.beta), 1e-9},
     {"net_alpha_us", offsetof(struct zsim_model, net.alpha), 1e-6},
     {"net_o_us", offsetof(struct zsim_model, net.o), 1e-6},
@@ -21,6 +22,7 @@ static const struct {
     {"gamma_ns_per_byte", offsetof(struct zsim_model, gamma), 1e-9},
     {"copy_ns_per_byte", offsetof(struct zsim_model, copy), 1e-9},
     {"recv_o_us", offsetof(struct zsim_model, o_recv), 1e-6},
+    {"call_us", offsetof(struct zsim_model, call), 1e-6},
     {"llc_mib", offsetof(struct zsim_model, llc), 1048576},
     {"mem_factor", offsetof(struct zsim_model, mem), 1},
     {"l2_kib", offsetof(struct zsim_model, l2), 1024},
@@ -34,8 +36,8 @@ static const struct {
 void zsim_model_default(struct zsim_model *m) {
   /* Round figures of a modern host and a 100 Gb/s NIC, until a model file says better. */
   memset(m, 0, sizeof(*m));
-  m->shm = (struct zsim_link){0.3e-6, 0.05e-9, 0.1e-6};
-  m->net = (struct zsim_link){2e-6, 0.08e-9, 0.3e-6};
+  m->shm = (struct zsim_link){0.3e-6, 0.05e-9, 0.1e-6, 0};
+  m->net = (struct zsim_link){2e-6, 0.08e-9, 0.3e-6, 0};
   m->gamma = 0.03e-9;
   m->copy = 0.05e-9;
   m->o_recv = 0.1e-6;

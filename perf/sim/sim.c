@@ -20,6 +20,9 @@ struct op {
 struct rank {
   int nops, npeers, remaining, host;
   int n0, iter; /* ops per call; the call under way (back-to-back calls: job->iters) */
+  int paid;     /* calls whose own CPU cost (model call) is owed or spent */
+  double owed;  /* CPU work before the next piece: a call's own, a put's after-work */
+  double own;   /* the T_OWN task under way: its cost */
   struct op *ops;
   uint32_t *deps;
   uint32_t *pos, *issued; /* as the executor's: progress of each op, in elements */
@@ -51,7 +54,7 @@ struct rank {
 };
 
 enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_TURN };
-enum { T_RECV, T_SEND, T_LOCAL };
+enum { T_RECV, T_SEND, T_LOCAL, T_OWN };
 
 struct ev {
   double t;
@@ -232,6 +235,8 @@ static double task_cost(const struct sim *S, const struct rank *R, int rank) {
     case T_SEND:
       if (same_host(S, rank, R->peer_rank[R->task_j])) return m->shm.o + n * m->shm.beta;
       return m->net.o + (staged(S, o) ? n * m->copy : 0); /* NIC bytes: not CPU's */
+    case T_OWN:
+      return R->own;
     default:
       return n * m->copy;
   }
@@ -272,6 +277,16 @@ static int choose(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
   int np = R->npeers;
   if (R->step_j > np) new_step(R);
+  if (S->m->call > 0 && R->paid <= R->iter && R->remaining > 0) { /* a call begins */
+    R->paid++;
+    R->owed += S->m->call;
+  }
+  if (R->owed > 0) { /* work that is no piece's, first */
+    R->task_kind = T_OWN, R->task_j = -1, R->task_op = 0, R->task_a = R->task_b = 0;
+    R->own = R->owed, R->owed = 0;
+    R->step_moved = 1;
+    return 1;
+  }
   for (;;) {
     for (; R->step_j < np; R->step_j++, R->phase = 0) {
       int j = R->order[R->step_j];
@@ -406,6 +421,7 @@ static void cpu_done(struct sim *S, int rank) {
   uint32_t a = R->task_a, b = R->task_b, end = o->off + o->count;
   R->busy = 0;
   R->idle_since = S->now;
+  if (R->task_kind == T_OWN) return;
   S->pieces++;
   if (R->task_kind == T_RECV) {
     R->pos[i] = b;
@@ -425,6 +441,7 @@ static void cpu_done(struct sim *S, int rank) {
       R->pos[i] = b;
       if (b == end) finish_op(R);
       push(S, S->now + S->m->shm.alpha, EV_ARRIVE, q, R->rev[j], 0, 0);
+      R->owed += S->m->shm.o_post;
     } else { /* the sender's NIC, then the wire, then the receiver's NIC */
       int h = R->host;
       double n = bytes(S, a, b), t0 = S->now > S->tx_free[h] ? S->now : S->tx_free[h];

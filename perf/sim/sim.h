@@ -29,6 +29,9 @@ struct zsim_link {
   double alpha; /* from the end of the sender's work to the piece's arrival */
   double beta;  /* per byte: shm, the writer's memcpy; net, each NIC's serialization */
   double o;     /* sender CPU per piece (shm: besides the copy; net: posting the put) */
+  double o_post; /* shm: sender CPU per piece after the receiver can see it (the put's
+                  * completion, the channel's bookkeeping): it delays the sender's next
+                  * piece, not this one's arrival */
 };
 
 struct zsim_model {
@@ -36,6 +39,8 @@ struct zsim_model {
   double gamma;  /* receiver CPU per byte reduced */
   double copy;   /* receiver CPU per byte copied out of a slot (and staged sends) */
   double o_recv; /* receiver CPU per piece consumed */
+  double call;   /* CPU per call besides its pieces: entering and leaving the library, the
+                  * collective's descriptor and schedule lookup (a p = 1 call's time) */
   /* The memory hierarchy: a host's ranks touch their inputs, results and the slots they
    * own, W bytes in all; the part of W beyond the last-level cache comes from memory, so
    * every per-byte CPU cost above (shm.beta, gamma, copy) is taken times

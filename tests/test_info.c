@@ -150,13 +150,15 @@ Test(info, devices_and_a_verdict_per_transport) {
   /* Sections of findings: shm's prerequisites, UCX's resources, RDMA ports or their lack. */
   cr_expect(line_starting(out, "shm      ok   memfd_create", line, sizeof(line)), "%s", out);
   cr_expect(line_starting(out, "shm      ok   /proc/<pid>/fd", line, sizeof(line)), "%s", out);
-  cr_expect(strstr(out, "\nshm      -    pidfd_getfd ") || strstr(out, "\nshm      ok   pidfd_getfd "),
+  cr_expect(strstr(out, "\nshm      -    pidfd_getfd ") ||
+                strstr(out, "\nshm      ok   pidfd_getfd "),
             "%s", out);
   cr_expect(line_starting(out, "ucx      ok   self/", line, sizeof(line)), "%s", out);
   cr_expect(line_starting(out, "ucx      ok   tcp/", line, sizeof(line)), "%s", out);
   if (built[zcoll__transport_find("verbs")]) {
-    int ports = line_starting(out, "verbs    ok   ", line, sizeof(line)) ||
-                (line_starting(out, "verbs    no   ", line, sizeof(line)) && strstr(line, " port "));
+    int ports =
+        line_starting(out, "verbs    ok   ", line, sizeof(line)) ||
+        (line_starting(out, "verbs    no   ", line, sizeof(line)) && strstr(line, " port "));
     if (ports)
       cr_expect(strstr(line, "MTU ") && strstr(line, "Gb/s") && strstr(line, "GID"), "%s", line);
     else

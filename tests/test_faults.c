@@ -359,8 +359,8 @@ static void check_cell(const struct cell *c, const struct job *j) {
       int a[3], b[3];
       cr_expect(resources(j, r, 2, a) && resources(j, r, 5, b), "rank %d:\n%s", r, j->out[r]);
       cr_expect(a[0] == b[0] && a[1] == b[1] && a[2] == b[2],
-                "rank %d: fds %d -> %d, maps %d -> %d, threads %d -> %d over 3 cycles", r, a[0],
-                b[0], a[1], b[1], a[2], b[2]);
+                "rank %d: fds %d -> %d, maps %d -> %d, threads %d -> %d over 3 cycles:\n%s", r,
+                a[0], b[0], a[1], b[1], a[2], b[2], j->out[r]);
     }
     break;
   }

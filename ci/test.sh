@@ -28,7 +28,7 @@ stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
 # First the transport contract over verbs (tests/test_transport_conformance.c, seconds).
 # Then the fault matrix over verbs, in the same guest: under TCG a job takes 10-20 s, so
-# CI samples 10 of the 20 faults, one per phase and kind (all 20: drop ZCOLL_FAULTS_ONLY).
+# CI samples 12 of the 24 faults, one per phase and kind (all 24: drop ZCOLL_FAULTS_ONLY).
 ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
   ZCOLL_TEST_TRANSPORTS=verbs build/ci/tests/test_transport_conformance --jobs=1 -S --verbose=1 &&
   env ZCOLL_TEST_REQUIRE_RDMA=1 \
@@ -36,7 +36,7 @@ ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/ci/tests/test_info --jobs=1 -S --filter="info/rdma*" &&
   rm -f build/ci/fault_matrix_verbs.md &&
   env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \
-  ZCOLL_FAULTS_ONLY=kill-init,kill-mid,mismatch-op,invalid-arg,abort-thread,revoke-signal,sigstop,exit-idle,fork,cycles \
+  ZCOLL_FAULTS_ONLY=kill-init,kill-mid,mismatch-op,invalid-arg,abort-thread,revoke-signal,sigstop,exit-idle,fork,cycles,abort-destroy,leave-early \
   build/ci/tests/test_faults --jobs=1 -S'
 
 stage "zcoll_perf -c 1 on 4 ranks"

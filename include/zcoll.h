@@ -145,22 +145,41 @@ ZCOLL_API int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry
  * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT).
  * Collective over all ranks. */
 ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config_t *cfg);
+/* Several communicators in one process: create them one at a time, in the same order on
+ * every rank. While one thread of this process creates a communicator as rank r of a job
+ * (the same ZCOLL_ROOT and ZCOLL_JOB_ID), a second creation as that rank of that job is
+ * refused with ZCOLL_ERR_INVALID_ARG ("another thread of this process is creating a
+ * communicator ..."): which thread of another process it would pair with is undefined,
+ * and nothing could tell (its allreduces would be OK with the other thread's data).
+ * Threads that are distinct ranks of one job (rank r and rank s) may create at once. */
 ZCOLL_API int zcoll_comm_rank(const zcoll_comm_t *comm);
 ZCOLL_API int zcoll_comm_size(const zcoll_comm_t *comm);
-/* Collective: waits for every rank, then releases everything. NULL is accepted. */
+/* Collective: waits for every rank, then releases everything. NULL is accepted. Every rank
+ * must have made the same collectives: a rank still in a collective the destroying rank
+ * did not make fails at once (ZCOLL_ERR_PEER_FAILED naming it and how many it made), and
+ * ranks that destroy after different numbers get ZCOLL_ERR_MISMATCH. A zcoll_comm_revoke
+ * or zcoll_comm_abort while destroy waits for the others ends it within ~10 ms with
+ * ZCOLL_ERR_PEER_FAILED (the others' destroy fails too); it still frees everything.
+ * A handle already destroyed or aborted is refused (ZCOLL_ERR_INVALID_ARG), not read. */
 ZCOLL_API zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm);
 /* Local: tells every peer to give up (they see ZCOLL_ERR_PEER_FAILED naming this rank
  * within about a second), then releases this rank's resources. May be called from a
  * thread other than one blocked in a call on comm (a watchdog): that call returns
  * ZCOLL_ERR_PEER_FAILED within ~10 ms, and abort frees the communicator only after it
  * has left (if it has not within 10 s, abort returns ZCOLL_ERR_TIMEOUT and frees
- * nothing). The communicator must not be used, nor a new call started on it, once abort
+ * nothing). During a zcoll_comm_destroy on another thread, abort revokes: destroy ends
+ * with ZCOLL_ERR_PEER_FAILED and frees the communicator itself, and abort returns
+ * ZCOLL_OK once it has. After destroy (or another abort) has freed it, abort returns
+ * ZCOLL_ERR_INVALID_ARG without reading it: a watchdog may call abort at any time.
+ * The communicator must not be used, nor a new call started on it, once abort
  * may have begun; not async-signal-safe (use zcoll_comm_revoke in a signal handler). */
 ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
 /* Async-signal-safe, from any thread: marks comm revoked and wakes the call blocked on
  * it, which returns ZCOLL_ERR_PEER_FAILED within ~10 ms and tells the peers; every later
- * call fails too. Frees nothing: destroy (or abort) comm afterwards, from a thread where
- * no call on it is running. */
+ * call fails too; a zcoll_comm_destroy waiting for the other ranks returns it too. Frees
+ * nothing: destroy (or abort) comm afterwards, from a thread where no call on it is
+ * running. Unlike abort it cannot know whether comm still exists: not after destroy has
+ * returned. */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:

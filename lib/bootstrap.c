@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #define MSG_BYE ZCOLL_BS_BYE
 #define MSG_BYE_ACK ZCOLL_BS_BYE_ACK
 #define MSG_CTL ZCOLL_BS_CTL
+#define MSG_LEFT ZCOLL_BS_LEFT
 
 #define MAX_MSG (64u << 20)
 /* Descriptors rank 0 needs beyond one per rank: strangers being admitted, the
@@ -35,6 +37,7 @@ struct kid { /* rank 0's view of one other rank */
   void *payload;
   uint32_t len;
   int gone; /* said BYE and was answered */
+  uint64_t ncolls; /* with its BYE: the collectives it made */
 };
 
 struct ctl { /* a received control message, waiting to be taken */
@@ -52,6 +55,15 @@ struct zcoll__bootstrap {
   struct kid *kid; /* rank 0: one per rank, kid[0] unused */
   zcoll_status_t failed;
   char why[256];
+  /* While destroy waits for the others: an eventfd whose events may mean the flag was
+   * set (zcoll_comm_revoke), which ends the wait at once. -1: none. */
+  int cancel_fd;
+  atomic_int *cancel;
+  int leaving; /* rank 0 is in its final barrier: departures are not news any more */
+  /* The first departure heard of that matters: left_rank is in zcoll_comm_destroy
+   * after left_ncolls collectives (-1: none). */
+  int left_rank;
+  uint64_t left_ncolls;
 };
 
 static zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st, const char *fmt,
@@ -145,6 +157,58 @@ static void kid_drop_pending(struct kid *k) {
   k->len = 0;
 }
 
+/* Rank r is in zcoll_comm_destroy after ncolls collectives. A rank already in a later
+ * one waits for it in vain: it must hear of it (zcoll__bootstrap_departed), at once
+ * rather than at its timeout. Rank 0 tells the others -- only of a departure earlier
+ * than any told before: ranks that leave together after the same collectives cost one
+ * notice, not p. */
+static void departed(struct zcoll__bootstrap *bs, int r, uint64_t ncolls) {
+  if (bs->left_rank >= 0 && bs->left_ncolls <= ncolls) return;
+  bs->left_rank = r;
+  bs->left_ncolls = ncolls;
+  if (bs->rank != 0) return;
+  uint8_t wire[ZCOLL_BS_LEFT_BYTES];
+  zcoll__bs_put_left(wire, (uint32_t)r, ncolls);
+  for (int k = 1; k < bs->size; k++)
+    if (k != r && bs->kid[k].fd >= 0 && !bs->kid[k].gone && bs->kid[k].type != MSG_BYE)
+      zcoll__sock_send_msg(bs->kid[k].fd, MSG_LEFT, wire, sizeof(wire), zcoll__deadline(1.0));
+}
+
+int zcoll__bootstrap_departed(const struct zcoll__bootstrap *bs, int *rank, uint64_t *ncolls) {
+  if (bs->left_rank < 0) return 0;
+  *rank = bs->left_rank;
+  *ncolls = bs->left_ncolls;
+  return 1;
+}
+
+/* A wait in destroy: has the communicator been revoked? Drains the eventfd (other wakeups
+ * land there too). */
+static int cancelled(struct zcoll__bootstrap *bs) {
+  if (bs->cancel_fd >= 0) {
+    uint64_t n;
+    ssize_t got = read(bs->cancel_fd, &n, sizeof(n));
+    (void)got;
+  }
+  return bs->cancel && atomic_load(bs->cancel);
+}
+
+static zcoll_status_t fail_cancelled(struct zcoll__bootstrap *bs) {
+  const char *why = "zcoll_comm_revoke or zcoll_comm_abort was called during zcoll_comm_destroy";
+  if (bs->rank == 0)
+    relay_abort(bs, -1, 0, ZCOLL_ERR_PEER_FAILED, why);
+  else
+    send_abort(bs->fd, (uint32_t)bs->rank, ZCOLL_ERR_PEER_FAILED, why);
+  return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED,
+                     "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort) "
+                     "while zcoll_comm_destroy waited for the other ranks",
+                     bs->rank);
+}
+
+void zcoll__bootstrap_set_cancel(struct zcoll__bootstrap *bs, int fd, atomic_int *flag) {
+  bs->cancel_fd = fd;
+  bs->cancel = flag;
+}
+
 /* Reads one message from rank r and files it. */
 static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t deadline) {
   struct kid *k = &bs->kid[r];
@@ -171,6 +235,15 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
     return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank %d",
                        type, r);
   }
+  if (type == MSG_BYE) {
+    const char *why = NULL;
+    int bad = zcoll__bs_parse_bye(payload, len, &k->ncolls, &why);
+    free(payload);
+    if (bad) return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank %d sent %s", r, why);
+    k->type = MSG_BYE;
+    if (!bs->leaving) departed(bs, r, k->ncolls);
+    return ZCOLL_OK;
+  }
   k->type = type;
   k->payload = payload;
   k->len = len;
@@ -180,7 +253,7 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
 /* Reads whatever has arrived, waiting up to timeout_ms (-1: until the deadline) until
  * every rank has a message of `want` filed (want 0: do not wait). */
 static zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline) {
-  struct pollfd *fds = calloc((size_t)bs->size, sizeof(*fds));
+  struct pollfd *fds = calloc((size_t)bs->size + 1, sizeof(*fds));
   int *who = calloc((size_t)bs->size, sizeof(*who));
   zcoll_status_t st = ZCOLL_OK;
   if (!fds || !who) {
@@ -193,22 +266,32 @@ static zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int6
       struct kid *k = &bs->kid[r];
       if (k->gone) continue;
       if (want && k->type != want) missing++;
-      if (k->type) continue; /* one message ahead at most: each rank waits for our reply */
+      /* One message ahead at most: each rank waits for our reply. Except that one that
+       * said goodbye may still abort (a revoke in its destroy): the others must hear. */
+      if (k->type && !(want == MSG_BYE && k->type == MSG_BYE)) continue;
       fds[n] = (struct pollfd){.fd = k->fd, .events = POLLIN};
       who[n++] = r;
     }
-    if (want && !missing) break;
+    /* All goodbyes are in: a last look (not a wait) for an abort that followed one. */
+    int last = want == MSG_BYE && !missing;
+    if (want && !missing && !last) break;
+    int ncancel = want && bs->cancel_fd >= 0;
+    if (ncancel) fds[n] = (struct pollfd){.fd = bs->cancel_fd, .events = POLLIN};
+    if (want && bs->cancel && atomic_load(bs->cancel)) {
+      st = fail_cancelled(bs);
+      goto out;
+    }
     int64_t left = deadline == INT64_MAX ? -1 : deadline - zcoll__now_ms();
-    if (!want) left = 0;
+    if (!want || last) left = 0;
     if (left < -1) left = 0;
-    int rc = poll(fds, (nfds_t)n, left > 1000000 ? 1000000 : (int)left);
+    int rc = poll(fds, (nfds_t)(n + ncancel), left > 1000000 ? 1000000 : (int)left);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) {
       st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: poll failed: %s", strerror(errno));
       goto out;
     }
     if (rc == 0) {
-      if (!want) break;
+      if (!want || last) break;
       if (deadline != INT64_MAX && zcoll__now_ms() >= deadline) {
         int r = 1;
         while (r < bs->size && (bs->kid[r].gone || bs->kid[r].type == want)) r++;
@@ -218,9 +301,14 @@ static zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int6
       }
       continue;
     }
+    if (ncancel && fds[n].revents && cancelled(bs)) {
+      st = fail_cancelled(bs);
+      goto out;
+    }
     for (int i = 0; i < n; i++)
       if (fds[i].revents && (st = root_read(bs, who[i], zcoll__deadline(bs->timeout))) != ZCOLL_OK)
         goto out;
+    if (last) break;
   }
 out:
   free(fds);
@@ -312,6 +400,8 @@ zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
   bs->size = p->size;
   bs->timeout = p->timeout;
   bs->fd = -1;
+  bs->cancel_fd = -1;
+  bs->left_rank = -1;
   if (p->size == 1) goto done;
   char job_id[160];
   zcoll__bs_job_id(p->job_id, job_id, sizeof(job_id));
@@ -331,7 +421,7 @@ done:
   *out = bs;
   return ZCOLL_OK;
 fail:
-  zcoll__bootstrap_destroy(bs, 0);
+  zcoll__bootstrap_destroy(bs);
   return st;
 }
 
@@ -495,6 +585,20 @@ zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
       if ((st = file_ctl(bs, 0, payload, len)) != ZCOLL_OK) return st;
       continue;
     }
+    if (type == MSG_LEFT) {
+      uint32_t who;
+      uint64_t n;
+      const char *why = NULL;
+      int bad = zcoll__bs_parse_left(payload, len, &who, &n, &why) || who >= (uint32_t)bs->size;
+      free(payload);
+      if (bad)
+        return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank 0 sent %s",
+                           why ? why : "a departure notice of a rank not in the job");
+      departed(bs, (int)who, n);
+      /* Stop here: the caller weighs the departure before news that may follow (the
+       * abort of a rank that heard of it first names the wrong rank). */
+      return ZCOLL_OK;
+    }
     if (type == MSG_ABORT)
       st = take_abort(bs, 0, payload, len);
     else
@@ -518,30 +622,74 @@ void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, 
   }
 }
 
-static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs) {
-  int64_t deadline = zcoll__deadline(bs->timeout);
-  if (bs->rank != 0) {
-    if (zcoll__sock_send_msg(bs->fd, MSG_BYE, NULL, 0, deadline) != ZCOLL_OK)
-      return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost rank 0 while leaving");
+/* A rank other than 0 waits for rank 0's answer to its goodbye, or for a revoke. */
+static zcoll_status_t leaf_await_ack(struct zcoll__bootstrap *bs, int64_t deadline) {
+  for (;;) {
+    struct pollfd p[2] = {{.fd = bs->fd, .events = POLLIN}, {.fd = bs->cancel_fd, .events = POLLIN}};
+    int np = bs->cancel_fd >= 0 ? 2 : 1;
+    if (bs->cancel && atomic_load(bs->cancel)) return fail_cancelled(bs);
+    int64_t left = deadline - zcoll__now_ms();
+    int rc = poll(p, (nfds_t)np, left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left);
+    if (rc < 0 && errno == EINTR) continue;
+    if (np == 2 && p[1].revents && cancelled(bs)) return fail_cancelled(bs);
+    if (rc == 0 && zcoll__now_ms() >= deadline)
+      return fail_sticky(bs, ZCOLL_ERR_TIMEOUT, "rank 0 did not confirm the final barrier in %.0f s",
+                         bs->timeout);
+    if (rc <= 0 || !p[0].revents) continue;
     uint16_t type;
     void *payload;
     uint32_t len;
-    /* Rank 0 answers once everyone has said goodbye: a final barrier. Control messages
-     * still on the way are of no use now. */
-    zcoll_status_t st;
-    while ((st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len)) ==
-               ZCOLL_OK &&
-           type == MSG_CTL)
-      free(payload);
+    zcoll_status_t st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len);
     if (st != ZCOLL_OK)
       return fail_sticky(bs, st == ZCOLL_ERR_TIMEOUT ? st : ZCOLL_ERR_PEER_FAILED,
                          "rank 0 did not confirm the final barrier");
-    if (type == MSG_ABORT) st = take_abort(bs, 0, payload, len);
+    /* Control messages and departures still on the way are of no use now. */
+    if (type == MSG_CTL || type == MSG_LEFT) {
+      free(payload);
+      continue;
+    }
+    if (type == MSG_ABORT)
+      st = take_abort(bs, 0, payload, len);
+    else if (type != MSG_BYE_ACK)
+      st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank 0",
+                       type);
     free(payload);
     return st;
   }
+}
+
+static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs, uint64_t ncolls) {
+  int64_t deadline = zcoll__deadline(bs->timeout);
+  uint8_t bye[ZCOLL_BS_BYE_BYTES];
+  zcoll__bs_put_bye(bye, ncolls);
+  if (bs->rank != 0) {
+    /* News already here first (an abort of a rank that gave up while this one was
+     * busy): it is the reason to report, not a goodbye lost on a closed socket. */
+    for (struct pollfd p = {.fd = bs->fd, .events = POLLIN}; poll(&p, 1, 0) > 0;) {
+      zcoll_status_t st = zcoll__bootstrap_check(bs);
+      if (st != ZCOLL_OK) return st;
+    }
+    /* Rank 0 answers once everyone has said goodbye: a final barrier. */
+    if (zcoll__sock_send_msg(bs->fd, MSG_BYE, bye, sizeof(bye), deadline) != ZCOLL_OK)
+      return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost rank 0 while leaving");
+    return leaf_await_ack(bs, deadline);
+  }
+  /* The others hear that rank 0 is leaving: one still in a collective rank 0 did not
+   * make fails now instead of keeping the barrier waiting until its timeout. */
+  bs->leaving = 1;
+  departed(bs, 0, ncolls);
   zcoll_status_t st = root_pump(bs, MSG_BYE, deadline);
   if (st != ZCOLL_OK) return st;
+  for (int r = 1; r < bs->size; r++)
+    if (bs->kid[r].ncolls != ncolls) {
+      char text[200];
+      snprintf(text, sizeof(text),
+               "rank %d made %" PRIu64 " collectives on the communicator and rank 0 made %" PRIu64
+               " before zcoll_comm_destroy: every rank must make the same collectives",
+               r, bs->kid[r].ncolls, ncolls);
+      relay_abort(bs, -1, 0, ZCOLL_ERR_MISMATCH, text);
+      return fail_sticky(bs, ZCOLL_ERR_MISMATCH, "%s", text);
+    }
   for (int r = 1; r < bs->size; r++) {
     zcoll__sock_send_msg(bs->kid[r].fd, MSG_BYE_ACK, NULL, 0, deadline);
     bs->kid[r].gone = 1;
@@ -549,10 +697,14 @@ static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs) {
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs, int graceful) {
+zcoll_status_t zcoll__bootstrap_leave(struct zcoll__bootstrap *bs, uint64_t ncolls) {
+  if (bs->failed) return zcoll__fail(bs->failed, "%s", bs->why);
+  return bs->size > 1 ? graceful_leave(bs, ncolls) : ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs) {
   if (!bs) return ZCOLL_OK;
   zcoll_status_t st = bs->failed;
-  if (graceful && !bs->failed && bs->size > 1) st = graceful_leave(bs);
   if (bs->fd >= 0) close(bs->fd);
   if (bs->kid) {
     for (int r = 1; r < bs->size; r++) {

@@ -12,6 +12,7 @@
 
 #include <poll.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "zcoll.h"
 
@@ -68,7 +69,17 @@ zcoll_status_t zcoll__bootstrap_ctl_send(struct zcoll__bootstrap *bs, int to, co
 int zcoll__bootstrap_ctl_take(struct zcoll__bootstrap *bs, int *from, void **msg, uint32_t *len);
 /* Tells every rank to give up with `reason`; local, does not wait. */
 void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, const char *why);
-/* graceful: a final barrier so that no rank leaves while others still talk to it. */
-zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs, int graceful);
+/* The final barrier, so that no rank leaves while others still talk to it. ncolls, the
+ * collectives this rank made, must be the same on every rank (else MISMATCH, everywhere),
+ * and is what a rank still in a later collective hears (zcoll__bootstrap_departed). */
+zcoll_status_t zcoll__bootstrap_leave(struct zcoll__bootstrap *bs, uint64_t ncolls);
+/* Closes and frees; returns the sticky failure, if any. */
+zcoll_status_t zcoll__bootstrap_destroy(struct zcoll__bootstrap *bs);
+/* A rank that has left (is in zcoll_comm_destroy) after *ncolls collectives: 1, the one
+ * with the fewest; 0 if none is known. Heard by zcoll__bootstrap_check. */
+int zcoll__bootstrap_departed(const struct zcoll__bootstrap *bs, int *rank, uint64_t *ncolls);
+/* From now on (destroy's final barrier) a wait ends when *flag is set, which an event on
+ * fd announces: the rank gives up with ZCOLL_ERR_PEER_FAILED and tells the others. */
+void zcoll__bootstrap_set_cancel(struct zcoll__bootstrap *bs, int fd, atomic_int *flag);
 
 #endif

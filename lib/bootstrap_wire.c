@@ -117,3 +117,32 @@ void zcoll__bs_put_abort(uint8_t out[sizeof(struct zcoll__bs_abort)],
   put32(out + 4, a->status);
   memcpy(out + 8, a->text, sizeof(a->text));
 }
+
+void zcoll__bs_put_bye(uint8_t out[ZCOLL_BS_BYE_BYTES], uint64_t ncolls) {
+  put32(out, (uint32_t)ncolls);
+  put32(out + 4, (uint32_t)(ncolls >> 32));
+}
+
+int zcoll__bs_parse_bye(const uint8_t *p, size_t len, uint64_t *ncolls, const char **why) {
+  if (len != ZCOLL_BS_BYE_BYTES) {
+    *why = "a goodbye of the wrong length";
+    return -1;
+  }
+  *ncolls = (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+  return 0;
+}
+
+void zcoll__bs_put_left(uint8_t out[ZCOLL_BS_LEFT_BYTES], uint32_t rank, uint64_t ncolls) {
+  put32(out, rank);
+  zcoll__bs_put_bye(out + 4, ncolls);
+}
+
+int zcoll__bs_parse_left(const uint8_t *p, size_t len, uint32_t *rank, uint64_t *ncolls,
+                         const char **why) {
+  if (len != ZCOLL_BS_LEFT_BYTES) {
+    *why = "a departure notice of the wrong length";
+    return -1;
+  }
+  *rank = get32(p);
+  return zcoll__bs_parse_bye(p + 4, len - 4, ncolls, why);
+}

@@ -19,7 +19,9 @@
  * a secret: it only lets two jobs that share a port tell each other's hellos apart.
  *
  * After the handshake: GATHER/GATHERED (allgather through rank 0), ABORT (u32 origin,
- * u32 status, text), BYE/BYE_ACK (the final barrier).
+ * u32 status, text), BYE (u64 collectives made) / BYE_ACK (the final barrier), LEFT
+ * (rank 0 to the others: u32 rank | u64 collectives -- that rank is in
+ * zcoll_comm_destroy after making that many collectives, and will make no more).
  *
  * The parsers here are pure (bytes in, struct or a reason out), so that a fuzzer can
  * drive them and the socket code never interprets bytes itself.
@@ -49,8 +51,12 @@ enum zcoll__bs_type {
   ZCOLL_BS_BYE_ACK,
   ZCOLL_BS_CHALLENGE,
   ZCOLL_BS_PROOF,
-  ZCOLL_BS_CTL /* a message of a layer above (vec.c), between rank 0 and one rank */
+  ZCOLL_BS_CTL, /* a message of a layer above (vec.c), between rank 0 and one rank */
+  ZCOLL_BS_LEFT
 };
+
+#define ZCOLL_BS_BYE_BYTES 8u
+#define ZCOLL_BS_LEFT_BYTES 12u
 
 #define ZCOLL_BS_HELLO_BYTES (8u + ZCOLL_BS_JOBID_BYTES + ZCOLL_BS_NONCE_BYTES)
 #define ZCOLL_BS_CHALLENGE_BYTES (ZCOLL_BS_NONCE_BYTES + ZCOLL_BS_MAC_BYTES)
@@ -102,5 +108,10 @@ void zcoll__bs_parse_abort(const uint8_t *p, size_t len, uint32_t default_origin
                            struct zcoll__bs_abort *out);
 void zcoll__bs_put_abort(uint8_t out[sizeof(struct zcoll__bs_abort)],
                          const struct zcoll__bs_abort *a);
+void zcoll__bs_put_bye(uint8_t out[ZCOLL_BS_BYE_BYTES], uint64_t ncolls);
+int zcoll__bs_parse_bye(const uint8_t *p, size_t len, uint64_t *ncolls, const char **why);
+void zcoll__bs_put_left(uint8_t out[ZCOLL_BS_LEFT_BYTES], uint32_t rank, uint64_t ncolls);
+int zcoll__bs_parse_left(const uint8_t *p, size_t len, uint32_t *rank, uint64_t *ncolls,
+                         const char **why);
 
 #endif

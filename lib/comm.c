@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "comm_registry.h"
 #include "guard.h"
 #include "log.h"
 
@@ -65,6 +66,7 @@ static void release(zcoll_comm_t *comm, int local) {
 zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__clear_error();
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
+  int token = 0; /* this creation's, in the registry */
   zcoll_comm_t *comm = calloc(1, sizeof(*comm));
   if (!comm) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
   comm->wake_fd = -1;
@@ -77,6 +79,11 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
+  /* Two threads creating as the same rank of the same job would pair with the other
+   * processes' threads in no defined way: refuse the second, before it talks to anyone. */
+  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root, comm->cfg->job_id,
+                                     &token)) != ZCOLL_OK)
+    goto fail;
   if (!(comm->pollfds = calloc((size_t)comm->size + 1 + ZCOLL_TL_MAX, sizeof(*comm->pollfds)))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
     goto fail;
@@ -117,6 +124,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
       (st = zcoll__progress_thread_start(comm)) != ZCOLL_OK)
     goto fail_abort;
   zcoll__comm_log_summary(comm);
+  zcoll__registry_created(token, comm);
   *out = comm;
   return ZCOLL_OK;
 fail_abort:
@@ -124,7 +132,8 @@ fail_abort:
    * time out. */
   zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
 fail:
-  zcoll__bootstrap_destroy(comm->bs, 0);
+  if (token) zcoll__registry_created(token, NULL);
+  zcoll__bootstrap_destroy(comm->bs);
   release(comm, 0);
   return st;
 }
@@ -153,16 +162,23 @@ const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {
  * nothing while the parent holds them too), free what is ours. */
 static zcoll_status_t release_in_child(zcoll_comm_t *comm) {
   zcoll__progress_thread_stop(comm, ZCOLL_PT_FORKED);
-  zcoll__bootstrap_destroy(comm->bs, 0);
+  zcoll__bootstrap_destroy(comm->bs);
+  zcoll__registry_remove(comm);
   release(comm, 1);
   return ZCOLL_OK;
 }
 
 zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
   if (!comm) return ZCOLL_OK;
-  if (zcoll__guard_forked(comm)) return release_in_child(comm);
-  zcoll_status_t st = zcoll__enter(comm, "zcoll_comm_destroy");
+  /* Not a field of comm is read before the registry says it is alive and ours to free:
+   * an abort on another thread, or a destroy before, may have freed it. */
+  zcoll_status_t st = zcoll__registry_destroy_begin(comm);
   if (st != ZCOLL_OK) return st;
+  if (zcoll__guard_forked(comm)) return release_in_child(comm);
+  if ((st = zcoll__enter(comm, "zcoll_comm_destroy")) != ZCOLL_OK) {
+    zcoll__registry_destroy_cancel(comm);
+    return st;
+  }
   int busy = comm->broken == ZCOLL_OK ? zcoll__requests_active(comm) : 0;
   if (busy) {
     st = zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
@@ -170,21 +186,39 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
                                          "(zcoll_wait for them first); nothing was destroyed",
                                          busy, busy > 1 ? "s are" : " is"));
     zcoll__leave(comm);
+    zcoll__registry_destroy_cancel(comm);
     return st;
   }
   zcoll__progress_thread_stop(comm, ZCOLL_PT_HELD); /* it uses what follows tears down */
-  if (atomic_load(&comm->revoked) && comm->broken == ZCOLL_OK) {
-    comm->broken = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
-    zcoll__bootstrap_abort(comm->bs, comm->broken, "zcoll_comm_revoke was called");
-  }
-  if (comm->broken == ZCOLL_OK) {
+  zcoll_status_t was_broken = comm->broken;
+  /* A revoke (or an abort from a watchdog) from here on ends each wait below at once. */
+  zcoll__bootstrap_set_cancel(comm->bs, comm->wake_fd, &comm->revoked);
+  if (was_broken == ZCOLL_OK) {
     /* Our puts must be done before the peers free what they write into, and theirs
-     * before we free ours: drain, then meet everyone once more. */
-    st = zcoll__drain(comm);
-    if (st != ZCOLL_OK) zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
+     * before we free ours: drain, then meet everyone once more. Whatever fails (a revoke
+     * included) breaks the communicator as in a collective: the peers are told, and the
+     * transport is stopped rather than flushed shut. */
+    if (atomic_load(&comm->revoked))
+      st = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
+    else if ((st = zcoll__drain(comm)) == ZCOLL_OK)
+      st = zcoll__bootstrap_leave(comm->bs, comm->ordinal);
+    if (st != ZCOLL_OK) st = zcoll__exec_broken(comm, st);
   }
-  zcoll_status_t bst = zcoll__bootstrap_destroy(comm->bs, comm->broken == ZCOLL_OK && st == ZCOLL_OK);
-  if (st == ZCOLL_OK && comm->broken == ZCOLL_OK) st = bst;
+  zcoll__bootstrap_destroy(comm->bs);
+  /* Revoked before destroy or during it: the peers are told (by the final barrier's
+   * wait, or here), and destroy says so. A communicator broken by an earlier call was
+   * reported by that call: destroy only frees it. */
+  if (atomic_load(&comm->revoked) && was_broken == ZCOLL_OK) {
+    if (st == ZCOLL_OK || st == ZCOLL_ERR_PEER_FAILED)
+      st = zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                       "zcoll_comm_destroy: rank %d's communicator was revoked (zcoll_comm_revoke "
+                       "or zcoll_comm_abort); the other ranks were told",
+                       comm->rank);
+  } else if (was_broken != ZCOLL_OK) {
+    /* Broken by the progress thread and not reported by a call yet: destroy reports it. */
+    st = comm->last_error_async ? zcoll__report(comm, was_broken) : ZCOLL_OK;
+  }
+  zcoll__registry_remove(comm); /* before anything is freed: an abort now finds nothing */
   release(comm, 0);
   return st;
 }
@@ -195,17 +229,25 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
 
 zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_abort: comm is NULL");
+  /* A destroy in progress on another thread frees comm itself: abort revokes it, which
+   * ends that destroy with ZCOLL_ERR_PEER_FAILED now, and waits until it is gone. */
+  zcoll_status_t st = zcoll__registry_abort_begin(comm, ABORT_WAIT_S);
+  if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
+  if (st != ZCOLL_OK) return st;
   if (zcoll__guard_forked(comm)) return release_in_child(comm);
   zcoll_comm_revoke(comm);
-  if (!zcoll__guard_take_over(comm, ABORT_WAIT_S))
+  if (!zcoll__guard_take_over(comm, ABORT_WAIT_S)) {
+    zcoll__registry_abort_cancel(comm);
     /* Freeing under a call that is still running would crash it: leak instead. */
     return zcoll__fail(ZCOLL_ERR_TIMEOUT,
                        "zcoll_comm_abort: the call on another thread did not return within "
                        "%.0f s; the communicator is revoked but not freed",
                        ABORT_WAIT_S);
+  }
   zcoll__progress_thread_stop(comm, ZCOLL_PT_NOT_HELD);
   zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_PEER_FAILED, "zcoll_comm_abort was called");
-  zcoll__bootstrap_destroy(comm->bs, 0);
+  zcoll__bootstrap_destroy(comm->bs);
+  zcoll__registry_remove(comm);
   release(comm, 0);
   return ZCOLL_OK;
 }

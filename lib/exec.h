@@ -126,6 +126,9 @@ int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__
 /* Stops peers writing into r's result (after a failure). */
 void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
 
+/* ZCOLL_OK, or PEER_FAILED naming a rank that left the communicator (zcoll_comm_destroy)
+ * before a collective in flight that it would have had to make. No system call. */
+zcoll_status_t zcoll__departures(zcoll_comm_t *comm);
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);
 /* Something moved: the wait in id (if any) is over, and tells whether spinning paid. */

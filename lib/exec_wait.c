@@ -54,6 +54,27 @@ static int waiting_on(const struct run *r) {
   return best < 0 ? -1 : r->s->peers[best];
 }
 
+zcoll_status_t zcoll__departures(zcoll_comm_t *comm) {
+  int who;
+  uint64_t n;
+  if (!zcoll__bootstrap_departed(comm->bs, &who, &n)) return ZCOLL_OK;
+  for (const struct run *a = comm->active; a; a = a->next)
+    if (a->ordinal >= n)
+      return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                         "rank %d left (zcoll_comm_destroy) after %llu collectives, while rank %d "
+                         "is in collective %llu: every rank must make the same collectives",
+                         who, (unsigned long long)n, comm->rank,
+                         (unsigned long long)a->ordinal + 1);
+  return ZCOLL_OK;
+}
+
+/* Failure news from the rendezvous, and departures that leave a collective in flight
+ * waiting in vain. */
+static zcoll_status_t news(zcoll_comm_t *comm) {
+  zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
+  return st != ZCOLL_OK ? st : zcoll__departures(comm);
+}
+
 static zcoll_status_t revoked(zcoll_comm_t *comm) {
   return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
                      "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort "
@@ -143,7 +164,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   int sleep = comm->can_block && idle_ns >= spin_max(comm) + (int64_t)comm->cfg->yield_us * 1000;
   if (!sleep) {
     if (check) {
-      zcoll_status_t st = zcoll__bootstrap_check(comm->bs);
+      zcoll_status_t st = news(comm);
       if (st != ZCOLL_OK) return st;
     }
     sched_yield();
@@ -156,7 +177,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   if (st == ZCOLL_IN_PROGRESS) {
     /* Work pending inside the transport (a queue to flush): poll again, but still
      * hand over the core and hear failure news while it lasts. */
-    if (check && (st = zcoll__bootstrap_check(comm->bs)) != ZCOLL_OK) return st;
+    if (check && (st = news(comm)) != ZCOLL_OK) return st;
     sched_yield();
     return ZCOLL_OK;
   }
@@ -174,7 +195,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *
   }
   int bs_news = check;
   for (int k = ntl + 1; k < ntl + 1 + nbs && rc > 0; k++) bs_news |= fds[k].revents != 0;
-  if (bs_news) return zcoll__bootstrap_check(comm->bs);
+  if (bs_news) return news(comm);
   return ZCOLL_OK;
 }
 

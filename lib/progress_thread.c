@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "exec.h"
 #include "log.h"
 
 static int64_t mono_ns(void) {
@@ -50,7 +51,7 @@ static void pass(zcoll_comm_t *comm, int *progress, int *busy) {
                        "rank %d's communicator was revoked (zcoll_comm_revoke or "
                        "zcoll_comm_abort)",
                        comm->rank);
-    else
+    else if ((st = zcoll__departures(comm)) == ZCOLL_OK)
       st = zcoll__progress(comm, progress);
     if (st != ZCOLL_OK) failed(comm, st);
   }

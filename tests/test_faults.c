@@ -35,6 +35,9 @@ enum expect {
   LEAVES,     /* every call OK; the survivors' destroy returns within a bound */
   NO_LEAKS,   /* resource counts the same after cycles 2 and 5 */
   ROOT_AWAY,  /* FAILS; on shm within 1.5 s though rank 0, the relay, is away for 3 s */
+  DESTROY_CUT, /* every call OK; the victim's destroy, interrupted, fails within 1 s;
+                * every rank's destroy fails and none waits for the late one */
+  LEFT_EARLY, /* the survivors' third call fails within 1 s naming the victim and its 2 */
 };
 
 struct fault {
@@ -64,6 +67,10 @@ static const struct fault faults[] = {
     {"fork", "idle", ALL_OK, NULL},
     {"exit-destroy", "destroy", LEAVES, NULL},
     {"cycles", "init..destroy x5", NO_LEAKS, NULL},
+    {"abort-destroy", "destroy, a peer late", DESTROY_CUT, NULL},
+    {"revoke-destroy", "destroy, a peer late", DESTROY_CUT, NULL},
+    {"abort-destroy-pt", "destroy, a peer late, progress thread", DESTROY_CUT, NULL},
+    {"leave-early", "destroy after 2 of 3 calls", LEFT_EARLY, NULL},
 };
 #define NFAULTS (int)(sizeof(faults) / sizeof(faults[0]))
 
@@ -151,7 +158,9 @@ static void run_cell(const struct cell *c, struct job *j) {
     snprintf(rank, sizeof(rank), "ZCOLL_RANK=%d", r);
     const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1", tov, tlv, algov,
                          "ZCOLL_CHUNK_BYTES=1024", "ZCOLL_LOG=none",
-                         c->tl == 2 ? "UCX_TLS=tcp,self" : "ZCOLL_UNUSED_=1", NULL};
+                         c->tl == 2 ? "UCX_TLS=tcp,self" : "ZCOLL_UNUSED_=1",
+                         strstr(f->name, "-pt") ? "ZCOLL_PROGRESS=thread" : "ZCOLL_UNUSED2_=1",
+                         NULL};
     jobs[r] = sp_start(argv, env);
   }
   close(lfd);
@@ -353,6 +362,38 @@ static void check_cell(const struct cell *c, const struct job *j) {
       cr_expect(d && sscanf(d, "destroy: %63s after %lf", st, &s) == 2 && s < 5.0,
                 "rank %d's destroy:\n%s", r, j->out[r]);
     }
+    break;
+  case DESTROY_CUT:
+    expect_all_ok(j);
+    for (int r = 0; r < j->np; r++) {
+      const char *d = strstr(j->out[r], "destroy: ");
+      cr_expect(d && sscanf(d, "destroy: %63s after %lf", st, &s) == 2, "rank %d:\n%s", r,
+                j->out[r]);
+      if (!d) continue;
+      /* The victim's destroy waited for a rank that comes 3 s late: the abort or revoke
+       * at 0.3 s ends it (~10 ms later); the others' fail too, without waiting. */
+      cr_expect_str_eq(st, "ZCOLL_ERR_PEER_FAILED", "rank %d's destroy:\n%s", r, j->out[r]);
+      /* Bounds on shm and UCX; under the emulated rxe guest the table says what it took. */
+      if (c->tl != 3)
+        cr_expect_lt(s, r == c->victim ? 1.0 : 5.0, "rank %d's destroy took %.2f s:\n%s", r, s,
+                     j->out[r]);
+      if (r != c->victim) cr_expect(strstr(d, who) != NULL, "rank %d: %s", r, d);
+    }
+    if (strstr(f->name, "abort"))
+      cr_expect(strstr(j->out[c->victim], "abort returned ZCOLL_OK"), "%s", j->out[c->victim]);
+    break;
+  case LEFT_EARLY:
+    for (int r = 0; r < j->np; r++) {
+      if (r == c->victim) continue;
+      int k = first_error(j, r, st, &s, &msg);
+      cr_expect(k == 2, "rank %d:\n%s", r, j->out[r]);
+      if (k != 2) continue;
+      cr_expect(!strcmp(st, "ZCOLL_ERR_PEER_FAILED") || !strcmp(st, "ZCOLL_ERR_MISMATCH"),
+                "rank %d: %s", r, msg);
+      cr_expect(strstr(msg, who) && strstr(msg, "after 2 collectives"), "rank %d: %s", r, msg);
+      if (c->tl != 3) cr_expect_lt(s, 1.0, "rank %d took %.2f s to fail", r, s);
+    }
+    cr_expect(strstr(j->out[c->victim], "destroy: "), "%s", j->out[c->victim]);
     break;
   case NO_LEAKS:
     for (int r = 0; r < j->np; r++) {

@@ -35,7 +35,12 @@
  *             must fail even if it would never wait), abort-main (victim calls
  *             zcoll_comm_abort between them), fork (the victim forks after call 0; the
  *             child tries a call and destroys)
- *   destroy:  exit-destroy (victim _exits instead of destroying)
+ *   destroy:  exit-destroy (victim _exits instead of destroying), abort-destroy (a
+ *             watchdog thread calls zcoll_comm_abort 300 ms into the victim's destroy,
+ *             which waits for the rank after it: that one sleeps 3 s before destroying),
+ *             abort-destroy-pt (the same with ZCOLL_PROGRESS=thread), revoke-destroy (a
+ *             SIGALRM handler calls zcoll_comm_revoke then), leave-early (the victim
+ *             destroys after 2 calls while the others make a third)
  *   cycles:   cycles (5 x init, a mismatched call, destroy; resources after each)
  * The rank after the victim sleeps 1.5 s before call 1 so that the victim's call blocks.
  */
@@ -94,8 +99,9 @@ static void after_ms(long ms) {
 static void *watchdog(void *arg) {
   (void)arg;
   nap(0.3);
+  double t = now();
   zcoll_status_t st = zcoll_comm_abort(g_comm);
-  printf("watchdog: abort returned %s\n", name(st));
+  printf("watchdog: abort returned %s after %.3f s\n", name(st), now() - t);
   return NULL;
 }
 
@@ -205,6 +211,7 @@ static int run(const char *fault, int victim, size_t count, int cycle) {
   pthread_t th;
   int joined = 1;
   for (int k = 0; k < CALLS; k++) {
+    if (me && k == 2 && is(fault, "leave-early")) break;
     zcoll_dtype_t dt = ZCOLL_FLOAT32;
     zcoll_op_t op = ZCOLL_SUM;
     size_t n = count;
@@ -288,9 +295,21 @@ static int run(const char *fault, int victim, size_t count, int cycle) {
   }
   if (!joined) pthread_join(th, NULL);
   if (me && is(fault, "exit-destroy")) _exit(3);
+  int in_destroy = !strncmp(fault, "abort-destroy", 13) || is(fault, "revoke-destroy");
+  if (next && in_destroy) nap(3.0);
+  if (me && !strncmp(fault, "abort-destroy", 13)) {
+    pthread_create(&th, NULL, watchdog, NULL);
+    joined = 0;
+  }
+  if (me && is(fault, "revoke-destroy")) {
+    signal(SIGALRM, on_alarm);
+    after_ms(300);
+  }
   double t = now();
   zcoll_status_t st = zcoll_comm_destroy(g_comm);
-  printf("rank %d destroy: %s after %.3f s\n", rank, name(st), now() - t);
+  printf("rank %d destroy: %s after %.3f s: %s\n", rank, name(st), now() - t,
+         st == ZCOLL_OK ? "" : zcoll_last_error());
+  if (!joined) pthread_join(th, NULL);
   free(sbuf);
   free(rbuf);
   if (is(fault, "cycles")) print_resources(rank, cycle);

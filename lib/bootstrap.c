@@ -425,12 +425,30 @@ fail:
   return st;
 }
 
+/* Our send to rank 0 failed: it is gone, but may have said why first (a rank that fails
+ * init aborts, then closes), and that news is still ours to read. */
+static zcoll_status_t lost_root(struct zcoll__bootstrap *bs) {
+  struct pollfd p = {.fd = bs->fd, .events = POLLIN};
+  while (poll(&p, 1, 0) > 0) {
+    uint16_t type;
+    void *payload;
+    uint32_t len;
+    if (zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(1.0), &type, &payload, &len) !=
+        ZCOLL_OK)
+      break;
+    zcoll_status_t st = type == MSG_ABORT ? take_abort(bs, 0, payload, len) : ZCOLL_OK;
+    free(payload);
+    if (st != ZCOLL_OK) return st;
+  }
+  return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost the connection to rank 0");
+}
+
 /* A rank other than 0 in a round: its contribution to rank 0, then rank 0's reply
  * (*reply malloc'ed, the caller frees it). */
 static zcoll_status_t leaf_round(struct zcoll__bootstrap *bs, const void *mine, size_t len,
                                  int64_t deadline, void **reply, uint32_t *got) {
   zcoll_status_t st = zcoll__sock_send_msg(bs->fd, MSG_GATHER, mine, (uint32_t)len, deadline);
-  if (st != ZCOLL_OK) return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost the connection to rank 0");
+  if (st != ZCOLL_OK) return lost_root(bs);
   uint16_t type;
   void *payload;
   st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, got);

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "log.h"
+#include "sock.h"
 
 extern char **environ;
 
@@ -217,6 +218,16 @@ static int parse_depth(const char *text, void *dst, size_t size, char *why, size
   return 0;
 }
 
+/* "" (unset), or host:port with a port the other ranks can connect to: a bad one would
+ * otherwise show only as a job that times out. */
+static int parse_root(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  char host[256], port[16];
+  if (text[0] && zcoll__sock_split_hostport(text, 0, host, sizeof(host), port, sizeof(port), why,
+                                            why_len))
+    return -1;
+  return parse_string(text, dst, size, why, why_len);
+}
+
 static int parse_chunk(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   if (parse_bytes(text, dst, size, why, why_len)) return -1;
   size_t v = *(size_t *)dst;
@@ -242,9 +253,10 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("LOCAL_RANK", "-1", "rank among the ranks on this host (set by launchers)", local_rank,
       parse_rank),
     F("LOCAL_SIZE", "-1", "ranks on this host (set by launchers)", local_size, parse_rank),
-    F("ROOT", "", "host:port where rank 0 serves the rendezvous; rank 0 listens on that "
-      "address only (127.0.0.1: this host only); *:port or 0.0.0.0:port: every interface; "
-      "empty under PMIx: rank 0 picks one and shares it through PMIx", root, parse_string),
+    F("ROOT", "", "host:port (port 1..65535) where rank 0 serves the rendezvous; rank 0 "
+      "listens on that address only (127.0.0.1: this host only); *:port or 0.0.0.0:port: "
+      "every interface; "
+      "empty under PMIx: rank 0 picks one and shares it through PMIx", root, parse_root),
     F("ROOT_FD", "-1", "rank 0: an inherited listening socket for ROOT (set by zcoll_run)",
       root_fd, parse_rank),
     FS("JOB_KEY", "", "shared secret of the job: ranks and rank 0 prove to each other that "

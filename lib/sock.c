@@ -36,8 +36,8 @@ static int ms_left(int64_t deadline) {
   return left > 1000000 ? 1000000 : (int)left;
 }
 
-zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t hostlen, char *port,
-                                          size_t portlen) {
+int zcoll__sock_split_hostport(const char *s, int port0_ok, char *host, size_t hostlen,
+                               char *port, size_t portlen, char *why, size_t why_len) {
   const char *colon;
   const char *h = s;
   size_t hl;
@@ -52,15 +52,39 @@ zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t host
     if (!colon) goto bad;
     hl = (size_t)(colon - s);
   }
-  if (hl == 0 || hl >= hostlen || strlen(colon + 1) == 0 || strlen(colon + 1) >= portlen) goto bad;
-  for (const char *p = colon + 1; *p; p++)
-    if (*p < '0' || *p > '9') goto bad;
+  if (hl == 0 || hl >= hostlen) goto bad;
+  const char *p = colon + 1;
+  size_t pl = strspn(p, "0123456789");
+  if (pl == 0 || p[pl]) {
+    if (*p)
+      snprintf(why, why_len, "the port '%s' is not a number", p);
+    else
+      snprintf(why, why_len, "no port after the ':'");
+    return -1;
+  }
+  /* getaddrinfo() takes the service modulo 65536: 65536 would become 0, 70000 4464. */
+  unsigned long v = 0;
+  for (size_t i = 0; i < pl && v <= 65535; i++) v = v * 10 + (unsigned long)(p[i] - '0');
+  if (v > 65535 || (v == 0 && !port0_ok)) {
+    snprintf(why, why_len, "the port %s is not in 1..65535%s", p,
+             v ? "" : " (0 would be a port of rank 0's choosing, which no other rank knows)");
+    return -1;
+  }
   memcpy(host, h, hl);
   host[hl] = '\0';
-  strcpy(port, colon + 1);
-  return ZCOLL_OK;
+  snprintf(port, portlen, "%lu", v);
+  return 0;
 bad:
-  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT '%s' is not host:port", s);
+  snprintf(why, why_len, "not host:port (or [IPv6 address]:port)");
+  return -1;
+}
+
+zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t hostlen, char *port,
+                                          size_t portlen) {
+  char why[160];
+  if (zcoll__sock_split_hostport(s, 1, host, hostlen, port, portlen, why, sizeof(why)))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT '%s': %s", s, why);
+  return ZCOLL_OK;
 }
 
 void zcoll__sock_tune(int fd, double timeout) {

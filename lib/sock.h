@@ -18,7 +18,12 @@ int64_t zcoll__now_ms(void);
 /* deadline in zcoll__now_ms() terms; INT64_MAX: none. */
 int64_t zcoll__deadline(double seconds);
 
-/* Splits "host:port" (or "[v6]:port"). */
+/* Splits "host:port" (or "[v6]:port") into host and port, the port a number in 1..65535
+ * (0 too with port0_ok: a listener that asks for any free port); 0, or -1 with the
+ * reason in why. */
+int zcoll__sock_split_hostport(const char *s, int port0_ok, char *host, size_t hostlen,
+                               char *port, size_t portlen, char *why, size_t why_len);
+/* The same as an error for ZCOLL_ROOT's value s, with port 0 allowed. */
 zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t hostlen,
                                           char *port, size_t portlen);
 /* Connects, retrying refused or unreachable attempts until the deadline, since rank 0

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "spawn.h"
@@ -18,9 +19,24 @@ struct job_result {
   double seconds;
 };
 
-/* argv: the program each rank runs, with its arguments. */
-static inline void run_job_argv(const char *transport, int np, const char *const *argv,
-                         struct job_result *res) {
+/* Starts argv with the soft RLIMIT_FSIZE at fsize bytes (0: as ours), which it inherits. */
+static inline struct sp_async sp_start_fsize(const char *const *argv, const char *const *env,
+                                             unsigned long long fsize) {
+  struct rlimit old, rl;
+  cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rl = old;
+  rl.rlim_cur = fsize;
+  cr_assert(!fsize || !setrlimit(RLIMIT_FSIZE, &rl), "setrlimit(RLIMIT_FSIZE, %llu): %s", fsize,
+            strerror(errno));
+  struct sp_async a = sp_start(argv, env);
+  cr_assert(!fsize || !setrlimit(RLIMIT_FSIZE, &old));
+  return a;
+}
+
+/* argv: the program each rank runs, with its arguments; fsize (NULL: none) each rank's
+ * RLIMIT_FSIZE. */
+static inline void run_job_limited(const char *transport, int np, const char *const *argv,
+                                   const unsigned long long *fsize, struct job_result *res) {
   int lfd = socket(AF_INET, SOCK_STREAM, 0); /* inherited by rank 0 */
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t alen = sizeof(a);
@@ -39,7 +55,7 @@ static inline void run_job_argv(const char *transport, int np, const char *const
     snprintf(tl, sizeof(tl), "ZCOLL_TRANSPORT=%s", transport);
     const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1",
                          "ZCOLL_TIMEOUT=60", tl, NULL};
-    jobs[r] = sp_start(argv, env);
+    jobs[r] = sp_start_fsize(argv, env, fsize ? fsize[r] : 0);
   }
   close(lfd);
   for (int r = 0; r < np; r++) {
@@ -49,6 +65,11 @@ static inline void run_job_argv(const char *transport, int np, const char *const
     free(x.out);
   }
   res->seconds = sp_now() - t0;
+}
+
+static inline void run_job_argv(const char *transport, int np, const char *const *argv,
+                                struct job_result *res) {
+  run_job_limited(transport, np, argv, NULL, res);
 }
 
 static inline void run_job(const char *transport, int np, const char *victim, const char *mode,

@@ -203,6 +203,49 @@ Test(errors, bad_environment) {
   unsetenv("ZCOLL_TIMEOUT");
 }
 
+/* ZCOLL_ROOT names the port the other ranks connect to: one they cannot reach (0, or one
+ * that getaddrinfo() takes modulo 65536) used to show only as a job timing out. */
+Test(errors, bad_root) {
+  static const char *const bad[] = {"127.0.0.1:0",     "127.0.0.1:65536", "127.0.0.1:70000",
+                                    "127.0.0.1:",      "127.0.0.1:80x",   "127.0.0.1: 80",
+                                    "127.0.0.1:-1",    "127.0.0.1",       ":8080",
+                                    "[::1]:0",         "[::1]:99999",     "[::1]8080",
+                                    "*:000000"};
+  static const char *const good[] = {"127.0.0.1:65535", "127.0.0.1:1", "[::1]:8080",
+                                     "*:8080",          "node-7:00080", ""};
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "ROOT", "127.0.0.1:4000"), ZCOLL_OK);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    cr_expect_eq(zcoll_config_set(cfg, "ROOT", bad[i]), ZCOLL_ERR_INVALID_ARG, "'%s'", bad[i]);
+    cr_expect(strstr(zcoll_last_error(), "ZCOLL_ROOT") && strstr(zcoll_last_error(), bad[i]),
+              "'%s': %s", bad[i], zcoll_last_error());
+  }
+  char buf[64];
+  cr_assert_eq(zcoll_config_get(cfg, "ROOT", buf, sizeof(buf)), ZCOLL_OK);
+  cr_expect_str_eq(buf, "127.0.0.1:4000", "a rejected value changed the field");
+  for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+    cr_expect_eq(zcoll_config_set(cfg, "ROOT", good[i]), ZCOLL_OK, "'%s': %s", good[i],
+                 zcoll_last_error());
+  zcoll_config_free(cfg);
+  /* From the environment, zcoll_comm_init refuses it at once, not after the timeout. */
+  setenv("ZCOLL_RANK", "1", 1);
+  setenv("ZCOLL_SIZE", "2", 1);
+  setenv("ZCOLL_TIMEOUT", "30", 1);
+  for (size_t i = 0; i < 3; i++) {
+    setenv("ZCOLL_ROOT", bad[i], 1);
+    zcoll_comm_t *comm = NULL;
+    double t0 = sp_now_();
+    cr_expect_eq(zcoll_comm_init(&comm, NULL), ZCOLL_ERR_INVALID_ARG, "'%s'", bad[i]);
+    cr_expect(strstr(zcoll_last_error(), "ZCOLL_ROOT") && strstr(zcoll_last_error(), bad[i]),
+              "'%s': %s", bad[i], zcoll_last_error());
+    cr_expect_lt(sp_now_() - t0, 10.0, "'%s': not refused at once", bad[i]);
+    cr_expect_null(comm);
+  }
+  unsetenv("ZCOLL_ROOT"), unsetenv("ZCOLL_RANK"), unsetenv("ZCOLL_SIZE");
+  unsetenv("ZCOLL_TIMEOUT");
+}
+
 Test(errors, verbs_not_built_is_clear) {
   zcoll_config_t *cfg;
   zcoll_config_create(&cfg);

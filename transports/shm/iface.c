@@ -15,22 +15,26 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fsize.h"
 #include "log.h"
 #include "node.h"
 #include "shm.h"
 
-int zcoll__shm_memfd(uint64_t token, const char *what, size_t len) {
+zcoll_status_t zcoll__shm_memfd(uint64_t token, const char *what, size_t len, int *out) {
+  char who[64];
+  snprintf(who, sizeof(who), "the shm transport (its %s)", what);
+  zcoll_status_t st = zcoll__fsize_check(len, who, "");
+  if (st != ZCOLL_OK) return st;
   char name[ZCOLL_SHM_NAME_LEN];
   snprintf(name, sizeof(name), "zcoll-%016llx-%s", (unsigned long long)token, what);
   int fd = memfd_create(name, MFD_CLOEXEC);
-  if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)len) != 0) {
-    int err = errno;
-    close(fd);
-    errno = err;
-    return -1;
+  if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot make %zu bytes of %s: %m", len, what);
+    if (fd >= 0) close(fd);
+    return st;
   }
-  return fd;
+  *out = fd;
+  return ZCOLL_OK;
 }
 
 uint64_t zcoll__shm_max_region(void) {
@@ -174,11 +178,8 @@ static zcoll_status_t shm_open_tl(const struct zcoll_tl_params *p, struct zcoll_
    * uses are never touched, so a large job costs address space, not memory. */
   tl->inbox_bytes = sizeof(struct zcoll__shm_inbox) +
                     (size_t)p->size * sizeof(struct zcoll__shm_ring);
-  if ((tl->inbox_fd = zcoll__shm_memfd(tl->token, "inbox", tl->inbox_bytes)) < 0) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot make a %zu-byte inbox: %m",
-                     tl->inbox_bytes);
+  if ((st = zcoll__shm_memfd(tl->token, "inbox", tl->inbox_bytes, &tl->inbox_fd)) != ZCOLL_OK)
     goto fail;
-  }
   void *m = mmap(NULL, tl->inbox_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, tl->inbox_fd, 0);
   if (m == MAP_FAILED) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot map a %zu-byte inbox: %m",

@@ -14,8 +14,9 @@ zcoll_status_t zcoll__shm_mem_alloc(struct zcoll_tl *tl, size_t len, void **addr
   struct zcoll__shm_alloc *a = realloc(tl->allocs, sizeof(*a) * (size_t)(tl->nallocs + 1));
   if (!a) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory");
   tl->allocs = a;
-  int fd = zcoll__shm_memfd(tl->token, "slots", len);
-  if (fd < 0) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot make %zu bytes of slots: %m", len);
+  int fd;
+  zcoll_status_t st = zcoll__shm_memfd(tl->token, "slots", len, &fd);
+  if (st != ZCOLL_OK) return st;
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) {
     close(fd);

@@ -149,8 +149,10 @@ struct zcoll__shm_rkey_blob {
   uint64_t off, len;
 };
 
-/* Makes a memfd named "zcoll-<token>-<what>" of len bytes. */
-int zcoll__shm_memfd(uint64_t token, const char *what, size_t len);
+/* Makes a memfd named "zcoll-<token>-<what>" of len bytes into *fd, or fails with
+ * ZCOLL_ERR_NO_MEMORY naming what: also, before trying, when len is past RLIMIT_FSIZE
+ * (ftruncate would raise SIGXFSZ: fsize.h). */
+zcoll_status_t zcoll__shm_memfd(uint64_t token, const char *what, size_t len, int *fd);
 /* The largest receive region a peer may advertise: more than the host's memory is a
  * lie or a corruption, and would only fail later, as a fault on access. */
 uint64_t zcoll__shm_max_region(void);

@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "fsize.h"
 #include "log.h"
 #include "node.h"
 #include "sock.h"
@@ -102,6 +104,102 @@ static int ucx_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out
   return n;
 }
 
+/* ---- RLIMIT_FSIZE: UCX's shared-memory files ----------------------------------------- */
+
+/* Whether UCX_TLS lets UCP open the posix transport ("^posix,..." or a list without it
+ * keeps it off; sm, shm and mm are UCX's names for its group). */
+static int tls_allow_posix(void) {
+  const char *t = getenv("UCX_TLS");
+  if (!t || !*t) return 1;
+  int negate = t[0] == '^', named = 0;
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", t + negate);
+  char *save = NULL;
+  for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+    if (*w == '\\') w++; /* "\posix": that one, not its aliases */
+    named |= !strcasecmp(w, "posix") || !strcasecmp(w, "sm") || !strcasecmp(w, "shm") ||
+             !strcasecmp(w, "mm") || (!negate && !strcasecmp(w, "all"));
+  }
+  return negate ? !named : named;
+}
+
+/* One of UCX's configuration values as a number ("8256", "16K", "1.5"); dflt if absent
+ * or not a plain number ("inf", "auto"). Its name has carried a "MM_" prefix. */
+static double ucx_value(uct_iface_config_t *ic, const char *name, double dflt) {
+  char v[64], full[64];
+  snprintf(full, sizeof(full), "MM_%s", name);
+  if (zcoll__uct.config_get(ic, full, v, sizeof(v)) != UCS_OK &&
+      zcoll__uct.config_get(ic, name, v, sizeof(v)) != UCS_OK)
+    return dflt;
+  char *end;
+  double x = strtod(v, &end);
+  if (end == v || !(x >= 0)) return dflt;
+  switch (*end) {
+    case 'k': case 'K': x *= 1024.0; break;
+    case 'm': case 'M': x *= 1048576.0; break;
+    case 'g': case 'G': x *= 1073741824.0; break;
+    default: break;
+  }
+  return x;
+}
+
+/* The largest file UCX's posix transport (shared memory under /dev/shm) makes, 0 if it
+ * makes none: its receive FIFO, and the chunks of its receive-buffer pool, RX_BUFS_GROW
+ * buffers of SEG_SIZE bytes and their headers each (UCX 1.13.1 with its defaults: files
+ * of 8447 and 4292720 bytes, which it fills with write(); measured under strace). From
+ * UCX's own configuration (UCX_POSIX_*, its config file), with room for the headers;
+ * UCX's defaults where it cannot be read. */
+static uint64_t posix_file_bytes(void) {
+  if (!tls_allow_posix()) return 0;
+  double seg = 8256, grow = 512, fifo = 256, elem = 128, factor = 1, chunk_max = 128 << 20;
+  uct_component_h *comps;
+  unsigned ncomps;
+  int found = 0;
+  if (zcoll__uct_load(NULL, 0) == ZCOLL_OK &&
+      zcoll__uct.query_components(&comps, &ncomps) == UCS_OK) {
+    for (unsigned c = 0; c < ncomps && !found; c++) {
+      uct_component_attr_t a = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
+      if (zcoll__uct.component_query(comps[c], &a) != UCS_OK || strcmp(a.name, "posix"))
+        continue;
+      found = 1;
+      uct_md_config_t *mc;
+      uct_md_h md;
+      uct_iface_config_t *ic;
+      if (zcoll__uct.md_config_read(comps[c], NULL, NULL, &mc) != UCS_OK) break;
+      ucs_status_t s = zcoll__uct.md_open(comps[c], "posix", mc, &md);
+      zcoll__uct.config_release(mc);
+      if (s != UCS_OK) break;
+      if (zcoll__uct.md_iface_config_read(md, "posix", NULL, NULL, &ic) == UCS_OK) {
+        seg = ucx_value(ic, "SEG_SIZE", seg);
+        grow = ucx_value(ic, "RX_BUFS_GROW", grow);
+        fifo = ucx_value(ic, "FIFO_SIZE", fifo);
+        elem = ucx_value(ic, "FIFO_ELEM_SIZE", elem);
+        factor = ucx_value(ic, "RX_GROW_FACTOR", factor);
+        chunk_max = ucx_value(ic, "RX_MAX_CHUNK_SIZE", chunk_max);
+        zcoll__uct.config_release(ic);
+      }
+      zcoll__uct.md_close(md);
+    }
+    zcoll__uct.release_component_list(comps);
+    if (!found) return 0; /* this UCX has no posix transport */
+  }
+  double rx = grow * (seg + 1024) + 65536, need = fifo * elem + 65536;
+  if (factor > 1 && chunk_max > rx) rx = chunk_max; /* later chunks grow up to that */
+  if (rx > need) need = rx;
+  return need >= 1e18 ? (uint64_t)1e18 : (uint64_t)need;
+}
+
+/* UCX writes its shared-memory files when the worker is created: past RLIMIT_FSIZE that
+ * write raises SIGXFSZ and the process dies inside UCX. Say so before. */
+static zcoll_status_t check_fsize(void) {
+  if (zcoll__fsize_limit() == UINT64_MAX) return ZCOLL_OK;
+  uint64_t need = posix_file_bytes();
+  return need ? zcoll__fsize_check(need, "UCX (not zcoll itself: its posix shared-memory "
+                                   "transport, under /dev/shm)",
+                                   "; or keep UCX off it with UCX_TLS=^posix")
+              : ZCOLL_OK;
+}
+
 static void ucx_close(struct zcoll_tl *tl) {
   if (!tl) return;
   if (tl->worker && !tl->quiesced) {
@@ -137,6 +235,8 @@ static zcoll_status_t ucx_open(const struct zcoll_tl_params *p, struct zcoll_tl 
   char why[256];
   if (zcoll__ucx_load(why, sizeof(why)) != ZCOLL_OK)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "ucx: %s", why);
+  zcoll_status_t fst = check_fsize();
+  if (fst != ZCOLL_OK) return fst;
   struct zcoll_tl *tl = calloc(1, sizeof(*tl));
   if (!tl) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
   tl->rank = p->rank;

@@ -57,8 +57,10 @@ extern struct zcoll__ucp_api zcoll__ucp;
  * the reason in why otherwise. */
 zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
 
-/* The UCT functions that list UCX's transports and devices, as ucx_info -d does: only for
- * zcoll_info (ucx_describe), reached through zcoll__uct once zcoll__uct_load() succeeded. */
+/* The UCT functions that list UCX's transports and devices, as ucx_info -d does, for
+ * zcoll_info (ucx_describe), and read the sizes of UCX's shared-memory segments for the
+ * RLIMIT_FSIZE check (iface.c): reached through zcoll__uct once zcoll__uct_load()
+ * succeeded. */
 #define ZCOLL_UCT_SYMS(X)                                   \
   X(query_components, uct_query_components)                 \
   X(release_component_list, uct_release_component_list)     \
@@ -68,7 +70,9 @@ zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
   X(md_open, uct_md_open)                                   \
   X(md_close, uct_md_close)                                 \
   X(md_query_tl_resources, uct_md_query_tl_resources)       \
-  X(release_tl_resource_list, uct_release_tl_resource_list)
+  X(release_tl_resource_list, uct_release_tl_resource_list) \
+  X(md_iface_config_read, uct_md_iface_config_read)         \
+  X(config_get, uct_config_get)
 
 #define ZCOLL_UCT_FIELD(field, sym) __typeof__(sym) *field;
 struct zcoll__uct_api {

@@ -1,0 +1,187 @@
+/*
+ * Files the environment names that are not what they should be (issue 20, case 6).
+ * ZCOLL_TUNING_FILE as a FIFO, a device, a directory, a file whose read fails, too big,
+ * with a line too long or a NUL byte: an init error naming the file.
+ * The old code hung on several of these: each test's .timeout is the watchdog that turns
+ * such a hang into a failure, far above what the test takes (well under a second).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/select.h"
+#include "log.h"
+#include "zcoll.h"
+
+#define WATCHDOG 60 /* seconds: only a hang comes near it */
+
+static char dir[64];
+
+static void make_dir(void) {
+  snprintf(dir, sizeof(dir), "/tmp/zcoll_test_hostile.XXXXXX");
+  cr_assert_not_null(mkdtemp(dir), "%s", strerror(errno));
+}
+
+/* The directory and what the tests made in it: files, FIFOs and one level of directories. */
+static void remove_dir(void) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    if (unlink(path)) rmdir(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+static const char *in_dir(const char *name) {
+  static char path[4][256];
+  static int next;
+  char *p = path[next++ % 4];
+  snprintf(p, sizeof(path[0]), "%s/%s", dir, name);
+  return p;
+}
+
+static const char *make_fifo(const char *name) {
+  const char *path = in_dir(name);
+  cr_assert_eq(mkfifo(path, 0600), 0, "%s: %s", path, strerror(errno));
+  return path;
+}
+
+/* ---- ZCOLL_TUNING_FILE ------------------------------------------------------------ */
+
+static const char *write_tuning(const char *name, const char *text, size_t len) {
+  const char *path = in_dir(name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  cr_assert_eq(fwrite(text, 1, len, f), len);
+  cr_assert_eq(fclose(f), 0);
+  return path;
+}
+
+/* The selector refuses path with ZCOLL_ERR_INVALID_ARG, its message naming the variable,
+ * the path and `what`. */
+static void refused(const char *path, const char *what) {
+  struct zcoll__selector sel;
+  zcoll_status_t st = zcoll__selector_init(&sel, path);
+  cr_assert_eq(st, ZCOLL_ERR_INVALID_ARG, "%s: %s, %s", path, zcoll_strerror(st),
+               zcoll__last_error());
+  const char *m = zcoll__last_error();
+  cr_expect(strstr(m, "ZCOLL_TUNING_FILE") && strstr(m, path) && strstr(m, what),
+            "'%s' lacks the variable, '%s' or '%s'", m, path, what);
+}
+
+Test(hostile_tuning, fifo_is_refused_not_waited_on, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  zcoll__log_set_level(ZCOLL_LOG_NONE);
+  refused(make_fifo("fifo"), "is a FIFO, not a regular file");
+}
+
+/* Through zcoll_comm_init, as a job meets it. */
+Test(hostile_tuning, fifo_fails_init, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  const char *fifo = make_fifo("fifo");
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "LOG", "none"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "TUNING_FILE", fifo), ZCOLL_OK);
+  zcoll_comm_t *comm = NULL;
+  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_ERR_INVALID_ARG, "%s", zcoll_last_error());
+  cr_expect_null(comm);
+  cr_expect(strstr(zcoll_last_error(), fifo) && strstr(zcoll_last_error(), "FIFO"), "%s",
+            zcoll_last_error());
+  zcoll_config_free(cfg);
+}
+
+Test(hostile_tuning, devices_and_directories_are_refused, .init = make_dir,
+     .fini = remove_dir, .timeout = WATCHDOG) {
+  zcoll__log_set_level(ZCOLL_LOG_NONE);
+  refused("/dev/zero", "is a character device, not a regular file"); /* no end */
+  refused("/dev/null", "is a character device, not a regular file");
+  refused(dir, "is a directory, not a regular file"); /* was an empty table */
+}
+
+/* A read that fails is an error, not the end of the file (the old code took the table
+ * read so far, here none). /proc/self/mem is a regular file whose offset 0 is unmapped:
+ * read() says EIO, for root as for anybody. */
+Test(hostile_tuning, read_error_is_reported, .timeout = WATCHDOG) {
+  zcoll__log_set_level(ZCOLL_LOG_NONE);
+  refused("/proc/self/mem", "Input/output error");
+}
+
+/* A comment longer than the line buffer: its tail was read as a line of its own, here a
+ * rule. Now the line is refused by number. */
+Test(hostile_tuning, long_line_is_refused_not_split, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  zcoll__log_set_level(ZCOLL_LOG_NONE);
+  char text[1024] = "1 inf 1K ring\n#";
+  size_t len = strlen(text);
+  memset(text + len, 'x', 510);
+  snprintf(text + len + 510, sizeof(text) - len - 510, " 1 inf 64K butterfly\n1 inf inf ring\n");
+  refused(write_tuning("long", text, strlen(text)), "line 2 is longer than 510 characters");
+  /* 510 characters and the newline are a line */
+  snprintf(text, sizeof(text), "%-510s\n1 inf inf ring\n", "1 inf 4K butterfly #");
+  struct zcoll__selector sel;
+  cr_assert_eq(zcoll__selector_init(&sel, write_tuning("ok", text, strlen(text))), ZCOLL_OK,
+               "%s", zcoll__last_error());
+  char why[256];
+  cr_expect_eq(zcoll__select(&sel, 2, 4096, why, sizeof(why)), zcoll__algo_find("butterfly"));
+  cr_expect_eq(zcoll__select(&sel, 2, 4097, why, sizeof(why)), zcoll__algo_find("ring"));
+  cr_expect(strstr(why, "line 2"), "%s", why);
+  zcoll__selector_free(&sel);
+  /* and so are 510 characters at the end of a file without a newline */
+  text[510] = '\0';
+  cr_assert_eq(zcoll__selector_init(&sel, write_tuning("ok2", text, 510)), ZCOLL_OK, "%s",
+               zcoll__last_error());
+  cr_expect_eq(zcoll__select(&sel, 2, 4096, NULL, 0), zcoll__algo_find("butterfly"));
+  zcoll__selector_free(&sel);
+}
+
+/* A NUL byte: not a text file (the old code read the line up to it and went on). */
+Test(hostile_tuning, nul_byte_is_refused, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  zcoll__log_set_level(ZCOLL_LOG_NONE);
+  static const char text[] = "1 inf inf ring\n1 inf 4K butterfly\0tail\n";
+  refused(write_tuning("nul", text, sizeof(text) - 1), "line 2 has a NUL byte");
+}
+
+/* At most 1 MiB (README): a sparse file of 1 MiB and a byte is refused without being
+ * read, one of 1 MiB of comments and a rule is a table. */
+Test(hostile_tuning, size_is_bounded, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  zcoll__log_set_level(ZCOLL_LOG_NONE);
+  const char *big = in_dir("big");
+  int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert(fd >= 0 && ftruncate(fd, (1 << 20) + 1) == 0, "%s", strerror(errno));
+  close(fd);
+  refused(big, "1048577 bytes, more than 1 MiB");
+  const size_t max = 1 << 20;
+  char *text = malloc(max);
+  static const char rule[] = "1 inf inf chain\n";
+  for (size_t i = 0; i < max; i += 64) {
+    memset(text + i, ' ', 63);
+    text[i] = '#';
+    text[i + 63] = '\n';
+  }
+  size_t len = max - (sizeof(rule) - 1);
+  text[len - 1] = '\n';
+  memcpy(text + len, rule, sizeof(rule) - 1);
+  struct zcoll__selector sel;
+  cr_assert_eq(zcoll__selector_init(&sel, write_tuning("max", text, max)), ZCOLL_OK, "%s",
+               zcoll__last_error());
+  cr_expect_eq(sel.nrules, 1);
+  cr_expect_eq(zcoll__select(&sel, 3, 1, NULL, 0), zcoll__algo_find("chain"));
+  zcoll__selector_free(&sel);
+  free(text);
+}

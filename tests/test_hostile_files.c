@@ -1,7 +1,9 @@
 /*
  * Files the environment names that are not what they should be (issue 20, case 6).
  * ZCOLL_TUNING_FILE as a FIFO, a device, a directory, a file whose read fails, too big,
- * with a line too long or a NUL byte: an init error naming the file.
+ * with a line too long or a NUL byte: an init error naming the file. ZCOLL_LOG_FILE as a
+ * FIFO nobody reads, nobody drains, or whose reader leaves: no hang, no SIGPIPE, the lines
+ * on stderr or counted as dropped; /dev/null and /dev/stderr keep working.
  * The old code hung on several of these: each test's .timeout is the watchdog that turns
  * such a hang into a failure, far above what the test takes (well under a second).
  */
@@ -9,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +60,56 @@ static const char *make_fifo(const char *name) {
   return path;
 }
 
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+  size_t len = 0, cap = 1 << 16;
+  char *buf = malloc(cap);
+  for (size_t n; (n = fread(buf + len, 1, cap - len - 1, f)) > 0;)
+    if ((len += n) == cap - 1) buf = realloc(buf, cap *= 2);
+  buf[len] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* stderr into a file, for the warnings the library writes there. */
+static int saved_stderr = -1;
+
+static void capture_stderr(const char *path) {
+  fflush(stderr);
+  saved_stderr = dup(STDERR_FILENO);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+  cr_assert(saved_stderr >= 0 && fd >= 0, "%s", strerror(errno));
+  dup2(fd, STDERR_FILENO);
+  close(fd);
+}
+
+static char *restore_stderr(const char *path) {
+  dup2(saved_stderr, STDERR_FILENO);
+  close(saved_stderr);
+  return slurp(path);
+}
+
+static int count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* zcoll_comm_init of one rank, logging at `level`, with the variable `name` set. */
+static zcoll_status_t init_with(const char *level, const char *name, const char *value,
+                                zcoll_comm_t **comm) {
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "LOG", level), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, name, value), ZCOLL_OK);
+  zcoll_status_t st = zcoll_comm_init(comm, cfg);
+  zcoll_config_free(cfg);
+  return st;
+}
+
 /* ---- ZCOLL_TUNING_FILE ------------------------------------------------------------ */
 
 static const char *write_tuning(const char *name, const char *text, size_t len) {
@@ -90,18 +143,12 @@ Test(hostile_tuning, fifo_is_refused_not_waited_on, .init = make_dir, .fini = re
 Test(hostile_tuning, fifo_fails_init, .init = make_dir, .fini = remove_dir,
      .timeout = WATCHDOG) {
   const char *fifo = make_fifo("fifo");
-  zcoll_config_t *cfg;
-  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "LOG", "none"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "TUNING_FILE", fifo), ZCOLL_OK);
   zcoll_comm_t *comm = NULL;
-  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_ERR_INVALID_ARG, "%s", zcoll_last_error());
+  cr_assert_eq(init_with("none", "TUNING_FILE", fifo, &comm), ZCOLL_ERR_INVALID_ARG, "%s",
+               zcoll_last_error());
   cr_expect_null(comm);
   cr_expect(strstr(zcoll_last_error(), fifo) && strstr(zcoll_last_error(), "FIFO"), "%s",
             zcoll_last_error());
-  zcoll_config_free(cfg);
 }
 
 Test(hostile_tuning, devices_and_directories_are_refused, .init = make_dir,
@@ -183,5 +230,144 @@ Test(hostile_tuning, size_is_bounded, .init = make_dir, .fini = remove_dir,
   cr_expect_eq(sel.nrules, 1);
   cr_expect_eq(zcoll__select(&sel, 3, 1, NULL, 0), zcoll__algo_find("chain"));
   zcoll__selector_free(&sel);
+  free(text);
+}
+
+/* ---- ZCOLL_LOG_FILE ------------------------------------------------------------ */
+
+/* A FIFO nobody reads: init does not wait for a reader; the warning and then the lines
+ * go to stderr, as for a file that cannot be opened. */
+Test(hostile_log, fifo_without_reader_falls_back_to_stderr, .init = make_dir,
+     .fini = remove_dir, .timeout = WATCHDOG) {
+  const char *fifo = make_fifo("log");
+  const char *err = in_dir("stderr");
+  capture_stderr(err);
+  zcoll_comm_t *comm;
+  zcoll_status_t st = init_with("info", "LOG_FILE", fifo, &comm);
+  if (st == ZCOLL_OK) st = zcoll_comm_destroy(comm);
+  zcoll__log_set_file("");
+  char *text = restore_stderr(err);
+  cr_assert_eq(st, ZCOLL_OK, "%s\n%s", zcoll_last_error(), text);
+  char want[512];
+  snprintf(want, sizeof(want), "cannot open ZCOLL_LOG_FILE %s: a FIFO with no reader; "
+           "logging to stderr\n", fifo);
+  cr_expect_eq(count(text, want), 1, "once, in:\n%s", text);
+  cr_expect(strstr(text, " rank 0 of 1 ready:"), "%s", text);
+  free(text);
+}
+
+static void log_lines(int n, const char *tag) {
+  char pad[901];
+  memset(pad, '.', 900);
+  pad[900] = '\0';
+  for (int i = 0; i < n; i++)
+    zcoll__log_write(ZCOLL_LOG_WARN, "a/lib/comm.c", 1, "%s %d %s", tag, i, pad);
+}
+
+/* Everything the non-blocking descriptor rd has now. */
+static char *drain(int rd) {
+  size_t len = 0, cap = 1 << 16;
+  char *buf = malloc(cap);
+  for (ssize_t n; (n = read(rd, buf + len, cap - len - 1)) > 0;)
+    if ((len += (size_t)n) == cap - 1) buf = realloc(buf, cap *= 2);
+  buf[len] = '\0';
+  return buf;
+}
+
+/* A reader that keeps the FIFO open but does not read: lines past what the pipe holds
+ * are dropped after a short wait, not waited for forever; every line that got through
+ * is whole, and the next line that fits says how many were dropped. */
+Test(hostile_log, fifo_not_drained_drops_lines, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  const char *fifo = make_fifo("log");
+  int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  cr_assert(rd >= 0, "%s", strerror(errno));
+  zcoll__log_set_rank(0);
+  zcoll__log_set_file(fifo);
+  const int n = 400; /* 400 lines of ~1 KiB: several times a pipe's 64 KiB */
+  log_lines(n, "first");
+  char *got = drain(rd);
+  int through = count(got, "] warn init lib/comm.c:1 first ");
+  cr_expect(through > 0 && through < n, "%d of %d lines went through", through, n);
+  cr_expect_eq(count(got, "\n"), through, "only whole lines: %d of %d", count(got, "\n"),
+               through);
+  free(got);
+  log_lines(1, "after");
+  got = drain(rd);
+  char want[160];
+  snprintf(want, sizeof(want), "] warn init lib/log.c:");
+  const char *note = strstr(got, want);
+  cr_assert_not_null(note, "%s", got);
+  unsigned long dropped = 0;
+  cr_expect(sscanf(strchr(note, ':') + 1, "%*d %lu lines dropped", &dropped) == 1, "%s", got);
+  cr_expect_eq(dropped, (unsigned long)(n - through), "%s", got);
+  cr_expect(strstr(note, "ZCOLL_LOG_FILE") && strstr(note, fifo), "%s", got);
+  cr_expect_eq(count(got, "] warn init lib/comm.c:1 after 0 "), 1, "%s", got);
+  zcoll__log_set_file("");
+  free(got);
+  close(rd);
+}
+
+/* The reader goes away: the process is not killed by SIGPIPE (its disposition is the
+ * application's: default here), the lines go to stderr after a warning. */
+Test(hostile_log, fifo_reader_leaving_is_not_fatal, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  const char *fifo = make_fifo("log");
+  const char *err = in_dir("stderr");
+  int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+  cr_assert(rd >= 0, "%s", strerror(errno));
+  zcoll__log_set_rank(0);
+  zcoll__log_set_file(fifo);
+  log_lines(1, "read");
+  char *got = drain(rd);
+  cr_expect_eq(count(got, " read 0 "), 1, "%s", got);
+  free(got);
+  close(rd);
+  capture_stderr(err);
+  log_lines(2, "later");
+  zcoll__log_set_file("");
+  char *text = restore_stderr(err);
+  sigset_t pending;
+  sigpending(&pending);
+  cr_expect(!sigismember(&pending, SIGPIPE), "a SIGPIPE left pending");
+  cr_expect_eq(count(text, "ZCOLL_LOG_FILE"), 1, "%s", text);
+  cr_expect(strstr(text, fifo) && strstr(text, "its reader went away; logging to stderr"), "%s",
+            text);
+  cr_expect(strstr(text, " later 0 ") && strstr(text, " later 1 "), "%s", text);
+  free(text);
+}
+
+/* What is not a FIFO nobody reads keeps working: /dev/null, and /dev/stderr whether it
+ * is a file or a pipe (the pipe is a FIFO with a reader). */
+Test(hostile_log, dev_null_and_dev_stderr_still_work, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  const char *err = in_dir("stderr");
+  zcoll__log_set_rank(0);
+  capture_stderr(err);
+  zcoll__log_set_file("/dev/null");
+  log_lines(3, "null");
+  zcoll__log_set_file("/dev/stderr");
+  log_lines(3, "file");
+  zcoll__log_set_file("");
+  char *text = restore_stderr(err);
+  cr_expect_eq(count(text, "\n"), 3, "%s", text);
+  cr_expect_eq(count(text, " file "), 3, "%s", text);
+  free(text);
+
+  int p[2];
+  cr_assert_eq(pipe2(p, O_NONBLOCK), 0);
+  fflush(stderr);
+  int saved = dup(STDERR_FILENO);
+  dup2(p[1], STDERR_FILENO);
+  close(p[1]);
+  zcoll__log_set_file("/dev/stderr");
+  log_lines(3, "pipe");
+  zcoll__log_set_file("");
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  text = drain(p[0]);
+  close(p[0]);
+  cr_expect_eq(count(text, "\n"), 3, "%s", text);
+  cr_expect_eq(count(text, " pipe "), 3, "%s", text);
   free(text);
 }

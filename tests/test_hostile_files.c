@@ -3,7 +3,8 @@
  * ZCOLL_TUNING_FILE as a FIFO, a device, a directory, a file whose read fails, too big,
  * with a line too long or a NUL byte: an init error naming the file. ZCOLL_LOG_FILE as a
  * FIFO nobody reads, nobody drains, or whose reader leaves: no hang, no SIGPIPE, the lines
- * on stderr or counted as dropped; /dev/null and /dev/stderr keep working.
+ * on stderr or counted as dropped. ZCOLL_TRACE as a FIFO nobody reads: an init error.
+ * /dev/null, /dev/stderr and a FIFO that is read keep working.
  * The old code hung on several of these: each test's .timeout is the watchdog that turns
  * such a hang into a failure, far above what the test takes (well under a second).
  */
@@ -11,7 +12,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,4 +374,72 @@ Test(hostile_log, dev_null_and_dev_stderr_still_work, .init = make_dir, .fini = 
   cr_expect_eq(count(text, "\n"), 3, "%s", text);
   cr_expect_eq(count(text, " pipe "), 3, "%s", text);
   free(text);
+}
+
+/* ---- ZCOLL_TRACE ------------------------------------------------------------------ */
+
+/* As for any trace file that cannot be written: an init error, naming it. */
+Test(hostile_trace, fifo_without_reader_fails_init, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  const char *fifo = make_fifo("t.0.json");
+  zcoll_comm_t *comm = NULL;
+  cr_assert_eq(init_with("none", "TRACE", in_dir("t"), &comm), ZCOLL_ERR_INVALID_ARG, "%s",
+               zcoll_last_error());
+  cr_expect_null(comm);
+  char want[512];
+  snprintf(want, sizeof(want), "ZCOLL_TRACE: cannot write %s: a FIFO with no reader", fifo);
+  cr_expect(strstr(zcoll_last_error(), want), "'%s' lacks '%s'", zcoll_last_error(), want);
+}
+
+struct reader {
+  int fd; /* the FIFO, opened to read before anybody writes, non-blocking */
+  atomic_int writer_done;
+  char *text;
+};
+
+/* Everything written to the FIFO until the writer is done: before the writer opens it
+ * and after it closes it, a read finds no writer and returns 0. */
+static void *read_all(void *arg) {
+  struct reader *r = arg;
+  size_t len = 0, cap = 1 << 16;
+  r->text = malloc(cap);
+  for (;;) {
+    int done = r->writer_done; /* read before: then a 0 that follows is the end */
+    ssize_t n = read(r->fd, r->text + len, cap - len - 1);
+    if (n > 0 && (len += (size_t)n) == cap - 1) r->text = realloc(r->text, cap *= 2);
+    if (n == 0 && done) break;
+    if (n <= 0) {
+      struct pollfd p = {r->fd, POLLIN, 0};
+      if (poll(&p, 1, 10) != 1 || !(p.revents & POLLIN)) usleep(1000);
+    }
+  }
+  r->text[len] = '\0';
+  return NULL;
+}
+
+/* A FIFO with a reader that reads is a trace file like any other. */
+Test(hostile_trace, fifo_with_reader_gets_the_trace, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
+  const char *fifo = make_fifo("t.0.json");
+  struct reader r = {open(fifo, O_RDONLY | O_NONBLOCK), 0, NULL};
+  cr_assert(r.fd >= 0, "%s", strerror(errno));
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, read_all, &r), 0);
+  zcoll_comm_t *comm;
+  cr_assert_eq(init_with("none", "TRACE", in_dir("t"), &comm), ZCOLL_OK, "%s", zcoll_last_error());
+  float x[1024];
+  for (int i = 0; i < 1024; i++) x[i] = (float)i;
+  for (int i = 0; i < 50; i++)
+    cr_assert_eq(zcoll_allreduce(comm, ZCOLL_IN_PLACE, x, 1024, ZCOLL_FLOAT32, ZCOLL_SUM),
+                 ZCOLL_OK);
+  cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+  r.writer_done = 1;
+  pthread_join(t, NULL);
+  close(r.fd);
+  cr_expect(!strncmp(r.text, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", 40), "%.200s",
+            r.text);
+  size_t len = strlen(r.text);
+  cr_expect(len > 4 && !strcmp(r.text + len - 4, "\n]}\n"), "...%s", r.text + len - 20);
+  cr_expect_geq(count(r.text, "\"name\":\"allreduce\""), 51, "%.4000s", r.text);
+  free(r.text);
 }

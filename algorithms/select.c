@@ -2,10 +2,13 @@
 #include "select.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "algorithms.h"
 #include "log.h"
@@ -57,15 +60,92 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
+/* A tuning file is a few hundred bytes of text (README): the bound is what a wrong path
+ * (a log, a core dump, a file under /proc) may cost before it is refused. */
+#define TUNING_MAX_BYTES (1 << 20)
+
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m)    ? "a directory"
+         : S_ISFIFO(m) ? "a FIFO"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+         : S_ISSOCK(m) ? "a socket"
+                       : "of an unknown kind";
+}
+
+/* The whole of a regular file of at most TUNING_MAX_BYTES into *text (*len bytes, then a
+ * NUL). Opened without blocking, so that a FIFO without a writer is refused rather than
+ * waited for; a device (/dev/zero never ends) and a directory (whose read fails) are
+ * refused too, and a read that fails is an error, not the end of the table. */
+static zcoll_status_t read_file(const char *path, char **text, size_t *len) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: %s", path, strerror(errno));
+  struct stat sb;
+  char *buf = NULL;
+  size_t n = 0;
+  zcoll_status_t st = ZCOLL_OK;
+  if (fstat(fd, &sb))
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: %s", path, strerror(errno));
+  else if (!S_ISREG(sb.st_mode))
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s is %s, not a regular file",
+                     path, file_kind(sb.st_mode));
+  else if (sb.st_size > TUNING_MAX_BYTES)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: %lld bytes, more than 1 MiB",
+                     path, (long long)sb.st_size);
+  else if (!(buf = malloc(TUNING_MAX_BYTES + 1)))
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory reading %s", path);
+  /* st_size is 0 for the files of /proc: the bound holds for what is read, too. */
+  while (st == ZCOLL_OK) {
+    ssize_t r = read(fd, buf + n, TUNING_MAX_BYTES + 1 - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0)
+      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: reading it: %s", path,
+                       strerror(errno));
+    else if ((n += (size_t)r) > TUNING_MAX_BYTES)
+      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: more than 1 MiB", path);
+    else if (r == 0)
+      break;
+  }
+  close(fd);
+  if (st != ZCOLL_OK) {
+    free(buf);
+    return st;
+  }
+  buf[n] = '\0';
+  *text = buf;
+  *len = n;
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
+  char *text = NULL;
+  size_t len = 0;
+  zcoll_status_t st = read_file(path, &text, &len);
+  if (st != ZCOLL_OK) return st;
   char line[512];
   int lineno = 0;
-  zcoll_status_t st = ZCOLL_OK;
-  while (st == ZCOLL_OK && fgets(line, sizeof(line), f)) {
+  for (const char *p = text, *end = text + len; st == ZCOLL_OK && p < end;) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    size_t chars = (size_t)((eol ? eol : end) - p);
+    const char *next = eol ? eol + 1 : end;
     lineno++;
+    /* Refused whole: a longer comment's tail read as a line of its own would be a rule. */
+    if (chars > sizeof(line) - 2) {
+      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "ZCOLL_TUNING_FILE %s line %d is longer than %zu characters", path,
+                       lineno, sizeof(line) - 2);
+      break;
+    }
+    if (memchr(p, '\0', chars)) {
+      st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "ZCOLL_TUNING_FILE %s line %d has a NUL byte: not a text file", path,
+                       lineno);
+      break;
+    }
+    memcpy(line, p, chars);
+    line[chars] = '\0';
+    p = next;
     char *hash = strchr(line, '#');
     if (hash) *hash = '\0';
     /* An optional first word names the collective: "broadcast", or "allreduce". */
@@ -93,7 +173,7 @@ static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
     else if (add_rule(sel, r))
       st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory reading %s", path);
   }
-  fclose(f);
+  free(text);
   return st;
 }
 

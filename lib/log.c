@@ -4,11 +4,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 _Atomic zcoll__log_level_t zcoll__log_level = ZCOLL_LOG_WARN;
@@ -158,9 +163,11 @@ void zcoll__log_set_subsys(unsigned mask) { log_subsys = mask; }
 static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int to_file;
 static char file_pattern[512];
-static struct {
+static struct log_file {
   char path[512];
-  int fd; /* -1: could not be opened (warned once), the lines go to stderr */
+  int fd;                /* -1: not opened, or its reader left (warned once): stderr */
+  int fifo;              /* a FIFO with a reader: fifo_write */
+  unsigned long dropped; /* lines the FIFO had no room for, not said yet */
 } files[LOG_FILES_MAX];
 static int nfiles;
 static int full_warned; /* the table is full: said once, stderr from then on */
@@ -227,29 +234,142 @@ static void write_all(int fd, const char *s, size_t n) {
   (void)w; /* nowhere left to report a failed log write */
 }
 
-/* The descriptor for this thread's lines, under files_lock. */
-static int file_fd(const char *rank) {
-  char path[512];
-  if (!expand(path, sizeof(path))) return STDERR_FILENO;
-  for (int i = 0; i < nfiles; i++)
-    if (!strcmp(files[i].path, path)) return files[i].fd >= 0 ? files[i].fd : STDERR_FILENO;
-  if (nfiles == LOG_FILES_MAX && full_warned++) return STDERR_FILENO;
-  int fd = -1, err = EMFILE;
-  if (nfiles < LOG_FILES_MAX) {
-    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
-    err = errno;
-    snprintf(files[nfiles].path, sizeof(files[nfiles].path), "%s", path);
-    files[nfiles++].fd = fd;
+int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t why_len) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags, 0666);
+  struct stat sb;
+  if (fd < 0) {
+    int err = errno;
+    if (err == ENXIO && stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) {
+      snprintf(why, why_len, "a FIFO with no reader");
+    } else {
+      errno = err; /* for %m: strerror is not thread-safe */
+      snprintf(why, why_len, "%m");
+    }
+    return -1;
   }
-  if (fd >= 0) return fd;
+  *fifo = fstat(fd, &sb) != 0 || S_ISFIFO(sb.st_mode);
+  /* A file or a device (a terminal, /dev/null) is written as stderr is: blocking, or a
+   * terminal stopped by ^S would fail the write. */
+  int fl = fcntl(fd, F_GETFL);
+  if (!*fifo && fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+/* A line of this file's own about the log file, with the prefix of every line. */
+__attribute__((format(printf, 5, 6))) static size_t own_line(char *out, size_t len,
+                                                              const char *rank, int line,
+                                                              const char *fmt, ...) {
+  int n = snprintf(out, len, "[zcoll %s:%d r%s] warn init lib/log.c:%d ", host_name(),
+                   (int)getpid(), rank, line);
+  if (n < 0 || (size_t)n >= len) return 0;
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(out + n, len - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (m < 0) return 0;
+  size_t end = (size_t)n + (size_t)m < len - 1 ? (size_t)n + (size_t)m : len - 2;
+  out[end] = '\n';
+  out[end + 1] = '\0';
+  return end + 1;
+}
+
+/* A write to a FIFO whose reader has left raises SIGPIPE, which by default ends the
+ * process; its disposition is the application's, so the signal is only blocked in this
+ * thread for the write, and taken back if the write raised it. */
+static ssize_t write_nosigpipe(int fd, const char *s, size_t n) {
+  sigset_t pipe_set, old, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  int was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+  ssize_t w = write(fd, s, n);
+  int err = errno;
+  if (w < 0 && err == EPIPE && !was_pending) {
+    static const struct timespec now = {0, 0};
+    sigtimedwait(&pipe_set, NULL, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = err;
+  return w;
+}
+
+/* How long a line waits for room in a FIFO whose reader is behind (README). */
+#define FIFO_WAIT_MS 100
+
+/* 1 if s went into lf's FIFO, 0 if there was no room within wait_ms, -1 if the reader
+ * has left: the file is closed, said on stderr, and its lines go there from now on. */
+static int fifo_put(struct log_file *lf, const char *rank, const char *s, size_t n,
+                    int wait_ms) {
+  ssize_t w = write_nosigpipe(lf->fd, s, n);
+  int err = errno;
+  if (w < 0 && err == EAGAIN && wait_ms > 0) {
+    struct pollfd p = {lf->fd, POLLOUT, 0};
+    if (poll(&p, 1, wait_ms) > 0) { /* room, or the reader left: POLLERR */
+      w = write_nosigpipe(lf->fd, s, n);
+      err = errno;
+    }
+  }
+  if (w >= 0) return 1;
+  if (err != EPIPE) return 0;
+  close(lf->fd);
+  lf->fd = -1;
+  char msg[768], lost[64] = "";
+  if (lf->dropped) snprintf(lost, sizeof(lost), " (%lu lines dropped before)", lf->dropped);
+  size_t m = own_line(msg, sizeof(msg), rank, __LINE__,
+                      "ZCOLL_LOG_FILE %s: its reader went away%s; logging to stderr", lf->path,
+                      lost);
+  write_all(STDERR_FILENO, msg, m);
+  return -1;
+}
+
+/* A FIFO's reader may stop reading yet keep it open, and a log write must not hold up
+ * the library (under files_lock, at that) for long: a line waits at most FIFO_WAIT_MS
+ * for room; from then on lines that do not fit are dropped at once and counted, until
+ * one fits again, in one write with a line saying how many were lost. A write of at most
+ * PIPE_BUF bytes goes in whole or not at all. */
+static void fifo_write(struct log_file *lf, const char *rank, const char *s, size_t n) {
+  char both[2304];
+  _Static_assert(sizeof(both) <= PIPE_BUF, "a FIFO write must be atomic");
+  const char *w = s;
+  size_t wn = n;
+  if (lf->dropped && n <= sizeof(both) - 768) {
+    wn = own_line(both, 768, rank, __LINE__,
+                  "%lu lines dropped: the reader of ZCOLL_LOG_FILE %s was not keeping up",
+                  lf->dropped, lf->path);
+    memcpy(both + wn, s, n);
+    w = both;
+    wn += n;
+  }
+  int put = fifo_put(lf, rank, w, wn, lf->dropped ? 0 : FIFO_WAIT_MS);
+  if (put == 1) lf->dropped = 0;
+  if (put == 0) lf->dropped++;
+  if (put < 0) write_all(STDERR_FILENO, s, n);
+}
+
+/* The file for this thread's lines, under files_lock; NULL for stderr. */
+static struct log_file *file_of(const char *rank) {
+  char path[512];
+  if (!expand(path, sizeof(path))) return NULL;
+  for (int i = 0; i < nfiles; i++)
+    if (!strcmp(files[i].path, path)) return files[i].fd >= 0 ? &files[i] : NULL;
+  if (nfiles == LOG_FILES_MAX && full_warned++) return NULL;
+  char why[256];
+  if (nfiles < LOG_FILES_MAX) {
+    struct log_file *lf = &files[nfiles++];
+    snprintf(lf->path, sizeof(lf->path), "%s", path);
+    lf->dropped = 0;
+    lf->fd = zcoll__open_output(path, O_APPEND, &lf->fifo, why, sizeof(why));
+    if (lf->fd >= 0) return lf;
+  } else {
+    errno = EMFILE; /* for %m: strerror is not thread-safe */
+    snprintf(why, sizeof(why), "%m");
+  }
   /* Once per path: the lines that follow still reach somebody. */
-  char msg[768];
-  errno = err; /* for %m: strerror is not thread-safe */
-  int n = snprintf(msg, sizeof(msg), "[zcoll %s:%d r%s] warn init lib/log.c:%d cannot open "
-                   "ZCOLL_LOG_FILE %s: %m; logging to stderr\n", host_name(), (int)getpid(),
-                   rank, __LINE__, path);
-  if (n > 0) write_all(STDERR_FILENO, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
-  return STDERR_FILENO;
+  char msg[1024];
+  size_t m = own_line(msg, sizeof(msg), rank, __LINE__,
+                      "cannot open ZCOLL_LOG_FILE %s: %s; logging to stderr", path, why);
+  write_all(STDERR_FILENO, msg, m);
+  return NULL;
 }
 
 static void vwrite_line(zcoll__log_level_t level, const char *file, int line, const char *fmt,
@@ -278,7 +398,11 @@ static void vwrite_line(zcoll__log_level_t level, const char *file, int line, co
     return;
   }
   pthread_mutex_lock(&files_lock);
-  write_all(file_fd(rank), out, (size_t)n);
+  struct log_file *lf = file_of(rank);
+  if (lf && lf->fifo)
+    fifo_write(lf, rank, out, (size_t)n);
+  else
+    write_all(lf ? lf->fd : STDERR_FILENO, out, (size_t)n);
   pthread_mutex_unlock(&files_lock);
 }
 

@@ -73,6 +73,12 @@ void zcoll__log_set_subsys(unsigned mask);
 int zcoll__log_check_file(const char *pattern, char *why, size_t why_len);
 /* Takes effect from the next line; files opened for an earlier pattern are closed. */
 void zcoll__log_set_file(const char *pattern);
+/* Opens a file the user named to write to (flags: O_APPEND or O_TRUNC) without waiting
+ * for a FIFO's reader (one with none is refused, "a FIFO with no reader" in why), never
+ * as the controlling terminal, not inherited by exec. A FIFO is left non-blocking, *fifo
+ * set, for the caller to decide; anything else blocks as usual. -1 with the reason in
+ * why if it cannot be opened. */
+int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t why_len);
 
 void zcoll__log_write(zcoll__log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

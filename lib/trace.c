@@ -2,8 +2,10 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -20,9 +22,19 @@ zcoll_status_t zcoll__trace_open(struct zcoll__trace *t, const char *prefix, int
   char path[600];
   snprintf(path, sizeof(path), "%s.%d.json", prefix, rank);
   memset(t, 0, sizeof(*t));
-  if (!(t->f = fopen(path, "w")))
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TRACE: cannot write %s: %s", path,
+  /* A FIFO nobody reads is refused rather than waited for. One with a reader is written
+   * blocking, as a pipe on stdout is: the trace is for somebody who reads it (README). */
+  char why[256];
+  int fifo, fd = zcoll__open_output(path, O_TRUNC, &fifo, why, sizeof(why));
+  if (fd < 0)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TRACE: cannot write %s: %s", path, why);
+  int fl = fcntl(fd, F_GETFL);
+  if (fifo && fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  if (!(t->f = fdopen(fd, "w"))) {
+    close(fd);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ZCOLL_TRACE: cannot write %s: %s", path,
                        strerror(errno));
+  }
   /* The trace is written as the pipeline runs: buffer generously, flush at the end. */
   setvbuf(t->f, NULL, _IOFBF, 1 << 20);
   t->rank = rank;

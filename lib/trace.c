@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,10 +23,17 @@ zcoll_status_t zcoll__trace_open(struct zcoll__trace *t, const char *prefix, int
   char path[600];
   snprintf(path, sizeof(path), "%s.%d.json", prefix, rank);
   memset(t, 0, sizeof(*t));
-  /* A FIFO nobody reads is refused rather than waited for. One with a reader is written
+  /* A FIFO nobody reads is not waited for: the trace goes to stderr instead, as the log
+   * does (a file that cannot be written at all fails init). One with a reader is written
    * blocking, as a pipe on stdout is: the trace is for somebody who reads it (README). */
   char why[256];
-  int fifo, fd = zcoll__open_output(path, O_TRUNC, &fifo, why, sizeof(why));
+  int fifo = 0, fd = zcoll__open_output(path, O_TRUNC, &fifo, why, sizeof(why));
+  if (fd < 0 && !strcmp(why, "a FIFO with no reader")) {
+    zcoll_log_warn("ZCOLL_TRACE: %s is a FIFO with no reader; tracing to stderr", path);
+    fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    fifo = 0;
+    if (fd < 0) snprintf(why, sizeof(why), "and stderr cannot be duplicated: %s", strerror(errno));
+  }
   if (fd < 0)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TRACE: cannot write %s: %s", path, why);
   int fl = fcntl(fd, F_GETFL);

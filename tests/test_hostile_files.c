@@ -378,17 +378,39 @@ Test(hostile_log, dev_null_and_dev_stderr_still_work, .init = make_dir, .fini = 
 
 /* ---- ZCOLL_TRACE ------------------------------------------------------------------ */
 
-/* As for any trace file that cannot be written: an init error, naming it. */
-Test(hostile_trace, fifo_without_reader_fails_init, .init = make_dir, .fini = remove_dir,
-     .timeout = WATCHDOG) {
+/* A FIFO nobody reads: the trace goes to stderr, with a warning, as the log does. */
+Test(hostile_trace, fifo_without_reader_falls_back_to_stderr, .init = make_dir,
+     .fini = remove_dir, .timeout = WATCHDOG) {
   const char *fifo = make_fifo("t.0.json");
+  const char *err_path = in_dir("stderr");
+  int saved = dup(STDERR_FILENO), err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  cr_assert(saved >= 0 && err >= 0);
+  fflush(stderr);
+  dup2(err, STDERR_FILENO);
   zcoll_comm_t *comm = NULL;
-  cr_assert_eq(init_with("none", "TRACE", in_dir("t"), &comm), ZCOLL_ERR_INVALID_ARG, "%s",
-               zcoll_last_error());
-  cr_expect_null(comm);
+  zcoll_status_t st = init_with("warn", "TRACE", in_dir("t"), &comm);
+  float x[16] = {0};
+  zcoll_status_t ast = st == ZCOLL_OK
+                           ? zcoll_allreduce(comm, ZCOLL_IN_PLACE, x, 16, ZCOLL_FLOAT32, ZCOLL_SUM)
+                           : st;
+  zcoll_status_t dst = st == ZCOLL_OK ? zcoll_comm_destroy(comm) : st;
+  dup2(saved, STDERR_FILENO);
+  close(saved), close(err);
+  cr_assert_eq(st, ZCOLL_OK, "%s", zcoll_last_error());
+  cr_expect_eq(ast, ZCOLL_OK);
+  cr_expect_eq(dst, ZCOLL_OK);
+  FILE *f = fopen(err_path, "r");
+  cr_assert_not_null(f);
+  static char text[1 << 16];
+  size_t n = fread(text, 1, sizeof(text) - 1, f);
+  fclose(f);
+  text[n] = '\0';
   char want[512];
-  snprintf(want, sizeof(want), "ZCOLL_TRACE: cannot write %s: a FIFO with no reader", fifo);
-  cr_expect(strstr(zcoll_last_error(), want), "'%s' lacks '%s'", zcoll_last_error(), want);
+  snprintf(want, sizeof(want), "ZCOLL_TRACE: %s is a FIFO with no reader; tracing to stderr",
+           fifo);
+  cr_expect(strstr(text, want), "stderr lacks '%s':\n%s", want, text);
+  cr_expect(strstr(text, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":["), "%s", text);
+  cr_expect(strstr(text, "\n]}\n"), "%s", text);
 }
 
 struct reader {

@@ -1,5 +1,6 @@
 /*
- * libFuzzer target: the rendezvous frame and handshake parsers (lib/bootstrap_wire.c).
+ * libFuzzer target: the rendezvous frame, handshake, goodbye and departure parsers
+ * (lib/bootstrap_wire.c).
  * These read bytes from anyone who can reach rank 0's port, before any authentication,
  * so they must never read out of bounds, hang or crash, whatever they are fed.
  *
@@ -33,6 +34,18 @@ static void payloads(const uint8_t *p, size_t len) {
   zcoll__bs_parse_proof(p, len, mac, &why);
   zcoll__bs_parse_abort(p, len, 7, &a);
   if (strnlen(a.text, sizeof(a.text)) == sizeof(a.text)) __builtin_trap(); /* terminated */
+  uint64_t n;
+  uint32_t rank;
+  if (!zcoll__bs_parse_bye(p, len, &n, &why)) {
+    uint8_t again[ZCOLL_BS_BYE_BYTES];
+    zcoll__bs_put_bye(again, n);
+    if (memcmp(again, p, sizeof(again)) != 0) __builtin_trap();
+  }
+  if (!zcoll__bs_parse_left(p, len, &rank, &n, &why)) {
+    uint8_t again[ZCOLL_BS_LEFT_BYTES];
+    zcoll__bs_put_left(again, rank, n);
+    if (memcmp(again, p, sizeof(again)) != 0) __builtin_trap();
+  }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

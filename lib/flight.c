@@ -36,8 +36,8 @@ void zcoll__flight_awaited(const struct run *r) {
   int k = 0;
   for (int j = 0; j < r->s->npeers && k < ZCOLL_FLIGHT_AWAIT; j++)
     if (r->e->awaited_ns[j])
-      atomic_store_explicit(&e->await[k++], r->s->peers[j], memory_order_relaxed);
-  if (k < ZCOLL_FLIGHT_AWAIT) atomic_store_explicit(&e->await[k], -1, memory_order_relaxed);
+      atomic_store_explicit(&e->await[k++], r->s->peers[j], memory_order_release);
+  if (k < ZCOLL_FLIGHT_AWAIT) atomic_store_explicit(&e->await[k], -1, memory_order_release);
 }
 
 /* An entry as a reader copied it. */
@@ -49,19 +49,21 @@ struct snap {
   int await[ZCOLL_FLIGHT_AWAIT];
 };
 
-/* Copies e into *s: 1, or 0 if it holds nothing or was being rewritten (a torn copy). */
+/* Copies e into *s: 1, or 0 if it holds nothing or was being rewritten (a torn copy).
+ * Acquire loads: none moves after the second look at the stamp, and a value of a new
+ * occupant brings its odd stamp along (flight.h). */
 static int snap_read(struct zcoll__flight_ent *e, struct snap *s) {
-  uint64_t st1 = atomic_load_explicit(&e->stamp, memory_order_acquire);
+  const memory_order acq = memory_order_acquire;
+  uint64_t st1 = atomic_load_explicit(&e->stamp, acq);
   if (!st1 || (st1 & 1)) return 0;
-  s->seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-  s->count = atomic_load_explicit(&e->count, memory_order_relaxed);
-  s->what = atomic_load_explicit(&e->what, memory_order_relaxed);
-  s->state = atomic_load_explicit(&e->state, memory_order_acquire); /* then its end time */
-  s->start_us = atomic_load_explicit(&e->start_us, memory_order_relaxed);
-  s->end_us = atomic_load_explicit(&e->end_us, memory_order_relaxed);
+  s->seq = atomic_load_explicit(&e->seq, acq);
+  s->count = atomic_load_explicit(&e->count, acq);
+  s->what = atomic_load_explicit(&e->what, acq);
+  s->state = atomic_load_explicit(&e->state, acq); /* then its end time */
+  s->start_us = atomic_load_explicit(&e->start_us, acq);
+  s->end_us = atomic_load_explicit(&e->end_us, acq);
   for (int k = 0; k < ZCOLL_FLIGHT_AWAIT; k++)
-    s->await[k] = atomic_load_explicit(&e->await[k], memory_order_relaxed);
-  atomic_thread_fence(memory_order_acquire); /* the copy is done before the stamp is read */
+    s->await[k] = atomic_load_explicit(&e->await[k], acq);
   return atomic_load_explicit(&e->stamp, memory_order_relaxed) == st1 && s->seq * 2 + 2 == st1;
 }
 

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "spawn.h"
+#include "zcoll.h"
 
 #define MAXR 4
 #define MAXE 128
@@ -227,4 +228,28 @@ Test(flight, off) {
   fclose(f);
   cleanup(dir, 2);
   free(dir);
+}
+
+/* Bad values are errors that name the problem: a recorder size out of range at config
+ * time, a file that cannot be written when the dump is asked for. */
+Test(flight, bad_settings_are_errors) {
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
+  cr_expect_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER", "-1"), ZCOLL_ERR_INVALID_ARG);
+  cr_expect(strstr(zcoll_last_error(), "ZCOLL_FLIGHT_RECORDER") != NULL, "%s",
+            zcoll_last_error());
+  cr_expect_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER", "2000000"), ZCOLL_ERR_INVALID_ARG);
+  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER_FILE", "/nonexistent/zcoll/fr"), ZCOLL_OK);
+  zcoll_comm_t *comm;
+  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_OK, "%s", zcoll_last_error());
+  float x = 1;
+  cr_expect_eq(zcoll_allreduce(comm, ZCOLL_IN_PLACE, &x, 1, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_OK);
+  cr_expect_eq(zcoll_comm_dump(comm), ZCOLL_ERR_INVALID_ARG);
+  cr_expect(strstr(zcoll_last_error(), "/nonexistent/zcoll/fr.0") != NULL, "%s",
+            zcoll_last_error());
+  cr_expect_eq(zcoll_comm_dump(NULL), ZCOLL_ERR_INVALID_ARG);
+  cr_expect_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+  zcoll_config_free(cfg);
 }

@@ -20,7 +20,7 @@
 #define MAXE 128
 
 struct entry {
-  long long seq;
+  long long seq, count;
   char kind[32], state[32];
   int await[8], nawait;
 };
@@ -70,7 +70,8 @@ static void parse(const char *path, int rank, struct dump *d) {
                   field(line, "state", e->state, sizeof(e->state)) &&
                   field(line, "awaiting", v, sizeof(v)),
               "%s", line);
-    e->seq = atoll(line + (strstr(line, " seq=") - line) + 5);
+    e->seq = atoll(strstr(line, " seq=") + 5);
+    e->count = atoll(strstr(line, " count=") + 7);
     for (char *p = v; *p && *p != '-' && e->nawait < 8; p += strcspn(p, ","), p += *p == ',')
       e->await[e->nawait++] = atoi(p);
   }
@@ -108,6 +109,10 @@ static void run(int np, const char *const *argv, const char *const *extra, int *
   }
 }
 
+/* Runs np ranks of argv (with a recorder file in a scratch directory and extra), expects
+ * each to exit 0, and parses each rank's last dump into d. */
+static void run_dumps(int np, const char *const *argv, const char *extra, struct dump *d);
+
 static char *scratch_dir(void) {
   char *dir = strdup("/tmp/zcoll_flight_XXXXXX");
   cr_assert(mkdtemp(dir));
@@ -119,29 +124,46 @@ static void cleanup(const char *dir, int np) {
   for (int r = 0; r < np; r++) {
     snprintf(p, sizeof(p), "%s/fr.%d", dir, r);
     unlink(p);
+    snprintf(p, sizeof(p), "%s/k.%d", dir, r); /* flight_skip's FLIGHT_SKIP_SYNC */
+    unlink(p);
   }
   rmdir(dir);
+}
+
+static void run_dumps(int np, const char *const *argv, const char *extra, struct dump *d) {
+  char *dir = scratch_dir();
+  char file[300], sync[300];
+  snprintf(file, sizeof(file), "ZCOLL_FLIGHT_RECORDER_FILE=%s/fr", dir);
+  snprintf(sync, sizeof(sync), "FLIGHT_SKIP_SYNC=%s", dir);
+  const char *env[] = {file, sync, extra, NULL};
+  int status[MAXR];
+  char *out[MAXR];
+  run(np, argv, env, status, out);
+  for (int r = 0; r < np; r++) {
+    cr_expect_eq(status[r], 0, "rank %d exited %d:\n%s", r, status[r], out[r]);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/fr.%d", dir, r);
+    parse(path, r, &d[r]);
+    free(out[r]);
+  }
+  cleanup(dir, np);
+  free(dir);
+}
+
+/* The entry of call seq in d, or NULL. */
+static struct entry *entry_of(struct dump *d, long long seq) {
+  for (int i = 0; i < d->n; i++)
+    if (d->e[i].seq == seq) return &d->e[i];
+  return NULL;
 }
 
 /* The reading the README explains: the rank behind is the one whose next collective is
  * the lowest; the call it misses is that number, as the ranks that made it recorded it. */
 Test(flight, names_the_rank_behind_and_its_call) {
   enum { NP = 4, SKIPPER = 2, K = 5 };
-  char *dir = scratch_dir();
-  char file[300];
-  snprintf(file, sizeof(file), "ZCOLL_FLIGHT_RECORDER_FILE=%s/fr", dir);
-  const char *extra[] = {file, "ZCOLL_TIMEOUT=2", NULL};
   const char *argv[] = {SP_PROG("flight_skip"), "skip", "2", "5", NULL};
-  int status[NP];
-  char *out[NP];
-  run(NP, argv, extra, status, out);
   struct dump d[NP];
-  for (int r = 0; r < NP; r++) {
-    cr_expect_eq(status[r], 0, "rank %d exited %d:\n%s", r, status[r], out[r]);
-    char path[300];
-    snprintf(path, sizeof(path), "%s/fr.%d", dir, r);
-    parse(path, r, &d[r]);
-  }
+  run_dumps(NP, argv, "ZCOLL_TIMEOUT=2", d);
   int behind = 0;
   for (int r = 1; r < NP; r++)
     if (d[r].next_seq < d[behind].next_seq) behind = r;
@@ -156,9 +178,7 @@ Test(flight, names_the_rank_behind_and_its_call) {
     cr_expect_eq(d[r].next_seq, K + 1, "rank %d: next_seq %lld", r, d[r].next_seq);
     cr_expect(!strcmp(d[r].trigger, "timeout") || !strcmp(d[r].trigger, "peer_failed"),
               "rank %d dumped on %s", r, d[r].trigger);
-    struct entry *e = NULL;
-    for (int i = 0; i < d[r].n; i++)
-      if (d[r].e[i].seq == missing) e = &d[r].e[i];
+    struct entry *e = entry_of(&d[r], missing);
     cr_assert(e, "rank %d recorded no call #%lld", r, missing);
     cr_expect_str_eq(e->kind, "allreduce", "rank %d: call #%lld is a %s", r, missing, e->kind);
     cr_expect_str_eq(e->state, "waiting", "rank %d: call #%lld %s", r, missing, e->state);
@@ -172,9 +192,41 @@ Test(flight, names_the_rank_behind_and_its_call) {
     }
   }
   cr_expect(named, "no rank names rank %d among the peers it awaits", SKIPPER);
-  for (int r = 0; r < NP; r++) free(out[r]);
-  cleanup(dir, NP);
-  free(dir);
+}
+
+/* A mismatch: every rank dumps once, on the mismatch (or the news of it), and the dumps
+ * show the counts each rank passed to the call that differs. */
+Test(flight, dumps_on_mismatch) {
+  enum { NP = 3, K = 2 };
+  const char *argv[] = {SP_PROG("flight_skip"), "mismatch", "2", NULL};
+  struct dump d[NP];
+  run_dumps(NP, argv, NULL, d);
+  int mismatch = 0;
+  for (int r = 0; r < NP; r++) {
+    mismatch |= !strcmp(d[r].trigger, "mismatch");
+    cr_expect(!strcmp(d[r].trigger, "mismatch") || !strcmp(d[r].trigger, "peer_failed"),
+              "rank %d dumped on %s", r, d[r].trigger);
+    cr_expect_eq(d[r].next_seq, K + 1);
+    struct entry *e = entry_of(&d[r], K);
+    cr_assert(e, "rank %d recorded no call #%d", r, K);
+    cr_expect_eq(e->count, r == 1 ? 512 : 1024, "rank %d: count %lld", r, e->count);
+  }
+  cr_expect(mismatch, "no rank dumped on the mismatch itself");
+}
+
+/* An abort: the aborting rank dumps (trigger=abort) before its call #K, the others dump on
+ * the news, inside it. */
+Test(flight, dumps_on_abort) {
+  enum { NP = 3, K = 2 };
+  const char *argv[] = {SP_PROG("flight_skip"), "abort", "2", NULL};
+  struct dump d[NP];
+  run_dumps(NP, argv, NULL, d);
+  for (int r = 0; r < NP; r++) {
+    cr_expect_str_eq(d[r].trigger, r == 1 ? "abort" : "peer_failed", "rank %d", r);
+    cr_expect_eq(d[r].next_seq, r == 1 ? K : K + 1, "rank %d: next_seq %lld", r,
+                 d[r].next_seq);
+    cr_expect_eq(d[r].last_done, K - 1);
+  }
 }
 
 /* flight_skip watch 3 on 2 ranks, dumping into dir (recorder: an extra variable). */

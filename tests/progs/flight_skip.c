@@ -9,7 +9,13 @@
  *   flight_skip watch K        2 ranks, K allreduces; in the next, rank 0 is blocked for
  *                              1.5 s waiting for rank 1 while another thread of rank 0
  *                              calls zcoll_comm_dump: it must return, long before the call.
- * Each rank prints "rank R: ..." and exits 0 when what it saw is as expected.
+ *   flight_skip mismatch K     K allreduces, then rank 1 passes half the count: every rank
+ *                              fails (MISMATCH or PEER_FAILED) and dumps.
+ *   flight_skip abort K        K allreduces, then rank 1 aborts (and dumps) while the others
+ *                              are in the next; they fail with PEER_FAILED and dump.
+ * Each rank prints "rank R: ..." and exits 0 when what it saw is as expected. With
+ * FLIGHT_SKIP_SYNC=DIR, rank 1 makes its fault only once every rank has returned from
+ * call K-1 (each touches DIR/k.RANK): failure news must not reach a rank still in it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -29,13 +35,31 @@ static double now(void) {
 }
 
 /* One allreduce, its result checked against the closed form sum over ranks of (r + i). */
-static zcoll_status_t one(zcoll_comm_t *comm, float *s, float *r, int *bad) {
+static zcoll_status_t one_n(zcoll_comm_t *comm, float *s, float *r, int *bad, size_t n) {
   int rank = zcoll_comm_rank(comm), size = zcoll_comm_size(comm);
-  for (int i = 0; i < COUNT; i++) s[i] = (float)(rank + i % 7);
-  zcoll_status_t st = zcoll_allreduce(comm, s, r, COUNT, ZCOLL_FLOAT32, ZCOLL_SUM);
-  for (int i = 0; st == ZCOLL_OK && i < COUNT; i++)
+  for (size_t i = 0; i < n; i++) s[i] = (float)(rank + i % 7);
+  zcoll_status_t st = zcoll_allreduce(comm, s, r, n, ZCOLL_FLOAT32, ZCOLL_SUM);
+  for (size_t i = 0; st == ZCOLL_OK && i < n; i++)
     if (r[i] != (float)(size * (size - 1) / 2 + size * (i % 7))) *bad = 1;
   return st;
+}
+
+static zcoll_status_t one(zcoll_comm_t *comm, float *s, float *r, int *bad) {
+  return one_n(comm, s, r, bad, COUNT);
+}
+
+/* Every rank has returned from its first k calls: they are all in call k or about to be. */
+static void sync_point(int rank, int size, int wait) {
+  const char *dir = getenv("FLIGHT_SKIP_SYNC");
+  if (!dir) return;
+  char path[512];
+  snprintf(path, sizeof(path), "%s/k.%d", dir, rank);
+  FILE *f = fopen(path, "w");
+  if (f) fclose(f);
+  for (int r = 0; wait && r < size; r++) {
+    snprintf(path, sizeof(path), "%s/k.%d", dir, r);
+    for (double t0 = now(); access(path, F_OK) != 0 && now() - t0 < 60;) usleep(10 * 1000);
+  }
 }
 
 struct watcher {
@@ -55,8 +79,10 @@ static void *watch(void *arg) {
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   int watch_mode = strcmp(argv[1], "watch") == 0;
-  int skipper = watch_mode ? -1 : atoi(argv[2]);
-  int k = atoi(argv[watch_mode ? 2 : 3]);
+  int mismatch = strcmp(argv[1], "mismatch") == 0, abort_mode = strcmp(argv[1], "abort") == 0;
+  int two_args = watch_mode || mismatch || abort_mode;
+  int skipper = two_args ? -1 : atoi(argv[2]);
+  int k = atoi(argv[two_args ? 2 : 3]);
   zcoll_comm_t *comm;
   if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) {
     fprintf(stderr, "flight_skip: init: %s\n", zcoll_last_error());
@@ -69,7 +95,19 @@ int main(int argc, char **argv) {
       printf("rank %d: allreduce %d: %s\n", rank, i, bad ? "wrong" : zcoll_comm_last_error(comm));
       return 1;
     }
-  if (watch_mode) {
+  if (mismatch || abort_mode) sync_point(rank, zcoll_comm_size(comm), rank == 1);
+  if (abort_mode && rank == 1) {
+    zcoll_status_t st = zcoll_comm_abort(comm);
+    printf("rank 1: abort %s\n", zcoll_strerror(st));
+    free(s);
+    free(r);
+    return st == ZCOLL_OK ? 0 : 1;
+  }
+  if (mismatch || abort_mode) {
+    zcoll_status_t st = one_n(comm, s, r, &bad, mismatch && rank == 1 ? COUNT / 2 : COUNT);
+    ok = st == ZCOLL_ERR_MISMATCH || st == ZCOLL_ERR_PEER_FAILED;
+    printf("rank %d: allreduce %d %s\n", rank, k, zcoll_strerror(st));
+  } else if (watch_mode) {
     struct watcher w = {comm, ZCOLL_IN_PROGRESS, 0};
     pthread_t t;
     if (rank == 0) pthread_create(&t, NULL, watch, &w);

@@ -181,6 +181,16 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
  * running. Unlike abort it cannot know whether comm still exists: not after destroy has
  * returned. */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
+/* The flight recorder (ZCOLL_FLIGHT_RECORDER=N, default 64): comm's last N collectives,
+ * oldest first, one "zcoll flight rank=R seq=S kind=... state=... awaiting=..." line each
+ * after a header line "zcoll flight rank=R size=P next_seq=S last_done=S state=...", to the
+ * log at warn level and appended to ZCOLL_FLIGHT_RECORDER_FILE.<rank> if set. From any
+ * thread at any time, also while another thread is blocked in a call on comm (not from a
+ * signal handler); it takes no lock and changes nothing. The same dump is made by itself,
+ * once, when comm breaks (timeout, peer failure, mismatch) or is aborted. README.md's
+ * "Flight recorder" says how to read a hung job's dumps. ZCOLL_ERR_INVALID_ARG if the
+ * file cannot be written. */
+ZCOLL_API zcoll_status_t zcoll_comm_dump(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:
  * "shm", "verbs", "shm+verbs", "shm+ucx", ... (ZCOLL_LOG=info says which peer uses what). */

@@ -84,6 +84,7 @@ zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st) {
            comm->rank, (unsigned long long)comm->ordinal, zcoll__last_error());
   comm->ordinal++;
   zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_MISMATCH, why); /* the first news is what peers see */
+  zcoll__flight_dump_failure(comm, st, NULL);
   if (!comm->active) {
     comm->broken = st;
     return st;

@@ -58,6 +58,7 @@ static void release(zcoll_comm_t *comm, int local) {
   free(comm->pollfds);
   if (comm->wake_fd >= 0) close(comm->wake_fd);
   zcoll__trace_close(&comm->trace);
+  zcoll__flight_close(&comm->flight);
   zcoll__selector_free(&comm->selector);
   zcoll_config_free(comm->cfg);
   free(comm);
@@ -119,6 +120,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if ((st = zcoll__bootstrap_barrier(comm->bs)) != ZCOLL_OK) goto fail_abort;
   if (comm->cfg->trace[0] &&
       (st = zcoll__trace_open(&comm->trace, comm->cfg->trace, comm->rank)) != ZCOLL_OK)
+    goto fail_abort;
+  if ((st = zcoll__flight_open(&comm->flight, (unsigned)comm->cfg->flight_n)) != ZCOLL_OK)
     goto fail_abort;
   if (comm->cfg->progress == ZCOLL_PROGRESS_THREAD &&
       (st = zcoll__progress_thread_start(comm)) != ZCOLL_OK)
@@ -235,6 +238,7 @@ zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
   if (st == ZCOLL_IN_PROGRESS) return ZCOLL_OK;
   if (st != ZCOLL_OK) return st;
   if (zcoll__guard_forked(comm)) return release_in_child(comm);
+  zcoll__flight_dump_failure(comm, ZCOLL_ERR_PEER_FAILED, "abort");
   zcoll_comm_revoke(comm);
   if (!zcoll__guard_take_over(comm, ABORT_WAIT_S)) {
     zcoll__registry_abort_cancel(comm);

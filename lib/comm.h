@@ -18,6 +18,7 @@
 #include "launch.h"
 #include "rcache.h"
 #include "schedule.h"
+#include "flight.h"
 #include "trace.h"
 #include "transport.h"
 
@@ -135,6 +136,7 @@ struct zcoll_comm {
   struct zcoll__rcache *rcache; /* verbs: user buffers kept registered; NULL: none */
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
+  struct zcoll__flight flight;    /* ZCOLL_FLIGHT_RECORDER: the last collectives (flight.h) */
   /* The collectives in flight, oldest first (exec_queue.c); the placement hook finds
    * among them the one a piece is for. */
   struct run *active, *active_tail;

@@ -228,6 +228,17 @@ static int parse_root(const char *text, void *dst, size_t size, char *why, size_
   return parse_string(text, dst, size, why, why_len);
 }
 
+/* Bounded: an entry is 64 bytes, and a dump prints every one. */
+#define FLIGHT_MAX (1 << 20)
+static int parse_flight(const char *text, void *dst, size_t size, char *why, size_t why_len) {
+  if (parse_int(text, dst, size, why, why_len)) return -1;
+  if (*(int *)dst < 0 || *(int *)dst > FLIGHT_MAX) {
+    snprintf(why, why_len, "must be in 0..%d", FLIGHT_MAX);
+    return -1;
+  }
+  return 0;
+}
+
 static int parse_chunk(const char *text, void *dst, size_t size, char *why, size_t why_len) {
   if (parse_bytes(text, dst, size, why, why_len)) return -1;
   size_t v = *(size_t *)dst;
@@ -304,6 +315,15 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("RCACHE_MAX_BYTES", "1G", "verbs: bytes of user buffers kept registered between calls "
       "(sent without staging; invalidated through libucm); 0: stage every send",
       rcache_max_bytes, parse_bytes),
+    /* 64: a training step's gradient buckets and the calls in flight, back far enough to
+     * hold the call the slowest rank has not made; 4 KiB a communicator. */
+    F("FLIGHT_RECORDER", "64", "collectives each communicator remembers (number, kind, count, "
+      "dtype, op, algorithm, state, peers awaited, times) and dumps on a timeout, a peer "
+      "failure, a mismatch, an abort or zcoll_comm_dump; 0: off",
+      flight_n, parse_flight),
+    F("FLIGHT_RECORDER_FILE", "", "file prefix: each rank appends its flight recorder dumps "
+      "to <prefix>.<rank> (else they go to the log only: at info level after a failure, at "
+      "warn for zcoll_comm_dump)", flight_file, parse_string),
 };
 
 static const struct field *find_field(const char *name) {

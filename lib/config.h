@@ -11,7 +11,7 @@
 
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-#define ZCOLL_CONFIG_NFIELDS 26
+#define ZCOLL_CONFIG_NFIELDS 28
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -38,6 +38,8 @@ struct zcoll_config {
   int spin_us;
   int yield_us;
   size_t rcache_max_bytes; /* registration cache bound (verbs); 0: no cache */
+  int flight_n;            /* flight recorder entries per communicator; 0: off */
+  char flight_file[512];   /* "": dumps to the log only; else <prefix>.<rank> too */
   char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
   unsigned char explicit_[ZCOLL_CONFIG_NFIELDS]; /* set from the environment or code */
 };

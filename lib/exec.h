@@ -57,6 +57,7 @@ struct run {
   zcoll_op_t op;
   const struct zcoll__op_def *uop; /* a created op (op.h), else NULL */
   uint64_t ordinal;              /* this collective's number on the communicator */
+  struct zcoll__flight_ent *fl;  /* its flight recorder entry; NULL: off */
   struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
   uint64_t fp;                   /* desc's fingerprint */
   int remaining;

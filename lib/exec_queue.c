@@ -97,6 +97,7 @@ zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct run *r, const struct 
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
                          zcoll__trace_now(), -1, 0);
     r->status = ZCOLL_OK;
+    zcoll__flight_end(r->fl, ordinal, ZCOLL_OK);
     atomic_store_explicit(&r->ended, 1, memory_order_release);
     return ZCOLL_OK;
   }
@@ -115,6 +116,7 @@ void zcoll__reap(zcoll_comm_t *comm) {
     if (r->remaining == 0) {
       if (r->ngkeys) zcoll__run_drop_grants(r);
       r->status = ZCOLL_OK;
+      zcoll__flight_end(r->fl, r->ordinal, ZCOLL_OK);
       atomic_store_explicit(&r->ended, 1, memory_order_release);
       if (prev)
         prev->next = next;
@@ -137,6 +139,7 @@ void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
     zcoll__grant_revoke(comm, r->grant);
     if (r->ngkeys) zcoll__run_drop_grants(r);
     r->status = st;
+    zcoll__flight_end(r->fl, r->ordinal, st);
     atomic_store_explicit(&r->ended, 1, memory_order_release);
     r->next = NULL;
   }

@@ -38,6 +38,7 @@ static void note_waits(const struct run *r, int64_t now) {
     else if (!r->e->awaited_ns[j])
       r->e->awaited_ns[j] = now;
   }
+  if (r->fl) zcoll__flight_awaited(r);
 }
 
 /* The peer to blame for a timeout: the one awaited longest. A stopped rank's neighbours
@@ -237,6 +238,7 @@ zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st) {
       if (comm->tlis[k].ops->quiesce) comm->tlis[k].ops->quiesce(comm->tlis[k].tl);
     zcoll__log_mute(0);
     zcoll__record_error(st, "%s", why);
+    zcoll__flight_dump_failure(comm, st, NULL);
   }
   return st;
 }

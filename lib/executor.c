@@ -482,6 +482,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
     e->chan[j] = ci;
     e->peer_of_chan[ci] = j;
   }
+  r->fl = zcoll__flight_start(&comm->flight, ordinal, desc);
   return ZCOLL_OK;
 }
 
@@ -584,6 +585,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   comm->active = comm->active_tail = NULL;
   if (r.ngkeys) zcoll__run_drop_grants(&r);
   r.status = ZCOLL_OK;
+  zcoll__flight_end(r.fl, ordinal, ZCOLL_OK);
   if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__trace_now(),
                        -1, 0);

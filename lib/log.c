@@ -73,6 +73,7 @@ static const struct {
     {"lib", "vec", ZCOLL_LOG_SUBSYS_COLL},
     {"lib", "progress_thread", ZCOLL_LOG_SUBSYS_COLL},
     {"lib", "trace", ZCOLL_LOG_SUBSYS_COLL},
+    {"lib", "flight", ZCOLL_LOG_SUBSYS_COLL},
     {"lib", "stats", ZCOLL_LOG_SUBSYS_COLL},
     {"lib", "mr", ZCOLL_LOG_SUBSYS_MEM},
     {"lib", "rcache", ZCOLL_LOG_SUBSYS_MEM},

@@ -15,7 +15,7 @@
  *   net   every file of transports/, lib/transport*, ucx_dlopen*, evq*  (the networks)
  *   coll  algorithms/ but select*, lib/allreduce*, broadcast*, executor*, exec_*,
  *         schedule*, channel*, grant*, request*, place*, reduce*, op.*, copy*, vec*,
- *         progress_thread*, trace*, stats*                  (running collectives)
+ *         progress_thread*, trace*, flight*, stats*         (running collectives)
  *   tune  algorithms/select*, lib/diag*                   (which algorithm, chunk)
  *   mem   lib/mr*, rcache*                                (registration, its cache)
  *   init  lib/comm*, config*, node*, guard*, status*, log* (communicator lifecycle)

@@ -50,6 +50,7 @@ _PROTOTYPES = {
     "zcoll_comm_destroy": (_status, [_handle]),
     "zcoll_comm_abort": (_status, [_handle]),
     "zcoll_comm_revoke": (_status, [_handle]),
+    "zcoll_comm_dump": (_status, [_handle]),
     "zcoll_comm_last_error": (c_char_p, [_handle]),
     "zcoll_comm_transport": (c_char_p, [_handle]),
     "zcoll_comm_device": (c_char_p, [_handle]),

@@ -286,6 +286,14 @@ class Comm:
         if st:
             raise error(st)
 
+    def dump(self):
+        """The flight recorder (ZCOLL_FLIGHT_RECORDER): the last collectives, to the log and
+        to ZCOLL_FLIGHT_RECORDER_FILE.<rank>. From any thread, also while another is blocked
+        in a call on this communicator."""
+        st = lib.zcoll_comm_dump(self._live(self._ptr))
+        if st:
+            raise error(st)
+
     def __enter__(self):
         return self
 

@@ -4,9 +4,13 @@
  * ranks are threads over the loopback transport, each with a progress thread
  * (ZCOLL_PROGRESS=thread) or without, so the application's calls, the progress threads
  * and the ranks all race if they can; and the vector interface's tasks (threads that
- * commit) with them. Exit status 0 when every scenario passed.
+ * commit) with them; and a thread that dumps the flight recorder while its rank runs
+ * them. Exit status 0 when every scenario passed.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "../requests_bodies.h"
 #include "../vec_bodies.h"
@@ -28,6 +32,51 @@ static int run(const char *what, int p, rt_body body, void *arg, const char *pro
   return f != 0;
 }
 
+/* A thread dumping the rank's flight recorder over and over while the rank runs many_body:
+ * with 4 entries, the dumps read entries being rewritten (zcoll_comm_dump skips those). */
+struct dumper {
+  zcoll_comm_t *comm;
+  atomic_int stop, bad;
+};
+
+static void *dump_loop(void *arg) {
+  struct dumper *d = arg;
+  while (!atomic_load(&d->stop)) {
+    if (zcoll_comm_dump(d->comm) != ZCOLL_OK) atomic_store(&d->bad, 1);
+    usleep(200); /* the ranks need the cores more */
+  }
+  return NULL;
+}
+
+static void dump_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  struct dumper d = {.comm = comm};
+  pthread_t t;
+  if (pthread_create(&t, NULL, dump_loop, &d)) {
+    rt_fail(job, rank, "pthread_create failed");
+    return;
+  }
+  many_body(job, rank, comm);
+  atomic_store(&d.stop, 1);
+  pthread_join(t, NULL);
+  if (atomic_load(&d.bad)) rt_fail(job, rank, "zcoll_comm_dump failed during collectives");
+}
+
+static int run_dump(int p, const char *progress) {
+  struct rt_job job = {.size = p, .body = dump_body};
+  static const char *const set[][2] = {{"FLIGHT_RECORDER", "4"}, {"LOG", "error"},
+                                       {"CHUNK_BYTES", "4096"}};
+  for (int i = 0; i < 3; i++) {
+    job.settings[i][0] = set[i][0];
+    job.settings[i][1] = set[i][1];
+  }
+  job.settings[3][0] = "PROGRESS";
+  job.settings[3][1] = progress;
+  unsigned long f = rt_run(&job);
+  printf("%-10s p=%d %-7s %-9s %s%s\n", "dump", p, progress, "auto", f ? "FAILED: " : "ok",
+         f ? job.first : "");
+  return f != 0;
+}
+
 int main(void) {
   int bad = 0;
   static const char *const algos[] = {"ring", "butterfly", "tree"};
@@ -41,6 +90,8 @@ int main(void) {
   /* task threads commit while the rank's thread gets and the progress thread pumps */
   bad += run("vec", 3, two_keys_body, NULL, "thread", "auto");
   bad += run("vec", 2, two_keys_body, NULL, "caller", "auto");
+  bad += run_dump(3, "thread");
+  bad += run_dump(2, "caller");
   printf("requests_tsan: %s\n", bad ? "FAILED" : "all passed");
   return bad != 0;
 }

@@ -190,3 +190,12 @@ zcoll_status_t zcoll__registry_abort_begin(struct zcoll_comm *comm, double secon
                        seconds);
   return ZCOLL_IN_PROGRESS;
 }
+
+zcoll_status_t zcoll__registry_hold(struct zcoll_comm *comm, const char *fn) {
+  lock();
+  if (find(comm)) return ZCOLL_OK;
+  pthread_mutex_unlock(&mu);
+  return unknown(fn);
+}
+
+void zcoll__registry_unhold(void) { pthread_mutex_unlock(&mu); }

@@ -45,4 +45,10 @@ zcoll_status_t zcoll__registry_abort_begin(struct zcoll_comm *comm, double secon
 /* Abort gave up before freeing (the call inside did not leave): comm stays alive. */
 void zcoll__registry_abort_cancel(struct zcoll_comm *comm);
 
+/* For a call from any thread at any time (zcoll_comm_dump): ZCOLL_OK if comm is alive,
+ * and then it stays so (destroy and abort wait) until zcoll__registry_unhold; else an
+ * error naming fn, and nothing is held. */
+zcoll_status_t zcoll__registry_hold(struct zcoll_comm *comm, const char *fn);
+void zcoll__registry_unhold(void);
+
 #endif

@@ -1,6 +1,7 @@
 /* flight.c -- the flight recorder's entries, and its dump: to the log, and to
  * ZCOLL_FLIGHT_RECORDER_FILE.<rank> when set. */
 #include "flight.h"
+#include "comm_registry.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -216,11 +217,16 @@ static int dump_out(zcoll_comm_t *comm, const char *text, zcoll__log_level_t lev
 
 zcoll_status_t zcoll_comm_dump(zcoll_comm_t *comm) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_dump: comm is NULL");
+  /* Any thread, any time: a destroy or abort on another thread must not free comm while
+   * it is read here, and a handle already freed is refused, not read. */
+  zcoll_status_t st = zcoll__registry_hold(comm, "zcoll_comm_dump");
+  if (st != ZCOLL_OK) return st;
   char *text = dump_text(comm, "request");
-  if (!text) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_dump: out of memory");
   char path[600];
   /* Asked for: shown at the default level. */
-  int rc = dump_out(comm, text, ZCOLL_LOG_WARN, path, sizeof(path));
+  int rc = text ? dump_out(comm, text, ZCOLL_LOG_WARN, path, sizeof(path)) : 0;
+  zcoll__registry_unhold();
+  if (!text) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_dump: out of memory");
   free(text);
   if (rc)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_FLIGHT_RECORDER_FILE: cannot write %s: %s",

@@ -54,8 +54,10 @@ static void parse(const char *path, int rank, struct dump *d) {
   while (fgets(line, sizeof(line), f)) {
     if (strncmp(line, "zcoll flight rank=", 18) != 0) continue;
     cr_assert_eq(atoi(line + 18), rank, "%s names another rank: %s", path, line);
-    if (strstr(line, " size=")) { /* a header: a later dump replaces an earlier one */
-      memset(d, 0, sizeof(*d));
+    /* A header. The first dump is the one that explains: a rank that hears of the failure
+     * only in its destroy dumps once more there (trigger peer_failed). */
+    if (strstr(line, " size=")) {
+      if (d->found) break;
       d->found = 1;
       cr_assert(field(line, "next_seq", v, sizeof(v)), "%s", line);
       d->next_seq = atoll(v);
@@ -110,7 +112,7 @@ static void run(int np, const char *const *argv, const char *const *extra, int *
 }
 
 /* Runs np ranks of argv (with a recorder file in a scratch directory and extra), expects
- * each to exit 0, and parses each rank's last dump into d. */
+ * each to exit 0, and parses each rank's first dump into d. */
 static void run_dumps(int np, const char *const *argv, const char *extra, struct dump *d);
 
 static char *scratch_dir(void) {

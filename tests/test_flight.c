@@ -25,7 +25,7 @@ struct entry {
   int await[8], nawait;
 };
 
-/* A rank's last dump: its header and entries. */
+/* A rank's first dump: its header and entries. */
 struct dump {
   int found;
   long long next_seq, last_done;

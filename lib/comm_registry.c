@@ -27,7 +27,7 @@ struct creation {
 /* Everything under one lock: a few communicators per process, touched at init, destroy
  * and abort only -- never on a collective's path. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gone; /* a communicator left the live set */
+static pthread_cond_t gone; /* a communicator left the live set, or is alive again */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct live *lives;
 static int nlives, cap_lives;
@@ -140,7 +140,10 @@ zcoll_status_t zcoll__registry_destroy_begin(struct zcoll_comm *comm) {
 static void set_state(struct zcoll_comm *comm, int from, int to) {
   lock();
   struct live *l = find(comm);
-  if (l && l->state == from) l->state = to;
+  if (l && l->state == from) {
+    l->state = to;
+    pthread_cond_broadcast(&gone); /* an abort waiting for the call that gave up takes over */
+  }
   pthread_mutex_unlock(&mu);
 }
 
@@ -180,8 +183,17 @@ zcoll_status_t zcoll__registry_abort_begin(struct zcoll_comm *comm, double secon
   clock_gettime(CLOCK_MONOTONIC, &until);
   until.tv_sec += (time_t)seconds;
   int rc = 0;
-  while (find(comm) && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&gone, &mu, &until);
-  int still = find(comm) != NULL;
+  while ((l = find(comm)) && rc != ETIMEDOUT) {
+    /* The destroy (or the other abort) gave up before freeing -- a request in flight, a
+     * call running: nobody else will free comm now, so this abort does. */
+    if (l->state == ALIVE) {
+      l->state = ABORTING;
+      pthread_mutex_unlock(&mu);
+      return ZCOLL_OK;
+    }
+    rc = pthread_cond_timedwait(&gone, &mu, &until);
+  }
+  int still = l != NULL;
   pthread_mutex_unlock(&mu);
   if (still)
     return zcoll__fail(ZCOLL_ERR_TIMEOUT,

@@ -39,8 +39,9 @@ void zcoll__registry_remove(struct zcoll_comm *comm);
 /* zcoll_comm_abort's first step. ZCOLL_OK: comm is alive and now marked as being
  * aborted, the caller frees it. ZCOLL_IN_PROGRESS: destroy was running on another
  * thread; comm has been revoked (so that destroy ends now with ZCOLL_ERR_PEER_FAILED
- * and tells the peers) and destroy has freed it within `seconds`. Else an error
- * (recorded): not a live communicator, or destroy did not end in time. */
+ * and tells the peers) and destroy has freed it within `seconds`. ZCOLL_OK too when that
+ * call gave up without freeing (destroy refused, comm alive again): abort frees it. Else
+ * an error (recorded): not a live communicator, or destroy did not end in time. */
 zcoll_status_t zcoll__registry_abort_begin(struct zcoll_comm *comm, double seconds);
 /* Abort gave up before freeing (the call inside did not leave): comm stays alive. */
 void zcoll__registry_abort_cancel(struct zcoll_comm *comm);

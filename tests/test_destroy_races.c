@@ -184,6 +184,79 @@ Test(destroy_races, leave_early_rank0, .timeout = 120) { run_leave_early(3, 0, "
 Test(destroy_races, leave_early_rank1_pt, .timeout = 120) { run_leave_early(3, 1, "thread"); }
 Test(destroy_races, leave_early_rank0_pt, .timeout = 120) { run_leave_early(3, 0, "thread"); }
 
+/* ---- abort while a destroy on another thread gives up ----------------------------- */
+
+/* A destroy refused because a request is still in flight leaves the communicator alive
+ * (zcoll.h: "nothing was destroyed"). A watchdog's abort that came during that refused
+ * destroy must then abort it itself, not wait 10 s for a destroy that will not come and
+ * return ZCOLL_ERR_TIMEOUT with the communicator revoked but alive. The destroy is
+ * retried in a loop so that the abort lands inside one. */
+struct refused {
+  atomic_int stop;
+  zcoll_status_t abort_st;
+  double abort_took;
+};
+
+struct refused_job {
+  struct refused f;
+  zcoll_comm_t *comm1;
+};
+
+static void *abort_after_50ms(void *arg) {
+  struct refused_job *rj = arg;
+  nap_ms(50);
+  double t = sp_now_();
+  rj->f.abort_st = zcoll_comm_abort(rj->comm1);
+  rj->f.abort_took = sp_now_() - t;
+  atomic_store(&rj->f.stop, 1);
+  return NULL;
+}
+
+static void refused_destroy(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  struct refused_job *rj = job->arg;
+  job->released[rank] = 1;
+  double buf[16] = {0};
+  if (rank == 0) {
+    /* joins the allreduce only after the abort: it fails then, naming rank 1 */
+    while (!atomic_load(&rj->f.stop)) nap_ms(5);
+    zcoll_allreduce(comm, ZCOLL_IN_PLACE, buf, 16, ZCOLL_FLOAT64, ZCOLL_SUM);
+    zcoll_comm_destroy(comm);
+    return;
+  }
+  zcoll_request_t *req;
+  if (zcoll_iallreduce(comm, ZCOLL_IN_PLACE, buf, 16, ZCOLL_FLOAT64, ZCOLL_SUM, &req) !=
+      ZCOLL_OK) {
+    rt_fail(job, rank, "iallreduce");
+    atomic_store(&rj->f.stop, 1);
+    return;
+  }
+  rj->comm1 = comm;
+  pthread_t th;
+  pthread_create(&th, NULL, abort_after_50ms, rj);
+  int refusals = 0;
+  while (!atomic_load(&rj->f.stop)) {
+    zcoll_status_t st = zcoll_comm_destroy(comm);
+    if (st != ZCOLL_ERR_INVALID_ARG) break;
+    if (!strstr(zcoll_last_error(), "still in flight")) break; /* aborted meanwhile */
+    refusals++;
+  }
+  pthread_join(th, NULL);
+  cr_log_info("%d refused destroys; abort %s after %.3f s", refusals,
+              zcoll_strerror(rj->f.abort_st), rj->f.abort_took);
+}
+
+Test(destroy_races, abort_during_a_refused_destroy, .timeout = 60) {
+  struct refused_job rj = {0};
+  struct rt_job job = {.size = 2, .body = refused_destroy, .arg = &rj};
+  job.settings[0][0] = "TIMEOUT";
+  job.settings[0][1] = "30";
+  rt_run(&job);
+  close(job.lfd);
+  cr_expect_eq(rj.f.abort_st, ZCOLL_OK, "abort returned %s after %.1f s",
+               zcoll_strerror(rj.f.abort_st), rj.f.abort_took);
+  cr_expect_lt(rj.f.abort_took, 5.0);
+}
+
 /* ---- destroy after different numbers of collectives: MISMATCH everywhere ------------- */
 
 struct counted {

@@ -81,8 +81,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->size = comm->cfg->size;
   /* Two threads creating as the same rank of the same job would pair with the other
    * processes' threads in no defined way: refuse the second, before it talks to anyone. */
-  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root, comm->cfg->job_id,
-                                     &token)) != ZCOLL_OK)
+  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root,
+                                     comm->cfg->root_fd, comm->cfg->job_id, &token)) != ZCOLL_OK)
     goto fail;
   if (!(comm->pollfds = calloc((size_t)comm->size + 1 + ZCOLL_TL_MAX, sizeof(*comm->pollfds)))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");

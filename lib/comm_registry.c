@@ -64,8 +64,15 @@ static struct live *find(const struct zcoll_comm *comm) {
   return NULL;
 }
 
-zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root, const char *job_id,
-                                        int *token) {
+zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root_given, int root_fd,
+                                        const char *job_id, int *token) {
+  /* A rank 0 given only its listening socket is told apart by it: two such jobs are two
+   * jobs, however alike their settings. */
+  char root[sizeof(creations->root)];
+  if (root_given[0] || root_fd < 0)
+    snprintf(root, sizeof(root), "%s", root_given);
+  else
+    snprintf(root, sizeof(root), "the socket ZCOLL_ROOT_FD=%d", root_fd);
   lock();
   for (int i = 0; i < ncreations; i++) {
     const struct creation *c = &creations[i];

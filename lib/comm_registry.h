@@ -19,11 +19,12 @@
 struct zcoll_comm;
 
 /* A creation as rank `rank` of the job whose rendezvous is `root` (host:port, or "" when
- * a launcher gives it) and id `job_id`: ZCOLL_OK, with *token to pass to
- * zcoll__registry_created; or ZCOLL_ERR_INVALID_ARG when another thread of this process
- * is creating a communicator as that rank of that job. */
-zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root, const char *job_id,
-                                        int *token);
+ * a launcher gives it, or rank 0's inherited listening socket root_fd when that is all it
+ * has) and id `job_id`: ZCOLL_OK, with *token to pass to zcoll__registry_created; or
+ * ZCOLL_ERR_INVALID_ARG when another thread of this process is creating a communicator as
+ * that rank of that job. */
+zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root, int root_fd,
+                                        const char *job_id, int *token);
 /* The creation `token` is over: comm (NULL if it failed) is alive from now on. */
 void zcoll__registry_created(int token, struct zcoll_comm *comm);
 

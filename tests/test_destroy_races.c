@@ -287,3 +287,64 @@ Test(destroy_races, different_counts_mismatch, .timeout = 60) {
   cr_expect_eq(c.dst[0], ZCOLL_ERR_MISMATCH, "%s", zcoll_strerror(c.dst[0]));
   cr_expect_eq(c.dst[1], ZCOLL_ERR_MISMATCH, "%s", zcoll_strerror(c.dst[1]));
 }
+
+/* ---- two jobs whose rank 0 is in this process, each on an inherited socket ------------ */
+
+/* Rank 0 may be given only its listening socket (ZCOLL_ROOT_FD, no ZCOLL_ROOT). Two such
+ * jobs are different jobs -- different sockets -- and may be created at once; only the
+ * same rank of the same job is refused. */
+struct job2 {
+  int lfd, port, rank;
+  zcoll_status_t st;
+  char why[300];
+};
+
+static void *create_rank(void *arg) {
+  struct job2 *j = arg;
+  zcoll_config_t *cfg;
+  char buf[64];
+  zcoll_config_create(&cfg);
+  zcoll_config_set(cfg, "SIZE", "2");
+  snprintf(buf, sizeof(buf), "%d", j->rank);
+  zcoll_config_set(cfg, "RANK", buf);
+  zcoll_config_set(cfg, "TRANSPORT", "loopback");
+  zcoll_config_set(cfg, "TIMEOUT", "20");
+  if (j->rank == 0) {
+    snprintf(buf, sizeof(buf), "%d", j->lfd);
+    zcoll_config_set(cfg, "ROOT_FD", buf);
+  } else {
+    nap_ms(300); /* both rank 0s are in their rendezvous by now */
+    snprintf(buf, sizeof(buf), "127.0.0.1:%d", j->port);
+    zcoll_config_set(cfg, "ROOT", buf);
+  }
+  zcoll_comm_t *comm;
+  j->st = zcoll_comm_init(&comm, cfg);
+  zcoll_config_free(cfg);
+  if (j->st != ZCOLL_OK) {
+    snprintf(j->why, sizeof(j->why), "%s", zcoll_last_error());
+    return NULL;
+  }
+  if (!sum_ok(comm, 3)) j->st = ZCOLL_ERR_MISMATCH; /* a wrong sum */
+  zcoll_comm_destroy(comm);
+  return NULL;
+}
+
+Test(destroy_races, two_jobs_on_inherited_sockets_at_once, .timeout = 60) {
+  struct job2 j[4];
+  pthread_t th[4];
+  for (int k = 0; k < 2; k++) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    cr_assert(!bind(fd, (struct sockaddr *)&a, sizeof(a)) && !listen(fd, 16) &&
+              !getsockname(fd, (struct sockaddr *)&a, &alen));
+    for (int r = 0; r < 2; r++) j[2 * k + r] = (struct job2){fd, ntohs(a.sin_port), r, -1, ""};
+  }
+  for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, create_rank, &j[i]);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 4; i++)
+    cr_expect_eq(j[i].st, ZCOLL_OK, "job %d rank %d: %s: %s", i / 2, j[i].rank,
+                 zcoll_strerror(j[i].st), j[i].why);
+  close(j[0].lfd);
+  close(j[2].lfd);
+}

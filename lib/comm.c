@@ -16,6 +16,8 @@
  * (its queue pairs, its UCX worker, its peers' mappings): free our memory, close our
  * descriptors, and touch nothing the parent still uses. */
 static void release(zcoll_comm_t *comm, int local) {
+  /* First: a revoke from a signal handler must find nothing from here on. */
+  zcoll__guard_unrevocable(comm);
   /* Closing a transport may still progress it (UCX flushes), and peers' messages then
    * still arrive: they must not ask the placement hook, which reads the channels we are
    * about to free. Without the hook a transport places by region, into memory it owns. */
@@ -125,6 +127,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
     goto fail_abort;
   zcoll__comm_log_summary(comm);
   zcoll__registry_created(token, comm);
+  zcoll__guard_revocable(comm);
   *out = comm;
   return ZCOLL_OK;
 fail_abort:

@@ -178,8 +178,8 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
  * it, which returns ZCOLL_ERR_PEER_FAILED within ~10 ms and tells the peers; every later
  * call fails too; a zcoll_comm_destroy waiting for the other ranks returns it too. Frees
  * nothing: destroy (or abort) comm afterwards, from a thread where no call on it is
- * running. During a destroy that is already freeing comm it touches nothing and returns
- * ZCOLL_ERR_INVALID_ARG; not after destroy has returned (the address may be reused). */
+ * running. Once destroy (or abort) has begun freeing comm, it touches nothing and
+ * returns ZCOLL_ERR_INVALID_ARG (a communicator's address is never reused). */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:

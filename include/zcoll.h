@@ -178,8 +178,8 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
  * it, which returns ZCOLL_ERR_PEER_FAILED within ~10 ms and tells the peers; every later
  * call fails too; a zcoll_comm_destroy waiting for the other ranks returns it too. Frees
  * nothing: destroy (or abort) comm afterwards, from a thread where no call on it is
- * running. Unlike abort it cannot know whether comm still exists: not after destroy has
- * returned. */
+ * running. Once destroy (or abort) has begun freeing comm, it touches nothing and
+ * returns ZCOLL_ERR_INVALID_ARG (a communicator's address is never reused). */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 /* The flight recorder (ZCOLL_FLIGHT_RECORDER=N, default 64): comm's last N collectives,
  * oldest first, one "zcoll flight rank=R seq=S kind=... state=... awaiting=..." line each

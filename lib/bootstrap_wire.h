@@ -33,8 +33,10 @@
 #include <stdint.h>
 
 #define ZCOLL_BS_MAGIC 0x5a434c42u /* "ZCLB" */
-/* 2: the challenge-response handshake; version 1 sent the key itself. */
-#define ZCOLL_BS_VERSION 2u
+/* 3: BYE carries the collectives made, LEFT exists; a version-2 rank would send an empty
+ * BYE (refused at destroy) and take a LEFT for rank 0's answer to its goodbye (leaving
+ * the final barrier early). 2: the challenge-response handshake; 1 sent the key itself. */
+#define ZCOLL_BS_VERSION 3u
 #define ZCOLL_BS_HDR_BYTES 16u
 #define ZCOLL_BS_NONCE_BYTES 32u
 #define ZCOLL_BS_MAC_BYTES 32u

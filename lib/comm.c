@@ -12,10 +12,28 @@
 #include "guard.h"
 #include "log.h"
 
+/* A communicator's address is its handle, and a watchdog may hold one after destroy:
+ * zcoll_comm_abort on it must find nothing (comm_registry.c), not a new communicator
+ * that malloc placed there. So each gets pages of its own, and a freed one keeps its
+ * address reserved (no memory, one mapping) for the life of the process. */
+static zcoll_comm_t *comm_alloc(void) {
+  void *p = mmap(NULL, sizeof(zcoll_comm_t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p; /* zeroed */
+}
+
+static void comm_retire(zcoll_comm_t *comm) {
+  void *p = mmap(comm, sizeof(*comm), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
+                 MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) munmap(comm, sizeof(*comm)); /* the memory at least */
+}
+
 /* local: in a child forked after init, where the transport's resources are the parent's
  * (its queue pairs, its UCX worker, its peers' mappings): free our memory, close our
  * descriptors, and touch nothing the parent still uses. */
 static void release(zcoll_comm_t *comm, int local) {
+  /* First: a revoke from a signal handler must find nothing from here on. */
+  zcoll__guard_unrevocable(comm);
   /* Closing a transport may still progress it (UCX flushes), and peers' messages then
    * still arrive: they must not ask the placement hook, which reads the channels we are
    * about to free. Without the hook a transport places by region, into memory it owns. */
@@ -61,20 +79,20 @@ static void release(zcoll_comm_t *comm, int local) {
   zcoll__flight_close(&comm->flight);
   zcoll__selector_free(&comm->selector);
   zcoll_config_free(comm->cfg);
-  free(comm);
+  comm_retire(comm);
 }
 
 zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__clear_error();
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
   int token = 0; /* this creation's, in the registry */
-  zcoll_comm_t *comm = calloc(1, sizeof(*comm));
+  zcoll_comm_t *comm = comm_alloc();
   if (!comm) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
   comm->wake_fd = -1;
   comm->fork_gen = zcoll__guard_fork_gen();
   zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &comm->cfg) : zcoll_config_create(&comm->cfg);
   if (st != ZCOLL_OK) {
-    free(comm);
+    comm_retire(comm);
     return st;
   }
   if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
@@ -82,8 +100,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->size = comm->cfg->size;
   /* Two threads creating as the same rank of the same job would pair with the other
    * processes' threads in no defined way: refuse the second, before it talks to anyone. */
-  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root, comm->cfg->job_id,
-                                     &token)) != ZCOLL_OK)
+  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root,
+                                     comm->cfg->root_fd, comm->cfg->job_id, &token)) != ZCOLL_OK)
     goto fail;
   if (!(comm->pollfds = calloc((size_t)comm->size + 1 + ZCOLL_TL_MAX, sizeof(*comm->pollfds)))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
@@ -128,6 +146,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
     goto fail_abort;
   zcoll__comm_log_summary(comm);
   zcoll__registry_created(token, comm);
+  zcoll__guard_revocable(comm);
   *out = comm;
   return ZCOLL_OK;
 fail_abort:

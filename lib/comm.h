@@ -129,6 +129,7 @@ struct zcoll_comm {
   atomic_int revoked;
   int wake_fd;       /* eventfd that revoke writes: a sleeping call wakes at once */
   unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
+  int revoke_unguarded; /* not in guard.c's table of revocable communicators (it was full) */
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__sched_cache_entry *cache_mru; /* the last hit or build, or NULL */
   uint64_t sched_gen;                         /* the last entry build's gen */

@@ -27,7 +27,7 @@ struct creation {
 /* Everything under one lock: a few communicators per process, touched at init, destroy
  * and abort only -- never on a collective's path. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gone; /* a communicator left the live set */
+static pthread_cond_t gone; /* a communicator left the live set, or is alive again */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct live *lives;
 static int nlives, cap_lives;
@@ -64,8 +64,15 @@ static struct live *find(const struct zcoll_comm *comm) {
   return NULL;
 }
 
-zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root, const char *job_id,
-                                        int *token) {
+zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root_given, int root_fd,
+                                        const char *job_id, int *token) {
+  /* A rank 0 given only its listening socket is told apart by it: two such jobs are two
+   * jobs, however alike their settings. */
+  char root[sizeof(creations->root)];
+  if (root_given[0] || root_fd < 0)
+    snprintf(root, sizeof(root), "%s", root_given);
+  else
+    snprintf(root, sizeof(root), "the socket ZCOLL_ROOT_FD=%d", root_fd);
   lock();
   for (int i = 0; i < ncreations; i++) {
     const struct creation *c = &creations[i];
@@ -140,7 +147,10 @@ zcoll_status_t zcoll__registry_destroy_begin(struct zcoll_comm *comm) {
 static void set_state(struct zcoll_comm *comm, int from, int to) {
   lock();
   struct live *l = find(comm);
-  if (l && l->state == from) l->state = to;
+  if (l && l->state == from) {
+    l->state = to;
+    pthread_cond_broadcast(&gone); /* an abort waiting for the call that gave up takes over */
+  }
   pthread_mutex_unlock(&mu);
 }
 
@@ -180,8 +190,17 @@ zcoll_status_t zcoll__registry_abort_begin(struct zcoll_comm *comm, double secon
   clock_gettime(CLOCK_MONOTONIC, &until);
   until.tv_sec += (time_t)seconds;
   int rc = 0;
-  while (find(comm) && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&gone, &mu, &until);
-  int still = find(comm) != NULL;
+  while ((l = find(comm)) && rc != ETIMEDOUT) {
+    /* The destroy (or the other abort) gave up before freeing -- a request in flight, a
+     * call running: nobody else will free comm now, so this abort does. */
+    if (l->state == ALIVE) {
+      l->state = ABORTING;
+      pthread_mutex_unlock(&mu);
+      return ZCOLL_OK;
+    }
+    rc = pthread_cond_timedwait(&gone, &mu, &until);
+  }
+  int still = l != NULL;
   pthread_mutex_unlock(&mu);
   if (still)
     return zcoll__fail(ZCOLL_ERR_TIMEOUT,

@@ -19,11 +19,12 @@
 struct zcoll_comm;
 
 /* A creation as rank `rank` of the job whose rendezvous is `root` (host:port, or "" when
- * a launcher gives it) and id `job_id`: ZCOLL_OK, with *token to pass to
- * zcoll__registry_created; or ZCOLL_ERR_INVALID_ARG when another thread of this process
- * is creating a communicator as that rank of that job. */
-zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root, const char *job_id,
-                                        int *token);
+ * a launcher gives it, or rank 0's inherited listening socket root_fd when that is all it
+ * has) and id `job_id`: ZCOLL_OK, with *token to pass to zcoll__registry_created; or
+ * ZCOLL_ERR_INVALID_ARG when another thread of this process is creating a communicator as
+ * that rank of that job. */
+zcoll_status_t zcoll__registry_creating(int rank, int size, const char *root, int root_fd,
+                                        const char *job_id, int *token);
 /* The creation `token` is over: comm (NULL if it failed) is alive from now on. */
 void zcoll__registry_created(int token, struct zcoll_comm *comm);
 
@@ -39,8 +40,9 @@ void zcoll__registry_remove(struct zcoll_comm *comm);
 /* zcoll_comm_abort's first step. ZCOLL_OK: comm is alive and now marked as being
  * aborted, the caller frees it. ZCOLL_IN_PROGRESS: destroy was running on another
  * thread; comm has been revoked (so that destroy ends now with ZCOLL_ERR_PEER_FAILED
- * and tells the peers) and destroy has freed it within `seconds`. Else an error
- * (recorded): not a live communicator, or destroy did not end in time. */
+ * and tells the peers) and destroy has freed it within `seconds`. ZCOLL_OK too when that
+ * call gave up without freeing (destroy refused, comm alive again): abort frees it. Else
+ * an error (recorded): not a live communicator, or destroy did not end in time. */
 zcoll_status_t zcoll__registry_abort_begin(struct zcoll_comm *comm, double seconds);
 /* Abort gave up before freeing (the call inside did not leave): comm stays alive. */
 void zcoll__registry_abort_cancel(struct zcoll_comm *comm);

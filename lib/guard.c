@@ -2,6 +2,7 @@
 #include "guard.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -15,7 +16,12 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 /* Runs in the child of every fork: a counter, not a pid, so that the check on every
  * call is a load rather than a system call (glibc no longer caches getpid). */
-static void in_child(void) { atomic_fetch_add(&fork_gen, 1); }
+static atomic_int revokers; /* revokes running (below) */
+
+static void in_child(void) {
+  atomic_fetch_add(&fork_gen, 1);
+  atomic_store(&revokers, 0); /* the parent's threads revoking are not in the child */
+}
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, in_child); }
 
 unsigned zcoll__guard_fork_gen(void) {
@@ -97,18 +103,63 @@ int zcoll__guard_take_over(zcoll_comm_t *comm, double seconds) {
   return 1;
 }
 
-/* Async-signal-safe: an atomic store and a write(2). The call inside (if any) sees the
- * flag at its next idle check or wakes on the eventfd, tells the peers and returns. */
+/* The communicators a revoke may touch. A signal handler cannot take the registry's
+ * lock (comm_registry.c): it finds comm here with atomic loads, counted in `revokers`
+ * while it does, and release waits for that count after taking comm out. Beyond
+ * REVOCABLE_MAX live communicators the rest are revoked unguarded, as before. */
+#define REVOCABLE_MAX 256
+static _Atomic(zcoll_comm_t *) revocable[REVOCABLE_MAX];
+static atomic_int overflow; /* communicators not in the table (beyond its size) */
+
+void zcoll__guard_revocable(zcoll_comm_t *comm) {
+  for (int i = 0; i < REVOCABLE_MAX; i++) {
+    zcoll_comm_t *none = NULL;
+    if (atomic_compare_exchange_strong(&revocable[i], &none, comm)) return;
+  }
+  atomic_fetch_add(&overflow, 1);
+  comm->revoke_unguarded = 1;
+}
+
+void zcoll__guard_unrevocable(zcoll_comm_t *comm) {
+  if (comm->revoke_unguarded) {
+    atomic_fetch_sub(&overflow, 1);
+    return;
+  }
+  for (int i = 0; i < REVOCABLE_MAX; i++) {
+    zcoll_comm_t *mine = comm;
+    if (atomic_compare_exchange_strong(&revocable[i], &mine, NULL)) break;
+  }
+  /* A revoke that found comm before it left the table may still be writing to it. A
+   * handler that interrupted this thread has ended by the time it runs again. */
+  while (atomic_load(&revokers)) sched_yield();
+}
+
+static int is_revocable(const zcoll_comm_t *comm) {
+  for (int i = 0; i < REVOCABLE_MAX; i++)
+    if (atomic_load(&revocable[i]) == comm) return 1;
+  return atomic_load(&overflow) > 0; /* maybe one of those: the old, unguarded way */
+}
+
+/* Async-signal-safe: atomic loads and stores and a write(2). The call inside (if any)
+ * sees the flag at its next idle check or wakes on the eventfd, tells the peers and
+ * returns. */
 zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm) {
   if (!comm) return ZCOLL_ERR_INVALID_ARG;
-  /* In a forked child the eventfd is the parent's too: waking it would wake the parent
-   * for nothing, forever. */
-  if (zcoll__guard_forked(comm)) return ZCOLL_ERR_INVALID_ARG;
-  atomic_store(&comm->revoked, 1);
-  uint64_t one = 1;
-  if (comm->wake_fd >= 0) {
-    ssize_t rc = write(comm->wake_fd, &one, sizeof(one));
-    (void)rc; /* a full counter already wakes the sleeper */
+  atomic_fetch_add(&revokers, 1);
+  zcoll_status_t st = ZCOLL_OK;
+  /* Not found: destroyed, or being freed by a destroy this revoke interrupted. In a
+   * forked child the eventfd is the parent's too: waking it would wake the parent for
+   * nothing, forever. */
+  if (!is_revocable(comm) || zcoll__guard_forked(comm)) {
+    st = ZCOLL_ERR_INVALID_ARG;
+  } else {
+    atomic_store(&comm->revoked, 1);
+    uint64_t one = 1;
+    if (comm->wake_fd >= 0) {
+      ssize_t rc = write(comm->wake_fd, &one, sizeof(one));
+      (void)rc; /* a full counter already wakes the sleeper */
+    }
   }
-  return ZCOLL_OK;
+  atomic_fetch_sub(&revokers, 1);
+  return st;
 }

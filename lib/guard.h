@@ -34,5 +34,10 @@ int zcoll__try_enter(struct zcoll_comm *comm);
 /* Waits up to `seconds` for the thread inside (if any) to leave, and takes the
  * communicator for good (every later call is refused); 0 if the thread did not leave. */
 int zcoll__guard_take_over(struct zcoll_comm *comm, double seconds);
+/* zcoll_comm_revoke may come from a signal handler while destroy frees comm: it touches
+ * only a communicator it finds in a lock-free table. Init adds comm once it is made;
+ * release takes it out, and returns once no revoke that may have found it still runs. */
+void zcoll__guard_revocable(struct zcoll_comm *comm);
+void zcoll__guard_unrevocable(struct zcoll_comm *comm);
 
 #endif

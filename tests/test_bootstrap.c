@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "bootstrap_wire.h"
 #include "rank_threads.h"
 #include "sock.h"
 
@@ -124,4 +125,17 @@ Test(bootstrap, abort_of_rank_69_reaches_everyone, .timeout = 120) {
   double t0 = sp_now_();
   cr_assert_eq(rt_run(&job), 0, "%s", job.all);
   cr_expect_lt(sp_now_() - t0, 30.0, "took %.1f s", sp_now_() - t0);
+}
+
+/* A rank of the release before the goodbye carried a count (wire version 2) must be
+ * turned away at the handshake, not pass it and break destroy's final barrier. */
+Test(bootstrap, previous_wire_version_is_refused) {
+  uint8_t h[ZCOLL_BS_HDR_BYTES];
+  zcoll__bs_put_hdr(h, ZCOLL_BS_HELLO, ZCOLL_BS_HELLO_BYTES);
+  h[4] = 2, h[5] = 0;
+  struct zcoll__bs_hdr out;
+  const char *why = NULL;
+  cr_expect_eq(zcoll__bs_parse_hdr(h, sizeof(h), 1024, &out, &why), -1);
+  cr_expect(why && strstr(why, "another zcoll rendezvous protocol version"), "%s",
+            why ? why : "(accepted)");
 }

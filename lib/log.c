@@ -77,6 +77,7 @@ static const struct {
     {"lib", "stats", ZCOLL_LOG_SUBSYS_COLL},
     {"lib", "mr", ZCOLL_LOG_SUBSYS_MEM},
     {"lib", "rcache", ZCOLL_LOG_SUBSYS_MEM},
+    {"lib", "fsize", ZCOLL_LOG_SUBSYS_MEM},
     {"lib", "comm", ZCOLL_LOG_SUBSYS_INIT},
     {"lib", "config", ZCOLL_LOG_SUBSYS_INIT},
     {"lib", "node", ZCOLL_LOG_SUBSYS_INIT},

@@ -102,5 +102,8 @@ void zcoll__bs_parse_abort(const uint8_t *p, size_t len, uint32_t default_origin
                            struct zcoll__bs_abort *out);
 void zcoll__bs_put_abort(uint8_t out[sizeof(struct zcoll__bs_abort)],
                          const struct zcoll__bs_abort *a);
+/* text into an abort's, whole if it fits, else cut at a word boundary and ended with "…":
+ * the peers read it as the reason, and a reason cut mid-word reads as a wrong one. */
+void zcoll__bs_abort_text(struct zcoll__bs_abort *a, const char *text);
 
 #endif

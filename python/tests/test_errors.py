@@ -128,6 +128,22 @@ def test_mismatch_names_rank():
     assert "rank 1" in _results(job.stdout, 0)[0]
 
 
+def test_relayed_message_cut_at_a_word():
+    """A mismatch's text, relayed to the other rank through the rendezvous, is longer
+    than an abort carries: it arrives whole or cut after a word, ending in "…"."""
+    job = run_job(2, "faults.py", "mismatch-long")
+    assert job.returncode == 0, job.stdout
+    res = [_results(job.stdout, r)[0] for r in range(2)]
+    relayed = [m for m in res if " aborted: " in m]
+    assert len(relayed) == 1 and all(m.startswith("Mismatch: ") for m in res), job.stdout
+    original = [m for m in res if m is not relayed[0]][0][len("Mismatch: "):]
+    text = relayed[0].split(" aborted: ", 1)[1]
+    assert len(original) > 200 and text != original, job.stdout  # long enough to be cut
+    assert text.endswith("…"), job.stdout
+    kept = text[:-1]
+    assert original.startswith(kept) and original[len(kept)] in " ,", (kept, original)
+
+
 def test_invalid_argument_on_one_rank():
     job = run_job(2, "faults.py", "bad-op")
     assert job.returncode == 0, job.stdout

@@ -2,6 +2,7 @@
 
 usage: faults.py CASE
   mismatch     rank 1 passes another count
+  mismatch-long  rank 1's op differs: a message longer than an abort carries
   bad-op       rank 1 passes an op zcoll does not know (its call fails in the library)
   raise-in-with  rank 1 raises inside `with Comm()`: the block aborts the communicator
   kill         the last rank SIGKILLs itself before the collective (started by hand)
@@ -31,6 +32,10 @@ comm = zcoll.Comm()
 x = np.ones(1 << 16, np.float32)
 if case == "mismatch":
     report(lambda: comm.allreduce(x[: 1000 + (comm.rank == 1)]))
+elif case == "mismatch-long":
+    op = zcoll.op_create(lambda a, b: None, commutative=comm.rank != 1,
+                         elem_bytes=16 if comm.rank == 1 else 8)
+    report(lambda: comm.allreduce(x.view(np.uint8)[:8192], op=op))
 elif case == "bad-op":
     report(lambda: comm.allreduce(x, op=77 if comm.rank == 1 else zcoll.SUM))
 elif case == "raise-in-with":

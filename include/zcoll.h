@@ -96,8 +96,11 @@ typedef struct zcoll_config zcoll_config_t;   /* opaque: configuration set from 
 ZCOLL_API const char *zcoll_strerror(zcoll_status_t st);
 /* "0.1.0" */
 ZCOLL_API const char *zcoll_version_string(void);
-/* The detailed message of the last failed call made by this thread that had no
- * communicator to record it in (zcoll_comm_init, zcoll_config_*). */
+/* The detailed message of the last failed call made by this thread: of any call, those
+ * that have no communicator to record it in (zcoll_comm_init, zcoll_config_*) included.
+ * A call refused because another thread is inside one on the same communicator ("used
+ * concurrently") records its message here only: zcoll_comm_last_error is the thread's
+ * inside. */
 ZCOLL_API const char *zcoll_last_error(void);
 
 /* ---- configuration --------------------------------------------------------------

@@ -14,8 +14,11 @@ the main thread (the only one Python runs signal handlers on), waits in slices i
 
 An exception from a handler (Ctrl-C's KeyboardInterrupt) revokes the communicator, so
 that the peers fail the collective with PeerFailed instead of waiting for this rank,
-waits for the call to leave (within ~10 ms of the revoke), and propagates. Calls made on
-other threads go to the library directly.
+gives the call 50 ms to leave, and propagates. A call that takes longer (UCX stops its
+endpoints for up to a second when a peer does not answer) finishes on the waiter thread,
+which holds the call's buffers until then; its request is left to the communicator's
+abort (or destroy), which waits for the call. Calls made on other threads go to the
+library directly.
 """
 import os
 import queue
@@ -32,6 +35,7 @@ MAIN = threading.main_thread().ident
 SPINS = 64  # zcoll_test calls between two looks at the clock
 SPIN_SECONDS = 0.002  # then the wait moves to the waiter thread (a hand-over costs ~50 us)
 SLICE = 0.05  # seconds between two looks at the signals
+GRACE = 0.05  # seconds a revoked call has to leave before the exception propagates
 
 _test = lib.zcoll_test
 _wait = lib.zcoll_wait
@@ -39,11 +43,12 @@ _revoke = lib.zcoll_comm_revoke
 
 
 class _Job:
-    __slots__ = ("fn", "args", "done", "status", "detail")
+    __slots__ = ("fn", "args", "keep", "done", "status", "detail")
 
-    def __init__(self, fn, args):
+    def __init__(self, fn, args, keep):
         self.fn = fn
         self.args = args
+        self.keep = keep  # what the call reads and writes: alive until it has left
         self.done = threading.Event()
         self.status = None
         self.detail = None  # the failing call's message, from the waiter's thread
@@ -62,6 +67,7 @@ def _serve():
             job.detail = _text(lib.zcoll_last_error()) if st else None
             job.status = st
         finally:
+            job.keep = None
             job.done.set()
 
 
@@ -74,7 +80,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def _run(fn, args):
+def _run(fn, args, keep):
     global _waiter
     if _waiter is None:
         with _lock:
@@ -82,20 +88,19 @@ def _run(fn, args):
                 t = threading.Thread(target=_serve, name="zcoll-wait", daemon=True)
                 t.start()
                 _waiter = t
-    job = _Job(fn, args)
+    job = _Job(fn, args, keep)
     _jobs.put(job)
     return job
 
 
-def _finish(comm_ptr, job):
-    """After an exception on the main thread: revoke, then let the call leave."""
+def _left(comm_ptr, job):
+    """After an exception on the main thread: revokes, and says whether the call left
+    within GRACE (else it goes on, on the waiter thread, holding its buffers)."""
     _revoke(comm_ptr)
-    while True:
-        try:
-            if job is None or job.done.wait(SLICE):
-                return
-        except BaseException:  # noqa: a second Ctrl-C; the call leaves within ~10 ms
-            pass
+    try:
+        return job.done.wait(GRACE)
+    except BaseException:  # noqa: a second Ctrl-C
+        return job.done.is_set()
 
 
 def _join(job):
@@ -104,9 +109,11 @@ def _join(job):
     return job.status, job.detail
 
 
-def end(comm_ptr, req):
-    """Waits for request req (in flight on comm_ptr) to end, on the main thread; returns
-    (status, message or None: this thread's last error has it)."""
+def end(comm_ptr, req, keep):
+    """Waits for request req (in flight on comm_ptr, using the buffers in keep) to end,
+    on the main thread; returns (status, message or None: this thread's last error has
+    it). The caller frees req. On an exception, req is freed here if the call left in
+    time, else left to the communicator: the caller must not touch it."""
     job = None
     try:
         for _ in range(SPINS):
@@ -119,23 +126,23 @@ def end(comm_ptr, req):
                 st = _test(req)
                 if st != IN_PROGRESS:
                     return st, None
-        job = _run(_wait, (req,))
+        job = _run(_wait, (req,), keep)
         return _join(job)
     except BaseException:
         if job is None:
-            _revoke(comm_ptr)
-            _wait(req)  # returns at once: the revoke ended the request
-        else:
-            _finish(comm_ptr, job)
+            job = _run(_wait, (req,), keep)
+        if _left(comm_ptr, job):
+            lib.zcoll_request_free(req)
         raise
 
 
-def call(comm_ptr, fn, *args):
-    """fn(*args), a call on comm_ptr that may wait for the peers, run on the waiter
-    thread while the main thread looks at its signals; returns (status, message)."""
-    job = _run(fn, args)
+def call(comm_ptr, keep, fn, *args):
+    """fn(*args), a call on comm_ptr that may wait for the peers (keep: the buffers it
+    uses), run on the waiter thread while the main thread looks at its signals; returns
+    (status, message)."""
+    job = _run(fn, args, keep)
     try:
         return _join(job)
     except BaseException:
-        _finish(comm_ptr, job)
+        _left(comm_ptr, job)
         raise

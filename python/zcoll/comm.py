@@ -131,41 +131,40 @@ class Comm:
         """
         if op.__class__ is CreatedOp:
             return self._allreduce_created(x, out, op)
-        send, recv, count, code, result, _ = _operands(x, out)
+        send, recv, count, code, result, keep = _operands(x, out)
         if get_ident() != _MAIN:
             st = _allreduce(self._ptr, send, recv, count, code, op)
             if st:
                 raise error(st, self._ptr) if self._ptr else ValueError(
                     "the communicator is closed")
             return result
-        self._sliced(_iallreduce, send, recv, count, code, op)
+        self._sliced(_iallreduce, keep, send, recv, count, code, op)
         return result
 
-    def _sliced(self, issue, *args):
+    def _sliced(self, issue, keep, *args):
         """A blocking collective on the main thread: issue(...) in its non-blocking form,
-        waited for in slices (_wait.py); raises its error."""
+        waited for in slices (_wait.py; keep: the arrays it uses); raises its error."""
         ptr = self._live(self._ptr)
         st = issue(ptr, *args, self._req_ref)
         if st:
             raise error(st, ptr)
         r = self._req.value
-        try:
-            st, detail = _wait.end(ptr, r)
-        finally:
-            _free(r)
+        st, detail = _wait.end(ptr, r, keep)  # on an exception, end() disposed of r
+        _free(r)
         if st:
             raise error(st, ptr, detail)
 
     def _allreduce_created(self, x, out, op):
         value = int(op)
-        send, recv, count, code, result, _ = _operands(x, out, op.dtype)
+        send, recv, count, code, result, keep = _operands(x, out, op.dtype)
         ptr = self._live(self._ptr)
         detail = None
         if get_ident() != _MAIN:
             st = _allreduce(ptr, send, recv, count, code, value)
         else:  # the blocking form: it alone ends with the agreement (zcoll_op_fail)
             try:
-                st, detail = _wait.call(ptr, _allreduce, ptr, send, recv, count, code, value)
+                st, detail = _wait.call(ptr, keep + (op,), _allreduce, ptr, send, recv, count,
+                                        code, value)
             except BaseException:
                 op._take_error()
                 raise
@@ -209,9 +208,9 @@ class Comm:
         element count and dtype on every rank (checked: Mismatch). A dtype zcoll does
         not reduce (complex, bool, structured, ...) goes as its bytes. Nothing is copied.
         """
-        addr, count, code, _ = _buffers.buffer(x)
+        addr, count, code, a = _buffers.buffer(x)
         if get_ident() == _MAIN:
-            self._sliced(_ibroadcast, addr, count, code, root)
+            self._sliced(_ibroadcast, (a,), addr, count, code, root)
             return x
         st = _broadcast(self._live(self._ptr), addr, count, code, root)
         if st:

@@ -11,7 +11,7 @@ import warnings
 from threading import get_ident
 
 from . import _wait as _sliced
-from ._errors import IN_PROGRESS, error
+from ._errors import IN_PROGRESS, PeerFailed, error
 from ._lib import lib
 from .op import raise_failed
 
@@ -76,12 +76,16 @@ class Request:
         """wait() on the main thread, in slices (_wait.py); finish(st, detail) ends it."""
         comm = self._comm
         try:
-            st, detail = _sliced.end(comm._live(comm._ptr), ptr)
-        except BaseException:  # Ctrl-C: the revoke ended the request, with an error
-            try:
-                finish(_test(ptr))
-            except Exception:  # noqa: the interrupt is what the caller must see
-                pass
+            st, detail = _sliced.end(comm._live(comm._ptr), ptr, (self, self._keep))
+        except BaseException:  # Ctrl-C: end() revoked and disposed of the C request
+            self._ptr = None
+            self._keep = None
+            if isinstance(self, PersistentRequest):
+                self._active = False
+            if self._op is not None:
+                self._op._take_error()
+            self._error = PeerFailed("the wait was interrupted: the communicator was "
+                                     "revoked")
             raise
         finish(st, detail)
 

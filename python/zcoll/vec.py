@@ -108,7 +108,8 @@ class Vec:
                 raise ValueError("out is read-only")
         ptr, detail = self._live(), None
         if get_ident() == _wait.MAIN:
-            st, detail = _wait.call(self._comm._ptr, _get, ptr, _buffers.address(a))
+            st, detail = _wait.call(self._comm._ptr, (self, a), _get, ptr,
+                                    _buffers.address(a))
         else:
             st = _get(ptr, _buffers.address(a))
         self._check_op(f"get of vector '{self.key}'")

@@ -327,6 +327,11 @@ ZCOLL_API zcoll_status_t zcoll_start(zcoll_request_t *req);
 /* ZCOLL_OK when done, ZCOLL_IN_PROGRESS, or an error. */
 ZCOLL_API zcoll_status_t zcoll_test(zcoll_request_t *req);
 ZCOLL_API zcoll_status_t zcoll_wait(zcoll_request_t *req);
+/* zcoll_wait that gives up after timeout_ms milliseconds without progress and returns
+ * ZCOLL_IN_PROGRESS: the request goes on, call again (ZCOLL_TIMEOUT counts the whole
+ * wait across the calls). For callers that must look at something else meanwhile, such
+ * as a language runtime's pending signals (Python's binding waits in 50 ms slices). */
+ZCOLL_API zcoll_status_t zcoll_wait_timeout(zcoll_request_t *req, int timeout_ms);
 ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
 
 /* ---- broadcast ----------------------------------------------------------------------

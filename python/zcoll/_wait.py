@@ -5,12 +5,12 @@ inside zcoll_allreduce becomes a KeyboardInterrupt only when the call returns, i
 the peers come or ZCOLL_TIMEOUT has passed. So a call that waits for the peers, made on
 the main thread (the only one Python runs signal handlers on), waits in slices instead:
 
-- a built-in collective is issued in its non-blocking form and tested for up to 2 ms
-  (Python runs the handlers between two tests; a small collective ends within them:
-  that is the fast path, no thread involved);
-- then zcoll_wait (or a call that cannot be split, e.g. an allreduce with a created op,
-  whose agreement step only the blocking form has) runs on a waiter thread, while the
-  main thread waits for it in 50 ms slices, between which Python runs its handlers.
+- a built-in collective is issued in its non-blocking form and waited for with
+  zcoll_wait_timeout in 50 ms slices (the library's own waiting: spin, then sleep),
+  between which Python runs its handlers;
+- a call that cannot be split (an allreduce with a created op, whose agreement step
+  only the blocking form has; Vec.get) runs on a waiter thread, while the main thread
+  waits for it in 50 ms slices.
 
 An exception from a handler (Ctrl-C's KeyboardInterrupt) revokes the communicator, so
 that the peers fail the collective with PeerFailed instead of waiting for this rank,
@@ -23,7 +23,6 @@ library directly.
 import os
 import queue
 import threading
-from time import monotonic as _clock
 
 from ._errors import IN_PROGRESS, _text
 from ._lib import lib
@@ -32,13 +31,12 @@ __all__ = ["MAIN", "end", "call"]
 
 #: The thread Python delivers signals to.
 MAIN = threading.main_thread().ident
-SPINS = 64  # zcoll_test calls between two looks at the clock
-SPIN_SECONDS = 0.002  # then the wait moves to the waiter thread (a hand-over costs ~50 us)
 SLICE = 0.05  # seconds between two looks at the signals
+SLICE_MS = 50
 GRACE = 0.05  # seconds a revoked call has to leave before the exception propagates
 
-_test = lib.zcoll_test
 _wait = lib.zcoll_wait
+_wait_for = lib.zcoll_wait_timeout
 _revoke = lib.zcoll_comm_revoke
 
 
@@ -114,23 +112,13 @@ def end(comm_ptr, req, keep):
     on the main thread; returns (status, message or None: this thread's last error has
     it). The caller frees req. On an exception, req is freed here if the call left in
     time, else left to the communicator: the caller must not touch it."""
-    job = None
     try:
-        for _ in range(SPINS):
-            st = _test(req)
+        while True:
+            st = _wait_for(req, SLICE_MS)
             if st != IN_PROGRESS:
                 return st, None
-        until = _clock() + SPIN_SECONDS
-        while _clock() < until:
-            for _ in range(SPINS):
-                st = _test(req)
-                if st != IN_PROGRESS:
-                    return st, None
-        job = _run(_wait, (req,), keep)
-        return _join(job)
     except BaseException:
-        if job is None:
-            job = _run(_wait, (req,), keep)
+        job = _run(_wait, (req,), keep)
         if _left(comm_ptr, job):
             lib.zcoll_request_free(req)
         raise

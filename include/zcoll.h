@@ -96,8 +96,11 @@ typedef struct zcoll_config zcoll_config_t;   /* opaque: configuration set from 
 ZCOLL_API const char *zcoll_strerror(zcoll_status_t st);
 /* "0.1.0" */
 ZCOLL_API const char *zcoll_version_string(void);
-/* The detailed message of the last failed call made by this thread that had no
- * communicator to record it in (zcoll_comm_init, zcoll_config_*). */
+/* The detailed message of the last failed call made by this thread: of any call, those
+ * that have no communicator to record it in (zcoll_comm_init, zcoll_config_*) included.
+ * A call refused because another thread is inside one on the same communicator ("used
+ * concurrently") records its message here only: zcoll_comm_last_error is the thread's
+ * inside. */
 ZCOLL_API const char *zcoll_last_error(void);
 
 /* ---- configuration --------------------------------------------------------------
@@ -353,6 +356,11 @@ ZCOLL_API zcoll_status_t zcoll_start(zcoll_request_t *req);
 /* ZCOLL_OK when done, ZCOLL_IN_PROGRESS, or an error. */
 ZCOLL_API zcoll_status_t zcoll_test(zcoll_request_t *req);
 ZCOLL_API zcoll_status_t zcoll_wait(zcoll_request_t *req);
+/* zcoll_wait that gives up after timeout_ms milliseconds without progress and returns
+ * ZCOLL_IN_PROGRESS: the request goes on, call again (ZCOLL_TIMEOUT counts the whole
+ * wait across the calls). For callers that must look at something else meanwhile, such
+ * as a language runtime's pending signals (Python's binding waits in 50 ms slices). */
+ZCOLL_API zcoll_status_t zcoll_wait_timeout(zcoll_request_t *req, int timeout_ms);
 ZCOLL_API zcoll_status_t zcoll_request_free(zcoll_request_t *req);
 
 /* ---- broadcast ----------------------------------------------------------------------
@@ -471,9 +479,13 @@ ZCOLL_API zcoll_status_t zcoll_op_create_premul_sum(double scalar, zcoll_op_t *o
 ZCOLL_API zcoll_status_t zcoll_op_free(zcoll_op_t op);
 /* Called by an op's function (only there, on the thread that runs it) that cannot
  * combine what it was given: nothing it wrote leaves this rank, the collective fails
- * (ZCOLL_ERR_INVALID_ARG here, "op N's function failed: why"; the peers are told, as
- * after any error) and the communicator is broken. In zcoll_vec_commit's local fold the
- * commit fails and so does the key. */
+ * (ZCOLL_ERR_INVALID_ARG here, "rank R: why (the function of op N failed)"; the peers
+ * are told, as after any error) and the communicator is broken. A blocking allreduce with
+ * a function ends with a one-byte agreement among the ranks, so that no rank returns OK
+ * from it once a function failed anywhere: the peers get ZCOLL_ERR_PEER_FAILED. In a
+ * request or a vector's round a peer whose result did not need this rank's combination
+ * may still complete it (its data is right) and fail from its next call on. In
+ * zcoll_vec_commit's local fold the commit fails and so does the key. */
 ZCOLL_API void zcoll_op_fail(const char *why);
 
 /* Size in bytes of one element; 0 for an unknown dtype. */

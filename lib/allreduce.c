@@ -289,6 +289,24 @@ zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st) {
   return zcoll__fail_runs(comm, st);
 }
 
+/* A created op's function may fail (zcoll_op_fail) on one rank after the others have all
+ * they need from it: they would return OK from a collective that failed. So a collective
+ * with a function ends with one more, of one byte, in which every rank needs every
+ * other's contribution: a rank whose function failed has broken the communicator and
+ * told the peers, who hear it here (ZCOLL_ERR_PEER_FAILED). It takes the next number on
+ * every rank, and a kind of its own, so that no user call pairs with it. */
+static zcoll_status_t agree(zcoll_comm_t *comm) {
+  uint8_t word = 0;
+  struct zcoll__plan pl;
+  zcoll_status_t st =
+      zcoll__allreduce_plan(comm, ZCOLL_IN_PLACE, &word, 1, ZCOLL_UINT8, ZCOLL_MAX, &pl);
+  if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+  pl.desc.kind = ZCOLL_COLL_AGREE;
+  st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
+  zcoll__plan_release(&pl);
+  return st;
+}
+
 static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
   zcoll_status_t st = zcoll__check_usable(comm);
@@ -297,7 +315,10 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
   if ((st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &pl)) != ZCOLL_OK)
     return zcoll__plan_failed(comm, st);
   st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
+  /* Built-in ops and premul sums cannot fail in the middle: no agreement for them. */
+  int fn = pl.op && pl.op->kind == ZCOLL_OPK_USER;
   zcoll__plan_release(&pl);
+  if (fn && st == ZCOLL_OK && comm->size > 1) st = agree(comm);
   return st;
 }
 

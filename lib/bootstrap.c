@@ -37,7 +37,7 @@ zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st, const
 void send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text) {
   struct zcoll__bs_abort m = {origin, (uint32_t)st, ""};
   uint8_t wire[sizeof(m)];
-  snprintf(m.text, sizeof(m.text), "%s", text);
+  zcoll__bs_abort_text(&m, text);
   zcoll__bs_put_abort(wire, &m);
   /* Best effort with a short deadline: the receiver may be gone too. */
   zcoll__sock_send_msg(fd, MSG_ABORT, wire, (uint32_t)sizeof(wire), zcoll__deadline(1.0));

@@ -146,3 +146,20 @@ int zcoll__bs_parse_left(const uint8_t *p, size_t len, uint32_t *rank, uint64_t 
   *rank = get32(p);
   return zcoll__bs_parse_bye(p + 4, len - 4, ncolls, why);
 }
+
+void zcoll__bs_abort_text(struct zcoll__bs_abort *a, const char *text) {
+  static const char more[] = "\xe2\x80\xa6"; /* U+2026, in UTF-8 */
+  size_t n = strlen(text), room = sizeof(a->text) - 1;
+  if (n <= room) {
+    memcpy(a->text, text, n + 1);
+    return;
+  }
+  size_t cut = room - (sizeof(more) - 1);
+  size_t at = cut;
+  while (at > cut / 2 && text[at] != ' ') at--; /* text[cut] is a space: a whole word fits */
+  if (text[at] != ' ') /* one long word: cut it, but not inside a UTF-8 sequence */
+    for (at = cut; at > 0 && ((unsigned char)text[at] & 0xc0) == 0x80; at--) {}
+  while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == ',')) at--;
+  memcpy(a->text, text, at);
+  memcpy(a->text + at, more, sizeof(more));
+}

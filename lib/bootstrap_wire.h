@@ -115,5 +115,8 @@ int zcoll__bs_parse_bye(const uint8_t *p, size_t len, uint64_t *ncolls, const ch
 void zcoll__bs_put_left(uint8_t out[ZCOLL_BS_LEFT_BYTES], uint32_t rank, uint64_t ncolls);
 int zcoll__bs_parse_left(const uint8_t *p, size_t len, uint32_t *rank, uint64_t *ncolls,
                          const char **why);
+/* text into an abort's, whole if it fits, else cut at a word boundary and ended with "…":
+ * the peers read it as the reason, and a reason cut mid-word reads as a wrong one. */
+void zcoll__bs_abort_text(struct zcoll__bs_abort *a, const char *text);
 
 #endif

@@ -110,8 +110,10 @@ struct zcoll__chan_grant {
 #define ZCOLL_CHAN_MERGE_MAX (1024u - ZCOLL_CHAN_HDR_BYTES)
 
 /* ZCOLL_COLL_VEC: a vector key's round (vec.c), an allreduce whose root field holds a
- * hash of the key. */
-enum { ZCOLL_COLL_ALLREDUCE = 1, ZCOLL_COLL_BROADCAST = 2, ZCOLL_COLL_VEC = 3 };
+ * hash of the key. ZCOLL_COLL_AGREE: the one-byte allreduce that follows a collective with
+ * a created op's function (allreduce.c), which no user call may pair with. */
+enum { ZCOLL_COLL_ALLREDUCE = 1, ZCOLL_COLL_BROADCAST = 2, ZCOLL_COLL_VEC = 3,
+       ZCOLL_COLL_AGREE = 4 };
 
 /* What a collective is: ranks must agree on all of it. */
 struct zcoll__coll_desc {

@@ -147,8 +147,10 @@ zcoll_status_t zcoll__op_call(const struct zcoll__op_def *d, const void *in, voi
   d->fn(in, inout, count, dtype, d->user);
   if (!fn_failed) return ZCOLL_OK;
   fn_failed = 0;
-  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank %d: op %d's function failed: %s", rank,
-                     (int)(d - ops) + ZCOLL_OP_USER_BASE, fn_why);
+  /* The reason first: a binding's names the op by its function ("op maxloc raised ..."),
+   * which says more than the number. */
+  return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank %d: %s (the function of op %d failed)", rank,
+                     fn_why, (int)(d - ops) + ZCOLL_OP_USER_BASE);
 }
 
 zcoll_status_t zcoll__op_reduce(const struct run *r, int input, char *dst, const char *acc,

@@ -18,6 +18,7 @@
 #include "exec.h"
 #include "guard.h"
 #include "log.h"
+#include "sock.h"
 
 struct zcoll_request {
   zcoll_comm_t *comm;
@@ -31,6 +32,8 @@ struct zcoll_request {
   struct zcoll__exec_state *e;
   struct zcoll__grant_src grant; /* persistent: the result, registered for peers; mr NULL */
   struct run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
+  int wait_ms;    /* zcoll_wait_timeout's bound, for its body */
+  struct idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
 };
 
 static int in_flight(const struct zcoll_request *q) {
@@ -158,6 +161,7 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   zcoll_comm_t *comm = q->comm;
   uint64_t ordinal = comm->ordinal++;
   q->started = 1;
+  q->idle = (struct idle){0};
   zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
                                        q->plan.src, q->plan.dst);
   if (st != ZCOLL_OK) {
@@ -307,6 +311,27 @@ static zcoll_status_t wait_end(struct zcoll_request *q) {
   return q->run.status;
 }
 
+/* wait_end in slices: the same progress and the same idle waiting (so ZCOLL_TIMEOUT counts
+ * the whole wait: q->idle lives across the calls), but back with ZCOLL_IN_PROGRESS once
+ * wait_ms have passed with nothing moving -- for a caller that must look at something
+ * else now and then (Python's signal handlers, for Ctrl-C). */
+static zcoll_status_t wait_end_for(struct zcoll_request *q) {
+  if (!q->started || !in_flight(q) || ended_by_revoke(q)) return wait_end(q);
+  zcoll_comm_t *comm = q->comm;
+  int64_t until = zcoll__now_ms() + q->wait_ms;
+  while (q->run.status == ZCOLL_IN_PROGRESS) {
+    int progress = 0;
+    zcoll_status_t st = zcoll__progress(comm, &progress);
+    if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, comm->active, &q->idle);
+    if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+    if (progress)
+      zcoll__idle_done(comm, &q->idle);
+    else if (zcoll__now_ms() >= until)
+      return ZCOLL_IN_PROGRESS;
+  }
+  return wait_end(q);
+}
+
 static zcoll_status_t free_ended(struct zcoll_request *q) {
   /* Freeing one in flight would leave the collective half done on this rank and the
    * peers waiting for it, or free memory the transport still writes. */
@@ -325,6 +350,10 @@ zcoll_status_t zcoll_test(zcoll_request_t *q) {
   return on_request_how(q, "zcoll_test", test_end, q && q->open && !q->pooled);
 }
 zcoll_status_t zcoll_wait(zcoll_request_t *q) { return on_request(q, "zcoll_wait", wait_end); }
+zcoll_status_t zcoll_wait_timeout(zcoll_request_t *q, int timeout_ms) {
+  if (q && !q->pooled) q->wait_ms = timeout_ms > 0 ? timeout_ms : 0;
+  return on_request(q, "zcoll_wait_timeout", wait_end_for);
+}
 zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
   return on_request(q, "zcoll_request_free", free_ended);
 }

@@ -239,9 +239,10 @@ static void failing_fn(const void *in, void *inout, size_t n, zcoll_dtype_t dt, 
 }
 
 /* Rank 1's function fails (where rank 1 combines anything: not a tree's leaf or a
- * folded rank): it gets the error with the reason, nobody gets ZCOLL_OK with a wrong
- * element, and the next call fails everywhere. */
+ * folded rank): it gets the error with the reason, nobody gets ZCOLL_OK from that
+ * collective (the agreement that ends it), and the next call fails everywhere. */
 static atomic_int rank1_failed;
+static zcoll_status_t first_st[3];
 static void failing_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   enum { N = 5000 };
   static _Thread_local int64_t v[N];
@@ -250,10 +251,12 @@ static void failing_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   zcoll_op_t op = (zcoll_op_t)(intptr_t)job->arg;
   called = 0;
   zcoll_status_t st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, N, ZCOLL_INT64, op);
+  first_st[rank] = st;
   if (rank == 1 && called) {
     atomic_store(&rank1_failed, 1);
     if (st != ZCOLL_ERR_INVALID_ARG ||
-        !strstr(zcoll_comm_last_error(comm), "function failed: this rank's"))
+        !strstr(zcoll_comm_last_error(comm),
+                "this rank's function refuses its input (the function of op"))
       rt_fail(job, rank, "the failing rank did not get its function's error");
   }
   for (int k = 0; st == ZCOLL_OK && k < N; k++)
@@ -277,6 +280,9 @@ Test(ops, function_fails, .timeout = 300) {
     job.settings[1][0] = "CHUNK_BYTES", job.settings[1][1] = "4096";
     cr_expect_eq(rt_run(&job), 0, "%s: %s", algos[a], job.first);
     cr_expect(a >= 2 || atomic_load(&rank1_failed), "%s: rank 1 never combined", algos[a]);
+    for (int r = 0; r < 3 && atomic_load(&rank1_failed); r++)
+      cr_expect_neq(first_st[r], ZCOLL_OK, "%s: rank %d got ZCOLL_OK from the collective in "
+                    "which rank 1's function failed", algos[a], r);
   }
   zcoll_op_free(op);
 }

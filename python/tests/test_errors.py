@@ -128,6 +128,23 @@ def test_mismatch_names_rank():
     assert "rank 1" in _results(job.stdout, 0)[0]
 
 
+def test_relayed_message_cut_at_a_word():
+    """A mismatch's text, relayed to another rank through the rendezvous, is longer than
+    an abort carries: it arrives whole or cut after a word, ending in "\u2026". On a
+    ring of 3 where rank 2's op differs, rank 1 (fed by rank 0) only hears of it."""
+    job = run_job(3, "faults.py", "mismatch-long", env={"ZCOLL_ALGO": "ring"})
+    assert job.returncode == 0, job.stdout
+    (relayed,) = _results(job.stdout, 1)
+    assert relayed.startswith("Mismatch: rank "), job.stdout
+    origin, text = relayed[len("Mismatch: rank "):].split(" aborted: ", 1)
+    (original,) = _results(job.stdout, int(origin))
+    original = original[len("Mismatch: "):]
+    assert len(original) > 200 and text != original, job.stdout  # long enough to be cut
+    assert text.endswith("\u2026"), job.stdout
+    kept = text[:-1]
+    assert original.startswith(kept) and original[len(kept)] in " ,", (kept, original)
+
+
 def test_invalid_argument_on_one_rank():
     job = run_job(2, "faults.py", "bad-op")
     assert job.returncode == 0, job.stdout
@@ -180,3 +197,21 @@ def test_exit_with_request_in_flight():
     job = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, timeout=60)
     assert job.returncode == 0 and job.stdout.strip().endswith("exiting"), job.stdout
+
+
+@pytest.mark.parametrize("mode", ["allreduce", "broadcast", "wait", "created"])
+def test_ctrl_c_in_a_collective(mode):
+    """SIGINT to a rank blocked in a collective raises KeyboardInterrupt there at once,
+    not when the collective ends (3 s later), and the ranks waiting in it with that rank
+    get PeerFailed. The late rank may complete it: its data is all in, and right."""
+    job = run_job(4, "interrupt.py", mode, env={"ZCOLL_TIMEOUT": "30"})
+    assert job.returncode == 0, job.stdout
+    (res1,) = _results(job.stdout, 1)
+    assert res1.startswith("KeyboardInterrupt after "), job.stdout
+    assert float(res1.split()[-1]) < 1.0, job.stdout  # ~100 ms documented; 3 s if deferred
+    for r in (0, 2):
+        (res,) = _results(job.stdout, r)
+        assert res.startswith("PeerFailed: rank 1 aborted: rank 1's communicator was "
+                              "revoked"), job.stdout
+    (res3,) = _results(job.stdout, 3)
+    assert res3 == "ok" or res3.startswith("PeerFailed: rank 1 aborted"), job.stdout

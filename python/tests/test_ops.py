@@ -50,25 +50,47 @@ def test_exception_in_function_surfaces():
     job = run_job(2, "ops.py", "raise")
     assert job.returncode == 0, job.stdout
     res1 = [s for s in rank_lines(job.stdout, 1) if s.startswith("RESULT ")]
-    assert res1[0].startswith("RESULT ValueError: boom on rank 1 | zcoll: raised by the "
-                              "function of <zcoll.CreatedOp"), job.stdout
+    assert res1[0].startswith("RESULT ValueError: boom on rank 1 | zcoll: raised by op "
+                              "main.boom (<zcoll.CreatedOp 64 user main.boom"), job.stdout
     assert "during allreduce; the collective failed and the communicator is broken" \
         in res1[0]
     # The library was told (zcoll_op_fail): the collective failed on rank 1 with the
     # function's exception, and its next call finds the communicator broken.
     assert res1[1].startswith("RESULT InvalidArgument: the communicator is unusable"), \
         job.stdout
-    assert "function failed: ValueError: boom on rank 1" in res1[1], job.stdout
-    # Rank 0 learns at the latest at its next call. Its first may be ok: at 16 KiB on two
-    # ranks both exchange whole vectors and rank 0 combines with its own (working)
-    # function, so its result is right; or it fails there if rank 1's notice came first.
+    assert "op main.boom raised ValueError: boom on rank 1" in res1[1], job.stdout
+    # Rank 0 fails in that same collective (the agreement that ends it), and after.
     res0 = [s for s in rank_lines(job.stdout, 0) if s.startswith("RESULT ")]
     assert len(res0) == 2, job.stdout
-    assert res0[0] == "RESULT ok" or res0[0].startswith("RESULT PeerFailed: rank 1 aborted"), \
-        job.stdout
-    assert res0[1].startswith("RESULT PeerFailed: "), job.stdout
-    assert "rank 1 aborted: rank 1: op 64's function failed: ValueError: boom on rank 1" \
-        in res0[1], job.stdout
+    for line in res0:
+        assert line.startswith("RESULT PeerFailed: "), job.stdout
+        assert "rank 1 aborted: rank 1: op main.boom raised ValueError: boom on rank 1" \
+            in line, job.stdout
+
+
+@pytest.mark.parametrize("count,bad,how", [(4, 2, "raise"), (4096, 1, "raise"),
+                                           (4, 3, "return"), (1, 0, "raise")])
+def test_failed_function_fails_the_collective_everywhere(count, bad, how):
+    """One rank of four fails in its function: no rank gets a result from that allreduce
+    (issue 20 #8: butterfly's ranks had theirs before the failing rank's news came)."""
+    job = run_job(4, "ops.py", "raise", count, bad, how)
+    assert job.returncode == 0, job.stdout
+    if how == "raise":
+        why = f"op main.boom raised ValueError: boom on rank {bad}"
+    else:
+        why = ("op main.boom raised TypeError: op main.boom returned a ndarray: an op writes "
+               "its result into inoutvec (in place) and returns None")
+    for r in range(4):
+        res = [s for s in rank_lines(job.stdout, r) if s.startswith("RESULT ")]
+        assert len(res) == 2, job.stdout
+        if r == bad:
+            exc = "ValueError: boom" if how == "raise" else "TypeError: op main.boom returned"
+            assert res[0].startswith(f"RESULT {exc}"), (r, job.stdout)
+            assert why in res[1], (r, job.stdout)
+        else:
+            for line in res:
+                assert line.startswith("RESULT PeerFailed: "), (r, job.stdout)
+                assert f"rank {bad} aborted: rank {bad}: {why}" in line, (r, job.stdout)
 
 
 def test_exception_in_vec_commit():

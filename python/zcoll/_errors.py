@@ -1,9 +1,12 @@
 """zcoll statuses as exceptions.
 
-A failed call raises the class of its status, carrying the library's detailed message
-(zcoll_comm_last_error, or zcoll_last_error before there is a communicator): "collective
-#0 differs between ranks: rank 1 called allreduce(count 208, ...)" says more than the
-status's name. Nothing here runs on success: callers compare the status with 0 first.
+A failed call raises the class of its status, carrying the library's detailed message:
+"collective #0 differs between ranks: rank 1 called allreduce(count 208, ...)" says more
+than the status's name. The message is the failing call's, which the library records for
+the thread that made it (zcoll_last_error): the communicator's (zcoll_comm_last_error)
+belongs to whichever thread is inside a call on it, and a call refused because another
+thread is inside leaves it alone. Nothing here runs on success: callers compare the
+status with 0 first.
 """
 from ._lib import lib
 
@@ -81,10 +84,13 @@ def _text(b):
     return b.decode("utf-8", "replace") if b else ""
 
 
-def error(status, comm_ptr=None):
-    """The exception for a failed status; the message from comm_ptr's last error, or from
-    this thread's (zcoll_last_error) when there is no communicator (or it is gone)."""
-    detail = _text(lib.zcoll_comm_last_error(comm_ptr) if comm_ptr else lib.zcoll_last_error())
+def error(status, comm_ptr=None, detail=None):
+    """The exception for the status a call on this thread just failed with; its message
+    is detail (the text of a call another thread made for this one), else this thread's
+    last error (zcoll_last_error), else comm_ptr's."""
+    detail = detail or _text(lib.zcoll_last_error())
+    if not detail and comm_ptr:
+        detail = _text(lib.zcoll_comm_last_error(comm_ptr))
     reason = _text(lib.zcoll_strerror(status))
     cls = _BY_STATUS.get(status, Error)
     return cls(detail or reason or f"zcoll status {status}", status)

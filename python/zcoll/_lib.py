@@ -65,6 +65,7 @@ _PROTOTYPES = {
     "zcoll_start": (_status, [_handle]),
     "zcoll_test": (_status, [_handle]),
     "zcoll_wait": (_status, [_handle]),
+    "zcoll_wait_timeout": (_status, [_handle, c_int]),
     "zcoll_request_free": (_status, [_handle]),
     "zcoll_broadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int]),
     "zcoll_ibroadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, POINTER(_handle)]),

@@ -4,8 +4,9 @@ import atexit
 import sys
 import weakref
 from ctypes import byref, c_char_p, c_void_p, sizeof
+from threading import get_ident
 
-from . import _buffers, _config
+from . import _buffers, _config, _wait
 from ._errors import IN_PROGRESS, error
 from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
@@ -17,6 +18,9 @@ _operands = _buffers.operands
 _allreduce = lib.zcoll_allreduce
 _iallreduce = lib.zcoll_iallreduce
 _broadcast = lib.zcoll_broadcast
+_ibroadcast = lib.zcoll_ibroadcast
+_free = lib.zcoll_request_free
+_MAIN = _wait.MAIN
 _INVALID_ARG = 1
 
 
@@ -44,8 +48,15 @@ class Comm:
     (aborted if the program ends with an uncaught exception). When the block ends with
     an exception, the communicator is aborted: the peers get PeerFailed instead of
     waiting for this rank.
-    A communicator is used by one thread at a time; while a call waits for the peers the
-    GIL is released, so other Python threads run.
+    A communicator is used by one thread at a time (a call from another thread while one
+    is inside raises InvalidArgument, "used concurrently"); while a call waits for the
+    peers the GIL is released, so other Python threads run.
+
+    Ctrl-C: a collective on the main thread (allreduce, broadcast, Request.wait,
+    Vec.get; not close) waits in slices, so that SIGINT raises
+    KeyboardInterrupt within ~100 ms; the communicator is revoked first (the peers'
+    collective fails with PeerFailed rather than waiting for this rank): close() or
+    abort() it then, as the with block does.
     """
 
     def __init__(self, config=None):
@@ -60,6 +71,8 @@ class Comm:
             raise error(st)
         self._ptr = ptr.value
         self._orphans = []  # (request, buffers) dropped in flight; see request.py
+        self._req = c_void_p()  # where a blocking call's request goes (_sliced)
+        self._req_ref = byref(self._req)
         _open.add(self)
         #: This process's rank, 0 <= rank < size.
         self.rank = lib.zcoll_comm_rank(self._ptr)
@@ -118,19 +131,46 @@ class Comm:
         """
         if op.__class__ is CreatedOp:
             return self._allreduce_created(x, out, op)
-        send, recv, count, code, result, _ = _operands(x, out)
-        st = _allreduce(self._ptr, send, recv, count, code, op)
-        if st:
-            raise error(st, self._ptr) if self._ptr else ValueError("the communicator is closed")
+        send, recv, count, code, result, keep = _operands(x, out)
+        if get_ident() != _MAIN:
+            st = _allreduce(self._ptr, send, recv, count, code, op)
+            if st:
+                raise error(st, self._ptr) if self._ptr else ValueError(
+                    "the communicator is closed")
+            return result
+        self._sliced(_iallreduce, keep, send, recv, count, code, op)
         return result
+
+    def _sliced(self, issue, keep, *args):
+        """A blocking collective on the main thread: issue(...) in its non-blocking form,
+        waited for in slices (_wait.py; keep: the arrays it uses); raises its error."""
+        ptr = self._live(self._ptr)
+        st = issue(ptr, *args, self._req_ref)
+        if st:
+            raise error(st, ptr)
+        r = self._req.value
+        st, detail = _wait.end(ptr, r, keep)  # on an exception, end() disposed of r
+        _free(r)
+        if st:
+            raise error(st, ptr, detail)
 
     def _allreduce_created(self, x, out, op):
         value = int(op)
-        send, recv, count, code, result, _ = _operands(x, out, op.dtype)
-        st = _allreduce(self._live(self._ptr), send, recv, count, code, value)
+        send, recv, count, code, result, keep = _operands(x, out, op.dtype)
+        ptr = self._live(self._ptr)
+        detail = None
+        if get_ident() != _MAIN:
+            st = _allreduce(ptr, send, recv, count, code, value)
+        else:  # the blocking form: it alone ends with the agreement (zcoll_op_fail)
+            try:
+                st, detail = _wait.call(ptr, keep + (op,), _allreduce, ptr, send, recv, count,
+                                        code, value)
+            except BaseException:
+                op._take_error()
+                raise
         raise_failed(op, self, "allreduce")
         if st:
-            raise error(st, self._ptr)
+            raise error(st, ptr, detail)
         return result
 
     def iallreduce(self, x, out=None, op=SUM):
@@ -168,7 +208,10 @@ class Comm:
         element count and dtype on every rank (checked: Mismatch). A dtype zcoll does
         not reduce (complex, bool, structured, ...) goes as its bytes. Nothing is copied.
         """
-        addr, count, code, _ = _buffers.buffer(x)
+        addr, count, code, a = _buffers.buffer(x)
+        if get_ident() == _MAIN:
+            self._sliced(_ibroadcast, (a,), addr, count, code, root)
+            return x
         st = _broadcast(self._live(self._ptr), addr, count, code, root)
         if st:
             raise error(st, self._ptr)

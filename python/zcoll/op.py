@@ -7,11 +7,16 @@ caller's (in allreduce, test, wait, Vec.commit, Vec.get) or the progress thread'
 viewing the library's memory (no copy) and must write the combination into inoutvec.
 
 An exception cannot travel back through C. The binding catches it and tells the library
-(zcoll_op_fail): nothing the function wrote leaves this rank, the collective fails here,
-the peers are told (PeerFailed naming this rank; a peer whose result did not need this
-rank's combination may still complete it, correctly), and the communicator is broken
-for good, as after any error. The Python call that ends the collective (allreduce,
+(zcoll_op_fail, naming the function): nothing the function wrote leaves this rank, the
+collective fails here, the peers are told, and the communicator is broken for good, as
+after any error. A blocking allreduce fails everywhere: the peers raise PeerFailed naming
+this rank and the function ("op maxloc raised ValueError: ..."), none returns a result.
+A non-blocking or persistent one, or a vector's round, may still end well on a peer
+whose result did not need this rank's combination (its result is right); that peer's
+next call raises PeerFailed. The Python call that ends the collective here (allreduce,
 Request.wait or test, Vec.commit or get) raises the function's exception, with a note.
+A function that returns something other than None (its result, instead of writing it
+into inoutvec) fails the same way, with a TypeError.
 """
 import enum
 import threading
@@ -60,16 +65,25 @@ class _State:
     """What the C callback needs: the function, the element dtype, the errors raised.
     Kept apart from CreatedOp so that the callback holds no reference to the op."""
 
-    __slots__ = ("fn", "dtype", "errors", "__weakref__")
+    __slots__ = ("fn", "dtype", "errors", "name", "__weakref__")
 
     def __init__(self, fn, dtype):
         self.fn = fn
         self.dtype = dtype
         self.errors = []  # list.append is atomic: any thread may record
+        self.name = _name_of(fn)
+
+
+def _name_of(fn):
+    """How messages name an op: by its function ("maxloc", "Model.combine")."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if not isinstance(name, str):
+        name = type(fn).__qualname__  # a callable object
+    return name.replace(".<locals>", "")
 
 
 def _trampoline(state):
-    fn, elem, errors = state.fn, state.dtype, state.errors
+    fn, elem, errors, name = state.fn, state.dtype, state.errors, state.name
     size, numpy_of = _dtypes.SIZE, _dtypes.numpy_of
 
     def call(inp, inout, count, dtype, _user):
@@ -78,13 +92,28 @@ def _trampoline(state):
         try:
             nbytes = count * size[dtype]
             dt = elem if elem is not None else numpy_of(dtype)
-            fn(_view(inp, nbytes, dt, False), _view(inout, nbytes, dt, True))
+            ret = fn(_view(inp, nbytes, dt, False), _view(inout, nbytes, dt, True))
+            if ret is not None:
+                # A result returned is thrown away: the ranks would go on with whatever
+                # inoutvec held, each its own.
+                raise TypeError(f"op {name} returned a {type(ret).__name__}: an op writes "
+                                "its result into inoutvec (in place) and returns None")
         except BaseException as e:  # noqa: nothing may cross into C
             errors.append(e)
             # Before C goes on: what inoutvec holds now must not reach the peers.
-            lib.zcoll_op_fail(f"{type(e).__name__}: {e}".encode(errors="replace")[:190])
+            lib.zcoll_op_fail(_why(f"op {name} raised {type(e).__name__}: {e}"))
 
     return USER_FN(call)
+
+
+def _why(text, limit=190):
+    """text for zcoll_op_fail, in limit bytes: cut at a word, with "..." if cut."""
+    b = text.encode(errors="replace")
+    if len(b) <= limit:
+        return b
+    cut = b[:limit - 3]
+    space = cut.rfind(b" ")
+    return (cut[:space] if space > limit // 2 else cut).decode(errors="ignore").encode() + b"..."
 
 
 # Callbacks of ops whose free was refused when their Python object went away: C may
@@ -181,7 +210,7 @@ class CreatedOp:
         if self._value is None:
             return f"<zcoll.CreatedOp {self.kind} freed>"
         extra = (f" scalar {self.scalar}" if self.kind == "premul_sum" else
-                 f" {'' if self.commutative else 'non-'}commutative"
+                 f" {self._state.name} {'' if self.commutative else 'non-'}commutative"
                  + (f" dtype {self.dtype}" if self.dtype is not None else "")
                  + (f" elem_bytes {self.elem_bytes}" if self.elem_bytes else ""))
         return f"<zcoll.CreatedOp {self._value} {self.kind}{extra}>"
@@ -253,6 +282,6 @@ def raise_failed(op, comm, what):
     if ptr is not None:
         lib.zcoll_comm_revoke(ptr)
     if hasattr(exc, "add_note"):
-        exc.add_note(f"zcoll: raised by the function of {op!r} during {what}; the "
+        exc.add_note(f"zcoll: raised by op {op._state.name} ({op!r}) during {what}; the "
                      "collective failed and the communicator is broken")
     raise exc

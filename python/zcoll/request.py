@@ -4,9 +4,14 @@ A request owns references to the arrays its collective reads and writes, so the 
 collector cannot free memory the library is still using. zcoll_request_free refuses a
 request in flight; so a request dropped in flight is handed to its communicator, which
 finishes and frees it later (at its next non-blocking call, or at close) while still
-holding its buffers.
+holding its buffers, and a ResourceWarning says so (shown where warnings of that class
+are: python3 -X dev, -W default, pytest).
 """
-from ._errors import IN_PROGRESS, error
+import warnings
+from threading import get_ident
+
+from . import _wait as _sliced
+from ._errors import IN_PROGRESS, PeerFailed, error
 from ._lib import lib
 from .op import raise_failed
 
@@ -16,6 +21,7 @@ _test = lib.zcoll_test
 _wait = lib.zcoll_wait
 _start = lib.zcoll_start
 _free = lib.zcoll_request_free
+_MAIN = _sliced.MAIN
 _INVALID_ARG = 1
 
 
@@ -60,17 +66,37 @@ class Request:
         if ptr is None:
             self._ended()
             return self._result
-        self._end(_wait(self._comm._live(ptr)))
+        if get_ident() != _MAIN:
+            self._end(_wait(self._comm._live(ptr)))
+        else:
+            self._wait_sliced(ptr, self._end)
         return self._result
+
+    def _wait_sliced(self, ptr, finish):
+        """wait() on the main thread, in slices (_wait.py); finish(st, detail) ends it."""
+        comm = self._comm
+        try:
+            st, detail = _sliced.end(comm._live(comm._ptr), ptr, (self, self._keep))
+        except BaseException:  # Ctrl-C: end() revoked and disposed of the C request
+            self._ptr = None
+            self._keep = None
+            if isinstance(self, PersistentRequest):
+                self._active = False
+            if self._op is not None:
+                self._op._take_error()
+            self._error = PeerFailed("the wait was interrupted: the communicator was "
+                                     "revoked")
+            raise
+        finish(st, detail)
 
     def _ended(self):
         if self._error is not None:
             raise self._error
         return True
 
-    def _end(self, st):
+    def _end(self, st, detail=None):
         """The request has ended with st: free it, then raise st's error if any."""
-        exc = error(st, self._comm._ptr) if st else None
+        exc = error(st, self._comm._ptr, detail) if st else None
         _free(self._ptr)
         self._ptr = None
         self._keep = None
@@ -105,6 +131,11 @@ class Request:
             st = _test(ptr)
             if st == IN_PROGRESS or st == _INVALID_ARG or _free(ptr):
                 comm._orphans.append((ptr, self._keep))
+                if st == IN_PROGRESS:
+                    warnings.warn(f"{type(self).__name__} dropped in flight: its collective "
+                                  "goes on, the communicator waits for it at its next call "
+                                  "(wait() for it, or use `with`)", ResourceWarning,
+                                  source=self)
         except Exception:  # interpreter shutdown: nothing left to hand over to
             pass
 
@@ -123,12 +154,12 @@ class PersistentRequest(Request):
     def _what(self):
         return "a persistent collective"
 
-    def _finish(self, st):
+    def _finish(self, st, detail=None):
         self._active = False
         if self._op is not None:
             raise_failed(self._op, self._comm, self._what())
         if st:
-            raise error(st, self._comm._ptr)
+            raise error(st, self._comm._ptr, detail)
 
     def start(self):
         """Issues the collective; every rank must start it in the same order as its other
@@ -155,7 +186,10 @@ class PersistentRequest(Request):
         ptr = self._ptr
         if ptr is None:
             raise ValueError("the persistent request was freed")
-        self._finish(_wait(self._comm._live(ptr)))
+        if get_ident() != _MAIN:
+            self._finish(_wait(self._comm._live(ptr)))
+        else:
+            self._wait_sliced(ptr, self._finish)
         return self._result
 
     def free(self):

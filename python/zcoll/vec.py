@@ -11,8 +11,10 @@ from ctypes import byref, c_void_p
 
 import numpy as np
 
-from . import _buffers
-from ._errors import error
+from threading import get_ident
+
+from . import _buffers, _wait
+from ._errors import Timeout, error
 from ._lib import lib
 from .op import SUM, CreatedOp, raise_failed
 
@@ -20,6 +22,7 @@ __all__ = ["Vec"]
 
 _commit = lib.zcoll_vec_commit
 _get = lib.zcoll_vec_get
+_INVALID_ARG = 1
 
 
 class Vec:
@@ -34,12 +37,17 @@ class Vec:
 
     commit(x) from any thread; get() from one thread per rank, the n-th get returning
     round n. Every call releases the GIL while it is in the library. free() (or the end
-    of a with block) releases the key; the communicator's close frees keys left.
+    of a with block) releases the key; the communicator's close frees keys left. After a
+    get raised Timeout, the round may still be on its way: free() then leaves the key to
+    the communicator's close (its name stays taken until then) instead of refusing.
+    A get on the main thread raises KeyboardInterrupt at Ctrl-C, revoking the
+    communicator (see Comm).
     """
 
     def __init__(self, comm, key, local_tasks, shape, dtype, op=SUM):
         self._comm = comm
         self._ptr = None
+        self._timed_out = False
         self.key = str(key)
         self.local_tasks = int(local_tasks)
         self.shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
@@ -98,10 +106,17 @@ class Vec:
             a = self._array(out, "out")
             if not a.flags.writeable:
                 raise ValueError("out is read-only")
-        st = _get(self._live(), _buffers.address(a))
+        ptr, detail = self._live(), None
+        if get_ident() == _wait.MAIN:
+            st, detail = _wait.call(self._comm._ptr, (self, a), _get, ptr,
+                                    _buffers.address(a))
+        else:
+            st = _get(ptr, _buffers.address(a))
         self._check_op(f"get of vector '{self.key}'")
         if st:
-            raise error(st)
+            exc = error(st, None, detail)
+            self._timed_out = isinstance(exc, Timeout)
+            raise exc
         return out
 
     def free(self):
@@ -112,7 +127,8 @@ class Vec:
             return
         if self._comm._ptr is not None:  # else the communicator's destroy freed it
             st = lib.zcoll_vec_free(ptr)
-            if st:
+            # After a timeout the round may be on its way: the communicator frees the key.
+            if st and not (st == _INVALID_ARG and self._timed_out):
                 raise error(st)
         self._ptr = None
 

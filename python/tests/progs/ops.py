@@ -4,7 +4,8 @@ premul_sum; blocking, non-blocking and persistent. Each rank saves its results t
 <outdir>/rank<r>.npz for the test to check against numpy.
 
 usage: ops.py check OUTDIR COUNT
-       ops.py raise      (the function raises on rank 1; prints "RESULT ..." per call)
+       ops.py raise [COUNT BAD raise|return]  (the function fails on rank BAD, 1 by default:
+              it raises, or returns its result; prints "RESULT ..." per call)
 """
 import os
 import sys
@@ -49,13 +50,19 @@ def main():
     with zcoll.Comm() as comm:
         r, p = comm.rank, comm.size
         if mode == "raise":
-            def fn(invec, inout):
-                if r == 1:
+            # count (4096), the rank whose function fails (1), how: "raise" or "return"
+            count, bad, how = (int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]) \
+                if len(sys.argv) > 2 else (4096, 1, "raise")
+
+            def boom(invec, inout):
+                if r == bad and how == "raise":
                     raise ValueError(f"boom on rank {r}")
+                if r == bad:
+                    return inout + invec  # the mistake: a result returned, not written
                 inout += invec
 
-            op = zcoll.op_create(fn)
-            x = np.ones(4096, np.float32)
+            op = zcoll.op_create(boom)
+            x = np.ones(count, np.float32)
             for _ in range(2):
                 try:
                     comm.allreduce(x, op=op)

@@ -4,6 +4,7 @@ per check; exits non-zero on the first failure.
 """
 import gc
 import time
+import warnings
 
 import numpy as np
 import zcoll
@@ -36,15 +37,20 @@ with zcoll.Comm() as comm:
     p.free()
     print("OK persistent after refusals")
 
-    # A request dropped in flight keeps its buffers: the communicator finishes it.
+    # A request dropped in flight keeps its buffers: the communicator finishes it, and a
+    # ResourceWarning says so.
     y = np.full(n, r + 1, np.int64)
     if r == 1:
         time.sleep(0.3)
     req = comm.iallreduce(y, out=y)
     if r == 0:
-        del req
-        gc.collect()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            del req
+            gc.collect()
         assert len(comm._orphans) == 1
+        assert [w.category for w in caught] == [ResourceWarning], caught
+        assert "Request dropped in flight" in str(caught[0].message), caught
     else:
         req.wait()
     z = comm.allreduce(x)  # collectives after it still pair up

@@ -160,7 +160,13 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
 /* Async-signal-safe, from any thread: marks comm revoked and wakes the call blocked on
  * it, which returns ZCOLL_ERR_PEER_FAILED within ~10 ms and tells the peers; every later
  * call fails too. Frees nothing: destroy (or abort) comm afterwards, from a thread where
- * no call on it is running. */
+ * no call on it is running.
+ * Over UCX two cases take up to 1 s, for abort too, because UCX can neither cancel them
+ * nor cut them off on one host: a piece this rank is receiving through UCX's rendezvous
+ * (pieces above its threshold, some KiB) from a peer on the same host that stopped
+ * mid-transfer (waited for so that nothing lands in your buffers after the error), and
+ * a piece sent before UCX finished connecting to its peer (UCX 1.13 crashes if released
+ * then) -- in practice only in the first call after init. */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:

@@ -182,14 +182,21 @@ ZCOLL_API zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm);
  * call fails too; a zcoll_comm_destroy waiting for the other ranks returns it too. Frees
  * nothing: destroy (or abort) comm afterwards, from a thread where no call on it is
  * running. Once destroy (or abort) has begun freeing comm, it touches nothing and
- * returns ZCOLL_ERR_INVALID_ARG (a communicator's address is never reused). */
+ * returns ZCOLL_ERR_INVALID_ARG (a communicator's address is never reused).
+ * Over UCX two cases take up to 1 s, for abort too, because UCX can neither cancel them
+ * nor cut them off on one host: a piece this rank is receiving through UCX's rendezvous
+ * (pieces above its threshold, some KiB) from a peer on the same host that stopped
+ * mid-transfer (waited for so that nothing lands in your buffers after the error), and
+ * a piece sent before UCX finished connecting to its peer (UCX 1.13 crashes if released
+ * then) -- in practice only in the first call after init. */
 ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
 /* The flight recorder (ZCOLL_FLIGHT_RECORDER=N, default 64): comm's last N collectives,
  * oldest first, one "zcoll flight rank=R seq=S kind=... state=... awaiting=..." line each
  * after a header line "zcoll flight rank=R size=P next_seq=S last_done=S state=...", to the
  * log at warn level and appended to ZCOLL_FLIGHT_RECORDER_FILE.<rank> if set. From any
  * thread at any time, also while another thread is blocked in a call on comm (not from a
- * signal handler); it takes no lock and changes nothing. The same dump is made by itself,
+ * signal handler); it changes nothing, and a destroy or abort on another thread waits for
+ * it (a handle already freed is refused). The same dump is made by itself,
  * once, when comm breaks (timeout, peer failure, mismatch) or is aborted. README.md's
  * "Flight recorder" says how to read a hung job's dumps. ZCOLL_ERR_INVALID_ARG if the
  * file cannot be written. */

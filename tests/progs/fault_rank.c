@@ -43,10 +43,12 @@
  *             destroys after 2 calls while the others make a third)
  *   cycles:   cycles (5 x init, a mismatched call, destroy; resources after each)
  * The rank after the victim sleeps 1.5 s before call 1 so that the victim's call blocks.
+ * An interrupted victim prints how long after the revoke (or abort) its call returned.
  */
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,9 @@
 #define CALLS 3
 
 static zcoll_comm_t *g_comm;
+/* When the revoke or abort of call 1 was issued (CLOCK_MONOTONIC ns; lock-free, so a
+ * signal handler may store it): the victim prints how long its call took to return. */
+static _Atomic long long g_fired_ns;
 
 static double now(void) {
   struct timespec ts;
@@ -86,8 +91,15 @@ static const char *name(zcoll_status_t st) {
 /* Rank r's element i in call k: small integers, exact in float32 and int32 sums. */
 static int value(int r, int k, size_t i) { return (r + 1) + 10 * k + (int)(i % 7); }
 
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+  return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static void on_alarm(int sig) {
   (void)sig;
+  g_fired_ns = now_ns();
   zcoll_comm_revoke(g_comm); /* async-signal-safe by contract */
 }
 
@@ -100,6 +112,7 @@ static void *watchdog(void *arg) {
   (void)arg;
   nap(0.3);
   double t = now();
+  g_fired_ns = now_ns();
   zcoll_status_t st = zcoll_comm_abort(g_comm);
   printf("watchdog: abort returned %s after %.3f s\n", name(st), now() - t);
   return NULL;
@@ -249,7 +262,6 @@ static int run(const char *fault, int victim, size_t count, int cycle) {
         if (is(fault, "sigstop")) raise(SIGSTOP);
         if (is(fault, "abort-thread")) {
           pthread_create(&th, NULL, watchdog, NULL);
-          pthread_detach(th);
         }
         if (is(fault, "revoke-signal")) {
           signal(SIGALRM, on_alarm);
@@ -277,12 +289,17 @@ static int run(const char *fault, int victim, size_t count, int cycle) {
     }
     double t = now();
     zcoll_status_t st = zcoll_allreduce(g_comm, sbuf, recv, n, dt, op);
+    long long fired = g_fired_ns;
+    if (me && k == 1 && fired)
+      printf("rank %d interrupted: returned %.3f s after the revoke\n", rank,
+             (double)(now_ns() - fired) * 1e-9);
     if (me && is(fault, "abort-thread") && k == 1) {
       /* The watchdog frees the communicator once this call has left: print what was
-       * recorded for this thread, and touch the communicator no more. */
+       * recorded for this thread, touch the communicator no more, and wait for abort to
+       * return (over UCX it may wait for puts a sleeping peer has not taken). */
       printf("rank %d call %d: %s after %.3f s: %s\n", rank, k, name(st), now() - t,
              zcoll_last_error());
-      nap(0.5);
+      pthread_join(th, NULL);
       free(sbuf);
       free(rbuf);
       return 1;

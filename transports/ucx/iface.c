@@ -206,11 +206,11 @@ static void ucx_close(struct zcoll_tl *tl) {
     /* Healthy: our puts are drained and the peers have met us in the rendezvous, so
      * endpoints can be flushed shut. Failed: forced shut. Either way whatever UCX has not
      * finished by the deadline is cancelled or released: ucp_worker_destroy asserts
-     * (SIGABRT) on requests still in flight. (A quiesced instance did all this already
-     * and must not be progressed again.) */
+     * (SIGABRT) on requests still in flight. (A quiesced instance must not be progressed
+     * again: its call has returned, the memory its puts read may be freed already.) */
     int64_t deadline = zcoll__deadline(2.0);
     int stuck = zcoll__ucx_close_eps(tl, tl->failed != ZCOLL_OK, deadline);
-    stuck += zcoll__ucx_cancel_all(tl, deadline);
+    stuck += zcoll__ucx_cancel_all(tl, deadline, 0);
     if (stuck) zcoll_log_debug("ucx: %d operations still in flight at close; released", stuck);
   }
   if (tl->worker) {

@@ -26,6 +26,8 @@ struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl) {
   }
   op->tl = tl;
   op->active = 0;
+  op->writes = 0;
+  op->ep = NULL;
   op->req = NULL;
   return op;
 }
@@ -38,7 +40,10 @@ void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op) {
 static void put_completed(struct zcoll__ucx_op *op, ucs_status_t s) {
   struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = op->peer,
                               .cookie = op->cookie, .status = ZCOLL_OK};
-  if (s != UCS_OK)
+  if (s == UCS_OK && op->ep) op->ep->wired = 1;
+  if (s != UCS_OK && op->tl->quiesced) /* cancelled after an error: not news */
+    ev.status = zcoll__ucx_status(s);
+  else if (s != UCS_OK)
     ev.status = zcoll__fail(zcoll__ucx_status(s), "ucx: put to rank %d failed: %s", op->peer,
                             zcoll__ucp.status_string(s));
   zcoll__ucx_push(op->tl, &ev);
@@ -71,6 +76,7 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
   op->hdr = (struct zcoll__ucx_hdr){roff, rkey ? rkey->id : UINT32_MAX, imm, tl->rank, 0};
   op->cookie = cookie;
   op->peer = ep->peer;
+  op->ep = ep;
   ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
                                            UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.send = send_cb,
@@ -198,6 +204,7 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   op->hdr = h;
   op->peer = h.src;
   op->len = (uint32_t)length;
+  op->writes = 1;
   op->placed = (uint8_t)final;
   if (!(op->arrival = arrived(tl, h.src, h.imm, (uint32_t)length, final, 0))) {
     zcoll__ucx_op_put(tl, op);
@@ -251,12 +258,13 @@ zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
 
 int zcoll__ucx_event_fd(struct zcoll_tl *tl) { return tl->efd; }
 
-int zcoll__ucx_cancel_all(struct zcoll_tl *tl, int64_t deadline) {
+int zcoll__ucx_cancel_all(struct zcoll_tl *tl, int64_t deadline, int urgent) {
   for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next)
     if (op->active && op->req) zcoll__ucp.request_cancel(tl->worker, op->req);
   for (;;) {
     int busy = 0;
-    for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next) busy += op->active;
+    for (struct zcoll__ucx_op *op = tl->all_ops; op; op = op->all_next)
+      busy += op->active && (!urgent || op->writes || (op->ep && !op->ep->wired));
     if (!busy || zcoll__now_ms() >= deadline) return busy;
     zcoll__ucp.worker_progress(tl->worker);
   }
@@ -282,16 +290,27 @@ void zcoll__ucx_release_stuck(struct zcoll_tl *tl) {
 
 void zcoll__ucx_quiesce(struct zcoll_tl *tl) {
   if (tl->quiesced) return;
-  /* Sends read the user's buffers and rendezvous receives write into them: close the
-   * endpoints by force (their requests complete as cancelled), cancel what is left and
-   * let every callback run, so that none outlives the error we return; release
-   * what did not stop in time. The handler drops whatever still arrives. */
+  /* Nothing may land in the user's memory once the error is returned, and nothing may
+   * read it either (the user may free it): the worker is never progressed again after
+   * this. No peer writes into it on its own: a put is an active message whose data goes
+   * only where our handler says (mr.c registers nothing with UCX). What writes into it:
+   * an eager arrival, which the handler drops from now on, and a rendezvous receive we
+   * posted. Endpoints to other hosts are forced shut (their requests end as cancelled,
+   * their connections go down); the rest is cancelled as far as UCX can (1.13: tag
+   * receives only, and no forced close on this host, see ep.c). Then the deadline is
+   * only for rendezvous receives -- under progress they end in the time of a copy
+   * unless their sender stopped mid-transfer -- and for puts on endpoints whose wireup
+   * may not be done: UCX 1.13 asserts in ucp_worker_destroy on a TCP endpoint with its
+   * wireup request pending (7 of 60 ranks of the ucx-tcp invalid-arg fault). A put on
+   * a wired endpoint only reads memory, and one to a peer that stopped or sleeps
+   * outside zcoll never ends: waiting for it made every revoke take the whole deadline
+   * for no write. It is released with whatever did not end in time. */
   tl->quiesced = 1;
   if (tl->failed == ZCOLL_OK)
     tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "ucx: stopped after an error elsewhere");
   int64_t deadline = zcoll__deadline(1.0);
   int stuck = zcoll__ucx_close_eps(tl, 1, deadline);
-  stuck += zcoll__ucx_cancel_all(tl, deadline);
+  stuck += zcoll__ucx_cancel_all(tl, deadline, 1);
   if (stuck) zcoll_log_debug("ucx: %d operations did not stop within 1 s; released", stuck);
   zcoll__ucx_release_stuck(tl);
   tl->evq.len = 0; /* what the cancellations reported is of no further use */

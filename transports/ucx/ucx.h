@@ -124,6 +124,8 @@ struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
   uint32_t len;
   uint8_t placed;
   uint8_t active;  /* a UCX request is in flight for it */
+  uint8_t writes;  /* a rendezvous receive: UCX writes into our memory until it ends */
+  struct zcoll_ep *ep; /* a put: its endpoint */
   struct zcoll__ucx_arrival *arrival; /* a rendezvous receive: its place in the order */
   void *req;
   struct zcoll__ucx_op *next;     /* free list */
@@ -156,6 +158,7 @@ struct zcoll_ep {
   int peer;
   int failed;     /* UCX reported the connection broken: only a forced close remains */
   int local;      /* on our host: no peer error handling (see ep.c) */
+  int wired;      /* a put on it completed: UCX's wireup with the peer is done */
   void *close_req; /* a close UCX has not finished */
 };
 
@@ -187,13 +190,15 @@ zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                   struct zcoll_ep **eps);
 /* Closes every endpoint (force: without flushing, which completes their requests as
  * cancelled; a failed one always), progressing until done or the deadline (ms, see
- * sock.h). Returns how many closes UCX has not finished. */
+ * sock.h). UCX forces no endpoint on this host shut (ep.c): those stay open until the
+ * worker is destroyed. Returns how many closes UCX has not finished. */
 int zcoll__ucx_close_eps(struct zcoll_tl *tl, int force, int64_t deadline);
 /* Frees the endpoint structures (after close_eps). */
 void zcoll__ucx_free_eps(struct zcoll_tl *tl);
 /* Cancels every request in flight and progresses until their callbacks ran or the
- * deadline; returns how many are still in flight. */
-int zcoll__ucx_cancel_all(struct zcoll_tl *tl, int64_t deadline);
+ * deadline -- if urgent, only rendezvous receives and puts on endpoints not yet wired
+ * (progress.c's quiesce says why); returns how many of those are still in flight. */
+int zcoll__ucx_cancel_all(struct zcoll_tl *tl, int64_t deadline, int urgent);
 /* Hands back to UCX every request still in flight (no callback will name it again). */
 void zcoll__ucx_release_stuck(struct zcoll_tl *tl);
 zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,

@@ -1,7 +1,7 @@
 /*
  * algorithms.h -- the table of allreduce algorithms.
  *
- * An algorithm is a short file that only builds a schedule (lib/schedule.h) over peer
+ * An algorithm is a short file that only builds a schedule (algorithms/schedule.h) over peer
  * roles; it never calls a transport, so every algorithm runs on every transport and
  * can be unit-tested with no network at all.
  */
@@ -44,6 +44,8 @@ extern const int zcoll__nalgos;
 
 /* Index of the named algorithm, -1 if unknown ("auto" is not an algorithm). */
 int zcoll__algo_find(const char *name);
+/* "auto" or an algorithm's name: what ZCOLL_ALGO accepts (handed to configuration). */
+int zcoll__algo_name_valid(const char *name);
 
 /* The broadcast algorithms (broadcast.c): schedules from s->root, over channels some
  * allreduce algorithm already has. Their index is their id on the wire too. */
@@ -52,5 +54,7 @@ extern const struct zcoll__algo zcoll__bcast_tree;
 extern const struct zcoll__algo *const zcoll__bcast_algos[];
 extern const int zcoll__nbcast_algos;
 int zcoll__bcast_algo_find(const char *name);
+/* "auto" or a broadcast algorithm's name: what ZCOLL_BCAST_ALGO accepts. */
+int zcoll__bcast_algo_name_valid(const char *name);
 
 #endif

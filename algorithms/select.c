@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "algorithms.h"
-#include "log.h"
+#include "base/log.h"
 
 /* Defaults from measurements on a 2-core shared-memory host (README, "Selection"):
  * latency-bound sizes take the butterfly (log p steps of the whole vector), mid sizes

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "algorithms.h"
-#include "config.h"
 
 /* Appended only: the index is the algorithm's id on the wire. */
 const struct zcoll__algo *const zcoll__algos[] = {&zcoll__algo_ring, &zcoll__algo_butterfly,

@@ -5,7 +5,7 @@ set -euo pipefail
 # python3-numpy and python3-pytest: the Python package (python/) and its ctest;
 # dataset-fashion-mnist: the real data set examples/asgd.py trains on (and its test);
 # iproute2: the emulated hosts of tests/netns (ip netns, veth, bridge).
-# libpmix-dev: PMIx's headers, for launching through PMIx (lib/pmix_client.c loads the
+# libpmix-dev: PMIx's headers, for launching through PMIx (lib/boot/pmix_client.c loads the
 # library itself at run time); Slurm's pmix plugin also needs its libpmix.so.
 # help2man and man-db: the tools' man pages are generated from their --help (man/), and
 # tests/man_test.sh renders every page. dpkg-dev and file: cpack -G DEB's dependency

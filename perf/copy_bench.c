@@ -1,5 +1,5 @@
 /*
- * copy_bench.c -- memcpy against zcoll__copy (lib/copy.h) for the copies the data path
+ * copy_bench.c -- memcpy against zcoll__copy (lib/kernels/copy.h) for the copies the data path
  * makes: pieces of 4 KiB .. 1 MiB out of an 8 MiB buffer, the destination placed d bytes
  * past the source modulo 4096. GB/s of the best of 9 passes over the 8 MiB.
  *
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "copy.h"
+#include "kernels/copy.h"
 
 static double now_s(void) {
   struct timespec ts;

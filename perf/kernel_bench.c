@@ -19,8 +19,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "reduce.h"
-#include "reduce_isa.h"
+#include "kernels/reduce.h"
+#include "kernels/reduce_isa.h"
 #include "zcoll.h"
 
 static const char *const dtype_names[ZCOLL_DTYPE_COUNT] = {

@@ -1,6 +1,6 @@
 /*
  * log_lines.h -- reading a job's ZCOLL_LOG=info output: the init line each rank logs
- * (lib/comm_summary.c), "rank 1 of 4 ready: shm to 0,2; ucx to 3 on mlx5_0:1; chunk ...",
+ * (lib/comm/comm_summary.c), "rank 1 of 4 ready: shm to 0,2; ucx to 3 on mlx5_0:1; chunk ...",
  * answers which transport a rank uses to reach a peer.
  */
 #ifndef ZCOLL_TEST_LOG_LINES_H

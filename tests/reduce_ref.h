@@ -3,7 +3,7 @@
  * kernels, shared by test_reduce.c (the full matrix) and test_reduce_cases.c (closed-form
  * cases).
  *
- * The reference shares no code with lib/reduce.c: integers are combined in 128-bit
+ * The reference shares no code with lib/kernels/reduce.c: integers are combined in 128-bit
  * arithmetic and truncated by taking the low bytes, float16 goes through GCC's
  * _Float16, bfloat16 through a conversion written here that picks the nearer of the two
  * neighbouring bfloat16 values.
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reduce.h"
-#include "reduce_isa.h"
+#include "kernels/reduce.h"
+#include "kernels/reduce_isa.h"
 #include "zcoll.h"
 
 #define NDTYPES ZCOLL_DTYPE_COUNT

@@ -12,10 +12,10 @@
 #include <poll.h>
 #include <sys/resource.h>
 
-#include "bootstrap_auth.h"
-#include "bootstrap_handshake.h"
+#include "boot/bootstrap_auth.h"
+#include "boot/bootstrap_handshake.h"
 #include "rank_threads.h"
-#include "sock.h"
+#include "boot/sock.h"
 #include "spawn.h"
 
 static int listen_local(int *port) {

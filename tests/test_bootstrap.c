@@ -8,9 +8,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "bootstrap_wire.h"
+#include "boot/bootstrap_wire.h"
 #include "rank_threads.h"
-#include "sock.h"
+#include "boot/sock.h"
 
 static int connect_to(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);

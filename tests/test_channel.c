@@ -1,14 +1,14 @@
 /*
- * The wire protocol's collective header (lib/channel.c): every difference between two
+ * The wire protocol's collective header (lib/core/channel.c): every difference between two
  * ranks' calls is caught, whatever the count -- the 8-bit signature it replaced let one
  * mismatch in 256 through -- and ranks out of step are told so.
  */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "channel.h"
-#include "comm.h"
-#include "log.h"
+#include "core/channel.h"
+#include "core/comm.h"
+#include "base/log.h"
 #include "rank_threads.h"
 
 static const struct zcoll__coll_desc base = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, 1,

@@ -1,4 +1,4 @@
-/* test_copy.c -- zcoll__copy, the data path's bulk copy (lib/copy.h): every byte where
+/* test_copy.c -- zcoll__copy, the data path's bulk copy (lib/kernels/copy.h): every byte where
  * it belongs and none elsewhere, for every placement of the destination relative to the
  * source that picks one loop or the other, and lengths around the loop's block. */
 #include <criterion/criterion.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "copy.h"
+#include "kernels/copy.h"
 
 static void check_one(unsigned char *arena, size_t arena_len, size_t n, size_t src_off,
                       long dist) {

@@ -1,5 +1,5 @@
 /*
- * Zero-copy results of persistent requests (lib/grant.c) over the loopback transport,
+ * Zero-copy results of persistent requests (lib/core/grant.c) over the loopback transport,
  * which keeps the RDMA rules (the writer places the data; a deregistered key refuses
  * writes): receivers grant ranges of their result, senders write the rest of those
  * ranges straight into it. Checked: every element of every start, with the buffers'
@@ -17,7 +17,8 @@
 
 #include "rank_threads.h"
 #include "requests_common.h"
-#include "transport.h"
+#include "comm/transports.h"
+#include "tl/transport.h"
 
 enum { N = 40000, ROUNDS = 4 };
 

@@ -24,7 +24,7 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/select.h"
-#include "log.h"
+#include "base/log.h"
 #include "zcoll.h"
 
 #define WATCHDOG 60 /* seconds: only a hang comes near it */
@@ -265,7 +265,7 @@ static void log_lines(int n, const char *tag) {
   memset(pad, '.', 900);
   pad[900] = '\0';
   for (int i = 0; i < n; i++)
-    zcoll__log_write(ZCOLL_LOG_WARN, "a/lib/comm.c", 1, "%s %d %s", tag, i, pad);
+    zcoll__log_write(ZCOLL_LOG_WARN, "lib/comm/comm.c", 1, "%s %d %s", tag, i, pad);
 }
 
 /* Everything the non-blocking descriptor rd has now. */
@@ -291,7 +291,7 @@ Test(hostile_log, fifo_not_drained_drops_lines, .init = make_dir, .fini = remove
   const int n = 400; /* 400 lines of ~1 KiB: several times a pipe's 64 KiB */
   log_lines(n, "first");
   char *got = drain(rd);
-  int through = count(got, "] warn init lib/comm.c:1 first ");
+  int through = count(got, "] warn init comm/comm.c:1 first ");
   cr_expect(through > 0 && through < n, "%d of %d lines went through", through, n);
   cr_expect_eq(count(got, "\n"), through, "only whole lines: %d of %d", count(got, "\n"),
                through);
@@ -299,14 +299,14 @@ Test(hostile_log, fifo_not_drained_drops_lines, .init = make_dir, .fini = remove
   log_lines(1, "after");
   got = drain(rd);
   char want[160];
-  snprintf(want, sizeof(want), "] warn init lib/log.c:");
+  snprintf(want, sizeof(want), "] warn init base/log.c:");
   const char *note = strstr(got, want);
   cr_assert_not_null(note, "%s", got);
   unsigned long dropped = 0;
   cr_expect(sscanf(strchr(note, ':') + 1, "%*d %lu lines dropped", &dropped) == 1, "%s", got);
   cr_expect_eq(dropped, (unsigned long)(n - through), "%s", got);
   cr_expect(strstr(note, "ZCOLL_LOG_FILE") && strstr(note, fifo), "%s", got);
-  cr_expect_eq(count(got, "] warn init lib/comm.c:1 after 0 "), 1, "%s", got);
+  cr_expect_eq(count(got, "] warn init comm/comm.c:1 after 0 "), 1, "%s", got);
   zcoll__log_set_file("");
   free(got);
   close(rd);

@@ -9,8 +9,9 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/select.h"
-#include "reduce.h"
-#include "transport.h"
+#include "kernels/reduce.h"
+#include "comm/transports.h"
+#include "tl/transport.h"
 #include "spawn.h"
 
 static char *info_run(const char *const *args, const char *const *env, int want_status) {

@@ -9,8 +9,8 @@
 #include <regex.h>
 #include <sys/stat.h>
 
-#include "config.h"
-#include "log.h"
+#include "base/config.h"
+#include "base/log.h"
 #include "log_lines.h"
 #include "spawn.h"
 
@@ -23,25 +23,25 @@ static void expect_subsys(const char *file, const char *want) {
 Test(log, subsystem_of_a_file) {
   expect_subsys("/src/zcoll/transports/ucx/ep.c", "net");
   expect_subsys("transports/verbs/iface.c", "net");
-  expect_subsys("/src/zcoll/lib/transport.c", "net");
+  expect_subsys("/src/zcoll/lib/comm/transports.c", "net");
   expect_subsys("/src/zcoll/algorithms/select.c", "tune");
   expect_subsys("/src/zcoll/algorithms/ring.c", "coll");
-  expect_subsys("/src/zcoll/lib/executor.c", "coll");
-  expect_subsys("/src/zcoll/lib/exec_wait.c", "coll");
-  expect_subsys("/src/zcoll/lib/op.c", "coll");
-  expect_subsys("/src/zcoll/lib/bootstrap_wire.c", "boot");
-  expect_subsys("/src/zcoll/lib/pmix_client.c", "boot");
-  expect_subsys("/src/zcoll/lib/rcache.c", "mem");
-  expect_subsys("/src/zcoll/lib/mr.c", "mem");
-  expect_subsys("/src/zcoll/lib/comm_setup.c", "init");
+  expect_subsys("/src/zcoll/lib/core/executor.c", "coll");
+  expect_subsys("/src/zcoll/lib/core/exec_wait.c", "coll");
+  expect_subsys("/src/zcoll/lib/kernels/op.c", "coll");
+  expect_subsys("/src/zcoll/lib/boot/bootstrap_wire.c", "boot");
+  expect_subsys("/src/zcoll/lib/boot/pmix_client.c", "boot");
+  expect_subsys("/src/zcoll/lib/core/rcache.c", "mem");
+  expect_subsys("/src/zcoll/lib/core/mr.c", "mem");
+  expect_subsys("/src/zcoll/lib/comm/comm_setup.c", "init");
   /* Only the last folders count: a checkout under a folder named like one of ours. */
-  expect_subsys("/home/transports/zcoll/lib/bootstrap.c", "boot");
+  expect_subsys("/home/transports/zcoll/lib/boot/bootstrap.c", "boot");
   cr_expect_eq(zcoll__log_subsys_of("/src/zcoll/tools/zcoll_perf.c"), -1);
-  cr_expect_eq(zcoll__log_subsys_of("lib/nonesuch.c"), -1);
+  cr_expect_eq(zcoll__log_subsys_of("lib/nonesuch/x.c"), -1);
 }
 
-/* A new file in lib/, algorithms/ or transports/ must be given a subsystem in log.c's
- * table, or its lines would be filed under init without anybody deciding so. */
+/* A new file in lib/, algorithms/ or transports/ must be given a subsystem in
+ * lib/base/log.c's table, or its lines would be filed under init without anybody deciding so. */
 static int check_dir(const char *dir) {
   DIR *d = opendir(dir);
   cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
@@ -52,24 +52,32 @@ static int check_dir(const char *dir) {
       continue;
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-    cr_expect_geq(zcoll__log_subsys_of(path), 0, "no subsystem for %s (lib/log.c's table)", path);
+    cr_expect_geq(zcoll__log_subsys_of(path), 0, "no subsystem for %s (lib/base/log.c)", path);
     n++;
   }
   closedir(d);
   return n;
 }
 
-Test(log, every_source_file_has_a_subsystem) {
-  int n = check_dir(ZCOLL_TEST_SOURCE_DIR "/lib") + check_dir(ZCOLL_TEST_SOURCE_DIR "/algorithms");
-  DIR *d = opendir(ZCOLL_TEST_SOURCE_DIR "/transports");
-  cr_assert_not_null(d);
+/* Every folder of dir (lib/'s layers), each checked as above. */
+static int check_subdirs(const char *dir) {
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+  int n = 0;
   for (struct dirent *e; (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
+    if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
     char path[1024];
-    snprintf(path, sizeof(path), "%s/transports/%s", ZCOLL_TEST_SOURCE_DIR, e->d_name);
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
     n += check_dir(path);
   }
   closedir(d);
+  return n;
+}
+
+Test(log, every_source_file_has_a_subsystem) {
+  int n = check_subdirs(ZCOLL_TEST_SOURCE_DIR "/lib");
+  n += check_dir(ZCOLL_TEST_SOURCE_DIR "/algorithms");
+  n += check_subdirs(ZCOLL_TEST_SOURCE_DIR "/transports");
   cr_expect_gt(n, 50, "only %d source files found", n);
 }
 
@@ -151,9 +159,9 @@ static char *log_every_subsystem(const char *subsys) {
   cr_assert_eq(zcoll_config_set(cfg, "LOG_FILE", file), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "LOG_SUBSYS", subsys), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "LOG", "info"), ZCOLL_OK);
-  static const char *const files[] = {"a/lib/comm.c",          "a/lib/bootstrap.c",
-                                      "b/transports/shm/ep.c", "a/lib/executor.c",
-                                      "a/algorithms/select.c", "a/lib/rcache.c"};
+  static const char *const files[] = {"lib/comm/comm.c",          "lib/boot/bootstrap.c",
+                                      "b/transports/shm/ep.c", "lib/core/executor.c",
+                                      "a/algorithms/select.c", "lib/core/rcache.c"};
   for (int i = 0; i < 6; i++) zcoll__log_write(ZCOLL_LOG_WARN, files[i], 7, "line %d", i);
   zcoll_config_free(cfg);
   char *text = slurp(file);
@@ -175,9 +183,9 @@ Test(log, subsys_list_keeps_only_those) {
 
 Test(log, subsys_caret_drops_those) {
   char *t = log_every_subsystem("^net,mem");
-  static const char *const want[] = {" warn init lib/comm.c:7 line 0\n",
-                                     " warn boot lib/bootstrap.c:7 line 1\n",
-                                     " warn coll lib/executor.c:7 line 3\n",
+  static const char *const want[] = {" warn init comm/comm.c:7 line 0\n",
+                                     " warn boot boot/bootstrap.c:7 line 1\n",
+                                     " warn coll core/executor.c:7 line 3\n",
                                      " warn tune algorithms/select.c:7 line 4\n"};
   for (int i = 0; i < 4; i++) cr_expect(strstr(t, want[i]), "no '%s' in:\n%s", want[i], t);
   cr_expect(!strstr(t, "line 2") && !strstr(t, "line 5"), "%s", t);
@@ -198,10 +206,10 @@ Test(log, file_appended_and_closed_on_exec) {
   fclose(f);
   zcoll__log_set_rank(3);
   zcoll__log_set_file(file);
-  zcoll__log_write(ZCOLL_LOG_WARN, "a/lib/comm.c", 1, "later");
+  zcoll__log_write(ZCOLL_LOG_WARN, "lib/comm/comm.c", 1, "later");
   char *text = slurp(path);
   cr_expect(!strncmp(text, "earlier\n[zcoll ", 15), "%s", text);
-  cr_expect(strstr(text, " r3] warn init lib/comm.c:1 later\n"), "%s", text);
+  cr_expect(strstr(text, " r3] warn init comm/comm.c:1 later\n"), "%s", text);
   free(text);
   int found = 0;
   DIR *d = opendir("/proc/self/fd");

@@ -1,7 +1,7 @@
 /*
  * test_reduce.c -- the reduction kernels against an independent scalar reference.
  *
- * The reference below shares no code with lib/reduce.c: integers are combined in
+ * The reference below shares no code with lib/kernels/reduce.c: integers are combined in
  * 128-bit arithmetic and truncated by taking the low bytes, float16 goes through GCC's
  * _Float16, bfloat16 through a conversion written here that picks the nearer of the two
  * neighbouring bfloat16 values. Every instruction-set variant the CPU can run is

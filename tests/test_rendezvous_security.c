@@ -3,7 +3,7 @@
  * the wire, nothing unauthenticated is fatal, only an authenticated contradiction is.
  * Real sockets on 127.0.0.1 only; ranks are threads over the loopback transport.
  */
-#include "log.h"
+#include "base/log.h"
 #include "rendezvous_helpers.h"
 
 /* ---- a stranger that speaks the protocol but does not know the key --------------- */

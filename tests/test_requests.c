@@ -1,5 +1,5 @@
 /*
- * Non-blocking and persistent allreduce (lib/request.c) as threads over the loopback
+ * Non-blocking and persistent allreduce (lib/coll/request.c) as threads over the loopback
  * transport: many requests in flight completed in any order by test and wait, a
  * blocking call among them, persistent requests restarted with new contents and
  * double-buffered, misuse refused, and errors that end every request in flight.

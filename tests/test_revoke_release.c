@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "core/comm.h"
 #include "zcoll.h"
 
 static zcoll_comm_t *volatile g_comm;

@@ -7,7 +7,7 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/select.h"
-#include "log.h"
+#include "base/log.h"
 
 static const char *write_file(const char *text) {
   static char path[64];

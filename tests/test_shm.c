@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../transports/shm/shm.h"
+#include "comm/transports.h"
 
 static struct zcoll_tl *open_rank(int rank) {
   struct zcoll_tl_params p = {.rank = rank, .size = 2};

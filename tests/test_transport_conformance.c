@@ -1,6 +1,6 @@
 /*
- * The transport contract (lib/transport.h), held against every row of the one table of
- * transports (zcoll__transports[], lib/transport.c): a transport added to the table is
+ * The transport contract (lib/tl/transport.h), held against every row of the one table of
+ * transports (zcoll__transports[], lib/comm/transports.c): a transport added to the table is
  * covered here without a line changed.
  *
  * Each case is a tiny job of two or three ranks: forked processes, since that is what a
@@ -242,7 +242,7 @@ static struct shared *run_once(const struct job *j, int threads, double *took) {
       if (pid[i] == 0) {
         /* A transport that reaches other hosts may leave a death on its own host to the
          * bootstrap (transport.h: UCX does); the one it must see itself is a peer on
-         * another host, played by giving each rank a host of its own (lib/node.c). */
+         * another host, played by giving each rank a host of its own (lib/base/node.c). */
         if (j->victim >= 0 && !(zcoll__transports[j->tl_index].flags & ZCOLL_TLE_ONE_HOST))
           setenv("ZCOLL_TEST_SPLIT_NODES", "1", 1);
         _exit(j->body(&ranks[i]) ? 1 : 0);

@@ -7,7 +7,7 @@
 # Outputs in perf/sim/ (model-*.txt, validation.md, results/) and perf/figures/sim-*.png.
 # About 16 minutes of CPU (16.5 of wall clock beside a CI run). What it samples to stay
 # there: sizes every factor of 4 (8 B .. 8 MiB) and p in powers of two to 1024 for every
-# algorithm; p = 4096 for all but the ring (lib/schedule.c builds a ring in O(p^2) per
+# algorithm; p = 4096 for all but the ring (algorithms/schedule.c builds a ring in O(p^2) per
 # rank: ~9 min at 4096 alone) at every factor of 16 (8 B .. 8 MiB: those rows take
 # 30-90 s each); the 1000-host arity study at 8 B .. 4 MiB, every factor of 8; the bytes
 # between hosts at 16 MiB.

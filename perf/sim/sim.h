@@ -1,8 +1,8 @@
 /*
  * sim.h -- a discrete-event scale model of zcoll's allreduce.
  *
- * The schedules are the library's own (zcoll__algos[]->build, lib/schedule.c): only the
- * executor and the machine are modelled. The executor part mirrors lib/executor.c:
+ * The schedules are the library's own (zcoll__algos[]->build, algorithms/schedule.c): only the
+ * executor and the machine are modelled. The executor part mirrors lib/core/executor.c:
  * every op is cut into pieces of slot_bytes, a channel is a FIFO with `depth` slots
  * (credits, returned in batches of (depth+1)/2), and a piece moves once the pieces of
  * the ops it depends on have progressed past it -- so a chunk is reduced before it is
@@ -79,7 +79,7 @@ struct zsim_job {
   int iters;         /* back-to-back blocking calls, timed as zcoll_perf -z 1 does (the
                       * loop's time per call); 0 or 1: one call's latency */
   int reverse;       /* what-if, not the executor: each step visits the peers in the
-                      * reverse of the schedule's order (lib/executor.c: that order).
+                      * reverse of the schedule's order (lib/core/executor.c: that order).
                       * For hier: the ring's previous and next host, then its own host */
 };
 

@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "transport.h"
+#include "base/config.h"
+#include "comm/transports.h"
+#include "tl/transport.h"
 
 #define MAXR 3
 #define BLOB 8192      /* an address or key: UCX worker addresses run to a few KiB */

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the rendezvous frame, handshake, goodbye and departure parsers
- * (lib/bootstrap_wire.c).
+ * (lib/boot/bootstrap_wire.c).
  * These read bytes from anyone who can reach rank 0's port, before any authentication,
  * so they must never read out of bounds, hang or crash, whatever they are fed.
  *
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bootstrap_wire.h"
+#include "boot/bootstrap_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: the receive side of the wire protocol -- notifications (credits and
- * pieces, lib/channel.c), the placement hook that decides where an arriving payload
- * lands (zcoll__place in lib/executor.c), and the collective header check. A peer (or a
+ * pieces, lib/core/channel.c), the placement hook that decides where an arriving payload
+ * lands (zcoll__place in lib/core/executor.c), and the collective header check. A peer (or a
  * broken transport) controls every notification field, so whatever it sends, a placement
  * must fall inside the slot ring of that peer's channel or inside the result range
  * still to be received, and nothing may read out of bounds or crash.
@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "algorithms/algorithms.h"
-#include "exec.h"
-#include "log.h"
+#include "core/exec.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -202,10 +202,10 @@ def test_perf(cluster, layout, coll):
 def test_transport_pairs_parser():
     """The helper for per-peer transport checks reads each rank's init line."""
     rr = [zcoll_netns.RankResult(0, 0, 0), zcoll_netns.RankResult(1, 1, 0)]
-    rr[0].stderr = ("[zcoll h0:4 r0] info init lib/comm_summary.c:1 rank 0 of 4 ready: "
+    rr[0].stderr = ("[zcoll h0:4 r0] info init comm/comm_summary.c:1 rank 0 of 4 ready: "
                     "shm to 2-3; ucx to 1; chunk 256 KiB, depth 8; not usable here: verbs: "
                     "no device\n")
-    rr[1].stderr = ("[zcoll h1:3 r1] info init lib/comm_summary.c:1 rank 1 of 4 ready: "
+    rr[1].stderr = ("[zcoll h1:3 r1] info init comm/comm_summary.c:1 rank 1 of 4 ready: "
                     "verbs to 0 on rxe0:1; chunk 256 KiB, depth 8\nunrelated\n")
     res = zcoll_netns.JobResult([1, 1], ["x"], rr, False, 0.0)
     assert zcoll_netns.transport_pairs(res) == {(0, 1): "ucx", (0, 2): "shm", (0, 3): "shm",

@@ -10,7 +10,7 @@ An emulated cluster of H hosts is
     shared memory, as real ones do not: UCX's own reachability checks (the IPC and PID
     namespaces in its sysv/posix/cma addresses) then keep its shared-memory transports
     between the ranks of one host. All ranks of a host enter that host's namespaces, so
-    they share a PID namespace and are one host to zcoll (lib/node.c: boot id + PID namespace
+    they share a PID namespace and are one host to zcoll (lib/base/node.c: boot id + PID namespace
     + uid), while ranks of different hosts are not. Killing PID 1 at the end of the job kills
     whatever a rank left behind, timeouts included.
 

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "loopback.h"
 
 zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,

@@ -4,7 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "loopback.h"
 
 static zcoll_status_t lb_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "evq.h"
-#include "transport.h"
+#include "tl/evq.h"
+#include "tl/transport.h"
 
 struct zcoll_tl {
   int rank, size;

@@ -2,7 +2,7 @@
  * the region's number.
  *
  * A NIC refuses writes through the key of a deregistered region; the zero-copy results
- * (lib/grant.c) rely on that to stop a peer writing into a user buffer after an error.
+ * (lib/core/grant.c) rely on that to stop a peer writing into a user buffer after an error.
  * Loopback keeps the same promise with a process-wide registry of live remote regions:
  * a write holds the registry's read lock while it copies, deregistering takes the write
  * lock, so after mem_dereg returns no write through that key lands. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "loopback.h"
 
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;

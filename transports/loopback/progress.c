@@ -4,8 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "copy.h"
-#include "log.h"
+#include "kernels/copy.h"
+#include "base/log.h"
 #include "loopback.h"
 
 zcoll_status_t zcoll__lb_push_locked(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {

@@ -14,10 +14,10 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "fsize.h"
-#include "log.h"
-#include "node.h"
+#include "base/config.h"
+#include "base/fsize.h"
+#include "base/log.h"
+#include "base/node.h"
 #include "shm.h"
 
 zcoll_status_t zcoll__shm_memfd(uint64_t token, const char *what, size_t len, int *out) {

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "shm.h"
 
 /* Receive slots must be memory that peers can map: a memfd of our own. */

@@ -5,8 +5,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "copy.h"
-#include "log.h"
+#include "kernels/copy.h"
+#include "base/log.h"
 #include "shm.h"
 
 /* Publishes one notification into the peer's ring; 0 if the ring is full, -1 if the

@@ -33,8 +33,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "evq.h"
-#include "transport.h"
+#include "tl/evq.h"
+#include "tl/transport.h"
 
 #define ZCOLL_SHM_MAGIC 0x7a636f6c6c73686dull /* "zcollshm" */
 /* Notifications in flight per sender: the executor's credits bound them to the

@@ -1,5 +1,5 @@
 /*
- * api.c -- UCX, loaded only when the UCX transport is chosen (lib/ucx_dlopen.c says why
+ * api.c -- UCX, loaded only when the UCX transport is chosen (lib/base/ucx_dlopen.c says why
  * and how libucs is kept from touching the process's signal handlers): libucp.so.0 is
  * dlopen()ed the first time the transport is probed, and the dozen functions the
  * transport calls are looked up into one table. libuct.so.0 likewise, only when
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "ucx_dlopen.h"
+#include "base/log.h"
+#include "base/ucx_dlopen.h"
 #include "ucx.h"
 
 struct zcoll__ucp_api zcoll__ucp;

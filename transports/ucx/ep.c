@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "sock.h"
+#include "base/log.h"
+#include "base/clock.h"
 #include "ucx.h"
 
 void zcoll__ucx_ep_error(void *arg, ucp_ep_h uep, ucs_status_t status) {

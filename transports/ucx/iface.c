@@ -4,10 +4,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "fsize.h"
-#include "log.h"
-#include "node.h"
-#include "sock.h"
+#include "base/fsize.h"
+#include "base/log.h"
+#include "base/node.h"
+#include "base/clock.h"
 #include "ucx.h"
 
 zcoll_status_t zcoll__ucx_status(ucs_status_t s) {

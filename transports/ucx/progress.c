@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "copy.h"
-#include "log.h"
-#include "sock.h"
+#include "kernels/copy.h"
+#include "base/log.h"
+#include "base/clock.h"
 #include "ucx.h"
 
 zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev) {

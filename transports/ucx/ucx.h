@@ -16,8 +16,8 @@
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
-#include "evq.h"
-#include "transport.h"
+#include "tl/evq.h"
+#include "tl/transport.h"
 
 #define ZCOLL_UCX_AM_ID 0x2c
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "log.h"
-#include "sock.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/clock.h"
 #include "verbs.h"
 
 #define ACK_TIMEOUT 16 /* 4.096 us * 2^16 = 268 ms per try, 7 tries: a dead peer in ~2 s */

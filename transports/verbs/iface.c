@@ -14,9 +14,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
-#include "node.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "base/node.h"
 #include "verbs.h"
 
 /* The IPv4 address RDMA CM can bind for a device port: an IPv4-mapped GID (RoCE), or

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "sock.h"
+#include "base/log.h"
+#include "base/clock.h"
 #include "verbs.h"
 
 #define WR_RECV (1ull << 63)

@@ -17,8 +17,8 @@
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 
-#include "evq.h"
-#include "transport.h"
+#include "tl/evq.h"
+#include "tl/transport.h"
 
 #define ZCOLL_VERBS_SIGNAL_EVERY 16 /* unsignalled writes between two signalled ones */
 #define ZCOLL_VERBS_RECV_BATCH 32   /* receives reposted at once */

@@ -1,0 +1,70 @@
+/*
+ * config.h -- the configuration table: every knob is a ZCOLL_* variable and a field of
+ * struct zcoll_config, parsed by one table (name, default, doc, offset, parser) that
+ * also feeds zcoll_info.
+ */
+#ifndef ZCOLL_CONFIG_H
+#define ZCOLL_CONFIG_H
+
+#include <stddef.h>
+#include "zcoll.h"
+
+enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
+
+/* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into the table of transports. */
+#define ZCOLL_TL_AUTO (-1)
+
+#define ZCOLL_CONFIG_NFIELDS 28
+
+struct zcoll_config {
+  int rank, size;             /* -1: from the launcher's variables */
+  int local_rank, local_size; /* informational, set by launchers */
+  char root[256];             /* host:port of rank 0's rendezvous */
+  int root_fd;                /* rank 0: an already listening socket (zcoll_run) */
+  char job_key[128];          /* secret: never printed, logged or sent */
+  int require_key;            /* 1: no job key is an error */
+  char job_id[128];           /* public: tells jobs sharing a port apart */
+  int transport;              /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
+  char ib_dev[64];
+  char algo[32];
+  char bcast_algo[32];
+  int tree_arity;
+  size_t chunk_bytes; /* 0: the transport's default */
+  int pipeline_depth; /* staging slots per peer and direction */
+  char tuning_file[512];
+  double timeout;     /* seconds without progress before a peer is an error; 0 = never */
+  int progress;
+  int log_level;
+  unsigned log_subsys;    /* a bit per subsystem (log.h) */
+  char log_file[512];     /* "": stderr; else a pattern with %h, %p, %r */
+  char trace[512];
+  int spin_us;
+  int yield_us;
+  size_t rcache_max_bytes; /* registration cache bound (verbs); 0: no cache */
+  int flight_n;            /* flight recorder entries per communicator; 0: off */
+  char flight_file[512];   /* "": dumps to the log only; else <prefix>.<rank> too */
+  char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
+  unsigned char explicit_[ZCOLL_CONFIG_NFIELDS]; /* set from the environment or code */
+};
+
+/* What some fields name is other layers' (an algorithm, a transport): they hand the names
+ * in, so that configuration knows none of them (comm/config_api.c, the public calls). */
+struct zcoll__config_names {
+  int (*algo_valid)(const char *name);       /* ZCOLL_ALGO: "auto" or one it accepts */
+  int (*bcast_algo_valid)(const char *name); /* ZCOLL_BCAST_ALGO: the same */
+  const char *const *transports;             /* ZCOLL_TRANSPORT: "auto" or an index here */
+  int ntransports;
+};
+
+/* zcoll_config_create and zcoll_config_set, with the names. */
+zcoll_status_t zcoll__config_create(zcoll_config_t **out, const struct zcoll__config_names *nm);
+zcoll_status_t zcoll__config_set(zcoll_config_t *cfg, const char *name, const char *value,
+                                 const struct zcoll__config_names *nm);
+
+/* Was the field set from the environment or code (not left at its default)? */
+int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name);
+
+/* A private deep copy (communicators keep their own). */
+zcoll_status_t zcoll__config_dup(const zcoll_config_t *src, zcoll_config_t **out);
+
+#endif

@@ -1,0 +1,355 @@
+/* allreduce.c -- the public allreduce: argument checks, algorithm choice, schedule
+ * cache, execution. */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/guard.h"
+#include "base/log.h"
+#include "kernels/op.h"
+
+zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (st == ZCOLL_OK || st == ZCOLL_IN_PROGRESS || !comm) return st;
+  if (comm->last_error_async) { /* what the progress thread found: this call's error too */
+    comm->last_error_async = 0;
+    return zcoll__record_error(st, "%s", comm->last_error);
+  }
+  snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
+  return st;
+}
+#define report zcoll__report
+
+static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
+                     size_t why_len) {
+  const struct zcoll__choice c = {&comm->selector, comm->size,     comm->forced_algo,
+                                  comm->hier_auto, comm->nhosts,   comm->ring_algo,
+                                  comm->rhd_algo,  comm->hier_algo};
+  return zcoll__choose(&c, count * zcoll__dsize(dtype), why, why_len);
+}
+
+/* What changes from call to call even when the shape does not: the buffers. */
+static zcoll_status_t check_bufs(const void *sendbuf, void *recvbuf, size_t bytes) {
+  if (!recvbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: recvbuf is NULL");
+  if (!sendbuf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: sendbuf is NULL");
+  if (sendbuf != ZCOLL_IN_PLACE) {
+    uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+    if (s < r + bytes && r < s + bytes)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "allreduce: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce "
+                         "in place");
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t count,
+                                 zcoll_dtype_t dtype, zcoll_op_t op) {
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown dtype %d", (int)dtype);
+  if ((unsigned)op >= ZCOLL_OP_COUNT && (unsigned)op < ZCOLL_OP_USER_BASE)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: unknown op %d", (int)op);
+  size_t dsize = zcoll__dsize(dtype);
+  if (count > (size_t)PTRDIFF_MAX / dsize)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "allreduce: count %zu of %s overflows the address space", count,
+                       zcoll_dtype_name(dtype));
+  return count ? check_bufs(sendbuf, recvbuf, count * dsize) : ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm) {
+  /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
+   * are already here and it would never wait. */
+  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
+    return zcoll__fail_runs(comm, zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                                              "rank %d's communicator was revoked",
+                                              comm->rank)); /* requests in flight end too */
+  if (comm->broken) {
+    /* Already reported when it happened: record it for this call, do not log again. */
+    char why[sizeof(comm->last_error)];
+    snprintf(why, sizeof(why), "%s", comm->last_error);
+    return zcoll__record_error(comm->broken,
+                               "the communicator is unusable after an earlier error: %s", why);
+  }
+  return ZCOLL_OK;
+}
+
+/* A collective this rank cannot make is one the others cannot finish: rather than let
+ * them wait (or, worse, pair their call with this rank's next one), the argument error
+ * revokes the communicator and tells them, naming this rank and the reason. */
+zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st) {
+  char why[512];
+  snprintf(why, sizeof(why), "rank %d's collective #%llu failed its argument checks: %s",
+           comm->rank, (unsigned long long)comm->ordinal, zcoll__last_error());
+  comm->ordinal++;
+  zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_MISMATCH, why); /* the first news is what peers see */
+  zcoll__flight_dump_failure(comm, st, NULL);
+  if (!comm->active) {
+    comm->broken = st;
+    return st;
+  }
+  /* Collectives in flight end too, with the transport stopped before they return. */
+  char mine[512];
+  snprintf(mine, sizeof(mine), "%s", zcoll__last_error());
+  zcoll__fail_runs(comm, st);
+  return zcoll__record_error(st, "%s", mine);
+}
+
+static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, int algo,
+                                  size_t count, int in_place, int root) {
+  zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
+  s->root = root;
+  if (algo >= ZCOLL_SCHED_BCAST)
+    zcoll__bcast_algos[algo - ZCOLL_SCHED_BCAST]->build(s, &comm->algo_params);
+  else
+    zcoll__algos[algo]->build(s, &comm->algo_params);
+  zcoll_status_t st = zcoll__sched_finish(s);
+  if (st != ZCOLL_OK) zcoll__sched_free(s);
+  return st;
+}
+
+/* Schedules depend on (algorithm, count, in place) only: cache the last few so that a
+ * loop of same-sized allreduces plans once. An entry a collective in flight uses is
+ * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
+zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place,
+                                int root, struct zcoll__plan *pl, int *built) {
+  struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
+  /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
+  if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place &&
+      m->root == root) {
+    m->stamp = ++comm->ncolls;
+    m->pins++;
+    pl->entry = m;
+    pl->s = &m->sched;
+    return ZCOLL_OK;
+  }
+  for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
+    struct zcoll__sched_cache_entry *e = &comm->cache[i];
+    if (e->used && e->algo == algo && e->count == count && e->in_place == in_place &&
+        e->root == root) {
+      comm->cache_mru = e;
+      e->stamp = ++comm->ncolls;
+      e->pins++;
+      pl->entry = e;
+      pl->s = &e->sched;
+      return ZCOLL_OK;
+    }
+    if (!e->pins && (!victim || !e->used || (victim->used && e->stamp < victim->stamp)))
+      victim = e;
+  }
+  *built = 1;
+  if (!victim) {
+    if (!(pl->owned = malloc(sizeof(*pl->owned))))
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a schedule");
+    zcoll_status_t st = build_sched(comm, pl->owned, algo, count, in_place, root);
+    if (st != ZCOLL_OK) {
+      free(pl->owned);
+      pl->owned = NULL;
+      return st;
+    }
+    pl->s = pl->owned;
+    return ZCOLL_OK;
+  }
+  if (victim->used) zcoll__sched_free(&victim->sched);
+  victim->used = 0;
+  victim->gen = ++comm->sched_gen; /* a memo of the old build is stale now */
+  zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place, root);
+  if (st != ZCOLL_OK) return st;
+  victim->used = 1;
+  victim->root = root;
+  victim->algo = algo;
+  victim->count = count;
+  victim->in_place = in_place;
+  victim->stamp = ++comm->ncolls;
+  victim->pins = 1;
+  comm->cache_mru = victim;
+  pl->entry = victim;
+  pl->s = &victim->sched;
+  return ZCOLL_OK;
+}
+
+void zcoll__plan_release(struct zcoll__plan *pl) {
+  if (pl->entry) pl->entry->pins--;
+  zcoll__op_put(pl->op);
+  if (pl->owned) {
+    zcoll__sched_free(pl->owned);
+    free(pl->owned);
+  }
+  memset(pl, 0, sizeof(*pl));
+}
+
+/* The memo's shape again: only the buffers need checking, and the plan is the memo's. */
+static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                          zcoll_op_t op, int in_place, struct zcoll__plan *pl) {
+  struct zcoll__plan_memo *mm = &comm->memo;
+  struct zcoll__sched_cache_entry *e = mm->entry;
+  if (!e || e->gen != mm->gen || mm->count != count || mm->dtype != (int)dtype ||
+      mm->op != (int)op || mm->in_place != in_place)
+    return 0;
+  e->stamp = ++comm->ncolls;
+  e->pins++;
+  comm->cache_mru = e;
+  pl->s = &e->sched;
+  pl->entry = e;
+  pl->owned = NULL;
+  pl->op = NULL; /* never a created op: those plans are not memoized */
+  pl->desc = mm->desc;
+  return 1;
+}
+
+/* A created op: referenced by the plan, checked against the dtype and count, and the
+ * element the schedule moves (*n of them) widened to the op's. */
+static zcoll_status_t plan_created_op(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                                      zcoll_op_t op, struct zcoll__plan *pl, size_t *n) {
+  const struct zcoll__op_def *d = zcoll__op_get(op, "allreduce");
+  if (!d) return ZCOLL_ERR_INVALID_ARG;
+  pl->op = d;
+  size_t dsize = zcoll__dsize(dtype), elem = d->elem_bytes ? d->elem_bytes : dsize;
+  zcoll_status_t st = ZCOLL_OK;
+  if (d->kind == ZCOLL_OPK_PREMUL && dtype != ZCOLL_FLOAT16 && dtype != ZCOLL_BFLOAT16 &&
+      dtype != ZCOLL_FLOAT32 && dtype != ZCOLL_FLOAT64)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: a premul sum needs a floating-point dtype, not %s",
+                     zcoll_dtype_name(dtype));
+  else if (elem < dsize)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: op %d's elements (%zu bytes) are smaller than a %s element",
+                     (int)op, elem, zcoll_dtype_name(dtype));
+  else if (elem > comm->slot_bytes)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: op %d's elements (%zu bytes) exceed a pipeline chunk (%zu bytes; "
+                     "ZCOLL_CHUNK_BYTES)", (int)op, elem, comm->slot_bytes);
+  else if (count * dsize % elem)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "allreduce: %zu x %s is not a whole number of op %d's %zu-byte elements",
+                     count, zcoll_dtype_name(dtype), (int)op, elem);
+  if (st != ZCOLL_OK) {
+    zcoll__op_put(d);
+    pl->op = NULL;
+    return st;
+  }
+  *n = count * dsize / elem;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                    struct zcoll__plan *pl) {
+  int in_place = sendbuf == ZCOLL_IN_PLACE;
+  zcoll_status_t st;
+  if (plan_from_memo(comm, count, dtype, op, in_place, pl)) {
+    /* dtype, op and count passed check_args when the memo was made */
+    if (count && (st = check_bufs(sendbuf, recvbuf, count * zcoll__dsize(dtype))) != ZCOLL_OK) {
+      zcoll__plan_release(pl);
+      return st;
+    }
+  } else {
+    memset(pl, 0, sizeof(*pl));
+    if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK) return st;
+    size_t n = count; /* in the schedule's elements: a created op's may be wider */
+    if ((unsigned)op >= ZCOLL_OP_COUNT && (st = plan_created_op(comm, count, dtype, op, pl, &n)))
+      return st;
+    char why[256];
+    why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
+    int algo = pick_algo(comm, count, dtype,
+                         zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL, sizeof(why));
+    if (pl->op && !pl->op->commutative && algo != comm->chain_algo) {
+      algo = comm->chain_algo;
+      snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
+    }
+    int built = 0;
+    if ((st = zcoll__sched_get(comm, algo, n, in_place, -1, pl, &built)) != ZCOLL_OK) {
+      zcoll__plan_release(pl);
+      return st;
+    }
+    /* Each decision once: a schedule is built the first time a size is seen. */
+    if (built)
+      zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count,
+                     zcoll_dtype_name(dtype), comm->size, zcoll__algos[algo]->name, why);
+    pl->desc = (struct zcoll__coll_desc){
+        ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
+        /* only where it shapes the schedule: a per-rank setting */
+        algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1,
+        pl->op ? zcoll__op_tag(pl->op) : 0, count};
+    /* A schedule of its own (every entry pinned) is not worth a memo; a created op's
+     * value may name another op after a free. */
+    if (pl->entry && !pl->op)
+      comm->memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count, (int)dtype,
+                                             (int)op, in_place, pl->desc};
+  }
+  pl->src = in_place ? recvbuf : sendbuf;
+  pl->dst = recvbuf;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st) {
+  if (st == ZCOLL_ERR_INVALID_ARG) return zcoll__poison(comm, st);
+  comm->ordinal++; /* the others are in this collective: it counts, and breaks */
+  return zcoll__fail_runs(comm, st);
+}
+
+/* A created op's function may fail (zcoll_op_fail) on one rank after the others have all
+ * they need from it: they would return OK from a collective that failed. So a collective
+ * with a function ends with one more, of one byte, in which every rank needs every
+ * other's contribution: a rank whose function failed has broken the communicator and
+ * told the peers, who hear it here (ZCOLL_ERR_PEER_FAILED). It takes the next number on
+ * every rank, and a kind of its own, so that no user call pairs with it. */
+static zcoll_status_t agree(zcoll_comm_t *comm) {
+  uint8_t word = 0;
+  struct zcoll__plan pl;
+  zcoll_status_t st =
+      zcoll__allreduce_plan(comm, ZCOLL_IN_PLACE, &word, 1, ZCOLL_UINT8, ZCOLL_MAX, &pl);
+  if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+  pl.desc.kind = ZCOLL_COLL_AGREE;
+  st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
+  zcoll__plan_release(&pl);
+  return st;
+}
+
+static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  zcoll_status_t st = zcoll__check_usable(comm);
+  if (st != ZCOLL_OK) return st;
+  struct zcoll__plan pl;
+  if ((st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &pl)) != ZCOLL_OK)
+    return zcoll__plan_failed(comm, st);
+  st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
+  /* Built-in ops and premul sums cannot fail in the middle: no agreement for them. */
+  int fn = pl.op && pl.op->kind == ZCOLL_OPK_USER;
+  zcoll__plan_release(&pl);
+  if (fn && st == ZCOLL_OK && comm->size > 1) st = agree(comm);
+  return st;
+}
+
+zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                               size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+  if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: comm is NULL");
+  zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce");
+  if (st != ZCOLL_OK) return st; /* the thread inside owns comm->last_error */
+  st = report(comm, allreduce(comm, sendbuf, recvbuf, count, dtype, op));
+  zcoll__leave(comm);
+  return st;
+}
+
+zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
+                                         zcoll_op_t op, const char **name) {
+  if (!comm || !name)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: NULL argument");
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT ||
+      ((unsigned)op >= ZCOLL_OP_COUNT && !zcoll_op_name(op)))
+    return report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                    "zcoll_allreduce_algorithm: unknown dtype or op"));
+  int algo = pick_algo(comm, count, dtype, NULL, 0);
+  const struct zcoll__op_def *d =
+      (unsigned)op >= ZCOLL_OP_COUNT ? zcoll__op_get(op, "zcoll_allreduce_algorithm") : NULL;
+  if (d && !d->commutative) algo = comm->chain_algo;
+  zcoll__op_put(d);
+  *name = zcoll__algos[algo]->name;
+  return ZCOLL_OK;
+}
+
+int zcoll_algorithm_names(const char **names, int max) {
+  for (int i = 0; i < zcoll__nalgos && i < max && names; i++) names[i] = zcoll__algos[i]->name;
+  return zcoll__nalgos;
+}

@@ -1,0 +1,527 @@
+/*
+ * comm_setup.c -- wiring a new communicator: which transport reaches each peer, and a
+ * channel per peer over it.
+ *
+ * After the host rounds (comm_hosts.c) every rank knows every rank's host and what each
+ * can run, and decides each pair's transport with the same rule as the other end
+ * (zcoll__transport_pick), so both agree without asking each other. One more round gets
+ * each rank its peers' addresses and receive keys: it sends rank 0 its peer list and its
+ * own addresses, and rank 0 answers each rank with the entries of its peers only -- the
+ * rendezvous moves p * peers entries, not the p^2 an allgather would.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/comm.h"
+#include "base/log.h"
+#include "transports.h"
+#include "base/node.h"
+
+#define MAX_PEERS_PER_ALGO 256
+
+/* The union of every algorithm's peers: the channels this rank needs. */
+static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
+  int *peers = malloc(sizeof(int) * (size_t)comm->size);
+  int *tmp = malloc(sizeof(int) * MAX_PEERS_PER_ALGO);
+  char *seen = calloc((size_t)comm->size, 1);
+  if (!peers || !tmp || !seen) {
+    free(peers), free(tmp), free(seen);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory computing peers");
+  }
+  int k = 0;
+  for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
+    const struct zcoll__algo *al =
+        a < zcoll__nalgos ? zcoll__algos[a] : zcoll__bcast_algos[a - zcoll__nalgos];
+    int m = al->peers(comm->rank, comm->size, &comm->algo_params, tmp, MAX_PEERS_PER_ALGO);
+    for (int i = 0; i < m; i++)
+      if (tmp[i] != comm->rank && !seen[tmp[i]]) {
+        seen[tmp[i]] = 1;
+        peers[k++] = tmp[i];
+      }
+  }
+  free(tmp);
+  free(seen);
+  *out = peers;
+  *n = k;
+  return ZCOLL_OK;
+}
+
+/* ---- transports ---------------------------------------------------------------- */
+
+static void mask_names(unsigned mask, char *buf, size_t len) {
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < zcoll__ntransports && off < len; i++)
+    if (mask >> i & 1u)
+      off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
+                              zcoll__transports[i].name);
+  if (!off) snprintf(buf, len, "none");
+}
+
+/* The transport of each peer (kinds[i] for peers[i]), from what each rank can run. */
+static zcoll_status_t choose(zcoll_comm_t *comm, const int *peers, int npeers,
+                             const unsigned *masks, int *kinds) {
+  const zcoll_config_t *cfg = comm->cfg;
+  int me = comm->rank;
+  if (cfg->transport != ZCOLL_TL_AUTO &&
+      (zcoll__transports[cfg->transport].flags & ZCOLL_TLE_ONE_HOST) && comm->nhosts > 1)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "ZCOLL_TRANSPORT=%s needs every rank on one host (and in one PID "
+                       "namespace); this job spans %d",
+                       zcoll__transports[cfg->transport].name, comm->nhosts);
+  for (int i = 0; i < npeers; i++) {
+    int q = peers[i], same = comm->host_of[q] == comm->host_of[me];
+    kinds[i] = zcoll__transport_pick(cfg, same, masks[me], masks[q]);
+    if (kinds[i] < 0) {
+      char a[96], b[96], why[512] = "";
+      mask_names(masks[me], a, sizeof(a));
+      mask_names(masks[q], b, sizeof(b));
+      if (cfg->transport != ZCOLL_TL_AUTO && !(masks[me] >> cfg->transport & 1u))
+        zcoll__transport_probe(cfg, 0, why, sizeof(why)); /* say why it cannot run here */
+      return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                         "no transport reaches rank %d (%s host) from rank %d: this rank can "
+                         "run %s, that one %s%s%s",
+                         q, same ? "this" : "another", me, a, b, why[0] ? "; " : "", why);
+    }
+  }
+  return ZCOLL_OK;
+}
+
+/* Does this rank have a peer no host-local transport reaches (so it must probe the
+ * network ones)? */
+static int needs_net(zcoll_comm_t *comm, const int *peers, int npeers, const unsigned *masks) {
+  for (int i = 0; i < npeers; i++)
+    if (zcoll__transport_pick(comm->cfg, comm->host_of[peers[i]] == comm->host_of[comm->rank],
+                              masks[comm->rank], masks[peers[i]]) < 0)
+      return 1;
+  return 0;
+}
+
+static zcoll_status_t job_alive(void *bs) { return zcoll__bootstrap_check(bs); }
+
+/* Opens the instances the channels use (in table order); a rank without peers opens the
+ * one it would use with a peer on its own host, as a job of one always has. */
+static zcoll_status_t open_transports(zcoll_comm_t *comm, const int *kinds, int npeers,
+                                      unsigned mine, int oversubscribed) {
+  unsigned used = 0;
+  for (int i = 0; i < npeers; i++) used |= 1u << kinds[i];
+  char why[512] = "";
+  if (!used) {
+    unsigned can = mine ? mine : zcoll__transport_probe(comm->cfg, 0, why, sizeof(why));
+    if (!can)
+      return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "no usable transport (%s)",
+                         why[0] ? why : "none built");
+    used = can & -can;
+  }
+  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg, oversubscribed, job_alive,
+                               comm->bs};
+  size_t off = 0;
+  for (int k = 0; k < zcoll__ntransports; k++) {
+    if (!(used >> k & 1u)) continue;
+    struct zcoll__tli *t = &comm->tlis[comm->ntlis];
+    t->ops = zcoll__transports[k].ops;
+    t->idx = k;
+    zcoll_status_t st = t->ops->open(&tp, &t->tl);
+    if (st != ZCOLL_OK) return st;
+    comm->ntlis++;
+    if (!(t->ops->caps & ZCOLL_TL_CAP_PUT_ANY)) {
+      if (comm->reg)
+        return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                           "transports %s and %s both read only registered memory: a "
+                           "communicator supports one such",
+                           comm->reg->ops->name, t->ops->name);
+      comm->reg = t;
+    }
+    off += (size_t)snprintf(comm->tl_names + off, sizeof(comm->tl_names) - off, "%s%s",
+                            off ? "+" : "", t->ops->name);
+    char dev[sizeof(comm->tl_devices)] = "-";
+    if (t->ops->device) t->ops->device(t->tl, dev, sizeof(dev));
+    size_t doff = strlen(comm->tl_devices);
+    snprintf(comm->tl_devices + doff, sizeof(comm->tl_devices) - doff, "%s%s", doff ? "+" : "",
+             dev);
+  }
+  return ZCOLL_OK;
+}
+
+/* ---- channels ----------------------------------------------------------------------- */
+
+static void *map_region(size_t len) {
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* Slots start half a page into their region. A slot on a page boundary and a user buffer
+ * a few bytes past one (malloc and numpy put large blocks 16 bytes into a page) have
+ * addresses that agree in their low 12 bits but for those few bytes: every copy and
+ * reduction between them then stalls its loads behind stores they only seem to overlap
+ * (4K aliasing; a 1 MiB allreduce at p = 2 took 12 % longer from such buffers). Half a
+ * page away from both, neither a malloc'd nor an aligned buffer comes near. */
+#define SLOT_SKEW ((size_t)2048)
+
+/* One region of receive slots for every peer, whatever its transport: allocated by the
+ * instance that must provide it (shm: peers map it) and registered with each. Send
+ * staging for the instance that reads only registered memory. */
+static zcoll_status_t map_regions(zcoll_comm_t *comm, int npeers) {
+  size_t ring = comm->slot_bytes * (size_t)comm->depth;
+  comm->region_bytes = SLOT_SKEW + ring * (size_t)(npeers ? npeers : 1);
+  struct zcoll__tli *alloc = NULL;
+  for (int k = 0; k < comm->ntlis; k++)
+    if (comm->tlis[k].ops->mem_alloc) alloc = &comm->tlis[k];
+  zcoll_status_t st;
+  if (alloc) {
+    void *p = NULL;
+    if ((st = alloc->ops->mem_alloc(alloc->tl, comm->region_bytes, &p)) != ZCOLL_OK) return st;
+    comm->recv_region = p;
+  } else if (!(comm->recv_region = map_region(comm->region_bytes))) {
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of receive slots: %m",
+                       comm->region_bytes);
+  }
+  for (int k = 0; k < comm->ntlis; k++) {
+    struct zcoll__tli *t = &comm->tlis[k];
+    if ((st = t->ops->mem_reg(t->tl, comm->recv_region, comm->region_bytes, 1, &t->recv_mr)) !=
+        ZCOLL_OK)
+      return st;
+  }
+  if (!comm->reg) return ZCOLL_OK;
+  if (!(comm->send_region = map_region(comm->region_bytes)))
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of send staging: %m",
+                       comm->region_bytes);
+  return comm->reg->ops->mem_reg(comm->reg->tl, comm->send_region, comm->region_bytes, 0,
+                                 &comm->reg->send_mr);
+}
+
+/* This rank's addresses and receive keys: how many entries, then one per instance:
+ * {index, address length, key length}, the address and the key. */
+struct blob_entry {
+  uint32_t idx, alen, klen;
+};
+
+static zcoll_status_t pack_blob(zcoll_comm_t *comm, char **out, size_t *len) {
+  size_t cap = sizeof(uint32_t) + (size_t)comm->ntlis * (sizeof(struct blob_entry) + 4096 + 1024);
+  char *b = malloc(cap);
+  if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  uint32_t n = (uint32_t)comm->ntlis;
+  memcpy(b, &n, sizeof(n));
+  size_t off = sizeof(n);
+  for (int k = 0; k < comm->ntlis; k++) {
+    struct zcoll__tli *t = &comm->tlis[k];
+    size_t alen = 4096, klen = 1024;
+    char *e = b + off + sizeof(struct blob_entry);
+    zcoll_status_t st = t->ops->address(t->tl, e, &alen);
+    if (st == ZCOLL_OK) st = t->ops->rkey_pack(t->recv_mr, e + alen, &klen);
+    if (st != ZCOLL_OK) {
+      free(b);
+      return st;
+    }
+    struct blob_entry h = {(uint32_t)t->idx, (uint32_t)alen, (uint32_t)klen};
+    memcpy(b + off, &h, sizeof(h));
+    off += sizeof(h) + alen + klen;
+  }
+  *out = b;
+  *len = off;
+  return ZCOLL_OK;
+}
+
+/* Rank q's address and key for transport idx in its blob. */
+static zcoll_status_t find_entry(const char *blob, size_t len, int q, int idx, const char **addr,
+                                 size_t *alen, const char **key, size_t *klen) {
+  uint32_t n = 0;
+  if (len >= sizeof(n)) memcpy(&n, blob, sizeof(n));
+  size_t off = sizeof(n);
+  for (uint32_t k = 0; k < n && off + sizeof(struct blob_entry) <= len; k++) {
+    struct blob_entry h;
+    memcpy(&h, blob + off, sizeof(h));
+    if ((size_t)h.alen + h.klen > len - off - sizeof(h)) break;
+    if ((int)h.idx == idx) {
+      *addr = blob + off + sizeof(h);
+      *alen = h.alen;
+      *key = *addr + h.alen;
+      *klen = h.klen;
+      return ZCOLL_OK;
+    }
+    off += sizeof(h) + h.alen + h.klen;
+  }
+  return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                     "rank %d published no %s address, though both ends chose it (different "
+                     "ZCOLL_* settings across ranks?)",
+                     q, zcoll__transports[idx].name);
+}
+
+/* ---- the address round ------------------------------------------------------------ */
+
+/* What a rank gets back for each of its peers, in its list's order: {where it is in the
+ * peer's list (its ring in the peer's region), the peer's blob length}, then the blob. */
+struct peer_entry {
+  uint32_t pos; /* UINT32_MAX: the peer does not list this rank */
+  uint32_t len;
+};
+
+struct addr_state { /* rank 0: every rank's contribution, parsed once */
+  int size;
+  const int32_t **lists;
+  uint32_t *nlist;
+  const char **blob;
+  uint32_t *blen;
+};
+
+static zcoll_status_t parse_all(struct addr_state *as, const void *const *blobs,
+                                const uint32_t *lens) {
+  int p = as->size;
+  as->lists = malloc(sizeof(*as->lists) * (size_t)p);
+  as->nlist = malloc(sizeof(uint32_t) * (size_t)p);
+  as->blob = malloc(sizeof(*as->blob) * (size_t)p);
+  as->blen = malloc(sizeof(uint32_t) * (size_t)p);
+  if (!as->lists || !as->nlist || !as->blob || !as->blen)
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  for (int r = 0; r < p; r++) {
+    uint32_t n = 0;
+    if (lens[r] >= sizeof(n)) memcpy(&n, blobs[r], sizeof(n));
+    size_t head = sizeof(n) + sizeof(int32_t) * (size_t)n;
+    if (lens[r] < sizeof(n) || n > (uint32_t)p || head > lens[r])
+      return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                         "rank %d sent a malformed peer list (%u bytes; different zcoll "
+                         "versions?)",
+                         r, lens[r]);
+    as->nlist[r] = n;
+    as->lists[r] = (const int32_t *)((const char *)blobs[r] + sizeof(n));
+    as->blob[r] = (const char *)blobs[r] + head;
+    as->blen[r] = lens[r] - (uint32_t)head;
+    for (uint32_t k = 0; k < n; k++) {
+      int32_t q;
+      memcpy(&q, as->lists[r] + k, sizeof(q));
+      if (q < 0 || q >= p || q == r)
+        return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank %d lists %d among its peers", r, (int)q);
+    }
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t addr_reply(void *arg, int rank, const void *const *blobs,
+                                 const uint32_t *lens, void **reply, size_t *len) {
+  struct addr_state *as = arg;
+  zcoll_status_t st;
+  if (!as->lists && (st = parse_all(as, blobs, lens)) != ZCOLL_OK) return st;
+  size_t total = 0;
+  for (uint32_t k = 0; k < as->nlist[rank]; k++) {
+    int32_t q;
+    memcpy(&q, as->lists[rank] + k, sizeof(q));
+    total += sizeof(struct peer_entry) + as->blen[q];
+  }
+  char *b = malloc(total ? total : 1);
+  if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  size_t off = 0;
+  for (uint32_t k = 0; k < as->nlist[rank]; k++) {
+    int32_t q;
+    memcpy(&q, as->lists[rank] + k, sizeof(q));
+    struct peer_entry e = {UINT32_MAX, as->blen[q]};
+    for (uint32_t i = 0; i < as->nlist[q] && e.pos == UINT32_MAX; i++) {
+      int32_t x;
+      memcpy(&x, as->lists[q] + i, sizeof(x));
+      if (x == rank) e.pos = i;
+    }
+    memcpy(b + off, &e, sizeof(e));
+    memcpy(b + off + sizeof(e), as->blob[q], as->blen[q]);
+    off += sizeof(e) + as->blen[q];
+  }
+  *reply = b;
+  *len = off;
+  return ZCOLL_OK;
+}
+
+/* Sends rank 0 this rank's peers and addresses; fills pos/blob/blen per peer from the
+ * reply (*reply to free). */
+static zcoll_status_t address_round(zcoll_comm_t *comm, const int *peers, int npeers,
+                                    uint32_t *pos, const char **blob, uint32_t *blen,
+                                    void **reply) {
+  char *mine = NULL;
+  size_t mlen = 0;
+  zcoll_status_t st = pack_blob(comm, &mine, &mlen);
+  if (st != ZCOLL_OK) return st;
+  uint32_t n = (uint32_t)npeers;
+  size_t head = sizeof(n) + sizeof(int32_t) * (size_t)npeers;
+  char *c = malloc(head + mlen);
+  if (!c) {
+    free(mine);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  }
+  memcpy(c, &n, sizeof(n));
+  for (int i = 0; i < npeers; i++) {
+    int32_t q = peers[i];
+    memcpy(c + sizeof(n) + sizeof(q) * (size_t)i, &q, sizeof(q));
+  }
+  memcpy(c + head, mine, mlen);
+  free(mine);
+  struct addr_state as = {comm->size, NULL, NULL, NULL, NULL};
+  size_t rlen = 0;
+  st = zcoll__bootstrap_gather_reply(comm->bs, c, head + mlen, addr_reply, &as, reply, &rlen);
+  free(c);
+  free(as.lists), free(as.nlist), free(as.blob), free(as.blen);
+  if (st != ZCOLL_OK) return st;
+  size_t off = 0;
+  for (int i = 0; i < npeers; i++) {
+    struct peer_entry e;
+    if (rlen - off < sizeof(e)) goto bad;
+    memcpy(&e, (char *)*reply + off, sizeof(e));
+    if (e.len > rlen - off - sizeof(e)) goto bad;
+    pos[i] = e.pos;
+    blob[i] = (char *)*reply + off + sizeof(e);
+    blen[i] = e.len;
+    off += sizeof(e) + e.len;
+  }
+  if (off == rlen) return ZCOLL_OK;
+bad:
+  return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank 0's reply with the peers' addresses is malformed");
+}
+
+/* Connects each instance to its peers and fills the channels. */
+static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int npeers,
+                                       const int *kinds, const uint32_t *pos, const char **blob,
+                                       const uint32_t *blen) {
+  size_t ring = comm->slot_bytes * (size_t)comm->depth;
+  size_t n1 = (size_t)(npeers ? npeers : 1);
+  const void **addr_ptrs = calloc(n1, sizeof(void *));
+  size_t *addr_lens = calloc(n1, sizeof(size_t));
+  int *ranks = calloc(n1, sizeof(int)), *at = calloc(n1, sizeof(int));
+  struct zcoll_ep **eps = calloc(n1, sizeof(*eps));
+  zcoll_status_t st = ZCOLL_OK;
+  if (!addr_ptrs || !addr_lens || !ranks || !at || !eps) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+  for (int k = 0; k < comm->ntlis; k++) {
+    struct zcoll__tli *t = &comm->tlis[k];
+    int n = 0;
+    for (int i = 0; i < npeers; i++) {
+      if (kinds[i] != t->idx) continue;
+      const char *key;
+      size_t klen;
+      st = find_entry(blob[i], blen[i], peers[i], t->idx, (const char **)&addr_ptrs[n],
+                      &addr_lens[n], &key, &klen);
+      if (st != ZCOLL_OK) goto out;
+      ranks[n] = peers[i];
+      at[n++] = i;
+    }
+    t->nchans = n;
+    if (!n) continue;
+    if ((st = t->ops->connect(t->tl, n, ranks, addr_ptrs, addr_lens, eps)) != ZCOLL_OK) goto out;
+    for (int m = 0; m < n; m++) comm->chans[at[m]].ep = eps[m];
+  }
+  for (int i = 0; i < npeers; i++) {
+    struct zcoll__chan *c = &comm->chans[i];
+    int q = peers[i];
+    if (pos[i] == UINT32_MAX) {
+      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "rank %d does not count rank %d among its peers (different ZCOLL_* "
+                       "settings across ranks?)",
+                       q, comm->rank);
+      goto out;
+    }
+    for (int k = 0; k < comm->ntlis; k++)
+      if (comm->tlis[k].idx == kinds[i]) c->t = &comm->tlis[k];
+    c->ops = c->t->ops;
+    c->staged = c->t == comm->reg;
+    c->same_host = comm->host_of[q] == comm->host_of[comm->rank];
+    c->peer = q;
+    c->roff = SLOT_SKEW + (uint64_t)pos[i] * ring;
+    c->credits = (uint32_t)comm->depth;
+    c->recv = comm->recv_region + SLOT_SKEW + (size_t)i * ring;
+    if (c->staged) c->stage = comm->send_region + SLOT_SKEW + (size_t)i * ring;
+    c->slots = calloc((size_t)comm->depth, sizeof(*c->slots));
+    c->inflight = calloc((size_t)comm->depth, sizeof(*c->inflight));
+    if (!c->staged)
+      c->small = malloc((size_t)comm->depth * (ZCOLL_CHAN_HDR_BYTES + ZCOLL_CHAN_MERGE_MAX));
+    if (!c->slots || !c->inflight || (!c->staged && !c->small)) {
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+      goto out;
+    }
+    const char *addr, *key;
+    size_t alen, klen;
+    if ((st = find_entry(blob[i], blen[i], q, kinds[i], &addr, &alen, &key, &klen)) != ZCOLL_OK ||
+        (st = c->ops->rkey_unpack(c->ep, key, klen, &c->rkey)) != ZCOLL_OK)
+      goto out;
+    comm->chan_of[q] = i;
+  }
+out:
+  free(addr_ptrs), free(addr_lens), free(ranks), free(at), free(eps);
+  return st;
+}
+
+/* Oversubscribed ranks must not spin: the rank that has work needs the core. How many
+ * ranks share this host: the launcher's word, else the count of round A. */
+static int oversubscribed(zcoll_comm_t *comm) {
+  zcoll_config_t *cfg = comm->cfg;
+  if (cfg->local_size <= 0) {
+    cfg->local_size = 0;
+    for (int r = 0; r < comm->size; r++)
+      cfg->local_size += comm->host_of[r] == comm->host_of[comm->rank];
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int over = cores > 0 && cfg->local_size > cores;
+  comm->spin_adapts = !zcoll__config_explicit(cfg, "SPIN_US");
+  if (over && comm->spin_adapts) {
+    zcoll_log_info("%d local ranks on %ld cores: not spinning while waiting", cfg->local_size,
+                   cores);
+    cfg->spin_us = 0;
+  }
+  return over;
+}
+
+zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
+  int *peers = NULL, *kinds = NULL, npeers = 0, net_round = 0;
+  unsigned *masks = malloc(sizeof(unsigned) * (size_t)comm->size);
+  uint32_t *pos = NULL, *blen = NULL;
+  const char **blob = NULL;
+  void *reply = NULL;
+  uint64_t chunk = 0;
+  uint32_t depth = 0;
+  zcoll_status_t st = masks ? zcoll__wire_hosts(comm, masks, &chunk, &depth, &net_round)
+                            : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  if (st != ZCOLL_OK) goto out;
+  if (comm->nhosts > 1)
+    zcoll_log_info("%d ranks on %d hosts; this one is host %d", comm->size, comm->nhosts,
+                   comm->host_of[comm->rank]);
+  if ((st = compute_peers(comm, &peers, &npeers)) != ZCOLL_OK) goto out;
+  if (net_round && (st = zcoll__wire_nets(comm, masks, needs_net(comm, peers, npeers, masks),
+                                          &chunk, &depth)) != ZCOLL_OK)
+    goto out;
+  size_t n1 = (size_t)(npeers ? npeers : 1);
+  kinds = malloc(sizeof(int) * n1);
+  pos = malloc(sizeof(uint32_t) * n1);
+  blen = malloc(sizeof(uint32_t) * n1);
+  blob = malloc(sizeof(char *) * n1);
+  comm->chans = calloc(n1, sizeof(*comm->chans));
+  comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
+  if (!kinds || !pos || !blen || !blob || !comm->chans || !comm->chan_of) {
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
+  for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
+  if ((st = choose(comm, peers, npeers, masks, kinds)) != ZCOLL_OK) goto out;
+  if ((st = open_transports(comm, kinds, npeers, masks[comm->rank], oversubscribed(comm))) !=
+      ZCOLL_OK)
+    goto out;
+  /* Rank 0's pipeline geometry is everybody's: both ends of a channel must cut pieces and
+   * slots alike. */
+  if ((comm->cfg->chunk_bytes && chunk != comm->cfg->chunk_bytes) ||
+      depth != (uint32_t)comm->cfg->pipeline_depth)
+    zcoll_log_info("using rank 0's chunk of %llu bytes and depth %u", (unsigned long long)chunk,
+                   depth);
+  comm->slot_bytes = (size_t)chunk;
+  comm->depth = (int)depth;
+  if ((st = map_regions(comm, npeers)) != ZCOLL_OK) goto out;
+  if ((st = address_round(comm, peers, npeers, pos, blob, blen, &reply)) != ZCOLL_OK) goto out;
+  comm->nchans = npeers;
+  comm->can_block = 1;
+  for (int k = 0; k < comm->ntlis; k++)
+    comm->can_block &= comm->tlis[k].ops->event_fd(comm->tlis[k].tl) >= 0;
+  for (int k = 0; k < comm->ntlis; k++)
+    if (comm->tlis[k].ops->set_placement)
+      comm->tlis[k].ops->set_placement(comm->tlis[k].tl, zcoll__place, comm);
+  st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
+out:
+  free(peers), free(kinds), free(masks), free(pos), free(blen), free(blob), free(reply);
+  return st;
+}

@@ -1,0 +1,46 @@
+/* diag.c -- what zcoll_info reports about the choices the library makes, computed by the
+ * code that makes them: the allreduce's algorithm and pipeline for a would-be job of one
+ * host, and the reduction kernels. The transports' own diagnostics are in transport.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/select.h"
+#include "base/config.h"
+#include "base/log.h"
+#include "transports.h"
+#include "kernels/reduce.h"
+#include "kernels/reduce_isa.h"
+#include "tl/transport.h"
+
+zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, size_t bytes,
+                                       zcoll_allreduce_plan_t *plan) {
+  if (!cfg || !plan)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_explain: NULL argument");
+  if (ranks < 1)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_explain: %d ranks", ranks);
+  struct zcoll__selector sel;
+  zcoll_status_t st = zcoll__selector_init(&sel, cfg->tuning_file);
+  if (st != ZCOLL_OK) return st;
+  /* As comm.c sets it up, for ranks all on this host: hier never replaces anything. */
+  const struct zcoll__choice c = {&sel, ranks, zcoll__algo_find(cfg->algo), 0, 1,
+                                  zcoll__algo_find("ring"), zcoll__algo_find("rhd"),
+                                  zcoll__algo_find("hier")};
+  zcoll_allreduce_plan_t p = {NULL, 0, cfg->pipeline_depth, ""};
+  p.algorithm = zcoll__algos[zcoll__choose(&c, bytes, p.reason, sizeof(p.reason))]->name;
+  zcoll__selector_free(&sel);
+  /* The transports such a job would run, as comm_hosts.c finds them: those of one host
+   * where every rank has one, else the network's. */
+  char why[512] = "";
+  unsigned mask = zcoll__transport_probe(cfg, ZCOLL_TLE_ONE_HOST, why, sizeof(why));
+  if (!mask) mask = zcoll__transport_probe(cfg, 0, why, sizeof(why));
+  p.chunk_bytes = zcoll__transport_chunk(cfg, mask);
+  *plan = p;
+  return ZCOLL_OK;
+}
+
+void zcoll_build_info(zcoll_build_info_t *info) {
+  if (!info) return;
+  zcoll__reduce_isas_built(info->kernels_built, sizeof(info->kernels_built));
+  snprintf(info->kernel, sizeof(info->kernel), "%s", zcoll__reduce_isa());
+}

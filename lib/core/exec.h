@@ -1,0 +1,138 @@
+/*
+ * exec.h -- the executor's state, shared by its files: executor.c (moving pieces),
+ * exec_queue.c (the collectives in flight), exec_wait.c (waiting, and giving up), and
+ * request.c (which keeps a run in each request).
+ */
+#ifndef ZCOLL_EXEC_H
+#define ZCOLL_EXEC_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "kernels/op.h"
+
+struct zcoll__exec_state {
+  int cap_ops, cap_peers;
+  size_t *pos;    /* per op: progressed up to this element (send: source released) */
+  size_t *issued; /* per op, sends: next element to put */
+  uint8_t *finished;
+  struct zcoll_tl_mr **src_mr; /* per send op: the user registration it is put from */
+  int *send_cur, *recv_cur, *chan; /* per schedule peer */
+  int *peer_of_chan;               /* channel -> schedule peer, -1 if not in this schedule */
+  uint8_t *hdr_sent, *hdr_seen;    /* per schedule peer: this collective's header */
+  int64_t *awaited_ns;             /* per schedule peer: waiting on it since (0: not) */
+  int cap_chans;
+  /* Grants (grant.c). Per op: the range of a receive granted to the peer, or of a send
+   * that may go straight into the peer's result (gfrom SIZE_MAX: none). */
+  size_t *gfrom, *gto; /* granted range [gfrom, gto), grown by later grants */
+  int *grant_cur;                /* per schedule peer: the next receive to consider granting */
+  struct zcoll_tl_rkey **gkey;   /* per schedule peer: its result's key, for this run; NULL */
+  uint64_t *gbase;               /* per schedule peer: where its result starts in gkey */
+};
+
+/* A region registered for peers to write results into (a persistent request's result,
+ * or a zcoll_mem_register region): its registration and key, handed out in grants. */
+struct zcoll__grant_src {
+  struct zcoll_tl_mr *mr; /* NULL once revoked */
+  uint32_t keylen;
+  uint8_t key[ZCOLL_GRANT_KEY_MAX];
+};
+
+/* One collective in progress: on the caller's stack for a blocking call, in the request
+ * otherwise. Active runs are listed in comm->active in the order they were issued (the
+ * order of their ordinals), and move pieces in that order on every channel. */
+struct run {
+  struct run *next;      /* in comm->active */
+  uint64_t rc_since;     /* registration-cache clock at its start: what it uses stays */
+  zcoll_status_t status; /* ZCOLL_IN_PROGRESS while listed; then how it ended */
+  atomic_int ended;      /* 1 (release) once status is final: read without comm->mu */
+  int64_t started_ns;    /* for the trace; 0 if off */
+  zcoll_comm_t *comm;
+  const struct zcoll__sched *s;
+  struct zcoll__exec_state *e;
+  char *buf[2];
+  size_t dsize, chunk;
+  zcoll_dtype_t dtype;
+  zcoll_op_t op;
+  const struct zcoll__op_def *uop; /* a created op (op.h), else NULL */
+  uint64_t ordinal;              /* this collective's number on the communicator */
+  struct zcoll__flight_ent *fl;  /* its flight recorder entry; NULL: off */
+  struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
+  uint64_t fp;                   /* desc's fingerprint */
+  int remaining;
+  int local_cur;
+  struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */
+  uint64_t grant_base;            /* where the result starts in grant's region, in bytes */
+  int ngkeys;                     /* peers' keys held in e->gkey */
+};
+
+struct idle {
+  int64_t since_ns; /* 0: not idle */
+  int64_t last_check_ns;
+  unsigned calls;   /* reading the clock costs more than a poll in a VM: not every time */
+  int64_t spin_ns;  /* this wait's spin phase (exec_wait.c) */
+};
+
+/* Sets r up for collective `ordinal` (not yet in flight). */
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+                               struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
+                               uint64_t ordinal, const void *src, void *dst);
+/* Ends every run in flight with st (no news to the peers: see zcoll__fail_runs). */
+void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st);
+
+/* Per channel, in zcoll__progress's scratch: earlier runs still send / receive on it. */
+#define ZCOLL_BLOCK_SEND 1
+#define ZCOLL_BLOCK_RECV 2
+/* Takes finished runs off comm->active (any position: a later run may finish first). */
+void zcoll__reap(zcoll_comm_t *comm);
+
+static inline size_t zcoll__op_end(const struct zcoll__sop *o) { return o->off + o->count; }
+
+static inline size_t zcoll__piece_end(const struct run *r, const struct zcoll__sop *o, size_t at) {
+  size_t end = zcoll__op_end(o);
+  return end - at > r->chunk ? at + r->chunk : end;
+}
+
+/* Have the ops that o depends on progressed over [a, b)? */
+static inline int zcoll__deps_ready(const struct run *r, const struct zcoll__sop *o, size_t a,
+                                    size_t b) {
+  for (uint32_t i = 0; i < o->ndeps; i++) {
+    int d = (int)r->s->deps[o->dep_first + i];
+    const struct zcoll__sop *y = &r->s->ops[d];
+    size_t yend = zcoll__op_end(y);
+    if (a >= yend || y->off >= b || a == b) continue;
+    if (r->e->pos[d] < (b < yend ? b : yend)) return 0;
+  }
+  return 1;
+}
+
+/* The channel's oldest piece has been used: its slot is free again (credits go back in
+ * batches). */
+zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
+                                   struct zcoll__slot *sl);
+
+/* ---- grants (grant.c) ---- */
+/* Receiver: grants the peer j what r may now receive straight into its result. */
+zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress);
+/* Sender or receiver: the channel's oldest piece from peer j is a grant (sl). Takes it
+ * for r (or drops a stale one): *wait = 1 if it belongs to a later collective. */
+zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
+                                  struct zcoll__slot *sl, int *wait);
+/* r has ended: the peers' keys it holds go. */
+void zcoll__run_drop_grants(struct run *r);
+/* Registers [addr, addr+len) for peers to write results into, where the transport lets
+ * them (1), else leaves g empty (0: results are copied, nothing is wrong). */
+int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__grant_src *g);
+/* Stops peers writing into r's result (after a failure). */
+void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
+
+/* ZCOLL_OK, or PEER_FAILED naming a rank that left the communicator (zcoll_comm_destroy)
+ * before a collective in flight that it would have had to make. No system call. */
+zcoll_status_t zcoll__departures(zcoll_comm_t *comm);
+/* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
+zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);
+/* Something moved: the wait in id (if any) is over, and tells whether spinning paid. */
+void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id);
+
+#endif

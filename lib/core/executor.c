@@ -1,0 +1,625 @@
+/*
+ * executor.c -- runs a schedule over the communicator's channels.
+ *
+ * Every op is cut into pieces of at most slot_bytes. A piece moves as soon as three
+ * things hold: its op is the oldest unfinished one of its kind on its channel (the
+ * channel is a FIFO), a slot at the receiver is free (credit), and the pieces of
+ * earlier ops it depends on have progressed past it. That last rule, checked per
+ * piece rather than per op, is the pipeline: a ring forwards the first chunk of a
+ * block while later chunks of the same block are still arriving and being reduced.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/copy.h"
+#include "exec.h"
+#include "base/log.h"
+#include "kernels/op.h"
+#include "kernels/reduce.h"
+
+#define CREDIT_COOKIE (1ull << 63)
+#define MAX_EVENTS 64
+
+static void finish_op(struct run *r, int i) {
+  if (!r->e->finished[i]) {
+    r->e->finished[i] = 1;
+    r->remaining--;
+  }
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+/* Where a piece we copy before putting it waits for its PUT_DONE, and the registration
+ * that covers it (NULL with PUT_ANY). */
+static char *stage_buf(const struct run *r, const struct zcoll__chan *c, uint32_t slot,
+                       struct zcoll_tl_mr **lmr) {
+  *lmr = c->staged ? r->comm->reg->send_mr : NULL;
+  return c->staged ? c->stage + (size_t)slot * r->comm->slot_bytes
+                   : c->small + (size_t)slot * (ZCOLL_CHAN_HDR_BYTES + ZCOLL_CHAN_MERGE_MAX);
+}
+
+/* Below this an op's bytes are copied: staging a few KiB costs less than looking the
+ * buffer up, and registering every small temporary would churn the cache. */
+#define RCACHE_MIN_BYTES ((size_t)16 << 10)
+
+/* The registration an op's source lies in: the application's, else the cache's (which
+ * keeps what any collective in flight uses), else NULL (staged). */
+static struct zcoll_tl_mr *src_registration(const struct run *r, const char *src, size_t bytes) {
+  zcoll_comm_t *comm = r->comm;
+  struct zcoll_tl_mr *mr = zcoll__mr_find(comm, src, bytes);
+  if (mr || !comm->rcache || bytes < RCACHE_MIN_BYTES) return mr;
+  const struct run *oldest = comm->active ? comm->active : r;
+  return zcoll__rcache_get(comm->rcache, src, bytes, oldest->rc_since);
+}
+
+/* This collective's header, alone in a slot: the first piece is too big to carry it. */
+static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, uint32_t slot) {
+  zcoll_comm_t *comm = r->comm;
+  struct zcoll_tl_mr *lmr;
+  char *buf = stage_buf(r, c, slot, &lmr);
+  zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
+  uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
+  zcoll_status_t st = c->ops->put(c->ep, buf, lmr, c->rkey,
+                                  c->roff + (uint64_t)slot * comm->slot_bytes,
+                                  ZCOLL_CHAN_HDR_BYTES,
+                                  zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR),
+                                  cookie);
+  if (st != ZCOLL_OK) return st;
+  c->sent_desc = r->desc;
+  c->sent_valid = 1;
+  c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, ZCOLL_CHAN_HDR_BYTES};
+  c->credits--;
+  c->send_seq++;
+  c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
+  r->e->hdr_sent[j] = 1;
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
+  zcoll_comm_t *comm = r->comm;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
+  int *cur = &r->e->send_cur[j];
+  while (*cur < s->peer_recvs[j]) {
+    /* A grant from the peer waiting at the head of its channel: take it before the
+     * next piece, which it may send straight to the result. */
+    struct zcoll__slot *head = &c->slots[c->recv_slot];
+    if (head->arrived && zcoll__imm_kind(head->imm) == ZCOLL_IMM_GRANT) {
+      int wait;
+      zcoll_status_t st = zcoll__grants_take(r, j, c, head, &wait);
+      if (st != ZCOLL_OK) return st;
+      if (!wait) {
+        *progress = 1;
+        continue;
+      }
+    }
+    int i = s->peer_ops[*cur];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = r->e->issued[i], b = zcoll__piece_end(r, o, a);
+    uint32_t slot = c->send_slot;
+    if (!c->credits || c->inflight[slot].busy) break;
+    size_t len = (b - a) * r->dsize;
+    int first = !r->e->hdr_sent[j];
+    /* A collective described as the last header put here needs no header of its own. */
+    int same = first && c->sent_valid && !memcmp(&c->sent_desc, &r->desc, sizeof(r->desc));
+    int hdr = first && !same;
+    if (hdr && !zcoll__chan_hdr_merges(len, comm->slot_bytes)) {
+      zcoll_status_t st = put_header(r, j, c, slot);
+      if (st != ZCOLL_OK) return st;
+      *progress = 1;
+      continue;
+    }
+    if (!zcoll__deps_ready(r, o, a, b)) break;
+    const char *src = r->buf[o->buf] + a * r->dsize;
+    /* Sources inside a user registration go out as they are (decided per op, so that
+     * an op's pieces are released in order); others through staging. */
+    /* A premul sum scales the input on its way out: into staging, never as it is. */
+    int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
+    if (a == o->off && c->staged)
+      r->e->src_mr[i] = o->count && !scaled ? src_registration(r, src, o->count * r->dsize) : NULL;
+    struct zcoll_tl_mr *lmr = c->staged ? r->e->src_mr[i] : NULL;
+    /* Granted: this piece goes into the peer's result, not a slot (never the first,
+     * which says what the collective is). */
+    int direct = !first && len && r->e->gfrom[i] <= a && b <= r->e->gto[i] && r->e->gkey[j];
+    /* A piece that carries the header is copied behind it, so it is staged too. */
+    int stage = (c->staged && !lmr) || hdr || scaled;
+    size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
+    int64_t t0 = comm->trace.f ? zcoll__now_ns() : 0;
+    if (stage) {
+      char *staging = stage_buf(r, c, slot, &lmr);
+      if (scaled && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
+      if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
+      if (scaled) zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
+      else if (len) zcoll__copy(staging + off, src, len);
+      src = staging;
+      if (t0) {
+        int64_t t1 = zcoll__now_ns();
+        zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COPY_IN, t0, t1, c->peer, len);
+        t0 = t1;
+      }
+    }
+    uint32_t imm = zcoll__imm_piece(c->send_seq, r->ordinal,
+                                    hdr      ? ZCOLL_IMM_HDR
+                                    : same   ? ZCOLL_IMM_SAME
+                                    : direct ? ZCOLL_IMM_DIRECT
+                                             : 0);
+    uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
+    zcoll_status_t st =
+        direct ? c->ops->put(c->ep, src, lmr, r->e->gkey[j],
+                             r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
+               : c->ops->put(c->ep, src, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes,
+                             len + off, imm, cookie);
+    if (st != ZCOLL_OK) return st;
+    c->bytes_out += len;
+    if (hdr) {
+      c->sent_desc = r->desc;
+      c->sent_valid = 1;
+    }
+    r->e->hdr_sent[j] = 1;
+    int last = b == zcoll__op_end(o);
+    /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
+    c->inflight[slot] =
+        (struct zcoll__inflight){1, 0, stage ? -1 : i, stage ? NULL : r, b, t0, (uint32_t)len};
+    c->credits--;
+    c->send_seq++;
+    c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
+    r->e->issued[i] = b;
+    if (stage) r->e->pos[i] = b;
+    *progress = 1;
+    if (!last) continue;
+    (*cur)++;
+    if (stage) finish_op(r, i);
+  }
+  return ZCOLL_OK;
+}
+
+static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
+  struct zcoll__chan *c = &comm->chans[cookie >> 32];
+  uint32_t slot = (uint32_t)cookie; /* the cookie carries the slot, not the 64-bit seq */
+  if (slot < (uint32_t)comm->depth) c->inflight[slot].done = 1;
+  /* Sources are released in order, so an op's position is a prefix. */
+  while (c->tail_seq != c->send_seq) {
+    struct zcoll__inflight *f = &c->inflight[c->tail_slot];
+    if (!f->done) break;
+    if (f->issued_ns)
+      zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__now_ns(),
+                         c->peer, f->bytes);
+    struct run *r = f->run;
+    if (f->op >= 0 && r) {
+      r->e->pos[f->op] = f->end;
+      if (f->end == zcoll__op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
+        finish_op(r, f->op);
+    }
+    f->busy = 0;
+    c->tail_seq++;
+    c->tail_slot = zcoll__slot_next(c->tail_slot, comm->depth);
+  }
+}
+
+/* ---- receiving ---------------------------------------------------------------------- */
+
+static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
+  zcoll_status_t st = c->ops->put(c->ep, NULL, NULL, NULL, 0, 0, ZCOLL_IMM_CREDIT | c->unreturned,
+                                  CREDIT_COOKIE | (uint64_t)(c - comm->chans));
+  if (st == ZCOLL_OK) c->unreturned = 0;
+  return st;
+}
+
+/* A consumed slot is free again; its credit goes back in batches. */
+zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
+                                   struct zcoll__slot *sl) {
+  sl->arrived = 0;
+  sl->data_off = 0;
+  c->recv_seq++;
+  c->recv_slot = zcoll__slot_next(c->recv_slot, comm->depth);
+  c->unreturned++;
+  if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) return return_credits(comm, c);
+  return ZCOLL_OK;
+}
+
+/* The first piece of this collective from the peer: its header must say that the peer
+ * is at the same collective and calls it alike, before any of its data is used. */
+static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
+                                  struct zcoll__slot *sl, size_t first_len, int *consumed) {
+  zcoll_comm_t *comm = r->comm;
+  uint32_t slot = c->recv_slot;
+  *consumed = 0;
+  if (sl->imm & ZCOLL_IMM_SAME) {
+    if (!zcoll__chan_seen_same(c, &r->desc)) /* out of line: it only formats the news */
+      return zcoll__chan_same_check(c, r->ordinal, &r->desc);
+    /* Checked: from here on it is a piece like the others (its payload may wait for
+     * dependencies, and a SAME still on it would then be one too many). The ordinal's low
+     * bits are checked with the payload, as on every piece. */
+    sl->imm &= ~ZCOLL_IMM_SAME;
+    r->e->hdr_seen[j] = 1;
+    return ZCOLL_OK;
+  }
+  if (!(sl->imm & ZCOLL_IMM_HDR))
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "collectives out of step: rank %d sent a piece of a collective already "
+                       "under way (its number ends in %u) where this rank's collective #%llu "
+                       "should start (a rank skipped a call, or made one more)",
+                       c->peer, zcoll__imm_ord(sl->imm), (unsigned long long)r->ordinal);
+  zcoll_status_t st = zcoll__chan_hdr_check(c->recv + (size_t)slot * comm->slot_bytes, sl->len,
+                                            c->peer, r->ordinal, &r->desc, r->fp);
+  if (st != ZCOLL_OK) return st;
+  r->e->hdr_seen[j] = 1;
+  c->seen_desc = r->desc;
+  c->seen_valid = 1;
+  sl->data_off = ZCOLL_CHAN_HDR_BYTES;
+  if (zcoll__chan_hdr_merges(first_len, comm->slot_bytes)) return ZCOLL_OK;
+  if (sl->len != ZCOLL_CHAN_HDR_BYTES)
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "rank %d sent a header of %u bytes where one of %u was due (protocol "
+                       "mismatch)",
+                       c->peer, sl->len, ZCOLL_CHAN_HDR_BYTES);
+  *consumed = 1;
+  return zcoll__chan_consume(comm, c, sl);
+}
+
+/* dst = acc (op) data over n elements of elem bytes, for a created op; input: acc is
+ * this rank's input (premul scales it). An error if the op's function failed
+ * (zcoll_op_fail): then dst is garbage and must not be used. */
+static zcoll_status_t op_reduce(const struct run *r, int input, char *dst, const char *acc,
+                                const char *data, size_t n) {
+  const struct zcoll__op_def *d = r->uop;
+  if (d->kind == ZCOLL_OPK_PREMUL) {
+    if (input) zcoll__reduce_premul(r->dtype, dst, acc, data, n, d->scalar);
+    else zcoll__reduce(r->dtype, ZCOLL_SUM, dst, acc, data, n, 0);
+    return ZCOLL_OK;
+  }
+  size_t bytes = n * r->dsize;
+  /* MPI's form, inout = in (op) inout: in is the peer's (in rank order: the ranks before
+   * this one, on the chain), inout this rank's operand. */
+  if (dst != acc) memcpy(dst, acc, bytes);
+  return zcoll__op_call(d, data, dst, bytes / zcoll__dsize(r->dtype), r->dtype, r->comm->rank);
+}
+
+static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
+  zcoll_comm_t *comm = r->comm;
+  const struct zcoll__sched *s = r->s;
+  struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
+  int *cur = &r->e->recv_cur[j];
+  int end = s->peer_sends[j + 1];
+  while (*cur < end) {
+    int i = s->peer_ops[*cur];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = r->e->pos[i], b = zcoll__piece_end(r, o, a);
+    uint32_t slot = c->recv_slot;
+    struct zcoll__slot *sl = &c->slots[slot];
+    if (!sl->arrived) break;
+    if (zcoll__imm_kind(sl->imm) == ZCOLL_IMM_GRANT) { /* for our sends to the peer */
+      int wait;
+      zcoll_status_t st = zcoll__grants_take(r, j, c, sl, &wait);
+      if (st != ZCOLL_OK) return st;
+      if (wait) break;
+      *progress = 1;
+      continue;
+    }
+    size_t len = (b - a) * r->dsize;
+    if (!r->e->hdr_seen[j]) {
+      int consumed;
+      zcoll_status_t st = take_header(r, j, c, sl, len, &consumed);
+      if (st != ZCOLL_OK) return st;
+      if (consumed) {
+        r->e->awaited_ns[j] = 0;
+        *progress = 1;
+        continue;
+      }
+    }
+    if (!zcoll__deps_ready(r, o, a, b)) break;
+    if (zcoll__imm_ord(sl->imm) != ((uint32_t)r->ordinal & ZCOLL_IMM_ORD_MASK))
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "collectives out of step: rank %d sent a piece of its collective whose "
+                         "number ends in %u (mod %u) where this rank's collective #%llu was due "
+                         "(a rank skipped a call, or made one more)",
+                         c->peer, zcoll__imm_ord(sl->imm), ZCOLL_IMM_ORD_MASK + 1,
+                         (unsigned long long)r->ordinal);
+    if ((sl->imm & ZCOLL_IMM_EXT) &&
+        (o->kind != ZCOLL_SOP_RECV_COPY || r->e->gfrom[i] > a || b > r->e->gto[i]))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                         "protocol violation by rank %d: it wrote piece %u of collective #%llu "
+                         "straight into this rank's result, which no grant allowed",
+                         c->peer, sl->imm & ZCOLL_IMM_SEQ_MASK, (unsigned long long)r->ordinal);
+    if (!(sl->imm & ZCOLL_IMM_HDR) != !sl->data_off || (sl->imm & ZCOLL_IMM_SAME) ||
+        sl->len != len + sl->data_off)
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "rank %d's collective #%llu does not match this rank's: a piece of %u "
+                         "bytes (collective number ending in %u) where %zu bytes were due",
+                         c->peer, (unsigned long long)r->ordinal, sl->len - sl->data_off,
+                         zcoll__imm_ord(sl->imm), len);
+    const char *data = c->recv + (size_t)slot * comm->slot_bytes + sl->data_off;
+    char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    int64_t t0 = comm->trace.f ? zcoll__now_ns() : 0;
+    if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
+      zcoll_status_t st0;
+      int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
+      if (!r->uop)
+        zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
+      else if ((st0 = op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data,
+                                        b - a)) != ZCOLL_OK)
+        return st0; /* before this piece counts: nothing made from it leaves this rank */
+    } else if (sl->placed) {
+      comm->pieces_placed++;
+      t0 = 0; /* nothing was done here: no stage to trace */
+    } else {
+      if (len) zcoll__copy(dst, data, len);
+      comm->pieces_copied++;
+    }
+    if (t0)
+      zcoll__trace_event(&comm->trace,
+                         o->kind == ZCOLL_SOP_RECV_REDUCE ? ZCOLL_STAGE_REDUCE
+                                                          : ZCOLL_STAGE_COPY_OUT,
+                         t0, zcoll__now_ns(), c->peer, len);
+    r->e->pos[i] = b;
+    r->e->awaited_ns[j] = 0;
+    *progress = 1;
+    zcoll_status_t st = zcoll__chan_consume(comm, c, sl);
+    if (st != ZCOLL_OK) return st;
+    if (b == zcoll__op_end(o)) {
+      finish_op(r, i);
+      (*cur)++;
+    }
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *ev) {
+  int ci = ev->peer >= 0 && ev->peer < comm->size ? comm->chan_of[ev->peer] : -1;
+  if (ci < 0)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "a notification came from rank %d, not a peer",
+                       ev->peer);
+  return zcoll__chan_arrived(&comm->chans[ci], comm->depth, comm->slot_bytes, ev);
+}
+
+static zcoll_status_t pump_one(zcoll_comm_t *comm, struct zcoll__tli *t, int *progress) {
+  struct zcoll_tl_event ev[MAX_EVENTS];
+  for (;;) {
+    int n = 0;
+    zcoll_status_t st = t->ops->poll(t->tl, ev, MAX_EVENTS, &n);
+    if (st != ZCOLL_OK) return st;
+    for (int k = 0; k < n; k++) {
+      if (ev[k].kind == ZCOLL_TL_EV_ARRIVED) {
+        if ((st = arrived(comm, &ev[k])) != ZCOLL_OK) return st;
+      } else {
+        if (ev[k].status != ZCOLL_OK)
+          return zcoll__fail(ev[k].status, "a put to rank %d failed", ev[k].peer);
+        if (!(ev[k].cookie & CREDIT_COOKIE)) put_done(comm, ev[k].cookie);
+      }
+    }
+    if (n) *progress = 1;
+    if (n < MAX_EVENTS) return ZCOLL_OK;
+  }
+}
+
+static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
+  for (int k = 0; k < comm->ntlis; k++) {
+    zcoll_status_t st = pump_one(comm, &comm->tlis[k], progress);
+    if (st != ZCOLL_OK) return st;
+  }
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t do_local(struct run *r, int *progress) {
+  const struct zcoll__sched *s = r->s;
+  while (r->local_cur < s->nlocal) {
+    int i = s->local_ops[r->local_cur];
+    const struct zcoll__sop *o = &s->ops[i];
+    size_t a = r->e->pos[i], b = zcoll__piece_end(r, o, a);
+    if (!zcoll__deps_ready(r, o, a, b)) break;
+    char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    const char *src = r->buf[o->acc] + a * r->dsize;
+    if (r->uop && r->uop->kind == ZCOLL_OPK_PREMUL) /* p == 1: the input, scaled */
+      zcoll__scale_copy(r->dtype, dst, src, b - a, r->uop->scalar);
+    else
+      zcoll__copy(dst, src, (b - a) * r->dsize);
+    r->e->pos[i] = b;
+    *progress = 1;
+    if (b == zcoll__op_end(o)) {
+      finish_op(r, i);
+      r->local_cur++;
+    }
+  }
+  return ZCOLL_OK;
+}
+
+/* A created op (op.c): its definition, held by the plan; the element it must see whole;
+ * for a premul sum, staging on transports that put from anywhere (the scaled input goes
+ * out from there), and the scaling of an in-place input that nothing else reads (p = 1). */
+static zcoll_status_t created_op(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s) {
+  r->uop = zcoll__op_def_of((zcoll_op_t)r->desc.op);
+  if (r->uop->elem_bytes) r->dsize = r->uop->elem_bytes;
+  if (r->uop->kind != ZCOLL_OPK_PREMUL) return ZCOLL_OK;
+  if (s->in_place && !s->nops && s->count)
+    zcoll__scale_copy(r->dtype, r->buf[ZCOLL_BUF_DST], r->buf[ZCOLL_BUF_DST], s->count,
+                      r->uop->scalar);
+  for (int j = 0; j < s->npeers; j++) {
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0 || comm->chans[ci].stage) continue; /* staged ones have theirs */
+    if (!(comm->chans[ci].stage = malloc((size_t)comm->depth * comm->slot_bytes)))
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a premul sum's staging");
+  }
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+                               struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
+                               uint64_t ordinal, const void *src, void *dst) {
+  zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
+  /* Field by field: a compound literal clears the whole struct with `rep stos`, whose
+   * start-up alone is a tenth of an 8-byte allreduce. */
+  r->next = NULL;
+  r->status = ZCOLL_IN_PROGRESS;
+  atomic_store_explicit(&r->ended, 0, memory_order_relaxed);
+  r->comm = comm;
+  r->s = s;
+  r->e = e;
+  r->dtype = dtype;
+  r->op = (zcoll_op_t)desc->op;
+  r->ordinal = ordinal;
+  r->desc = *desc;
+  r->fp = zcoll__coll_fingerprint_cached(&comm->fp_cache, desc);
+  r->local_cur = 0;
+  r->buf[ZCOLL_BUF_SRC] = (char *)src;
+  r->buf[ZCOLL_BUF_DST] = dst;
+  r->uop = NULL;
+  r->dsize = zcoll__dsize(dtype);
+  if (desc->op >= ZCOLL_OP_COUNT) {
+    zcoll_status_t st = created_op(comm, r, s);
+    if (st != ZCOLL_OK) return st;
+  }
+  r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
+  r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
+  r->remaining = s->nops;
+  r->started_ns = comm->trace.f ? zcoll__now_ns() : 0;
+  r->grant = NULL;
+  r->ngkeys = 0;
+  /* A result inside a zcoll_mem_register region may be written by the peers directly,
+   * for any call (a persistent request sets its own after this). */
+  if (comm->mrs) {
+    size_t bytes = (size_t)desc->count * zcoll__dsize(dtype);
+    if (bytes > comm->slot_bytes && comm->slot_bytes >= ZCOLL_GRANT_MAX_BYTES && dst)
+      r->grant = zcoll__mr_grant(comm, dst, bytes, &r->grant_base);
+  }
+  for (int i = 0; i < s->nops; i++) {
+    e->pos[i] = e->issued[i] = s->ops[i].off;
+    e->finished[i] = 0;
+    e->gfrom[i] = SIZE_MAX;
+    e->gto[i] = 0;
+  }
+  for (int c = 0; c < comm->nchans; c++) e->peer_of_chan[c] = -1;
+  for (int j = 0; j < s->npeers; j++) {
+    e->send_cur[j] = s->peer_sends[j];
+    e->recv_cur[j] = e->grant_cur[j] = s->peer_recvs[j];
+    e->hdr_sent[j] = e->hdr_seen[j] = 0;
+    e->awaited_ns[j] = 0;
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0)
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
+                         s->peers[j]);
+    e->chan[j] = ci;
+    e->peer_of_chan[ci] = j;
+  }
+  r->fl = zcoll__flight_start(&comm->flight, ordinal, desc);
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
+  const struct zcoll__sched *s = r->s;
+  zcoll_status_t st = ZCOLL_OK;
+  for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
+    if (!block) { /* the checks first: a call per peer and step shows at 8 bytes */
+      if (r->e->recv_cur[j] < s->peer_sends[j + 1]) st = do_recvs(r, j, progress);
+      if (st == ZCOLL_OK && r->grant) st = zcoll__grants_give(r, j, progress);
+      if (st == ZCOLL_OK && r->e->send_cur[j] < s->peer_recvs[j]) st = do_sends(r, j, progress);
+      continue;
+    }
+    /* A channel is a FIFO: this run's pieces go after those of every earlier run. */
+    uint8_t *b = &block[r->e->chan[j]];
+    if (!(*b & ZCOLL_BLOCK_RECV)) st = do_recvs(r, j, progress);
+    /* Grants first: the peer's pieces still to come may then skip the copy. */
+    if (st == ZCOLL_OK && r->grant && !(*b & ZCOLL_BLOCK_SEND))
+      st = zcoll__grants_give(r, j, progress);
+    if (st == ZCOLL_OK && !(*b & ZCOLL_BLOCK_SEND)) st = do_sends(r, j, progress);
+    if (r->e->recv_cur[j] < s->peer_sends[j + 1]) *b |= ZCOLL_BLOCK_RECV;
+    if (r->e->send_cur[j] < s->peer_recvs[j]) *b |= ZCOLL_BLOCK_SEND;
+  }
+  if (st != ZCOLL_OK) return st;
+  if (r->local_cur < s->nlocal) do_local(r, progress);
+  if (r->remaining == 0 && r->ngkeys) zcoll__run_drop_grants(r);
+  if (r->remaining == 0 && r->started_ns)
+    zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
+                       zcoll__now_ns(), -1, s->count * r->dsize);
+  return ZCOLL_OK;
+}
+
+/* Here rather than in exec_queue.c: with pump and run_step in one file the compiler
+ * inlines them, which the 8-byte hot path notices. */
+zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress) {
+  zcoll_status_t st = pump(comm, progress);
+  if (st != ZCOLL_OK) return st;
+  struct run *r = comm->active;
+  if (!r) return ZCOLL_OK;
+  uint8_t *block = NULL;
+  if (r->next && comm->nchans) { /* several in flight: keep each channel's order */
+    if (comm->chan_block_cap < comm->nchans) {
+      uint8_t *b = realloc(comm->chan_block, (size_t)comm->nchans);
+      if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the executor");
+      comm->chan_block = b;
+      comm->chan_block_cap = comm->nchans;
+    }
+    block = comm->chan_block;
+    memset(block, 0, (size_t)comm->nchans);
+  }
+  int done = 0;
+  for (; r; r = r->next) {
+    if ((st = run_step(r, block, progress)) != ZCOLL_OK) return st;
+    done |= r->remaining == 0;
+  }
+  if (done) zcoll__reap(comm);
+  return ZCOLL_OK;
+}
+
+/* A blocking call. With nothing else in flight (the common case) it runs its own loop,
+ * as tight as before requests existed; otherwise it queues behind the others. */
+zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
+                              const struct zcoll__coll_desc *desc, const void *src, void *dst) {
+  /* The number is taken whatever happens next: ranks count calls, not successes. */
+  uint64_t ordinal = comm->ordinal++;
+  struct run r;
+  const struct zcoll__exec_state *e = comm->exec;
+  zcoll_status_t st = ZCOLL_OK; /* the scratch grows on the first calls only */
+  if (!e || s->nops > e->cap_ops || s->npeers > e->cap_peers || comm->nchans > e->cap_chans)
+    st = zcoll__exec_reserve(&comm->exec, s->nops, s->npeers, comm->nchans);
+  if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
+    st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
+    return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__fail_runs(comm, st);
+  }
+  if (st == ZCOLL_OK) st = zcoll__run_init(comm, &r, s, comm->exec, desc, ordinal, src, dst);
+  /* Whatever fails from here on, the peers are in this collective: break and tell them. */
+  if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  comm->active = comm->active_tail = &r; /* for the placement hook */
+  struct idle id = {0};
+  /* A step that moved nothing moves nothing again until an event comes (an arrival, a
+   * credit, a put done): while waiting, only poll -- a shorter loop notices the arrival
+   * sooner. */
+  int step_idle = 0;
+  while (r.remaining > 0) {
+    int progress = 0;
+    if ((st = pump(comm, &progress)) != ZCOLL_OK) break;
+    if (progress || !step_idle) {
+      int moved = 0;
+      if ((st = run_step(&r, NULL, &moved)) != ZCOLL_OK) break;
+      step_idle = !moved;
+      progress |= moved;
+    }
+    if (progress) {
+      zcoll__idle_done(comm, &id);
+      continue;
+    }
+    if ((st = zcoll__idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
+  }
+  if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  comm->active = comm->active_tail = NULL;
+  if (r.ngkeys) zcoll__run_drop_grants(&r);
+  r.status = ZCOLL_OK;
+  zcoll__flight_end(r.fl, ordinal, ZCOLL_OK);
+  if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
+    zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__now_ns(),
+                       -1, 0);
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
+  struct idle id = {0};
+  for (;;) {
+    int busy = 0, progress = 0;
+    for (int c = 0; c < comm->nchans; c++)
+      busy |= comm->chans[c].tail_seq != comm->chans[c].send_seq;
+    if (!busy) return ZCOLL_OK;
+    zcoll_status_t st = pump(comm, &progress);
+    if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, NULL, &id);
+    if (progress) zcoll__idle_done(comm, &id);
+    if (st != ZCOLL_OK) return st;
+  }
+}

@@ -1,0 +1,98 @@
+/*
+ * flight.h -- the flight recorder (ZCOLL_FLIGHT_RECORDER=N): each communicator keeps its
+ * last N collectives -- number, kind, count, dtype, op, algorithm, state, the peers it
+ * waits on, start and end -- and dumps them (flight.c) on a timeout, a peer failure, a
+ * mismatch or an abort, and when asked (zcoll_comm_dump), so that the dumps of a hung
+ * job's ranks say which rank is behind and in which call.
+ *
+ * One writer, no lock: the thread that drives the executor (the caller inside a call, or
+ * the progress thread under comm->mu) writes an entry when a collective starts and when
+ * it ends. Readers (zcoll_comm_dump, on any thread, while the owner may be blocked in a
+ * call) check each entry's stamp around their copy, seqlock style, and skip an entry
+ * being rewritten. Every field is an atomic, stored with release and loaded with acquire
+ * in place of fences (which ThreadSanitizer cannot check): a reader that sees any value of
+ * a new occupant then sees its odd stamp. On x86 these are plain stores, so that a
+ * collective costs a clock read and a dozen stores.
+ */
+#ifndef ZCOLL_FLIGHT_H
+#define ZCOLL_FLIGHT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "channel.h"
+#include "zcoll.h"
+
+/* Ranks an entry names as awaited: schedules wait on a few peers at a time (2 for a
+ * ring, one per round for the others). */
+#define ZCOLL_FLIGHT_AWAIT 4
+
+enum { ZCOLL_FLIGHT_RUNNING = 1, ZCOLL_FLIGHT_DONE, ZCOLL_FLIGHT_FAILED };
+
+/* One collective; a cache line. */
+struct zcoll__flight_ent {
+  /* 0: never written; odd: being written; else 2 * (seq + 1): holds collective seq. */
+  atomic_uint_least64_t stamp;
+  atomic_uint_least64_t seq, count;
+  atomic_uint_least32_t what;  /* kind | dtype << 8 | op << 16 | algo << 24 (the desc's) */
+  atomic_int state;            /* ZCOLL_FLIGHT_*, and the status when failed (<< 8) */
+  atomic_int_least64_t start_us, end_us; /* CLOCK_MONOTONIC_COARSE; end 0 while running */
+  atomic_int await[ZCOLL_FLIGHT_AWAIT];  /* ranks last seen awaited; -1 ends the list */
+};
+
+struct zcoll__flight {
+  struct zcoll__flight_ent *ents; /* NULL: off (ZCOLL_FLIGHT_RECORDER=0) */
+  unsigned n, next;               /* entries; the one the next collective takes */
+  atomic_int dumped; /* the failure that dumped (once a communicator), else ZCOLL_OK */
+};
+
+/* Collective seq, described by d, starts: its entry (NULL when off). */
+static inline struct zcoll__flight_ent *zcoll__flight_start(struct zcoll__flight *f, uint64_t seq,
+                                                            const struct zcoll__coll_desc *d) {
+  if (!f->ents) return NULL;
+  struct zcoll__flight_ent *e = &f->ents[f->next];
+  f->next = f->next + 1 == f->n ? 0 : f->next + 1;
+  const memory_order rel = memory_order_release; /* each after the odd stamp */
+  atomic_store_explicit(&e->stamp, 2 * seq + 1, memory_order_relaxed);
+  atomic_store_explicit(&e->seq, seq, rel);
+  atomic_store_explicit(&e->count, d->count, rel);
+  atomic_store_explicit(&e->what,
+                        (uint32_t)d->kind | (uint32_t)d->dtype << 8 | (uint32_t)d->op << 16 |
+                            (uint32_t)d->algo << 24,
+                        rel);
+  atomic_store_explicit(&e->state, ZCOLL_FLIGHT_RUNNING, rel);
+  atomic_store_explicit(&e->start_us, zcoll__now_us_coarse(), rel);
+  atomic_store_explicit(&e->end_us, 0, rel);
+  atomic_store_explicit(&e->await[0], -1, rel);
+  atomic_store_explicit(&e->stamp, 2 * seq + 2, rel);
+  return e;
+}
+
+/* Collective seq, in entry e (NULL: off), ended with st. The entry may have gone to a
+ * later collective meanwhile (more than N started since): then it is left alone. */
+static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq,
+                                     zcoll_status_t st) {
+  if (!e || atomic_load_explicit(&e->stamp, memory_order_relaxed) != 2 * seq + 2) return;
+  atomic_store_explicit(&e->end_us, zcoll__now_us_coarse(), memory_order_release);
+  /* Release: a reader that sees the end state sees the end time. */
+  atomic_store_explicit(&e->state,
+                        st == ZCOLL_OK ? ZCOLL_FLIGHT_DONE : ZCOLL_FLIGHT_FAILED | (int)st << 8,
+                        memory_order_release);
+}
+
+/* Run r (exec.h; its entry not NULL) waits on the peers its awaited_ns marks: their ranks
+ * go into its entry (exec_wait.c's check, every 10 ms of idleness). */
+struct run;
+void zcoll__flight_awaited(const struct run *r);
+
+/* ZCOLL_FLIGHT_RECORDER entries for comm (0: off). */
+zcoll_status_t zcoll__flight_open(struct zcoll__flight *f, unsigned n);
+void zcoll__flight_close(struct zcoll__flight *f);
+
+/* The dump after failure st, once per communicator (the first wins), at info level and to
+ * the file; trigger: what happened ("abort"), NULL: st's name. */
+void zcoll__flight_dump_failure(zcoll_comm_t *comm, zcoll_status_t st, const char *trigger);
+
+#endif

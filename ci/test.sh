@@ -14,6 +14,9 @@ stage() { echo "== $* [$((SECONDS - t0)) s]"; }
 stage "build (warnings are errors)"
 cmake -S . -B build/ci -DZCOLL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/ci -j"$jobs"
+stage "layers: includes by layer (ci/layers.py), circles of calls (ci/cycles.py)"
+ci/layers.py
+ci/cycles.py build/ci 8
 stage "one-host Slurm for the srun tests (ci/slurm.sh)"
 ci/slurm.sh start
 trap 'ci/slurm.sh stop' EXIT

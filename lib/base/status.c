@@ -1,6 +1,7 @@
 /* status.c -- status strings, version, datatype and op names. */
 #include <stdint.h>
 
+#include "dtype.h"
 #include "zcoll.h"
 
 #define ZCOLL_STR_(x) #x

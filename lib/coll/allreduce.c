@@ -10,16 +10,10 @@
 #include "core/guard.h"
 #include "base/log.h"
 #include "kernels/op.h"
+#include "plan.h"
+#include "core/exec.h"
+#include "core/report.h"
 
-zcoll_status_t zcoll__report(zcoll_comm_t *comm, zcoll_status_t st) {
-  if (st == ZCOLL_OK || st == ZCOLL_IN_PROGRESS || !comm) return st;
-  if (comm->last_error_async) { /* what the progress thread found: this call's error too */
-    comm->last_error_async = 0;
-    return zcoll__record_error(st, "%s", comm->last_error);
-  }
-  snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
-  return st;
-}
 #define report zcoll__report
 
 static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
@@ -56,127 +50,6 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
                        "allreduce: count %zu of %s overflows the address space", count,
                        zcoll_dtype_name(dtype));
   return count ? check_bufs(sendbuf, recvbuf, count * dsize) : ZCOLL_OK;
-}
-
-zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm) {
-  /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
-   * are already here and it would never wait. */
-  if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
-    return zcoll__fail_runs(comm, zcoll__fail(ZCOLL_ERR_PEER_FAILED,
-                                              "rank %d's communicator was revoked",
-                                              comm->rank)); /* requests in flight end too */
-  if (comm->broken) {
-    /* Already reported when it happened: record it for this call, do not log again. */
-    char why[sizeof(comm->last_error)];
-    snprintf(why, sizeof(why), "%s", comm->last_error);
-    return zcoll__record_error(comm->broken,
-                               "the communicator is unusable after an earlier error: %s", why);
-  }
-  return ZCOLL_OK;
-}
-
-/* A collective this rank cannot make is one the others cannot finish: rather than let
- * them wait (or, worse, pair their call with this rank's next one), the argument error
- * revokes the communicator and tells them, naming this rank and the reason. */
-zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st) {
-  char why[512];
-  snprintf(why, sizeof(why), "rank %d's collective #%llu failed its argument checks: %s",
-           comm->rank, (unsigned long long)comm->ordinal, zcoll__last_error());
-  comm->ordinal++;
-  zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_MISMATCH, why); /* the first news is what peers see */
-  zcoll__flight_dump_failure(comm, st, NULL);
-  if (!comm->active) {
-    comm->broken = st;
-    return st;
-  }
-  /* Collectives in flight end too, with the transport stopped before they return. */
-  char mine[512];
-  snprintf(mine, sizeof(mine), "%s", zcoll__last_error());
-  zcoll__fail_runs(comm, st);
-  return zcoll__record_error(st, "%s", mine);
-}
-
-static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, int algo,
-                                  size_t count, int in_place, int root) {
-  zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
-  s->root = root;
-  if (algo >= ZCOLL_SCHED_BCAST)
-    zcoll__bcast_algos[algo - ZCOLL_SCHED_BCAST]->build(s, &comm->algo_params);
-  else
-    zcoll__algos[algo]->build(s, &comm->algo_params);
-  zcoll_status_t st = zcoll__sched_finish(s);
-  if (st != ZCOLL_OK) zcoll__sched_free(s);
-  return st;
-}
-
-/* Schedules depend on (algorithm, count, in place) only: cache the last few so that a
- * loop of same-sized allreduces plans once. An entry a collective in flight uses is
- * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
-zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place,
-                                int root, struct zcoll__plan *pl, int *built) {
-  struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
-  /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
-  if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place &&
-      m->root == root) {
-    m->stamp = ++comm->ncolls;
-    m->pins++;
-    pl->entry = m;
-    pl->s = &m->sched;
-    return ZCOLL_OK;
-  }
-  for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
-    struct zcoll__sched_cache_entry *e = &comm->cache[i];
-    if (e->used && e->algo == algo && e->count == count && e->in_place == in_place &&
-        e->root == root) {
-      comm->cache_mru = e;
-      e->stamp = ++comm->ncolls;
-      e->pins++;
-      pl->entry = e;
-      pl->s = &e->sched;
-      return ZCOLL_OK;
-    }
-    if (!e->pins && (!victim || !e->used || (victim->used && e->stamp < victim->stamp)))
-      victim = e;
-  }
-  *built = 1;
-  if (!victim) {
-    if (!(pl->owned = malloc(sizeof(*pl->owned))))
-      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a schedule");
-    zcoll_status_t st = build_sched(comm, pl->owned, algo, count, in_place, root);
-    if (st != ZCOLL_OK) {
-      free(pl->owned);
-      pl->owned = NULL;
-      return st;
-    }
-    pl->s = pl->owned;
-    return ZCOLL_OK;
-  }
-  if (victim->used) zcoll__sched_free(&victim->sched);
-  victim->used = 0;
-  victim->gen = ++comm->sched_gen; /* a memo of the old build is stale now */
-  zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place, root);
-  if (st != ZCOLL_OK) return st;
-  victim->used = 1;
-  victim->root = root;
-  victim->algo = algo;
-  victim->count = count;
-  victim->in_place = in_place;
-  victim->stamp = ++comm->ncolls;
-  victim->pins = 1;
-  comm->cache_mru = victim;
-  pl->entry = victim;
-  pl->s = &victim->sched;
-  return ZCOLL_OK;
-}
-
-void zcoll__plan_release(struct zcoll__plan *pl) {
-  if (pl->entry) pl->entry->pins--;
-  zcoll__op_put(pl->op);
-  if (pl->owned) {
-    zcoll__sched_free(pl->owned);
-    free(pl->owned);
-  }
-  memset(pl, 0, sizeof(*pl));
 }
 
 /* The memo's shape again: only the buffers need checking, and the plan is the memo's. */
@@ -281,12 +154,6 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = recvbuf;
   return ZCOLL_OK;
-}
-
-zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st) {
-  if (st == ZCOLL_ERR_INVALID_ARG) return zcoll__poison(comm, st);
-  comm->ordinal++; /* the others are in this collective: it counts, and breaks */
-  return zcoll__fail_runs(comm, st);
 }
 
 /* A created op's function may fail (zcoll_op_fail) on one rank after the others have all

@@ -7,6 +7,9 @@
 #include "core/comm.h"
 #include "core/guard.h"
 #include "base/log.h"
+#include "plan.h"
+#include "core/exec.h"
+#include "core/report.h"
 
 /* ZCOLL_BCAST_ALGO, else the selection table's broadcast rules (algorithms/select.c: the
  * tree below 256 KiB, the chain from there, unless ZCOLL_TUNING_FILE says otherwise);

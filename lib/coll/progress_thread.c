@@ -28,6 +28,8 @@
 #include "base/clock.h"
 #include "core/exec.h"
 #include "base/log.h"
+#include "progress_thread.h"
+#include "tasks.h"
 
 /* Ends everything in flight; the message waits in the communicator for the
  * application's next call (zcoll__report), not in this thread's. */

@@ -20,6 +20,10 @@
 #include "base/log.h"
 #include "base/clock.h"
 #include "boot/sock.h"
+#include "plan.h"
+#include "progress_thread.h"
+#include "request.h"
+#include "core/report.h"
 
 struct zcoll_request {
   zcoll_comm_t *comm;
@@ -32,9 +36,9 @@ struct zcoll_request {
   struct zcoll__plan plan;
   struct zcoll__exec_state *e;
   struct zcoll__grant_src grant; /* persistent: the result, registered for peers; mr NULL */
-  struct run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
+  struct zcoll__run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
   int wait_ms;    /* zcoll_wait_timeout's bound, for its body */
-  struct idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
+  struct zcoll__idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
 };
 
 static int in_flight(const struct zcoll_request *q) {
@@ -162,7 +166,7 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   zcoll_comm_t *comm = q->comm;
   uint64_t ordinal = comm->ordinal++;
   q->started = 1;
-  q->idle = (struct idle){0};
+  q->idle = (struct zcoll__idle){0};
   zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
                                        q->plan.src, q->plan.dst);
   if (st != ZCOLL_OK) {

@@ -27,6 +27,10 @@
 #include "kernels/op.h"
 #include "kernels/reduce.h"
 #include "tasks.h"
+#include "progress_thread.h"
+#include "request.h"
+#include "core/exec.h"
+#include "core/report.h"
 
 /* The round being collected (commits go in) moves COLLECTING -> FULL (every local task
  * committed) -> REDUCING (rank 0 said go) -> done, and the next round is collected.

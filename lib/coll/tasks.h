@@ -47,4 +47,10 @@ void zcoll__vec_seq_why(const struct zcoll__vec_seq *seq, int size, const char *
                         uint32_t round, char *buf, size_t len);
 void zcoll__vec_seq_free(struct zcoll__vec_seq *seq);
 
+/* The vector interface (tasks.c): one pass of its sequencer and requests (entered, or
+ * under the progress thread's lock); and its release at destroy or abort. */
+struct zcoll__vecs;
+zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress);
+void zcoll__vecs_release(zcoll_comm_t *comm);
+
 #endif

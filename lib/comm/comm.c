@@ -11,6 +11,13 @@
 #include "core/comm_registry.h"
 #include "core/guard.h"
 #include "base/log.h"
+#include "coll/progress_thread.h"
+#include "coll/request.h"
+#include "coll/tasks.h"
+#include "wire.h"
+#include "core/exec.h"
+#include "core/mr.h"
+#include "core/report.h"
 
 /* A communicator's address is its handle, and a watchdog may hold one after destroy:
  * zcoll_comm_abort on it must find nothing (comm_registry.c), not a new communicator

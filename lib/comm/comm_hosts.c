@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "transports.h"
 #include "base/node.h"
+#include "wire.h"
 
 struct host_rec { /* round 1, to rank 0 */
   char node[64];

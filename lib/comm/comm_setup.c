@@ -19,6 +19,8 @@
 #include "base/log.h"
 #include "transports.h"
 #include "base/node.h"
+#include "wire.h"
+#include "core/exec.h"
 
 #define MAX_PEERS_PER_ALGO 256
 

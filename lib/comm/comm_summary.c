@@ -17,6 +17,7 @@
 
 #include "core/comm.h"
 #include "base/log.h"
+#include "wire.h"
 
 /* Appends to buf at *off, never past len (a long line is cut, not overrun). */
 __attribute__((format(printf, 4, 5))) static void put(char *buf, size_t len, size_t *off,

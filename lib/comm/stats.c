@@ -5,6 +5,7 @@
 #include "core/comm.h"
 #include "core/guard.h"
 #include "base/log.h"
+#include "core/report.h"
 
 zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats, size_t size) {
   if (!comm || !stats || !size)

@@ -142,12 +142,12 @@ struct zcoll__slot {
   uint32_t imm, len;
 };
 
-struct run;
+struct zcoll__run;
 struct zcoll__inflight { /* a piece we put and whose PUT_DONE we await */
   uint8_t busy;
   uint8_t done;
   int op;            /* the SEND op it belongs to, -1 once the op no longer cares */
-  struct run *run;   /* the collective of that op (NULL with op -1) */
+  struct zcoll__run *run;   /* the collective of that op (NULL with op -1) */
   size_t end;        /* the op's position once this piece's source is released */
   int64_t issued_ns; /* for the trace */
   uint32_t bytes;

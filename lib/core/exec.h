@@ -7,6 +7,7 @@
 #define ZCOLL_EXEC_H
 
 #include <stdatomic.h>
+#include <poll.h>
 #include <stdint.h>
 
 #include "comm.h"
@@ -42,8 +43,8 @@ struct zcoll__grant_src {
 /* One collective in progress: on the caller's stack for a blocking call, in the request
  * otherwise. Active runs are listed in comm->active in the order they were issued (the
  * order of their ordinals), and move pieces in that order on every channel. */
-struct run {
-  struct run *next;      /* in comm->active */
+struct zcoll__run {
+  struct zcoll__run *next;      /* in comm->active */
   uint64_t rc_since;     /* registration-cache clock at its start: what it uses stays */
   zcoll_status_t status; /* ZCOLL_IN_PROGRESS while listed; then how it ended */
   atomic_int ended;      /* 1 (release) once status is final: read without comm->mu */
@@ -67,7 +68,7 @@ struct run {
   int ngkeys;                     /* peers' keys held in e->gkey */
 };
 
-struct idle {
+struct zcoll__idle {
   int64_t since_ns; /* 0: not idle */
   int64_t last_check_ns;
   unsigned calls;   /* reading the clock costs more than a poll in a VM: not every time */
@@ -75,7 +76,7 @@ struct idle {
 };
 
 /* Sets r up for collective `ordinal` (not yet in flight). */
-zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
                                struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
                                uint64_t ordinal, const void *src, void *dst);
 /* Ends every run in flight with st (no news to the peers: see zcoll__fail_runs). */
@@ -89,13 +90,13 @@ void zcoll__reap(zcoll_comm_t *comm);
 
 static inline size_t zcoll__op_end(const struct zcoll__sop *o) { return o->off + o->count; }
 
-static inline size_t zcoll__piece_end(const struct run *r, const struct zcoll__sop *o, size_t at) {
+static inline size_t zcoll__piece_end(const struct zcoll__run *r, const struct zcoll__sop *o, size_t at) {
   size_t end = zcoll__op_end(o);
   return end - at > r->chunk ? at + r->chunk : end;
 }
 
 /* Have the ops that o depends on progressed over [a, b)? */
-static inline int zcoll__deps_ready(const struct run *r, const struct zcoll__sop *o, size_t a,
+static inline int zcoll__deps_ready(const struct zcoll__run *r, const struct zcoll__sop *o, size_t a,
                                     size_t b) {
   for (uint32_t i = 0; i < o->ndeps; i++) {
     int d = (int)r->s->deps[o->dep_first + i];
@@ -114,13 +115,13 @@ zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
 
 /* ---- grants (grant.c) ---- */
 /* Receiver: grants the peer j what r may now receive straight into its result. */
-zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress);
+zcoll_status_t zcoll__grants_give(struct zcoll__run *r, int j, int *progress);
 /* Sender or receiver: the channel's oldest piece from peer j is a grant (sl). Takes it
  * for r (or drops a stale one): *wait = 1 if it belongs to a later collective. */
-zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
+zcoll_status_t zcoll__grants_take(struct zcoll__run *r, int j, struct zcoll__chan *c,
                                   struct zcoll__slot *sl, int *wait);
 /* r has ended: the peers' keys it holds go. */
-void zcoll__run_drop_grants(struct run *r);
+void zcoll__run_drop_grants(struct zcoll__run *r);
 /* Registers [addr, addr+len) for peers to write results into, where the transport lets
  * them (1), else leaves g empty (0: results are copied, nothing is wrong). */
 int zcoll__grant_open(zcoll_comm_t *comm, void *addr, size_t len, struct zcoll__grant_src *g);
@@ -131,8 +132,43 @@ void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
  * before a collective in flight that it would have had to make. No system call. */
 zcoll_status_t zcoll__departures(zcoll_comm_t *comm);
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
-zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id);
+zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct zcoll__idle *id);
 /* Something moved: the wait in id (if any) is over, and tells whether spinning paid. */
-void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id);
+void zcoll__idle_done(zcoll_comm_t *comm, struct zcoll__idle *id);
+
+/* ---- the executor's calls for the layers above (coll, comm) ---- */
+
+/* Runs one schedule to completion over the communicator's channels: collective number
+ * comm->ordinal (which it advances), described by desc, after (and while progressing)
+ * the collectives already in flight. */
+zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
+                              const struct zcoll__coll_desc *desc, const void *src, void *dst);
+/* Room in *e for a schedule of nops ops and npeers peers over nchans channels. */
+zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **e, int nops, int npeers,
+                                   int nchans);
+void zcoll__exec_free(struct zcoll__exec_state *e);
+/* Starts collective `ordinal` (r's memory must last until it ends): after every run in
+ * flight. An error means it did not start (the caller breaks the communicator). */
+zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
+                                struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
+                                uint64_t ordinal, const void *src, void *dst);
+/* One pass over everything in flight, without waiting; runs that finish get ZCOLL_OK. */
+zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress);
+/* Progresses (and waits) until r has ended; its status. */
+zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct zcoll__run *r);
+/* Breaks the communicator with st (zcoll__exec_broken) and ends every run in flight with
+ * the status it reports. */
+zcoll_status_t zcoll__fail_runs(zcoll_comm_t *comm, zcoll_status_t st);
+/* Makes st the communicator's sticky failure: tells the peers, stops the transport
+ * touching user memory; returns the status to report (the cause if news brings it). */
+zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st);
+/* Arms every transport instance for sleeping and puts their descriptors in fds (*n of
+ * them): ZCOLL_OK, or ZCOLL_IN_PROGRESS with events pending (poll again), or an error.
+ * Only where comm->can_block. */
+zcoll_status_t zcoll__tl_arm(zcoll_comm_t *comm, struct pollfd *fds, int *n);
+/* Waits for every put to complete (before tearing the transport down). */
+zcoll_status_t zcoll__drain(zcoll_comm_t *comm);
+/* The transport's placement hook (arg: the communicator). */
+void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final);
 
 #endif

@@ -86,7 +86,7 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
                                 struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
                                 uint64_t ordinal, const void *src, void *dst) {
   zcoll_status_t st = zcoll__run_init(comm, r, s, e, desc, ordinal, src, dst);
@@ -110,9 +110,9 @@ zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct run *r, const struct 
 }
 
 void zcoll__reap(zcoll_comm_t *comm) {
-  struct run *prev = NULL;
-  for (struct run *r = comm->active; r;) {
-    struct run *next = r->next;
+  struct zcoll__run *prev = NULL;
+  for (struct zcoll__run *r = comm->active; r;) {
+    struct zcoll__run *next = r->next;
     if (r->remaining == 0) {
       if (r->ngkeys) zcoll__run_drop_grants(r);
       r->status = ZCOLL_OK;
@@ -132,7 +132,7 @@ void zcoll__reap(zcoll_comm_t *comm) {
 }
 
 void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
-  for (struct run *r = comm->active, *next; r; r = next) {
+  for (struct zcoll__run *r = comm->active, *next; r; r = next) {
     next = r->next;
     /* Peers may still be writing into this result: their writes must fail from here on,
      * before the error reaches the application. */
@@ -158,8 +158,8 @@ zcoll_status_t zcoll__fail_runs(zcoll_comm_t *comm, zcoll_status_t st) {
   return st;
 }
 
-zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct run *r) {
-  struct idle id = {0};
+zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct zcoll__run *r) {
+  struct zcoll__idle id = {0};
   while (r->status == ZCOLL_IN_PROGRESS) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(comm, &progress);

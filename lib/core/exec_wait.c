@@ -14,7 +14,7 @@
 #include "base/log.h"
 
 /* Is this rank waiting on schedule peer j: for its next piece, or for a credit? */
-static int stuck_on(const struct run *r, int j) {
+static int stuck_on(const struct zcoll__run *r, int j) {
   const struct zcoll__chan *c = &r->comm->chans[r->e->chan[j]];
   if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] &&
       !c->slots[c->recv_slot].arrived)
@@ -24,7 +24,7 @@ static int stuck_on(const struct run *r, int j) {
 
 /* Notes, every 10 ms of idleness, since when each peer keeps us waiting (reset when a
  * piece of it is consumed). */
-static void note_waits(const struct run *r, int64_t now) {
+static void note_waits(const struct zcoll__run *r, int64_t now) {
   if (!r) return;
   for (int j = 0; j < r->s->npeers; j++) {
     if (!stuck_on(r, j))
@@ -37,7 +37,7 @@ static void note_waits(const struct run *r, int64_t now) {
 
 /* The peer to blame for a timeout: the one awaited longest. A stopped rank's neighbours
  * wait on it first; ranks further on wait on them later. */
-static int waiting_on(const struct run *r) {
+static int waiting_on(const struct zcoll__run *r) {
   if (!r) return -1;
   int best = -1;
   for (int j = 0; j < r->s->npeers; j++)
@@ -53,7 +53,7 @@ zcoll_status_t zcoll__departures(zcoll_comm_t *comm) {
   int who;
   uint64_t n;
   if (!zcoll__bootstrap_departed(comm->bs, &who, &n)) return ZCOLL_OK;
-  for (const struct run *a = comm->active; a; a = a->next)
+  for (const struct zcoll__run *a = comm->active; a; a = a->next)
     if (a->ordinal >= n)
       return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
                          "rank %d left (zcoll_comm_destroy) after %llu collectives, while rank %d "
@@ -114,7 +114,7 @@ static int64_t spin_for_wait(zcoll_comm_t *comm) {
   return k % SPIN_PROBE ? now : max;
 }
 
-void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id) {
+void zcoll__idle_done(zcoll_comm_t *comm, struct zcoll__idle *id) {
   /* Positive: the wait had not left its spin at the last look at the clock. A whole spin
    * that paid has nothing to raise, so the clock is read only below it. */
   if (id->since_ns > 0 && comm->spin_adapts && spin_now(comm) < spin_max(comm) &&
@@ -127,7 +127,7 @@ void zcoll__idle_done(zcoll_comm_t *comm, struct idle *id) {
  * outnumber cores: spin (adaptive, above), then poll and yield the core between polls
  * (ZCOLL_YIELD_US) so a runnable peer gets it at once, then sleep on the transport's and
  * the bootstrap's descriptors. Failure news and the deadline are checked every 10 ms. */
-zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct run *r, struct idle *id) {
+zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct zcoll__idle *id) {
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
   if (id->since_ns && (++id->calls & 15)) {
     if (id->since_ns < 0) sched_yield(); /* past the spin phase */

@@ -16,11 +16,12 @@
 #include "base/log.h"
 #include "kernels/op.h"
 #include "kernels/reduce.h"
+#include "mr.h"
 
 #define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
 
-static void finish_op(struct run *r, int i) {
+static void finish_op(struct zcoll__run *r, int i) {
   if (!r->e->finished[i]) {
     r->e->finished[i] = 1;
     r->remaining--;
@@ -31,7 +32,7 @@ static void finish_op(struct run *r, int i) {
 
 /* Where a piece we copy before putting it waits for its PUT_DONE, and the registration
  * that covers it (NULL with PUT_ANY). */
-static char *stage_buf(const struct run *r, const struct zcoll__chan *c, uint32_t slot,
+static char *stage_buf(const struct zcoll__run *r, const struct zcoll__chan *c, uint32_t slot,
                        struct zcoll_tl_mr **lmr) {
   *lmr = c->staged ? r->comm->reg->send_mr : NULL;
   return c->staged ? c->stage + (size_t)slot * r->comm->slot_bytes
@@ -44,16 +45,16 @@ static char *stage_buf(const struct run *r, const struct zcoll__chan *c, uint32_
 
 /* The registration an op's source lies in: the application's, else the cache's (which
  * keeps what any collective in flight uses), else NULL (staged). */
-static struct zcoll_tl_mr *src_registration(const struct run *r, const char *src, size_t bytes) {
+static struct zcoll_tl_mr *src_registration(const struct zcoll__run *r, const char *src, size_t bytes) {
   zcoll_comm_t *comm = r->comm;
   struct zcoll_tl_mr *mr = zcoll__mr_find(comm, src, bytes);
   if (mr || !comm->rcache || bytes < RCACHE_MIN_BYTES) return mr;
-  const struct run *oldest = comm->active ? comm->active : r;
+  const struct zcoll__run *oldest = comm->active ? comm->active : r;
   return zcoll__rcache_get(comm->rcache, src, bytes, oldest->rc_since);
 }
 
 /* This collective's header, alone in a slot: the first piece is too big to carry it. */
-static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, uint32_t slot) {
+static zcoll_status_t put_header(struct zcoll__run *r, int j, struct zcoll__chan *c, uint32_t slot) {
   zcoll_comm_t *comm = r->comm;
   struct zcoll_tl_mr *lmr;
   char *buf = stage_buf(r, c, slot, &lmr);
@@ -75,7 +76,7 @@ static zcoll_status_t put_header(struct run *r, int j, struct zcoll__chan *c, ui
   return ZCOLL_OK;
 }
 
-static zcoll_status_t do_sends(struct run *r, int j, int *progress) {
+static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
   struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
@@ -184,7 +185,7 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
     if (f->issued_ns)
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__now_ns(),
                          c->peer, f->bytes);
-    struct run *r = f->run;
+    struct zcoll__run *r = f->run;
     if (f->op >= 0 && r) {
       r->e->pos[f->op] = f->end;
       if (f->end == zcoll__op_end(&r->s->ops[f->op]) && r->e->issued[f->op] == f->end)
@@ -219,7 +220,7 @@ zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
 
 /* The first piece of this collective from the peer: its header must say that the peer
  * is at the same collective and calls it alike, before any of its data is used. */
-static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
+static zcoll_status_t take_header(struct zcoll__run *r, int j, struct zcoll__chan *c,
                                   struct zcoll__slot *sl, size_t first_len, int *consumed) {
   zcoll_comm_t *comm = r->comm;
   uint32_t slot = c->recv_slot;
@@ -260,7 +261,7 @@ static zcoll_status_t take_header(struct run *r, int j, struct zcoll__chan *c,
 /* dst = acc (op) data over n elements of elem bytes, for a created op; input: acc is
  * this rank's input (premul scales it). An error if the op's function failed
  * (zcoll_op_fail): then dst is garbage and must not be used. */
-static zcoll_status_t op_reduce(const struct run *r, int input, char *dst, const char *acc,
+static zcoll_status_t op_reduce(const struct zcoll__run *r, int input, char *dst, const char *acc,
                                 const char *data, size_t n) {
   const struct zcoll__op_def *d = r->uop;
   if (d->kind == ZCOLL_OPK_PREMUL) {
@@ -275,7 +276,7 @@ static zcoll_status_t op_reduce(const struct run *r, int input, char *dst, const
   return zcoll__op_call(d, data, dst, bytes / zcoll__dsize(r->dtype), r->dtype, r->comm->rank);
 }
 
-static zcoll_status_t do_recvs(struct run *r, int j, int *progress) {
+static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
   struct zcoll__chan *c = &comm->chans[r->e->chan[j]];
@@ -400,7 +401,7 @@ static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
   return ZCOLL_OK;
 }
 
-static zcoll_status_t do_local(struct run *r, int *progress) {
+static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
   const struct zcoll__sched *s = r->s;
   while (r->local_cur < s->nlocal) {
     int i = s->local_ops[r->local_cur];
@@ -426,7 +427,7 @@ static zcoll_status_t do_local(struct run *r, int *progress) {
 /* A created op (op.c): its definition, held by the plan; the element it must see whole;
  * for a premul sum, staging on transports that put from anywhere (the scaled input goes
  * out from there), and the scaling of an in-place input that nothing else reads (p = 1). */
-static zcoll_status_t created_op(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s) {
+static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s) {
   r->uop = zcoll__op_def_of((zcoll_op_t)r->desc.op);
   if (r->uop->elem_bytes) r->dsize = r->uop->elem_bytes;
   if (r->uop->kind != ZCOLL_OPK_PREMUL) return ZCOLL_OK;
@@ -442,7 +443,7 @@ static zcoll_status_t created_op(zcoll_comm_t *comm, struct run *r, const struct
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct zcoll__sched *s,
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
                                struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
                                uint64_t ordinal, const void *src, void *dst) {
   zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
@@ -504,7 +505,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct run *r, const struct z
   return ZCOLL_OK;
 }
 
-static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
+static zcoll_status_t run_step(struct zcoll__run *r, uint8_t *block, int *progress) {
   const struct zcoll__sched *s = r->s;
   zcoll_status_t st = ZCOLL_OK;
   for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
@@ -538,7 +539,7 @@ static zcoll_status_t run_step(struct run *r, uint8_t *block, int *progress) {
 zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress) {
   zcoll_status_t st = pump(comm, progress);
   if (st != ZCOLL_OK) return st;
-  struct run *r = comm->active;
+  struct zcoll__run *r = comm->active;
   if (!r) return ZCOLL_OK;
   uint8_t *block = NULL;
   if (r->next && comm->nchans) { /* several in flight: keep each channel's order */
@@ -566,7 +567,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
                               const struct zcoll__coll_desc *desc, const void *src, void *dst) {
   /* The number is taken whatever happens next: ranks count calls, not successes. */
   uint64_t ordinal = comm->ordinal++;
-  struct run r;
+  struct zcoll__run r;
   const struct zcoll__exec_state *e = comm->exec;
   zcoll_status_t st = ZCOLL_OK; /* the scratch grows on the first calls only */
   if (!e || s->nops > e->cap_ops || s->npeers > e->cap_peers || comm->nchans > e->cap_chans)
@@ -579,7 +580,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   /* Whatever fails from here on, the peers are in this collective: break and tell them. */
   if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
   comm->active = comm->active_tail = &r; /* for the placement hook */
-  struct idle id = {0};
+  struct zcoll__idle id = {0};
   /* A step that moved nothing moves nothing again until an event comes (an arrival, a
    * credit, a put done): while waiting, only poll -- a shorter loop notices the arrival
    * sooner. */
@@ -611,7 +612,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
 }
 
 zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
-  struct idle id = {0};
+  struct zcoll__idle id = {0};
   for (;;) {
     int busy = 0, progress = 0;
     for (int c = 0; c < comm->nchans; c++)

@@ -31,7 +31,7 @@ void zcoll__flight_close(struct zcoll__flight *f) {
   f->ents = NULL;
 }
 
-void zcoll__flight_awaited(const struct run *r) {
+void zcoll__flight_awaited(const struct zcoll__run *r) {
   struct zcoll__flight_ent *e = r->fl;
   if (atomic_load_explicit(&e->stamp, memory_order_relaxed) != 2 * r->ordinal + 2) return;
   int k = 0;

@@ -84,8 +84,8 @@ static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq,
 
 /* Run r (exec.h; its entry not NULL) waits on the peers its awaited_ns marks: their ranks
  * go into its entry (exec_wait.c's check, every 10 ms of idleness). */
-struct run;
-void zcoll__flight_awaited(const struct run *r);
+struct zcoll__run;
+void zcoll__flight_awaited(const struct zcoll__run *r);
 
 /* ZCOLL_FLIGHT_RECORDER entries for comm (0: off). */
 zcoll_status_t zcoll__flight_open(struct zcoll__flight *f, unsigned n);

@@ -21,7 +21,7 @@
 /* How far from `a` the receive o may be granted now: the end of the longest run of whole
  * pieces over which the ops it depends on have progressed (readiness only grows with the
  * range's end, so a binary search over the pieces finds it). */
-static size_t ready_end(const struct run *r, const struct zcoll__sop *o, size_t a) {
+static size_t ready_end(const struct zcoll__run *r, const struct zcoll__sop *o, size_t a) {
   size_t end = zcoll__op_end(o);
   if (zcoll__deps_ready(r, o, a, end)) return end;
   size_t lo = 0, hi = (end - a + r->chunk - 1) / r->chunk; /* pieces: lo ready, hi not */
@@ -35,7 +35,7 @@ static size_t ready_end(const struct run *r, const struct zcoll__sop *o, size_t 
   return a + lo * r->chunk;
 }
 
-zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
+zcoll_status_t zcoll__grants_give(struct zcoll__run *r, int j, int *progress) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
   struct zcoll__exec_state *e = r->e;
@@ -93,14 +93,14 @@ zcoll_status_t zcoll__grants_give(struct run *r, int j, int *progress) {
   return ZCOLL_OK;
 }
 
-static zcoll_status_t bad_grant(const struct run *r, int peer, const char *what) {
+static zcoll_status_t bad_grant(const struct zcoll__run *r, int peer, const char *what) {
   return zcoll__fail(ZCOLL_ERR_MISMATCH,
                      "rank %d granted a range of its result for collective #%llu that %s "
                      "(protocol mismatch: different zcoll versions?)",
                      peer, (unsigned long long)r->ordinal, what);
 }
 
-zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
+zcoll_status_t zcoll__grants_take(struct zcoll__run *r, int j, struct zcoll__chan *c,
                                   struct zcoll__slot *sl, int *wait) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
@@ -148,7 +148,7 @@ zcoll_status_t zcoll__grants_take(struct run *r, int j, struct zcoll__chan *c,
   return zcoll__chan_consume(comm, c, sl);
 }
 
-void zcoll__run_drop_grants(struct run *r) {
+void zcoll__run_drop_grants(struct zcoll__run *r) {
   for (int j = 0; j < r->s->npeers && r->ngkeys; j++)
     if (r->e->gkey[j]) {
       r->comm->chans[r->e->chan[j]].ops->rkey_release(r->e->gkey[j]);

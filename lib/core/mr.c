@@ -9,6 +9,7 @@
 #include "exec.h"
 #include "guard.h"
 #include "base/log.h"
+#include "mr.h"
 
 struct zcoll_mr {
   zcoll_comm_t *comm;
@@ -82,7 +83,7 @@ zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
   zcoll_mr_t **p = &comm->mrs;
   while (*p && *p != mr) p = &(*p)->next;
   int in_use = 0; /* a collective in flight writes its result into the region */
-  for (const struct run *r = comm->active; r && *p; r = r->next) in_use |= r->grant == &mr->grant;
+  for (const struct zcoll__run *r = comm->active; r && *p; r = r->next) in_use |= r->grant == &mr->grant;
   if (!*p)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "zcoll_mem_deregister: not a registration of this communicator");

@@ -19,7 +19,7 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   if (!sl) return NULL;
   char *slot = c->recv + (size_t)(sl - c->slots) * comm->slot_bytes;
   /* The run this channel's pieces are for now: the oldest still receiving on it. */
-  struct run *r = comm->active;
+  struct zcoll__run *r = comm->active;
   int j = -1;
   for (; r; r = r->next) {
     j = r->e->peer_of_chan[ci];

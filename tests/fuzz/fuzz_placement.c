@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   float *dst = malloc((count ? count : 1) * sizeof(float));
   struct zcoll__exec_state e;
   memset(&e, 0, sizeof(e));
-  struct run r;
+  struct zcoll__run r;
   memset(&r, 0, sizeof(r));
   if (zcoll__sched_finish(&s) == ZCOLL_OK) {
     int nops = s.nops ? s.nops : 1, np = s.npeers ? s.npeers : 1;

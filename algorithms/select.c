@@ -60,8 +60,8 @@ static int parse_size(const char *s, size_t *out) {
   return 0;
 }
 
-/* A tuning file is a few hundred bytes of text (README): the bound is what a wrong path
- * (a log, a core dump, a file under /proc) may cost before it is refused. */
+/* A tuning file is a few hundred bytes of text (docs/configuration.md): the bound is what a
+ * wrong path (a log, a core dump, a file under /proc) may cost before it is refused. */
 #define TUNING_MAX_BYTES (1 << 20)
 
 static const char *file_kind(mode_t m) {

@@ -197,8 +197,8 @@ ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
  * thread at any time, also while another thread is blocked in a call on comm (not from a
  * signal handler); it changes nothing, and a destroy or abort on another thread waits for
  * it (a handle already freed is refused). The same dump is made by itself,
- * once, when comm breaks (timeout, peer failure, mismatch) or is aborted. README.md's
- * "Flight recorder" says how to read a hung job's dumps. ZCOLL_ERR_INVALID_ARG if the
+ * once, when comm breaks (timeout, peer failure, mismatch) or is aborted.
+ * docs/flight-recorder.md says how to read a hung job's dumps. ZCOLL_ERR_INVALID_ARG if the
  * file cannot be written. */
 ZCOLL_API zcoll_status_t zcoll_comm_dump(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);

@@ -1,18 +1,23 @@
 #!/usr/bin/python3
-"""The README cannot drift from the code.
+"""The README and docs/*.md cannot drift from the code, and the README stays short.
 
-1. Every fenced C block of README.md (and of include/zcoll.h's comments, if it has any) is
+1. Every fenced C block of README.md and docs/*.md (and of include/zcoll.h's comments, if it
+   has any) is
    compiled against the *installed* library (a scratch prefix, pkg-config only) with
    -std=c11 -Wall -Wextra -Werror. A complete program (it has a main) is then run under the
    installed zcoll_run -np 2 and must exit 0. A fragment must be preceded by an HTML
    comment `<!-- doc-test context: ... -->` that declares what it uses; it is compiled as
    the body of a function after that context (compile only: it is not a program).
-2. Every command line the README shows for zcoll_perf, zcoll_run and zcoll_info (inline
+2. Every command line these pages show for zcoll_perf, zcoll_run and zcoll_info (inline
    code spans and lines of shell blocks that start with the tool), and every option span
-   (`-z 0|1`, `--blocking`) in the zcoll_perf and zcoll_info items of the Tools list, is
+   (`-z 0|1`, `--blocking`) in the zcoll_perf and zcoll_info items of a tools list, is
    accepted by the built tool: placeholders (N, SIZE, FILE, ...) get a sample value, the
    first of "0|1" is taken, [optional] parts are kept; zcoll_perf and zcoll_info parse
    the options and stop at -h, zcoll_run starts `true` with them.
+3. README.md has at most README_MAX_LINES lines: it is the user's guide, and the details
+   (fault matrix, figures, every option) live in docs/, linked from it.
+4. Every relative link of these pages ([text](path), [text](path#anchor), [text](#anchor))
+   points to a file that exists and, for a .md file, to a heading of it (GitHub's slugs).
 
 Usage: readme_test.py BUILD_DIR SOURCE_DIR [EXTRA_CFLAGS]
 """
@@ -27,7 +32,19 @@ import tempfile
 BUILD, SRC = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 EXTRA = sys.argv[3].split() if len(sys.argv) > 3 and sys.argv[3] else []
 TOOLS = ("zcoll_perf", "zcoll_run", "zcoll_info")
+README_MAX_LINES = 400
 failures = []
+
+
+def pages():
+    """The pages checked, relative to SRC: README.md, then docs/*.md."""
+    docs = sorted(os.path.relpath(p, SRC) for p in glob.glob(os.path.join(SRC, "docs", "*.md")))
+    return ["README.md"] + docs
+
+
+def read(page):
+    with open(os.path.join(SRC, page)) as f:
+        return f.read()
 
 
 def fail(what):
@@ -88,8 +105,8 @@ def check_c_blocks(prefix, work):
     flags = run(["pkg-config", "--cflags", "--libs", "zcoll"], env=env).stdout.split()
     libdir = os.path.dirname(glob.glob(f"{prefix}/**/libzcoll.so", recursive=True)[0])
     blocks = []
-    with open(os.path.join(SRC, "README.md")) as f:
-        blocks += c_blocks("README.md", f.read())
+    for page in pages():
+        blocks += c_blocks(page, read(page))
     with open(os.path.join(SRC, "include", "zcoll.h")) as f:
         blocks += c_blocks("include/zcoll.h", f.read(), comment=True)
     programs = 0
@@ -124,7 +141,7 @@ def check_c_blocks(prefix, work):
         else:
             print(f"{where}: runs under zcoll_run -np 2")
     if not programs:
-        fail("the README has no complete C program: nothing ran")
+        fail("README.md and docs/ have no complete C program: nothing ran")
 
 
 # ---- the tools' command lines ----------------------------------------------------------
@@ -200,12 +217,16 @@ def check_option_span(tool, span, where, csv):
 
 
 def check_flags(work):
+    for page in pages():
+        check_page_flags(page, work)
+
+
+def check_page_flags(page, work):
     csv = os.path.join(work, "out.csv")
-    with open(os.path.join(SRC, "README.md")) as f:
-        lines = f.read().split("\n")
+    lines = read(page).split("\n")
     in_sh, item = False, None
     for n, line in enumerate(lines, 1):
-        where = f"README.md:{n}"
+        where = f"{page}:{n}"
         fence = re.match(r"^\s*```(\w*)\s*$", line)
         if fence:
             in_sh = not in_sh and fence.group(1) in ("sh", "console", "bash")
@@ -236,8 +257,84 @@ def check_flags(work):
                 check_option_span(item, span, where, csv)
 
 
+# ---- the README's length and the pages' links -----------------------------------------
+
+def check_length():
+    n = len(read("README.md").split("\n")) - 1  # the text ends with a newline
+    if n > README_MAX_LINES:
+        fail(f"README.md has {n} lines, more than {README_MAX_LINES}: it is the user's guide; "
+             "move the detail to a page of docs/ and link it from the README with a line")
+    else:
+        print(f"README.md: {n} lines (at most {README_MAX_LINES})")
+
+
+def prose_lines(text, blank_spans=True):
+    """(line number, line) of the text outside fenced code blocks, code spans blanked."""
+    out, fence = [], None
+    for n, line in enumerate(text.split("\n"), 1):
+        m = FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(2)
+        elif fence is not None:
+            if re.match(r"^\s*" + re.escape(fence) + r"\s*$", line):
+                fence = None
+        else:
+            out.append((n, re.sub(r"`[^`]*`", lambda s: " " * len(s.group(0)), line)
+                        if blank_spans else line))
+    return out
+
+
+def slug(heading):
+    """GitHub's anchor for a heading: its text, lower case, punctuation but - and _ dropped,
+    spaces made hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page):
+    out = set()
+    for _, line in prose_lines(read(page), blank_spans=False):
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            base, k = slug(m.group(1).replace("`", "")), 1
+            s = base
+            while s in out:  # a repeated heading gets -1, -2, ...
+                s, k = f"{base}-{k}", k + 1
+            out.add(s)
+    return out
+
+
+# [text](target), [text](<target> "title"), and a reference definition "[id]: target"
+LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)"
+                  r"|^\s*\[[^\]]+\]:\s*(\S+)")
+
+
+def check_links():
+    for page in pages():
+        links = 0
+        for n, line in prose_lines(read(page)):
+            for m in LINK.finditer(line):
+                target = m.group(1) or m.group(2)
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I):  # http:, mailto:, ...
+                    continue
+                links += 1
+                path, _, anchor = target.partition("#")
+                where = f"{page}:{n}"
+                dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path \
+                    else page
+                if dest.startswith("..") or not os.path.exists(os.path.join(SRC, dest)):
+                    fail(f"{where}: the link to `{target}` points to no file ({dest})")
+                elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                    fail(f"{where}: the link to `{target}`: {dest} has no heading "
+                         f"whose anchor is #{anchor}")
+        print(f"{page}: {links} relative links checked")
+
+
 def main():
     global WORK
+    check_length()
+    check_links()
     with tempfile.TemporaryDirectory() as work:
         WORK = work
         prefix = os.path.join(work, "prefix")

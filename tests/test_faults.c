@@ -12,7 +12,7 @@
  * that every transport meets every algorithm and every p, and every fault meets three
  * algorithms and every p: 62 jobs on the host. ZCOLL_FAULTS_TL=verbs (set in the guest)
  * runs each fault once over verbs. Each cell appends a row to $ZCOLL_FAULTS_MD (default
- * fault_matrix.md in the working directory): the README's table. interrupt_in_rendezvous
+ * fault_matrix.md in the working directory): docs/faults.md's table. interrupt_in_rendezvous
  * (at the end) times revoke and abort with UCX's rendezvous in flight.
  */
 #include <arpa/inet.h>
@@ -410,7 +410,7 @@ static void check_cell(const struct cell *c, const struct job *j) {
   }
 }
 
-/* One row of the README's table: what every survivor saw first, and when. */
+/* One row of docs/faults.md's table: what every survivor saw first, and when. */
 static void record(const struct cell *c, const struct job *j) {
   const char *path = getenv("ZCOLL_FAULTS_MD");
   FILE *f = fopen(path && *path ? path : "fault_matrix.md", "a");

@@ -159,7 +159,7 @@ static struct entry *entry_of(struct dump *d, long long seq) {
   return NULL;
 }
 
-/* The reading the README explains: the rank behind is the one whose next collective is
+/* The reading docs/flight-recorder.md explains: the rank behind is the one whose next collective is
  * the lowest; the call it misses is that number, as the ranks that made it recorded it. */
 Test(flight, names_the_rank_behind_and_its_call) {
   enum { NP = 4, SKIPPER = 2, K = 5 };

@@ -207,7 +207,7 @@ Test(hostile_tuning, nul_byte_is_refused, .init = make_dir, .fini = remove_dir,
   refused(write_tuning("nul", text, sizeof(text) - 1), "line 2 has a NUL byte");
 }
 
-/* At most 1 MiB (README): a sparse file of 1 MiB and a byte is refused without being
+/* At most 1 MiB (docs/configuration.md): a sparse file of 1 MiB and a byte is refused without being
  * read, one of 1 MiB of comments and a rule is a table. */
 Test(hostile_tuning, size_is_bounded, .init = make_dir, .fini = remove_dir,
      .timeout = WATCHDOG) {

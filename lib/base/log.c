@@ -279,7 +279,7 @@ static ssize_t write_nosigpipe(int fd, const char *s, size_t n) {
   return w;
 }
 
-/* How long a line waits for room in a FIFO whose reader is behind (README). */
+/* How long a line waits for room in a FIFO whose reader is behind (docs/configuration.md). */
 #define FIFO_WAIT_MS 100
 
 /* 1 if s went into lf's FIFO, 0 if there was no room within wait_ms, -1 if the reader

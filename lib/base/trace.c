@@ -19,7 +19,8 @@ zcoll_status_t zcoll__trace_open(struct zcoll__trace *t, const char *prefix, int
   memset(t, 0, sizeof(*t));
   /* A FIFO nobody reads is not waited for: the trace goes to stderr instead, as the log
    * does (a file that cannot be written at all fails init). One with a reader is written
-   * blocking, as a pipe on stdout is: the trace is for somebody who reads it (README). */
+   * blocking, as a pipe on stdout is: the trace is for somebody who reads it
+   * (docs/configuration.md). */
   char why[256];
   int fifo = 0, fd = zcoll__open_output(path, O_TRUNC, &fifo, why, sizeof(why));
   if (fd < 0 && !strcmp(why, "a FIFO with no reader")) {

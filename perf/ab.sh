@@ -78,11 +78,10 @@ MPI_BIN=$ROOT/perf/build/mpi_allreduce_perf
 if [ "$MPI" = 1 ]; then
   command -v mpicc >/dev/null && command -v mpirun >/dev/null ||
     { echo "ab.sh: needs Open MPI (apt-get install libopenmpi-dev openmpi-bin) or --no-mpi" >&2; exit 2; }
-  if [ ! -x "$MPI_BIN" ] || [ "$ROOT/perf/mpi_allreduce_perf.c" -nt "$MPI_BIN" ] ||
-    [ -n "$(find "$ROOT/tools" -name 'perf_*.h' -newer "$MPI_BIN")" ]; then
-    mkdir -p "$ROOT/perf/build"
-    mpicc -std=c11 -O2 -Wall -Wextra -I"$ROOT/tools" -o "$MPI_BIN" "$ROOT/perf/mpi_allreduce_perf.c"
-  fi
+  # the peers' project (perf/CMakeLists.txt): the MPI driver and the harness it links
+  { cmake -S "$ROOT/perf" -B "$ROOT/perf/build" &&
+    cmake --build "$ROOT/perf/build" --target mpi_allreduce_perf; } >/dev/null ||
+    { echo "ab.sh: cannot build $MPI_BIN (perf/CMakeLists.txt), or use --no-mpi" >&2; exit 2; }
 fi
 
 PINNED=() MPI_PIN=()

@@ -76,11 +76,9 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y libopenmpi-dev openmpi-bin >/dev/null; }
 fi
 MPI_BIN=perf/build/mpi_allreduce_perf
-if [ ! -x "$MPI_BIN" ] || [ perf/mpi_allreduce_perf.c -nt "$MPI_BIN" ] || [ -n "$(find tools -name 'perf_*.h' -newer "$MPI_BIN")" ]; then
-  echo "== building $MPI_BIN with mpicc"
-  mkdir -p perf/build
-  mpicc -std=c11 -O2 -Wall -Wextra -Itools -o "$MPI_BIN" perf/mpi_allreduce_perf.c
-fi
+echo "== building $MPI_BIN with mpicc (perf/CMakeLists.txt, with the harness it links)"
+cmake -S perf -B perf/build >/dev/null
+cmake --build perf/build -j"$JOBS" --target mpi_allreduce_perf >/dev/null
 
 # ---- runs -------------------------------------------------------------------------
 RES=perf/results/$(date +%Y%m%d-%H%M%S)

@@ -22,11 +22,9 @@
  * the element type: int8, uint8, int32, uint32, int64, uint64, half (gloo::float16, each
  * addition rounded to half), float, double; no bfloat16. Ops: sum, prod, min, max; avg is
  * sum then a division (see gloo_perf_driver.c, which holds the benchmark loop in C so that
- * it can share tools/perf_*.h with the other two programs).
+ * it can share the harness, tools/harness/, with the other two programs).
  *
- * Build: g++ -O2 -std=c++17 -Itools -c perf/gloo_allreduce_perf.cc
- *        gcc -O2 -std=c11 -Itools -c perf/gloo_perf_driver.c
- *        g++ -o gloo_allreduce_perf *.o -lgloo -lpthread -lm
+ * Build: cmake -S perf -B perf/build && cmake --build perf/build --target gloo_allreduce_perf
  */
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,15 +1,15 @@
 /*
  * gloo_perf_driver.c -- the benchmark loop of perf/gloo_allreduce_perf (see
- * gloo_perf_driver.h): tools/perf_*.h's options, pattern, check and table, around a
- * library that only reduces in place and only blocks.
+ * gloo_perf_driver.h): the harness's (tools/harness/) options, pattern, check and table,
+ * around a library that only reduces in place and only blocks.
  *
  * Gloo's allreduce algorithms reduce the vectors they were built on, in place. So for
  * every size the driver builds the algorithm once on the buffer (outside the timing),
  * runs w warmup iterations, a barrier, then n timed iterations of -m back-to-back runs
  * on that same buffer (the mean per run, and with -C the process's CPU time per run;
- * the ranks' figures combined as -a says, as perf_driver.h does), then refills the
+ * the ranks' figures combined as -a says, as perf_driver.c does), then refills the
  * buffer with the check pattern, poisons the guard after it and runs once more to count
- * wrong elements against perf_check.h's reference. That one measurement goes in the
+ * wrong elements against perf_check.c's reference. That one measurement goes in the
  * out-of-place columns (no copy is added: this is what a Gloo user runs); the in-place
  * columns say N/A. AVG is SUM followed by a division by the number of ranks on every
  * rank, inside the timed loop, with the reference's arithmetic (as mpi_allreduce_perf
@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "perf_check.h"
 #include "perf_driver.h"
 #include "gloo_perf_driver.h"
 

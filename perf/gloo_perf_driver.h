@@ -1,8 +1,8 @@
 /*
  * gloo_perf_driver.h -- the seam between perf/gloo_allreduce_perf.cc (C++, the Gloo
  * calls) and perf/gloo_perf_driver.c (C, the benchmark loop). The driver is written in C
- * so that it can use tools/perf_*.h as they are (the headers are C, not C++): the same
- * option parsing, the same check pattern and reference, the same table and the same
+ * so that it can use the harness's headers (tools/harness/) as they are (C, not C++): the
+ * same option parsing, the same check pattern and reference, the same table and the same
  * busbw formula as zcoll_perf and mpi_allreduce_perf.
  *
  * dtype and op values are perf_table.h's enum pt_dtype and enum pt_op (PT_INT8 = 0 ..

@@ -1,10 +1,11 @@
 /* mpi_allreduce_perf: zcoll_perf's benchmark over MPI_Allreduce, for side-by-side runs.
  *
- *   mpicc -O2 -std=c11 -I tools -o mpi_allreduce_perf perf/mpi_allreduce_perf.c
- *   mpirun -np 4 --mca pml ob1 --mca btl self,vader ./mpi_allreduce_perf -b 8 -e 64M
+ *   cmake -S perf -B perf/build && cmake --build perf/build --target mpi_allreduce_perf
+ *   mpirun -np 4 --mca pml ob1 --mca btl self,vader perf/build/mpi_allreduce_perf -b 8 -e 64M
  *
  * Same flags, same table, same timing statistic and the same check as zcoll_perf: the
- * driver, the pattern and the reference are tools/perf_*.h. Less -A (MPI picks its own
+ * driver, the pattern and the reference are the harness (tools/harness/, the static
+ * library zcoll_perf_harness); this file is its MPI ops table. Less -A (MPI picks its own
  * algorithm) and -R (MPI registers memory by itself); -z 0 and --overlap use
  * MPI_Iallreduce and MPI_Wait (Open MPI progresses a request only inside MPI calls, so
  * expect little overlap); -T is alarm(). In-place runs pass MPI_IN_PLACE. MPI has no AVG:
@@ -18,12 +19,15 @@
  * wrapping (open-mpi/ompi#8045, "wontfix"). The check counts those elements wrong once a
  * sum overflows (uint8 sum on 64 ranks does); `--mca op ^avx` gives the wrapping result. */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "perf_check.h"
 #include "perf_driver.h"
 
 #define PROG "mpi_allreduce_perf"

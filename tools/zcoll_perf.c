@@ -10,15 +10,17 @@
  * checks one more run of each on freshly filled buffers against a reference computed
  * without zcoll; --overlap measures instead how much of a zcoll_iallreduce overlaps a
  * computation. A broadcast (zcoll_ibroadcast, zcoll_broadcast) is timed in place only:
- * zcoll's has one buffer. The options, table, pattern and driver live in tools/perf_*.h,
- * shared with perf/mpi_allreduce_perf.c so that both measure exactly the same thing;
- * this file is the zcoll backend of that driver. Only the public API (zcoll.h) is used.
+ * zcoll's has one buffer. The options, table, pattern and driver are the harness
+ * (tools/harness/, the static library zcoll_perf_harness), shared with
+ * perf/mpi_allreduce_perf.c so that both measure exactly the same thing; this file is the
+ * zcoll backend of that driver, its ops table. Only the public API (zcoll.h) is used.
  * Exit status: 0, 1 on an error or a wrong element, 2 on a bad command line. */
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zcoll.h"
 #include "perf_driver.h"

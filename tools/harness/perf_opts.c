@@ -1,26 +1,22 @@
 /*
- * perf_opts.h -- the command line of the benchmarks, nccl-tests' all_reduce_perf's and
- * broadcast_perf's flags (short and long forms, the same defaults where the meaning is the
- * same), the collective chosen with -t NAME as one program stands for both: sizes
- * ("64K"), dtype and op names, the options, their usage text and the parameters line
- * of the table. Everything is checked here, before any program starts a job, so that a
- * bad command line exits 2 without having touched the network.
+ * perf_opts.c -- the benchmarks' command line (see perf_opts.h): the parsers of sizes,
+ * numbers and names, nccl-tests' options with getopt_long, the usage text, and the
+ * banner lines that say what the table measured.
  */
-#ifndef ZCOLL_PERF_OPTS_H
-#define ZCOLL_PERF_OPTS_H
+#include "perf_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <string.h>
 
-#include "perf_table.h"
+static const char *const pt_average_names[4] = {"rank 0's", "mean over ranks", "min over ranks",
+                                                "max over ranks"};
 
 /* Returns the dtype, or -1. Accepts nccl-tests' names and zcoll's. */
-static inline int pt_parse_dtype(const char *s)
+static int pt_parse_dtype(const char *s)
 {
   static const struct { const char *name; enum pt_dtype t; } alias[] = {
       {"int", PT_INT32}, {"float16", PT_FLOAT16}, {"fp16", PT_FLOAT16},
@@ -33,16 +29,14 @@ static inline int pt_parse_dtype(const char *s)
   return -1;
 }
 
-static inline int pt_parse_op(const char *s)
+static int pt_parse_op(const char *s)
 {
   for (int i = 0; i < PT_OP_COUNT; i++)
     if (strcmp(s, pt_op_names[i]) == 0) return i;
   return -1;
 }
 
-/* "8", "64K", "1M", "64M", "1G" (binary multiples, case-insensitive, an optional
- * trailing "B"). Returns 0, or -1 on anything malformed or out of range. */
-static inline int pt_parse_size(const char *s, size_t *out)
+int pt_parse_size(const char *s, size_t *out)
 {
   if (s == NULL || *s < '0' || *s > '9') return -1; /* no sign, no blank, not empty */
   errno = 0;
@@ -63,8 +57,7 @@ static inline int pt_parse_size(const char *s, size_t *out)
   return 0;
 }
 
-/* A whole decimal number in [lo, hi]. */
-static inline int pt_parse_long(const char *s, long lo, long hi, long *out)
+int pt_parse_long(const char *s, long lo, long hi, long *out)
 {
   if (s == NULL || *s == '\0') return -1;
   errno = 0;
@@ -75,56 +68,7 @@ static inline int pt_parse_long(const char *s, long lo, long hi, long *out)
   return 0;
 }
 
-/* ---- options --------------------------------------------------------------------- */
-
-/* What a program can do beyond the common options. The parser refuses, with a reason,
- * an option that needs what the program lacks. */
-enum pt_feature {
-  PT_HAS_ALGO = 1u << 0,          /* -A NAME chooses among the library's algorithms */
-  PT_HAS_NONBLOCKING = 1u << 1,   /* a non-blocking allreduce: -z 0 and --overlap */
-  PT_HAS_REGISTER = 1u << 2,      /* -R 1: explicit memory registration */
-  PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
-  PT_HAS_BROADCAST = 1u << 4,     /* -t broadcast, with -r ROOT */
-};
-
-struct pt_prog {
-  const char *name;
-  unsigned features;  /* enum pt_feature */
-  const char *algo_doc; /* PT_HAS_ALGO: what -A takes and its default, one line */
-};
-
-/* How times (and CPU times) of the ranks become the one number of the table: -a. */
-enum pt_average { PT_AVG_RANK0, PT_AVG_MEAN, PT_AVG_MIN, PT_AVG_MAX };
-static const char *const pt_average_names[4] = {"rank 0's", "mean over ranks", "min over ranks",
-                                                "max over ranks"};
-
-struct pt_opts {
-  size_t minbytes, maxbytes;
-  size_t stepbytes;  /* > 0: add this; 0: multiply by stepfactor */
-  long stepfactor;
-  long iters, warmup, check;
-  long agg;      /* -m: collectives per timed iteration */
-  long cycles;   /* -N: sweeps; 0 = until interrupted */
-  long blocking; /* -z */
-  long average;  /* -a: enum pt_average */
-  long cputime;  /* -C */
-  long reg;      /* -R */
-  long timeout;  /* -T seconds; -1 = not given (the library's default, no alarm) */
-  bool overlap;  /* --overlap */
-  bool idle;     /* --overlap=idle: the compute phase sleeps */
-  int ndtypes, nops;
-  bool all_dtypes, all_ops;
-  enum pt_dtype dtypes[PT_DTYPE_COUNT];
-  enum pt_op ops[PT_OP_COUNT];
-  const char *algo; /* -A, or NULL */
-  const char *csv;  /* -F: rank 0 also writes the table there as CSV, or NULL */
-  long ngpus, parallel_init, graphs; /* -g, -p, -G: nccl-tests' GPU options, checked only */
-  bool verbose; /* -v: each rank's own times (and collectives) under each row */
-  enum pt_coll coll; /* -t NAME, --coll NAME */
-  long root;         /* -r: a broadcast's root; checked against the ranks by pt_check_root */
-};
-
-static inline void pt_usage(FILE *f, const struct pt_prog *p)
+static void pt_usage(FILE *f, const struct pt_prog *p)
 {
   const bool nb = p->features & PT_HAS_NONBLOCKING;
   const bool bc = p->features & PT_HAS_BROADCAST;
@@ -240,8 +184,8 @@ static inline void pt_usage(FILE *f, const struct pt_prog *p)
   fputs(".\n", f);
 }
 
-__attribute__((format(printf, 2, 3))) static inline int pt_opt_error(const char *prog,
-                                                                      const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int pt_opt_error(const char *prog, const char *fmt,
+                                                              ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -283,7 +227,7 @@ static const struct pt_num_opt pt_num_opts[] = {
 
 /* -t takes a collective's name or nccl-tests' thread count, --coll only a name and
  * --nthreads only a count; a count must be 1 (zcoll runs one thread per rank). */
-static inline int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
 {
   const char *opt = c == 't' ? "-t" : c == PT_OPT_COLL ? "--coll" : "--nthreads";
   for (int i = 0; c != PT_OPT_NTHREADS && i < PT_COLL_COUNT; i++) {
@@ -307,7 +251,7 @@ static inline int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c,
 
 /* -g and -G: nccl-tests' GPU counts. A whole number is checked against the only value
  * that means something without GPUs, and the message names the flag. */
-static inline int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+static int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
 {
   const long want = c == 'g' ? 1 : 0;
   long v;
@@ -325,7 +269,7 @@ static inline int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, 
 }
 
 /* Sets a whole-number option; 2 after a message if the value is not one. */
-static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+static int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
 {
   for (size_t i = 0; i < sizeof pt_num_opts / sizeof pt_num_opts[0]; i++) {
     const struct pt_num_opt *n = &pt_num_opts[i];
@@ -343,7 +287,7 @@ static inline int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, 
 }
 
 /* -d all / -o all, or one name. */
-static inline int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
+static int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
 {
   const bool all = strcmp(arg, "all") == 0;
   const int n = c == 'd' ? PT_DTYPE_COUNT : PT_OP_COUNT;
@@ -365,7 +309,7 @@ static inline int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c,
 }
 
 /* The options the program has not got, and those that contradict each other. */
-static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool z_given)
+static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool z_given)
 {
   if (o->minbytes > o->maxbytes)
     return pt_opt_error(p->name, "minbytes (-b %zu) is larger than maxbytes (-e %zu)", o->minbytes,
@@ -396,10 +340,7 @@ static inline int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o
   return 0;
 }
 
-/* Returns 0 to run, 1 when -h printed the usage (exit 0), 2 on a bad command line (a
- * message was printed; exit 2). -h prints the usage only once the rest of the line has
- * passed every check, so that `... -h` says whether the line would run. */
-static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
+int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
 {
   static const struct option longs[] = {{"minbytes", required_argument, NULL, 'b'},
                                         {"maxbytes", required_argument, NULL, 'e'},
@@ -500,7 +441,7 @@ static inline int pt_parse_args(int argc, char **argv, const struct pt_prog *p, 
 
 /* nccl-tests' parameters line; graph is its CUDA-graph count, always 0 here, kept so that
  * what reads nccl-tests' output reads this too. */
-static inline void pt_print_params(FILE *f, const struct pt_opts *o)
+void pt_print_params(FILE *f, const struct pt_opts *o)
 {
   if (o->stepbytes)
     fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->minbytes, o->maxbytes,
@@ -512,9 +453,7 @@ static inline void pt_print_params(FILE *f, const struct pt_opts *o)
           o->warmup, o->iters, o->agg, o->check);
 }
 
-/* The second banner line: how the table was measured (and, for a broadcast, a note on
- * its columns). */
-static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
+void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
 {
   fprintf(f, "# %s: %s", prog,
           o->overlap ? (o->idle ? "overlap mode (idle: compute sleeps)"
@@ -529,10 +468,7 @@ static inline void pt_print_modes(FILE *f, const char *prog, const struct pt_opt
                " busbw = algbw\n");
 }
 
-/* What the command line could not know: whether -r names a rank. Returns 0, or 2 after a
- * message on rank 0 (every rank gets the same answer, so all can stop before a
- * collective). */
-static inline int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks)
+int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks)
 {
   if (o->coll != PT_COLL_BROADCAST || o->root < nranks) return 0;
   if (rank == 0)
@@ -540,5 +476,3 @@ static inline int pt_check_root(const char *prog, const struct pt_opts *o, int r
             nranks - 1);
   return 2;
 }
-
-#endif /* ZCOLL_PERF_OPTS_H */

@@ -1,79 +1,47 @@
 /*
- * perf_table.h -- the names and the table shared by zcoll_perf, perf/mpi_allreduce_perf
- * and perf/gloo_allreduce_perf: the dtype and op enums with their names, the busbw
- * formula and nccl-tests' all_reduce_perf / broadcast_perf table (header, rows, footer).
- *
- * Header-only (static inline functions) and free of anything zcoll-specific, so that
- * the MPI program builds with plain mpicc and no libzcoll. The dtype and op enums
- * below list the same values in the same order as zcoll.h's public enums. The other
- * parts: perf_opts.h (the command line), perf_check.h (the check pattern and its
- * reference), perf_driver.h (the benchmark loop, through a backend table).
+ * perf_table.c -- nccl-tests' table as the benchmarks print it (see perf_table.h): the
+ * names, the busbw formula, the header, rows and footer, the CSV form and the overlap
+ * table. Only stdio: the columns must stay byte for byte what nccl-tests' readers parse.
  */
-#ifndef ZCOLL_PERF_TABLE_H
-#define ZCOLL_PERF_TABLE_H
-
-#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
-#error "perf_table.h needs POSIX (getopt, posix_memalign, clock_gettime): define _POSIX_C_SOURCE"
-#endif
+#include "perf_table.h"
 
 #include <inttypes.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <string.h>
-
-enum pt_dtype {
-  PT_INT8, PT_UINT8, PT_INT32, PT_UINT32, PT_INT64, PT_UINT64,
-  PT_FLOAT16, PT_BFLOAT16, PT_FLOAT32, PT_FLOAT64, PT_DTYPE_COUNT
-};
-enum pt_op { PT_SUM, PT_PROD, PT_MIN, PT_MAX, PT_AVG, PT_OP_COUNT };
-/* The collectives a benchmark may time (-t NAME). */
-enum pt_coll { PT_COLL_ALLREDUCE, PT_COLL_BROADCAST, PT_COLL_COUNT };
 
 /* ---- names and sizes ------------------------------------------------------------- */
 
-static const char *const pt_dtype_names[PT_DTYPE_COUNT] = {
+const char *const pt_dtype_names[PT_DTYPE_COUNT] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
-static const char *const pt_op_names[PT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
-static const char *const pt_coll_names[PT_COLL_COUNT] = {"allreduce", "broadcast"};
+const char *const pt_op_names[PT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
+const char *const pt_coll_names[PT_COLL_COUNT] = {"allreduce", "broadcast"};
 static const size_t pt_dtype_sizes[PT_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 
-static inline size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
-
-static inline bool pt_is_float(enum pt_dtype t) { return t >= PT_FLOAT16; }
-
-static inline bool pt_is_unsigned(enum pt_dtype t)
-{
-  return t == PT_UINT8 || t == PT_UINT32 || t == PT_UINT64;
-}
+size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
 
 /* ---- the table ------------------------------------------------------------------- */
 
 /* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce (each rank sends and
  * receives that share of the vector), 1 for a broadcast (each byte crosses a link once
  * per receiving rank, and the slowest link carries the whole vector). */
-static inline double pt_bus_factor(enum pt_coll coll, int nranks)
+double pt_bus_factor(enum pt_coll coll, int nranks)
 {
   if (coll == PT_COLL_BROADCAST) return 1.0;
   return nranks > 0 ? 2.0 * (nranks - 1) / nranks : 0.0;
 }
 
-/* bytes per microsecond / 1e3 = GB/s (1e9 B/s). */
-static inline double pt_algbw(size_t bytes, double time_us)
+double pt_algbw(size_t bytes, double time_us)
 {
   return time_us > 0.0 ? (double)bytes / time_us / 1.0e3 : 0.0;
 }
 
 /* A time or CPU time in a 7-wide column, with fewer decimals as it grows. */
-static inline const char *pt_fmt_us(char buf[32], double us)
+static const char *pt_fmt_us(char buf[32], double us)
 {
   snprintf(buf, 32, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
   return buf;
 }
 
-/* cpu: a cpu(us) column after each time column (-C 1). Without it the header is
- * nccl-tests' to the byte. */
-static inline void pt_print_header(FILE *f, bool algo_column, bool cpu)
+void pt_print_header(FILE *f, bool algo_column, bool cpu)
 {
   const char *c = cpu ? "  %7s" : "%.0s"; /* the cpu column, or nothing */
   char fmt[160];
@@ -92,23 +60,14 @@ static inline void pt_print_header(FILE *f, bool algo_column, bool cpu)
           "(us)", "(GB/s)", "(GB/s)");
 }
 
-/* redop: the op's name, "none" for a broadcast; root -1 where there is none. */
-static inline void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                                      const char *redop, int root)
+void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
+                        const char *redop, int root)
 {
   fprintf(f, "%12zu  %12zu  %8s  %6s  %6i", bytes, count, pt_dtype_names[t], redop, root);
 }
 
-/* One measured column group of a row: out-of-place or in-place. */
-struct pt_cell {
-  double time_us, cpu_us;
-  uint64_t wrong;
-  uint64_t timed; /* collectives in the timed loop, as the library counted them (-v) */
-};
-
-/* bus_factor: pt_bus_factor's. */
-static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, double bus_factor,
-                                 bool cpu, bool checked)
+void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, double bus_factor,
+                   bool cpu, bool checked)
 {
   char tbuf[32], cbuf[32];
   double algbw = pt_algbw(bytes, c->time_us);
@@ -121,14 +80,12 @@ static inline void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes,
     fprintf(f, "  %5s", "N/A");
 }
 
-/* A column group that was not measured. */
-static inline void pt_print_na_cell(FILE *f, bool cpu)
+void pt_print_na_cell(FILE *f, bool cpu)
 {
   fprintf(f, "  %7s%s  %6s  %6s  %5s", "N/A", cpu ? "      N/A" : "", "N/A", "N/A", "N/A");
 }
 
-/* avg_name: "Avg bus bandwidth" (nccl-tests'), or what else the rows average. */
-static inline void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name, double avg)
+void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name, double avg)
 {
   fprintf(f, "# %-20s : %" PRIu64 " %s\n", "Out of bounds values", wrong, wrong ? "FAILED" : "OK");
   fprintf(f, "# %-20s : %g\n#\n", avg_name, avg);
@@ -138,7 +95,7 @@ static inline void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name
 
 /* Three header rows, as the printed table's: the column group (out-of-place, in-place),
  * the name, the unit; pandas reads them with read_csv(f, header=[0, 1, 2]). */
-static inline void pt_csv_header(FILE *f, bool algo_column, bool cpu)
+void pt_csv_header(FILE *f, bool algo_column, bool cpu)
 {
   static const char *const group_cols[] = {"time", "cpu", "algbw", "busbw", "#wrong"};
   static const char *const group_units[] = {"(us)", "(us)", "(GB/s)", "(GB/s)", ""};
@@ -159,13 +116,10 @@ static inline void pt_csv_header(FILE *f, bool algo_column, bool cpu)
   fputs(algo_column ? ",\n" : "\n", f);
 }
 
-/* One row: c[0] out of place, c[1] in place; measured[k] false leaves that group empty
- * (the table's N/A), as does an unchecked #wrong. algo NULL: no algorithm column. Full
- * precision, unlike the table's rounded columns. */
-static inline void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                              const char *redop, int root, const struct pt_cell c[2],
-                              const bool measured[2], double bus_factor, bool cpu, bool checked,
-                              const char *algo)
+void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
+                const char *redop, int root, const struct pt_cell c[2],
+                const bool measured[2], double bus_factor, bool cpu, bool checked,
+                const char *algo)
 {
   fprintf(f, "%zu,%zu,%s,%s,%d", bytes, count, pt_dtype_names[t], redop, root);
   for (int k = 0; k < 2; k++) {
@@ -185,13 +139,7 @@ static inline void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype
 
 /* ---- the overlap table (--overlap) ------------------------------------------------ */
 
-/* One size of the overlap mode: times in us, overlap in %. */
-struct pt_overlap_row {
-  double comm_us, compute_us, overall_us, cpu_us, overlap;
-  uint64_t wrong;
-};
-
-static inline void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, bool idle)
+void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, bool idle)
 {
   fprintf(f, "# %10s  %12s  %8s  %6s  out-of-place, overlapped with %s\n", "", "", "", "",
           idle ? "an idle wait (compute = sleep)" : "computation");
@@ -202,9 +150,9 @@ static inline void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, 
           "(us)", "(us)", cpu ? "     (us)" : "", "(%)");
 }
 
-static inline void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                                        enum pt_op op, const struct pt_overlap_row *r, bool cpu,
-                                        bool checked)
+void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
+                          enum pt_op op, const struct pt_overlap_row *r, bool cpu,
+                          bool checked)
 {
   char b[4][32];
   fprintf(f, "%12zu  %12zu  %8s  %6s  %7s  %7s  %7s", bytes, count, pt_dtype_names[t],
@@ -217,5 +165,3 @@ static inline void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enu
   else
     fprintf(f, "  %6s", "N/A");
 }
-
-#endif /* ZCOLL_PERF_TABLE_H */

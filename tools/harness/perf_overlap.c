@@ -1,5 +1,5 @@
 /*
- * perf_overlap.h -- --overlap: how much of a non-blocking allreduce proceeds while the
+ * perf_overlap.c -- --overlap: how much of a non-blocking allreduce proceeds while the
  * caller computes, measured as OSU's osu_iallreduce does. Per size, each the mean of
  * -n iterations:
  *   comm     post + wait, nothing in between (after -w warmups);
@@ -17,26 +17,16 @@
  * The times are combined over the ranks as -a says before the overlap is computed, and
  * every rank computes for the same combined comm time.
  */
-#ifndef ZCOLL_PERF_OVERLAP_H
-#define ZCOLL_PERF_OVERLAP_H
+#include "perf_overlap.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
-
-#include "perf_backend.h"
-#include "perf_check.h"
 
 #define PT_COMPUTE_N 1024 /* doubles: 8 KiB stays in L1, so a pass costs the same at any size */
 
-/* The computation: passes ("units") over a private array. */
-struct pt_compute {
-  double *x;
-  bool idle;            /* a unit is a microsecond of sleep, not a pass */
-  double unit_us;       /* the last measured cost of one unit; 0: not measured yet */
-  volatile double sink; /* takes each run's result, so that no compiler drops the loop */
-};
-
-static inline int pt_compute_init(struct pt_compute *c)
+int pt_compute_init(struct pt_compute *c)
 {
   c->x = malloc(PT_COMPUTE_N * sizeof *c->x);
   if (c->x == NULL) return -1;
@@ -46,14 +36,14 @@ static inline int pt_compute_init(struct pt_compute *c)
   return 0;
 }
 
-static inline void pt_compute_free(struct pt_compute *c)
+void pt_compute_free(struct pt_compute *c)
 {
   free(c->x);
   c->x = NULL;
 }
 
 /* x = 0.999 x + 0.25 tends to 250: no overflow, no subnormal slowing it down. */
-static inline void pt_compute_run(struct pt_compute *c, long units)
+static void pt_compute_run(struct pt_compute *c, long units)
 {
   if (c->idle) {
     struct timespec ts = {units / 1000000, (units % 1000000) * 1000};
@@ -69,7 +59,7 @@ static inline void pt_compute_run(struct pt_compute *c, long units)
 }
 
 /* The mean time of reps runs of units. */
-static inline double pt_compute_time(struct pt_compute *c, long units, long reps)
+static double pt_compute_time(struct pt_compute *c, long units, long reps)
 {
   double t0 = pt_now_us();
   for (long r = 0; r < reps; r++) pt_compute_run(c, units);
@@ -77,7 +67,7 @@ static inline double pt_compute_time(struct pt_compute *c, long units, long reps
 }
 
 /* A positive count, rounded (no libm: the MPI program links without -lm). */
-static inline long pt_units(double v)
+static long pt_units(double v)
 {
   return v < 1.0 ? 1 : v > 1e12 ? (long)1e12 : (long)(v + 0.5);
 }
@@ -86,7 +76,7 @@ static inline long pt_units(double v)
  * cost (the first from a run of at least 1 ms), corrected by one timed run at that
  * length (repeated up to 1 ms for short ones), which catches caches, the clock frequency
  * and a busy machine at this size. */
-static inline long pt_compute_calibrate(struct pt_compute *c, double target_us)
+static long pt_compute_calibrate(struct pt_compute *c, double target_us)
 {
   if (c->idle) return pt_units(target_us);
   if (c->unit_us <= 0.0) {
@@ -103,8 +93,8 @@ static inline long pt_compute_calibrate(struct pt_compute *c, double target_us)
 }
 
 /* Post, compute, wait. */
-static inline int pt_overlapped(const struct pt_backend *be, struct pt_compute *cp, long units,
-                                const struct pt_call *c)
+static int pt_overlapped(const struct pt_backend *be, struct pt_compute *cp, long units,
+                         const struct pt_call *c)
 {
   struct pt_window w = {{NULL}, 0, 0};
   if (pt_post(be, &w, c)) return -1;
@@ -112,11 +102,9 @@ static inline int pt_overlapped(const struct pt_backend *be, struct pt_compute *
   return pt_drain(be, &w);
 }
 
-/* One size, out of place: the three phases, then (-c 1) one more overlapped run on fresh
- * buffers checked element by element. The same row on every rank. */
-static inline int pt_overlap_size(const struct pt_opts *o, const struct pt_backend *be,
-                                  const struct pt_pattern *pat, struct pt_compute *cp,
-                                  const struct pt_call *c, struct pt_overlap_row *row)
+int pt_overlap_size(const struct pt_opts *o, const struct pt_backend *be,
+                    const struct pt_pattern *pat, struct pt_compute *cp, const struct pt_call *c,
+                    struct pt_overlap_row *row)
 {
   const struct pt_reducer red = pt_reducer_of(be);
   const double n = (double)o->iters;
@@ -159,5 +147,3 @@ static inline int pt_overlap_size(const struct pt_opts *o, const struct pt_backe
   row->overlap = ov < 0.0 ? 0.0 : ov > 100.0 ? 100.0 : ov;
   return 0;
 }
-
-#endif /* ZCOLL_PERF_OVERLAP_H */

@@ -1,5 +1,5 @@
 /*
- * perf_driver.h -- the benchmark driver shared by zcoll_perf and perf/mpi_allreduce_perf.
+ * perf_driver.c -- the benchmark driver shared by zcoll_perf and perf/mpi_allreduce_perf.
  * For every cycle (-N), dtype, op and size it times out-of-place and in-place runs of the
  * collective -t chose (a broadcast: in-place only, and -o does not apply),
  * checks one more run of each against perf_check.h's reference and prints perf_table.h's
@@ -11,53 +11,22 @@
  * is posted non-blocking, at most PT_WINDOW in flight (when full, the oldest is waited
  * for), and whatever is in flight is waited for at the end of the timed loop, inside the
  * timing. Either way the time is the loop's over iterations x -m, per rank; the ranks'
- * times are combined as -a says.
+ * times are combined as -a says (the timed loop itself is perf_backend.c's).
  */
-#ifndef ZCOLL_PERF_DRIVER_H
-#define ZCOLL_PERF_DRIVER_H
+#include "perf_driver.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "perf_overlap.h"
 
-#define PT_ALIGN 4096
-
-/* One timed iteration. */
-static inline int pt_iteration(const struct pt_opts *o, const struct pt_backend *be,
-                               struct pt_window *w, const struct pt_call *c)
-{
-  if (!pt_has_nonblocking(be, c->coll) || (o->blocking && o->agg == 1)) {
-    for (long j = 0; j < o->agg; j++)
-      if (pt_call_blocking(be, c)) return -1;
-    return 0;
-  }
-  for (long j = 0; j < o->agg; j++)
-    if (pt_post(be, w, c)) return -1;
-  return o->blocking ? pt_drain(be, w) : 0;
-}
-
-/* w warmup iterations, a barrier, then n timed ones: the mean wall and CPU time per
- * collective on this rank. Nothing is left in flight. */
-static inline int pt_time_one(const struct pt_opts *o, const struct pt_backend *be,
-                              const struct pt_call *c, struct pt_cell *cell)
-{
-  struct pt_window w = {{NULL}, 0, 0};
-  for (long k = 0; k < o->warmup; k++)
-    if (pt_iteration(o, be, &w, c)) return -1;
-  if (pt_drain(be, &w) || be->barrier(be->ctx)) return -1;
-  const uint64_t n0 = be->collectives ? be->collectives(be->ctx) : 0;
-  struct pt_clock ck = pt_clock_start();
-  for (long k = 0; k < o->iters; k++)
-    if (pt_iteration(o, be, &w, c)) return -1;
-  if (pt_drain(be, &w)) return -1;
-  pt_clock_stop(&ck, (double)o->iters * (double)o->agg, &cell->time_us, &cell->cpu_us);
-  cell->timed = be->collectives ? be->collectives(be->ctx) - n0 : 0;
-  return 0;
-}
-
 /* One placement (c->sendbuf NULL: in place): timed, then one more run on fresh buffers
  * checked, made the way the timed ones were (non-blocking with -z 0). */
-static inline int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
-                             const struct pt_pattern *pat, const struct pt_call *c,
-                             struct pt_cell *cell)
+static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
+                      const struct pt_pattern *pat, const struct pt_call *c,
+                      struct pt_cell *cell)
 {
   pt_fill(c->sendbuf ? c->sendbuf : c->recvbuf, pat->input, pat->esize, pat->period, c->count);
   if (pt_time_one(o, be, c, cell)) return -1;
@@ -69,17 +38,8 @@ static inline int pt_measure(const struct pt_opts *o, const struct pt_backend *b
   return 0;
 }
 
-/* What the footer sums up over every row. */
-struct pt_totals {
-  uint64_t wrong;
-  double sum; /* of busbw, or of the overlap with --overlap */
-  long n;
-  FILE *csv;  /* -F, on rank 0: the rows go there too */
-  int csv_err; /* the errno that ended writing them */
-};
-
-static inline const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c,
-                                       int *rc)
+static const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c,
+                                int *rc)
 {
   const char *algo = NULL;
   *rc = be->algorithm ? be->algorithm(be->ctx, c->coll, c->count, c->t, c->op, c->root, &algo) : 0;
@@ -89,8 +49,8 @@ static inline const char *pt_algorithm(const struct pt_backend *be, const struct
 /* -v: every rank's own times (out of place, in place; c[] before -a combined them) and
  * the collectives its timed loops issued, gathered (each rank fills its entries, the
  * others are 0, one sum each) and printed by rank 0 under the row. */
-static inline int pt_rank_times(const struct pt_backend *be, const struct pt_cell c[2],
-                                bool first_na)
+static int pt_rank_times(const struct pt_backend *be, const struct pt_cell c[2],
+                         bool first_na)
 {
   const size_t p = (size_t)be->nranks, me = (size_t)be->rank;
   double *v = calloc(2 * p, sizeof *v);
@@ -123,9 +83,9 @@ out:
 
 /* One row of the table: both placements, combined over the ranks, printed on rank 0. A
  * broadcast has one buffer: only its in-place cell is measured, the other says N/A. */
-static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
-                               const struct pt_pattern *pat, const struct pt_call *call,
-                               struct pt_totals *tot)
+static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
+                        const struct pt_pattern *pat, const struct pt_call *call,
+                        struct pt_totals *tot)
 {
   const struct pt_reducer red = pt_reducer_of(be);
   const bool bcast = call->coll == PT_COLL_BROADCAST;
@@ -182,9 +142,9 @@ static inline int pt_table_row(const struct pt_opts *o, const struct pt_backend 
 }
 
 /* One row of the overlap table. */
-static inline int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
-                                 const struct pt_pattern *pat, struct pt_compute *cp,
-                                 const struct pt_call *c, struct pt_totals *tot)
+static int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
+                          const struct pt_pattern *pat, struct pt_compute *cp,
+                          const struct pt_call *c, struct pt_totals *tot)
 {
   struct pt_overlap_row r;
   if (pt_overlap_size(o, be, pat, cp, c, &r)) return -1;
@@ -206,8 +166,8 @@ static inline int pt_overlap_row(const struct pt_opts *o, const struct pt_backen
 
 /* The section's pattern: an allreduce's for its dtype and op, a broadcast's for its dtype
  * (renewed for every row by pt_run_section). */
-static inline int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *be,
-                                     struct pt_pattern *pat, enum pt_dtype t, enum pt_op op)
+static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *be,
+                              struct pt_pattern *pat, enum pt_dtype t, enum pt_op op)
 {
   int rc = o->coll == PT_COLL_BROADCAST
                ? pt_pattern_init_bcast(pat, t)
@@ -217,9 +177,9 @@ static inline int pt_section_pattern(const struct pt_opts *o, const struct pt_ba
 }
 
 /* One table section: every size for one dtype and op (a broadcast: for one dtype). */
-static inline int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
-                                 unsigned char *sendbuf, unsigned char *recvbuf, enum pt_dtype t,
-                                 enum pt_op op, struct pt_compute *cp, struct pt_totals *tot)
+static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
+                          unsigned char *sendbuf, unsigned char *recvbuf, enum pt_dtype t,
+                          enum pt_op op, struct pt_compute *cp, struct pt_totals *tot)
 {
   struct pt_pattern pat;
   if (pt_section_pattern(o, be, &pat, t, op)) return -1;
@@ -241,10 +201,7 @@ static inline int pt_run_section(const struct pt_opts *o, const struct pt_backen
   return rc;
 }
 
-/* Rank 0, before the section of dtype d and op k in a cycle: a separator, the cycle's
- * number (-N), the column headers. */
-static inline void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k,
-                                          bool algo_column)
+void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, bool algo_column)
 {
   if (cycle + d + k > 1) printf("#\n");
   if (o->cycles == 0 && d + k == 0) printf("# cycle %ld (until interrupted)\n", cycle);
@@ -257,9 +214,9 @@ static inline void pt_print_section_start(const struct pt_opts *o, long cycle, i
 
 /* Every dtype x op section, once per cycle, a table each. A broadcast ignores -o: one
  * section per dtype. */
-static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
-                                unsigned char *sendbuf, unsigned char *recvbuf,
-                                struct pt_compute *cp, struct pt_totals *tot)
+static int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
+                         unsigned char *sendbuf, unsigned char *recvbuf,
+                         struct pt_compute *cp, struct pt_totals *tot)
 {
   const int nops = o->coll == PT_COLL_BROADCAST ? 1 : o->nops;
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
@@ -276,7 +233,7 @@ static inline int pt_run_cycles(const struct pt_opts *o, const struct pt_backend
 /* -F: rank 0 creates the file and writes the header; every rank learns whether it could
  * (one sum), so that all stop before timing anything. Returns 0, or -2 after rank 0's
  * message (a bad command line: exit 2), -1 if the sum failed. */
-static inline int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FILE **csv)
+static int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FILE **csv)
 {
   *csv = NULL;
   if (!o->csv || o->overlap) return 0;
@@ -295,11 +252,7 @@ static inline int pt_csv_open(const struct pt_opts *o, const struct pt_backend *
   return failed ? -2 : 0;
 }
 
-/* Runs the whole benchmark and prints the table on rank 0 (the caller prints the banner
- * first). Returns 0, 1 if any element was wrong, -2 if rank 0 cannot create -F's file
- * (printed; nothing ran, every rank returns it: exit 2), or -1 on an error (printed;
- * requests may be left in flight: the caller aborts the job). */
-static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
+int pt_run(const struct pt_opts *o, const struct pt_backend *be)
 {
   size_t bytes = (o->maxbytes > 8 ? o->maxbytes : 8) + PT_ALIGN; /* room for the guard */
   void *sendbuf = NULL, *recvbuf = NULL;
@@ -339,5 +292,3 @@ static inline int pt_run(const struct pt_opts *o, const struct pt_backend *be)
   }
   return tot.wrong ? 1 : 0;
 }
-
-#endif /* ZCOLL_PERF_DRIVER_H */

@@ -1,8 +1,10 @@
 /*
- * perf_backend.h -- the seam between the benchmark driver and a collective library
- * (zcoll_perf.c, perf/mpi_allreduce_perf.c): a table of the library's calls, one
- * collective call as the driver describes it (whichever collective -t chose), and the
- * window of non-blocking requests the driver keeps in flight.
+ * perf_backend.h -- the seam between the benchmark harness and a collective library
+ * (tools/zcoll_perf.c, perf/mpi_allreduce_perf.c): the ops table of the library's calls
+ * that a program fills and hands to pt_run (perf_driver.h), one collective call as the
+ * harness describes it (whichever collective -t chose), and the calls the harness makes
+ * through the table: one collective, the window of non-blocking requests it keeps in
+ * flight, and the timed loop.
  */
 #ifndef ZCOLL_PERF_BACKEND_H
 #define ZCOLL_PERF_BACKEND_H
@@ -11,10 +13,10 @@
 
 #define PT_WINDOW 32 /* non-blocking collectives in flight at most (-z 0) */
 
-struct pt_req; /* a backend's request, opaque to the driver */
+struct pt_req; /* a backend's request, opaque to the harness */
 
-/* What the driver needs from a collective library. Every function returns 0, or -1
- * after printing its own error message; after -1 the driver returns at once and the
+/* What the harness needs from a collective library. Every function returns 0, or -1
+ * after printing its own error message; after -1 the harness returns at once and the
  * program aborts the job (which also releases whatever is left in flight). */
 struct pt_backend {
   const char *prog;
@@ -49,13 +51,10 @@ struct pt_backend {
   uint64_t (*collectives)(void *ctx);
 };
 
-static inline struct pt_reducer pt_reducer_of(const struct pt_backend *be)
-{
-  struct pt_reducer r = {be->ctx, be->rank, be->nranks, be->max_double, be->sum_double};
-  return r;
-}
+/* The two reductions of the table that -a's combination needs. */
+struct pt_reducer pt_reducer_of(const struct pt_backend *be);
 
-/* One collective call as the driver makes it: the backend entry is chosen by coll. */
+/* One collective call as the harness makes it: the backend entry is chosen by coll. */
 struct pt_call {
   enum pt_coll coll;
   unsigned char *sendbuf; /* NULL: in place, the data is in recvbuf (a broadcast: always) */
@@ -66,63 +65,26 @@ struct pt_call {
   int root;      /* a broadcast's */
 };
 
-static inline int pt_call_blocking(const struct pt_backend *be, const struct pt_call *c)
-{
-  if (c->coll == PT_COLL_BROADCAST)
-    return be->broadcast(be->ctx, c->recvbuf, c->count, c->t, c->root);
-  return be->allreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
-}
-
-/* Whether the backend can post this collective non-blocking. */
-static inline bool pt_has_nonblocking(const struct pt_backend *be, enum pt_coll coll)
-{
-  return coll == PT_COLL_BROADCAST ? be->ibroadcast != NULL : be->iallreduce != NULL;
-}
-
 /* The requests in flight, oldest first (a ring). */
 struct pt_window {
   struct pt_req *req[PT_WINDOW];
   unsigned head, n;
 };
 
-static inline int pt_wait_oldest(const struct pt_backend *be, struct pt_window *w)
-{
-  struct pt_req *r = w->req[w->head];
-  w->head = (w->head + 1) % PT_WINDOW;
-  w->n--;
-  return be->wait(be->ctx, r);
-}
+/* Posts one more, first waiting for the oldest when PT_WINDOW are in flight. */
+int pt_post(const struct pt_backend *be, struct pt_window *w, const struct pt_call *c);
 
 /* Ends every request in flight, oldest first. */
-static inline int pt_drain(const struct pt_backend *be, struct pt_window *w)
-{
-  while (w->n > 0)
-    if (pt_wait_oldest(be, w)) return -1;
-  return 0;
-}
-
-/* Posts one more, first waiting for the oldest when PT_WINDOW are in flight. */
-static inline int pt_post(const struct pt_backend *be, struct pt_window *w, const struct pt_call *c)
-{
-  if (w->n == PT_WINDOW && pt_wait_oldest(be, w)) return -1;
-  struct pt_req *r;
-  int rc = c->coll == PT_COLL_BROADCAST
-               ? be->ibroadcast(be->ctx, c->recvbuf, c->count, c->t, c->root, &r)
-               : be->iallreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r);
-  if (rc) return -1;
-  w->req[(w->head + w->n) % PT_WINDOW] = r;
-  w->n++;
-  return 0;
-}
+int pt_drain(const struct pt_backend *be, struct pt_window *w);
 
 /* One collective, blocking: the blocking call, or post and wait (-z 0 checks the
  * non-blocking path it timed). */
-static inline int pt_one(const struct pt_backend *be, bool nonblocking, const struct pt_call *c)
-{
-  if (!nonblocking || !pt_has_nonblocking(be, c->coll)) return pt_call_blocking(be, c);
-  struct pt_window w = {{NULL}, 0, 0};
-  if (pt_post(be, &w, c)) return -1;
-  return pt_drain(be, &w);
-}
+int pt_one(const struct pt_backend *be, bool nonblocking, const struct pt_call *c);
+
+/* o's warmup iterations, a barrier, then its timed ones, each of -m collectives made as
+ * -z says: the mean wall and CPU time per collective on this rank, and the collectives
+ * the library counted (cell->wrong is left alone). Nothing is left in flight. */
+int pt_time_one(const struct pt_opts *o, const struct pt_backend *be, const struct pt_call *c,
+                struct pt_cell *cell);
 
 #endif /* ZCOLL_PERF_BACKEND_H */

@@ -1,8 +1,6 @@
 /*
- * perf_check.h -- the check pattern of the benchmarks and its independent reference,
+ * perf_check.c -- the check pattern of the benchmarks and its independent reference,
  * with their own 16-bit float conversions, and the AVG division for peers without one.
- * A broadcast's pattern is simpler: the root's vector, a function of the root, the index
- * and the row, which every rank must hold afterwards.
  *
  * The check pattern makes every reference value exact, for every dtype and op, for any
  * number of ranks: at most 64 ranks contribute a non-zero value to any element of a
@@ -12,28 +10,32 @@
  * never wraps. The reference is computed here, element by element, without the
  * library under test.
  */
-#ifndef ZCOLL_PERF_CHECK_H
-#define ZCOLL_PERF_CHECK_H
+#include "perf_check.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "perf_table.h"
-
-#define PT_GUARD 256      /* bytes after the vector that must stay untouched */
 #define PT_POISON 0xA5    /* what the receive buffer and the guard hold before a check */
 #define PT_MAX_CONTRIB 64 /* at most this many ranks give a non-zero sum-like value */
 
+static bool pt_is_float(enum pt_dtype t) { return t >= PT_FLOAT16; }
+
+static bool pt_is_unsigned(enum pt_dtype t)
+{
+  return t == PT_UINT8 || t == PT_UINT32 || t == PT_UINT64;
+}
+
 /* ---- 16-bit floating point, round to nearest even ---------------------------------- */
 
-static inline uint32_t pt_f32_bits(float f)
+static uint32_t pt_f32_bits(float f)
 {
   uint32_t x;
   memcpy(&x, &f, sizeof x);
   return x;
 }
 
-static inline uint16_t pt_f32_to_f16(float f)
+static uint16_t pt_f32_to_f16(float f)
 {
   uint32_t x = pt_f32_bits(f);
   uint32_t sign = (x >> 16) & 0x8000u, absx = x & 0x7fffffffu;
@@ -57,7 +59,7 @@ static inline uint16_t pt_f32_to_f16(float f)
   return (uint16_t)(sign | q);
 }
 
-static inline uint16_t pt_f32_to_bf16(float f)
+static uint16_t pt_f32_to_bf16(float f)
 {
   uint32_t x = pt_f32_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
@@ -66,7 +68,7 @@ static inline uint16_t pt_f32_to_bf16(float f)
 
 /* ---- the check pattern and its reference ----------------------------------------- */
 
-static inline void pt_store_f32(enum pt_dtype t, void *dst, float f)
+static void pt_store_f32(enum pt_dtype t, void *dst, float f)
 {
   uint16_t h;
   switch (t) {
@@ -78,7 +80,7 @@ static inline void pt_store_f32(enum pt_dtype t, void *dst, float f)
 }
 
 /* A value that is exact in every type: an integer of magnitude <= 256, or +-2^k. */
-static inline void pt_store(enum pt_dtype t, void *dst, int64_t iv, double fv)
+static void pt_store(enum pt_dtype t, void *dst, int64_t iv, double fv)
 {
   if (t == PT_FLOAT64) {
     memcpy(dst, &fv, 8);
@@ -98,9 +100,9 @@ static inline void pt_store(enum pt_dtype t, void *dst, int64_t iv, double fv)
 
 /* Sum-like ops give rank r a value from -a..a (0..2a for unsigned types), and only
  * ranks whose distance to i % p is a multiple of `stride` contribute: at most 64. */
-static inline int pt_stride(int p) { return (p + PT_MAX_CONTRIB - 1) / PT_MAX_CONTRIB; }
+static int pt_stride(int p) { return (p + PT_MAX_CONTRIB - 1) / PT_MAX_CONTRIB; }
 
-static inline int pt_amplitude(enum pt_dtype t, enum pt_op op, int p)
+static int pt_amplitude(enum pt_dtype t, enum pt_op op, int p)
 {
   int n = (p + pt_stride(p) - 1) / pt_stride(p), a = 4;
   if (op == PT_AVG && t == PT_INT8 && a * n > 127) a = 127 / n;   /* the sum must not wrap */
@@ -108,7 +110,7 @@ static inline int pt_amplitude(enum pt_dtype t, enum pt_op op, int p)
   return a < 1 ? 1 : a;
 }
 
-static inline int64_t pt_sum_value(enum pt_dtype t, enum pt_op op, int r, int p, size_t i)
+static int64_t pt_sum_value(enum pt_dtype t, enum pt_op op, int r, int p, size_t i)
 {
   size_t ip = i % (size_t)p;
   if (((size_t)r + (size_t)p - ip) % (size_t)p % (size_t)pt_stride(p) != 0) return 0;
@@ -119,7 +121,7 @@ static inline int64_t pt_sum_value(enum pt_dtype t, enum pt_op op, int r, int p,
 }
 
 /* PROD, floating types: +-1, times 2 on rank i % p, times 0.5 on one rank for i % 3 == 0. */
-static inline double pt_prod_fvalue(int r, int p, size_t i)
+static double pt_prod_fvalue(int r, int p, size_t i)
 {
   double v = 1.0;
   if ((size_t)r == i % (size_t)p) v *= 2.0;
@@ -129,21 +131,21 @@ static inline double pt_prod_fvalue(int r, int p, size_t i)
 }
 
 /* PROD, integer types: odd factors keep most products non-zero; they wrap. */
-static inline int64_t pt_prod_ivalue(int r, size_t i)
+static int64_t pt_prod_ivalue(int r, size_t i)
 {
   static const int8_t f[8] = {1, -1, 3, 1, -3, 1, 2, -1};
   return f[((size_t)r * 5 + (i % 8) * 3) % 8];
 }
 
 /* Both the input of every rank and the reference repeat with this period in i. */
-static inline size_t pt_period(enum pt_dtype t, enum pt_op op, int p)
+static size_t pt_period(enum pt_dtype t, enum pt_op op, int p)
 {
   if (op == PT_PROD) return pt_is_float(t) ? 15 * (size_t)p : 8;
   return (2 * (size_t)pt_amplitude(t, op, p) + 1) * (size_t)p;
 }
 
 /* Rank r's input element i. */
-static inline void pt_input(enum pt_dtype t, enum pt_op op, int r, int p, size_t i, void *dst)
+static void pt_input(enum pt_dtype t, enum pt_op op, int r, int p, size_t i, void *dst)
 {
   if (op == PT_PROD && pt_is_float(t)) {
     pt_store(t, dst, 0, pt_prod_fvalue(r, p, i));
@@ -156,7 +158,7 @@ static inline void pt_input(enum pt_dtype t, enum pt_op op, int r, int p, size_t
 }
 
 /* The exact result for element i over p ranks. */
-static inline void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i, void *dst)
+static void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i, void *dst)
 {
   if (op == PT_PROD) {
     double fp = 1.0;
@@ -189,16 +191,8 @@ static inline void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i,
   }
 }
 
-/* One period of this rank's input and of the reference, for one dtype and op. */
-struct pt_pattern {
-  enum pt_dtype dtype;
-  enum pt_op op;
-  size_t esize, period;
-  unsigned char *input, *ref;
-};
-
-static inline int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
-                                   size_t period, bool with_ref)
+static int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
+                            size_t period, bool with_ref)
 {
   pat->dtype = t;
   pat->op = op;
@@ -214,9 +208,8 @@ static inline int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum
   return 0;
 }
 
-/* An allreduce's, for one dtype and op. */
-static inline int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
-                                  int rank, int nranks, bool with_ref)
+int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
+                    int rank, int nranks, bool with_ref)
 {
   if (pt_pattern_alloc(pat, t, op, pt_period(t, op, nranks), with_ref)) return -1;
   for (size_t i = 0; i < pat->period; i++) {
@@ -232,21 +225,18 @@ static inline int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum 
 
 /* The root's element i for the salt-th row: 0..60 (unsigned types) or -30..30, exact in
  * every type and never the sentinel (PT_POISON bytes) the other ranks start from. */
-static inline int64_t pt_bcast_value(enum pt_dtype t, int root, size_t i, uint64_t salt)
+static int64_t pt_bcast_value(enum pt_dtype t, int root, size_t i, uint64_t salt)
 {
   uint64_t v = ((uint64_t)i * 7 + (uint64_t)root * 13 + salt * 5) % PT_BCAST_PERIOD;
   return pt_is_unsigned(t) ? (int64_t)v : (int64_t)v - 30;
 }
 
-/* dtype t's broadcast pattern, reference included (call pt_pattern_bcast before use). */
-static inline int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t)
+int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t)
 {
   return pt_pattern_alloc(pat, t, PT_SUM, PT_BCAST_PERIOD, true);
 }
 
-/* The pattern of one row: the root's input and every rank's reference are the root's
- * vector; the other ranks' input is the sentinel. */
-static inline void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt)
+void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt)
 {
   for (size_t i = 0; i < pat->period; i++) {
     int64_t v = pt_bcast_value(pat->dtype, root, i, salt);
@@ -258,16 +248,15 @@ static inline void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, 
     memset(pat->input, PT_POISON, pat->period * pat->esize);
 }
 
-static inline void pt_pattern_free(struct pt_pattern *pat)
+void pt_pattern_free(struct pt_pattern *pat)
 {
   free(pat->input);
   free(pat->ref);
   pat->input = pat->ref = NULL;
 }
 
-/* buf[0..count) = the periodic block. */
-static inline void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period,
-                           size_t count)
+void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period,
+             size_t count)
 {
   unsigned char *p = buf;
   for (size_t i = 0; i < count; i += period) {
@@ -277,8 +266,8 @@ static inline void pt_fill(void *buf, const unsigned char *blk, size_t esize, si
 }
 
 /* How many elements of buf[0..count) differ (bitwise) from the periodic block. */
-static inline uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t esize,
-                                      size_t period, size_t count)
+static uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t esize,
+                               size_t period, size_t count)
 {
   const unsigned char *p = buf;
   uint64_t wrong = 0;
@@ -292,7 +281,7 @@ static inline uint64_t pt_count_wrong(const void *buf, const unsigned char *blk,
 }
 
 /* Element-sized slots of the PT_GUARD bytes after the vector that lost the poison. */
-static inline uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count)
+static uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count)
 {
   const unsigned char *g = (const unsigned char *)buf + count * esize;
   uint64_t wrong = 0;
@@ -307,10 +296,8 @@ static inline uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t coun
   return wrong;
 }
 
-/* Before a checked run: fresh input, the guard after it poisoned, and (out of place) a
- * poisoned receive buffer and guard. sendbuf NULL: in place, the input is in recvbuf. */
-static inline void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf,
-                                unsigned char *recvbuf, size_t count)
+void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf,
+                  unsigned char *recvbuf, size_t count)
 {
   unsigned char *in = sendbuf ? sendbuf : recvbuf;
   pt_fill(in, pat->input, pat->esize, pat->period, count);
@@ -318,10 +305,8 @@ static inline void pt_check_arm(const struct pt_pattern *pat, unsigned char *sen
   if (sendbuf) memset(recvbuf, PT_POISON, count * pat->esize + PT_GUARD);
 }
 
-/* After it: the wrong result elements and guard slots, and out of place whatever the
- * run changed in the input and its guard. */
-static inline uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendbuf,
-                                      const unsigned char *recvbuf, size_t count)
+uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendbuf,
+                        const unsigned char *recvbuf, size_t count)
 {
   const size_t es = pat->esize, per = pat->period;
   uint64_t wrong =
@@ -334,7 +319,7 @@ static inline uint64_t pt_check_count(const struct pt_pattern *pat, const unsign
 
 /* ---- AVG for peers that have none: the sum, then this division ---------------- */
 
-static inline float pt_f16_to_f32(uint16_t h)
+static float pt_f16_to_f32(uint16_t h)
 {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   float v;
@@ -353,7 +338,7 @@ static inline float pt_f16_to_f32(uint16_t h)
     for (size_t i_ = 0; i_ < (count); i_++) x_[i_] = (type)(x_[i_] / (p));                \
   } while (0)
 
-static inline void pt_divide(void *buf, size_t count, enum pt_dtype t, int p)
+void pt_divide(void *buf, size_t count, enum pt_dtype t, int p)
 {
   switch (t) {
   case PT_INT8: DIVIDE(int8_t, buf, count, p); break;
@@ -372,4 +357,3 @@ static inline void pt_divide(void *buf, size_t count, enum pt_dtype t, int p)
   }
 }
 
-#endif /* ZCOLL_PERF_CHECK_H */

@@ -2,12 +2,14 @@
 # Builds every libFuzzer target in tests/fuzz/ with clang and runs each for a bounded
 # time; exits non-zero if any target finds a crash (its reproducer is left in the
 # build folder's fuzz/ directory, named after the target).
-# Usage: ci/fuzz.sh [seconds per target, default 60] [build dir, default build/fuzz]
+# Usage: ci/fuzz.sh [seconds per target, default 60] [build dir, default build/fuzz] [--build-only]
+# (--build-only: build the targets and stop; CI builds them while other stages run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/deps.sh clang-14 libclang-rt-14-dev # libFuzzer's runtime is in the -rt package
 secs=${1:-60}
 build=${2:-build/fuzz}
+build_only=${3:-}
 cc=${FUZZ_CC:-$(command -v clang-14 || command -v clang)}
 cmake -S . -B "$build" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DZCOLL_FUZZ=ON -DZCOLL_BUILD_TESTS=OFF >/dev/null
@@ -21,6 +23,7 @@ if ((${#targets[@]} == 0)); then
   exit 1
 fi
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+[ "$build_only" = --build-only ] && exit 0
 out="$build/fuzz"
 mkdir -p "$out"
 status=0

@@ -78,7 +78,8 @@ build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
 
 stage "test suite under ASan+UBSan"
 # ZCOLL_TEST_SAMPLE=1 (tests/sample.h): the big matrices run a documented subset, the pass
-# above the rest -- the process matrices (test_allreduce_{shm,ucx}) 9 of 45 cases, every
+# above the rest (pairwise, for the process matrices) -- the process matrices
+# (test_allreduce_{shm,ucx}) 9 of 45 cases, every
 # rank count once (tests/allreduce_matrix.c); the loopback algorithm matrix 28 of 84
 # (tests/test_algorithms.c); the 3 MiB loopback matrix 6 of 11 (test_allreduce_loopback.c);
 # broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17.

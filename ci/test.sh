@@ -78,9 +78,9 @@ build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
 
 stage "test suite under ASan+UBSan"
 # ZCOLL_TEST_SAMPLE=1 (tests/sample.h): the big matrices run a documented subset, the pass
-# above the rest (pairwise, for the process matrices) -- the process matrices
-# (test_allreduce_{shm,ucx}) 9 of 45 cases, every
-# rank count once (tests/allreduce_matrix.c); the loopback algorithm matrix 28 of 84
+# above the rest -- the process matrices (test_allreduce_{shm,ucx}) 9 of 45 cases, every
+# rank count once (tests/allreduce_matrix.c; the pass above covers the rest pairwise over
+# transport x algorithm x rank count); the loopback algorithm matrix 28 of 84
 # (tests/test_algorithms.c); the 3 MiB loopback matrix 6 of 11 (test_allreduce_loopback.c);
 # broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

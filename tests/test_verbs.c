@@ -166,7 +166,8 @@ Test(verbs, requests, .timeout = 900) {
 /* Broadcast from every root, every dtype, blocking / non-blocking / persistent, tree and
  * chain (progs/bcast_check.c) at p = 2, 3, 5 and 9; then created ops -- maxloc, a
  * non-commutative op on the chain, premul sums with a scalar per rank (progs/ops_check.c)
- * at p = 3. */
+ * at p = 3. With ZCOLL_TEST_SAMPLE set (CI) not p = 9: 9 ranks on the emulated guest's two
+ * cores take 80-180 s; broadcast between processes at p = 9 runs on the host (shm, ucx). */
 Test(verbs, collectives_broadcast_and_ops, .timeout = 1200) {
   need_rdma();
   const char *progs[][3] = {
@@ -176,6 +177,7 @@ Test(verbs, collectives_broadcast_and_ops, .timeout = 1200) {
       {"bcast_check", "broadcast: every element exact on every rank over verbs", "9"},
       {"ops_check", "ops: every element exact on every rank over verbs", "3"}};
   for (int i = 0; i < 5; i++) {
+    if (zt_pass() != ZT_ALL && !strcmp(progs[i][2], "9")) continue;
     char prog[512];
     snprintf(prog, sizeof(prog), "%s/%s", ZCOLL_TEST_PROGS_DIR, progs[i][0]);
     const char *argv[] = {SP_BIN("zcoll_run"), "-np", progs[i][2], prog, NULL};

@@ -154,13 +154,14 @@ static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
     size_t w = strcspn(rest, " \t\n");
     if (w == 9 && !strncmp(rest, "broadcast", 9)) r.coll = ZCOLL__SEL_BCAST;
     if (r.coll == ZCOLL__SEL_BCAST || (w == 9 && !strncmp(rest, "allreduce", 9))) rest += w;
-    char a[32], b[32], c[32], name[64], extra[8];
+    /* Empty, not garbage, where a short line leaves fields unread. */
+    char a[32] = "", b[32] = "", c[32] = "", name[64] = "", extra[8];
     int n = sscanf(rest, "%31s %31s %31s %63s %7s", a, b, c, name, extra);
     if (n <= 0 && rest == line + strspn(line, " \t")) continue;
-    char *e1, *e2;
+    char *e1, *e2 = b + strlen(b);
     r.min_ranks = (int)strtol(a, &e1, 10);
     r.max_ranks = strcmp(b, "inf") == 0 ? 1 << 30 : (int)strtol(b, &e2, 10);
-    if (n != 4 || *e1 || (strcmp(b, "inf") && *e2) || r.min_ranks < 1 ||
+    if (n != 4 || *e1 || *e2 || r.min_ranks < 1 ||
         r.max_ranks < r.min_ranks || parse_size(c, &r.max_bytes))
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "ZCOLL_TUNING_FILE %s line %d: expected '[broadcast] ranks_min "

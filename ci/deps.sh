@@ -10,9 +10,11 @@ set -euo pipefail
 # help2man and man-db: the tools' man pages are generated from their --help (man/), and
 # tests/man_test.sh renders every page. dpkg-dev and file: cpack -G DEB's dependency
 # list (dpkg-shlibdeps; CPack finds the ELF files with file), for tests/deb_test.sh.
+# clang-format-14 and clang-tidy-14: ci/format.sh and ci/tidy.sh call these exact binaries
+# (Debian 12's default version), so formatting and findings do not change with the machine.
 need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev
       libpmix-dev python3-numpy python3-pytest dataset-fashion-mnist iproute2 help2man man-db
-      dpkg-dev file "$@")
+      dpkg-dev file clang-format-14 clang-tidy-14 "$@")
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

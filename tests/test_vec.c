@@ -134,6 +134,26 @@ Test(vec, init_errors, .timeout = 120) {
   zcoll_op_free(op);
 }
 
+/* A vector of no elements: commit and get accept NULL buffers for 0 bytes, so the first
+ * commit must not hand NULL to memcpy, even for 0 bytes (UBSan's nonnull check, which
+ * CI's ASan+UBSan pass runs). */
+static void empty_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_vec_t *v;
+  if (zcoll_vec_init(comm, "empty", 2, 0, ZCOLL_FLOAT32, ZCOLL_SUM, &v)) {
+    rt_fail(job, rank, zcoll_last_error());
+    return;
+  }
+  for (int round = 0; round < 2; round++)
+    if (zcoll_vec_commit(v, NULL) || zcoll_vec_commit(v, NULL) || zcoll_vec_get(v, NULL))
+      rt_fail(job, rank, zcoll_last_error());
+  zcoll_vec_free(v);
+}
+
+Test(vec, empty_vector_null_buffers, .timeout = 120) {
+  struct rt_job job = {.size = 2, .body = empty_body};
+  cr_assert_eq(rt_run(&job), 0, "%s", job.first);
+}
+
 /* ---- found by review: each once a bug ---- */
 
 /* A key's name used again once every rank freed it, rank 1 freeing late (so rank 0's

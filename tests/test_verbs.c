@@ -12,6 +12,8 @@
 #include "log_lines.h"
 #include "sample.h"
 #include "spawn.h"
+#include "config.h"
+#include "transports/verbs/verbs.h"
 
 static void need_rdma(void) {
   int n = 0;
@@ -137,6 +139,23 @@ Test(verbs, bad_device_is_a_clear_error, .timeout = 120) {
   cr_assert(strstr(r.out, "ZCOLL_IB_DEV=mlx9_nonexistent") && strstr(r.out, "devices here"),
             "%s", r.out);
   free(r.out);
+}
+
+/* ZCOLL_IB_DEV's port is a whole number 1..255: anything else is refused by name before
+ * any device is looked at (atoi took "1x" for port 1), so this needs no device. */
+Test(verbs, bad_port_number_is_refused, .timeout = 60) {
+  const char *bad[] = {"mlx5_0:1x", "mlx5_0:", "mlx5_0:0", "mlx5_0:256", "mlx5_0:-1", "rxe0:1.5"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    zcoll_config_t cfg = {0};
+    snprintf(cfg.ib_dev, sizeof(cfg.ib_dev), "%s", bad[i]);
+    char name[64];
+    uint8_t port;
+    struct sockaddr_in ip;
+    cr_expect_eq(zcoll__verbs_pick_device(&cfg, 0, name, sizeof(name), &port, &ip),
+                 ZCOLL_ERR_INVALID_ARG, "%s was accepted", bad[i]);
+    cr_expect(strstr(zcoll_last_error(), "bad port number"), "%s: %s", bad[i],
+              zcoll_last_error());
+  }
 }
 
 Test(verbs, peer_killed_mid_collective, .timeout = 300) {

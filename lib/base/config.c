@@ -416,8 +416,8 @@ zcoll_status_t zcoll__config_create(zcoll_config_t **out, const struct zcoll__co
     name[n] = '\0';
     /* ZCOLL_TEST_* and ZCOLL_RXE_* belong to the test suite and the soft-RoCE harness,
      * ZCOLL_LIBRARY to the Python binding (the library it loads: python/zcoll/_lib.py). */
-    if (!find_field(name) && strncmp(name, "ZCOLL_TEST_", 11) && strncmp(name, "ZCOLL_RXE", 9) &&
-        strcmp(name, "ZCOLL_LIBRARY"))
+    if (!find_field(name) && strncmp(name, "ZCOLL_TEST_", 11) != 0 &&
+        strncmp(name, "ZCOLL_RXE", 9) != 0 && strcmp(name, "ZCOLL_LIBRARY") != 0)
       zcoll_log_warn("unknown variable %s is ignored", name);
   }
   *out = cfg;

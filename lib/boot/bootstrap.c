@@ -184,7 +184,7 @@ zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t dea
     int64_t left = deadline == INT64_MAX ? -1 : deadline - zcoll__now_ms();
     if (!want || last) left = 0;
     if (left < -1) left = 0;
-    int rc = poll(fds, (nfds_t)(n + ncancel), left > 1000000 ? 1000000 : (int)left);
+    int rc = poll(fds, (nfds_t)n + (nfds_t)ncancel, left > 1000000 ? 1000000 : (int)left);
     if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) {
       st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: poll failed: %s", strerror(errno));
@@ -405,8 +405,8 @@ zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const voi
     }
     return ZCOLL_OK;
   }
-  void *payload;
-  uint32_t got;
+  void *payload = NULL;
+  uint32_t got = 0;
   if ((st = leaf_round(bs, mine, len, deadline, &payload, &got)) != ZCOLL_OK) return st;
   if (got != len * (size_t)bs->size)
     st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad allgather reply (%u bytes)", got);
@@ -426,8 +426,8 @@ zcoll_status_t zcoll__bootstrap_gather_reply(struct zcoll__bootstrap *bs, const 
   int64_t deadline = zcoll__deadline(bs->timeout);
   zcoll_status_t st = ZCOLL_OK;
   if (bs->rank != 0) {
-    void *payload;
-    uint32_t got;
+    void *payload = NULL;
+    uint32_t got = 0;
     if ((st = leaf_round(bs, mine, len, deadline, &payload, &got)) != ZCOLL_OK) return st;
     *out = payload;
     *out_len = got;

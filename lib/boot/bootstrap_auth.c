@@ -38,7 +38,7 @@ zcoll_status_t zcoll__bs_mac(const char *key, enum zcoll__bs_dir dir,
                              const uint8_t nonce_root[ZCOLL_BS_NONCE_BYTES],
                              uint8_t out[ZCOLL_BS_MAC_BYTES]) {
   const char *label = dir == ZCOLL_BS_ROOT_TO_RANK ? label_root : label_rank;
-  uint8_t msg[sizeof(label_root) + ZCOLL_BS_JOBID_BYTES + 8 + 2 * ZCOLL_BS_NONCE_BYTES];
+  uint8_t msg[sizeof(label_root) + ZCOLL_BS_JOBID_BYTES + 8 + (size_t)2 * ZCOLL_BS_NONCE_BYTES];
   size_t off = 0;
   memcpy(msg, label, sizeof(label_root)), off += sizeof(label_root); /* with its NUL */
   memcpy(msg + off, jobid, ZCOLL_BS_JOBID_BYTES), off += ZCOLL_BS_JOBID_BYTES;
@@ -68,7 +68,8 @@ void zcoll__bs_job_id(const char *explicit_id, char *out, size_t outlen) {
     /* First: mpirun's ranks inside a Slurm allocation carry Slurm's variables too,
      * with different step ids on the mpirun node and the others. */
     snprintf(out, outlen, "ompi:%s", v);
-  } else if (getenv("ZCOLL_RANK") || getenv("PMI_RANK")) {
+  } else if (getenv("ZCOLL_RANK") || getenv("PMI_RANK")) { /* NOLINT(bugprone-branch-clone) */
+    /* The same as the last branch, but first: it must win over PMIX_NAMESPACE and Slurm's. */
     /* Ranks placed by hand (perhaps one srun step each) or by MPICH's hydra share no
      * launcher id that we know of: guessing one could split a job. */
     snprintf(out, outlen, "%s", "");

@@ -133,8 +133,9 @@ static zcoll_status_t on_proof(struct admit *a, int i, const uint8_t *payload, u
   return admit(a, i);
 }
 
-/* Reads what connection i has sent, without blocking; acts on a complete frame. */
-static zcoll_status_t on_readable(struct admit *a, int i) {
+/* Reads what connection i has sent, without blocking; acts on a complete frame. Recurses
+ * once at most: a frame found bad after a read is dropped by the first check, at once. */
+static zcoll_status_t on_readable(struct admit *a, int i) { /* NOLINT(misc-no-recursion) */
   struct conn *c = &a->conn[i];
   const char *why = "";
   long need = zcoll__bs_frame_need(c->buf, c->have, ZCOLL_BS_HELLO_BYTES, &why);
@@ -288,7 +289,8 @@ static void reason_text(const void *payload, uint32_t len, char *out, size_t out
   size_t n = len < outlen - 1 ? len : outlen - 1;
   for (size_t i = 0; i < n; i++) {
     char ch = ((const char *)payload)[i];
-    out[i] = ch >= 0x20 && ch < 0x7f ? ch : '?';
+    if (ch < 0x20 || ch >= 0x7f) ch = '?';
+    out[i] = ch;
   }
   out[n] = '\0';
 }

@@ -58,7 +58,7 @@ void zcoll__sock_tune(int fd, double timeout) {
 }
 
 void zcoll__sock_peer_name(int fd, char *buf, size_t len) {
-  struct sockaddr_storage a;
+  struct sockaddr_storage a = {0}; /* AF_UNSPEC if getpeername fails: read below */
   socklen_t al = sizeof(a);
   char host[INET6_ADDRSTRLEN] = "?";
   unsigned port = 0;
@@ -208,7 +208,8 @@ zcoll_status_t zcoll__sock_listen(const char *hostport, int *out) {
       if (is_loopback(ai->ai_addr) &&
           zcoll__sock_parse_hostport(hostport, host, sizeof(host), port, sizeof(port)) ==
               ZCOLL_OK &&
-          strcmp(host, "localhost") && strncmp(host, "127.", 4) && strcmp(host, "::1"))
+          strcmp(host, "localhost") != 0 && strncmp(host, "127.", 4) != 0 &&
+          strcmp(host, "::1") != 0)
         zcoll_log_warn("ZCOLL_ROOT host '%s' is a loopback address here: ranks on other hosts "
                        "cannot reach rank 0 (name an address, or '*:%s' for every interface)",
                        host, port);

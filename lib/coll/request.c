@@ -78,7 +78,8 @@ static void request_free(struct zcoll_request *q) {
 }
 
 void zcoll__requests_release(zcoll_comm_t *comm) {
-  while (comm->requests) request_free(comm->requests);
+  /* request_free unlinks it first; the analyzer assumes the calls after may relink it. */
+  while (comm->requests) request_free(comm->requests); /* NOLINT(clang-analyzer-unix.Malloc) */
   while (comm->request_pool) {
     struct zcoll_request *q = comm->request_pool;
     comm->request_pool = q->next;

@@ -323,7 +323,7 @@ out:
 static zcoll_status_t fold(zcoll_vec_t *v, const void *buf) {
   char *acc = v->buf[v->round % 2];
   if (!v->commits) {
-    memcpy(acc, buf, v->bytes);
+    if (buf && v->bytes) memcpy(acc, buf, v->bytes); /* buf may be NULL for 0 bytes */
   } else if (!v->uop) {
     zcoll_op_t op = v->op == ZCOLL_AVG ? ZCOLL_SUM : v->op;
     zcoll__reduce(v->dtype, op, acc, acc, buf, v->count, 0);
@@ -383,7 +383,7 @@ static void deliver_result(zcoll_vec_t *v, uint32_t round, void *out) {
   uint64_t total = v->total[round % 2];
   if (v->op == ZCOLL_AVG && total > 1)
     zcoll__reduce_scale(v->dtype, out, res, v->count, (int)total);
-  else if (v->bytes)
+  else if (out && v->bytes)
     memcpy(out, res, v->bytes);
 }
 

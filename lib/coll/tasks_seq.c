@@ -85,7 +85,8 @@ static struct seq_key *live(const struct zcoll__vec_seq *q, const char *key, int
 
 static void drop(struct zcoll__vec_seq *q, struct seq_key *k) {
   struct seq_key **pp = &q->keys;
-  while (*pp != k) pp = &(*pp)->next;
+  /* k is on the list: the caller found it there (live). */
+  while (*pp != k) pp = &(*pp)->next; /* NOLINT(clang-analyzer-core.NullDereference) */
   *pp = k->next;
   if (q->tail == &k->next) q->tail = pp;
   free(k->inited), free(k->freed), free(k->ready), free(k);

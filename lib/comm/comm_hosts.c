@@ -67,7 +67,7 @@ static zcoll_status_t number_hosts(int size, const void *const *blobs, int *host
     const struct host_rec *h = blobs[r];
     size_t i = hash_node(h->node, sizeof(h->node)) & (cap - 1);
     while (slot[i] >= 0 &&
-           memcmp(((const struct host_rec *)blobs[slot[i]])->node, h->node, sizeof(h->node)))
+           memcmp(((const struct host_rec *)blobs[slot[i]])->node, h->node, sizeof(h->node)) != 0)
       i = (i + 1) & (cap - 1);
     if (slot[i] < 0) {
       slot[i] = r;

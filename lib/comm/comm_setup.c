@@ -387,7 +387,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
   const void **addr_ptrs = calloc(n1, sizeof(void *));
   size_t *addr_lens = calloc(n1, sizeof(size_t));
   int *ranks = calloc(n1, sizeof(int)), *at = calloc(n1, sizeof(int));
-  struct zcoll_ep **eps = calloc(n1, sizeof(*eps));
+  struct zcoll_ep **eps = calloc(n1, sizeof(struct zcoll_ep *));
   zcoll_status_t st = ZCOLL_OK;
   if (!addr_ptrs || !addr_lens || !ranks || !at || !eps) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");

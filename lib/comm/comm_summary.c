@@ -32,7 +32,7 @@ __attribute__((format(printf, 4, 5))) static void put(char *buf, size_t len, siz
 
 /* "256 KiB" where a whole number of KiB or MiB, else bytes. */
 static void put_bytes(char *buf, size_t len, size_t *off, size_t b) {
-  if (b && b % (1024 * 1024) == 0)
+  if (b && b % ((size_t)1 << 20) == 0)
     put(buf, len, off, "%zu MiB", b >> 20);
   else if (b && b % 1024 == 0)
     put(buf, len, off, "%zu KiB", b >> 10);

@@ -40,7 +40,7 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
     if (issued) e->issued = issued;
     uint8_t *fin = realloc(e->finished, n);
     if (fin) e->finished = fin;
-    struct zcoll_tl_mr **m = realloc(e->src_mr, n * sizeof(*m));
+    struct zcoll_tl_mr **m = realloc(e->src_mr, n * sizeof(struct zcoll_tl_mr *));
     if (m) e->src_mr = m;
     size_t *gf = realloc(e->gfrom, n * sizeof(size_t));
     if (gf) e->gfrom = gf;
@@ -67,7 +67,7 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
     if (gc) e->grant_cur = gc;
     uint64_t *gb = realloc(e->gbase, n * sizeof(uint64_t));
     if (gb) e->gbase = gb;
-    struct zcoll_tl_rkey **gk = realloc(e->gkey, n * sizeof(*gk));
+    struct zcoll_tl_rkey **gk = realloc(e->gkey, n * sizeof(struct zcoll_tl_rkey *));
     if (gk) {
       /* No key is held between runs: the new entries start empty like the old. */
       for (int k = e->cap_peers; k < npeers; k++) gk[k] = NULL;

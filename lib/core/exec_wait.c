@@ -179,7 +179,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct
   if (st != ZCOLL_OK) return st;
   fds[ntl] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
   int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + ntl + 1, comm->size);
-  int rc = poll(fds, (nfds_t)(ntl + 1 + nbs), 10);
+  int rc = poll(fds, (nfds_t)ntl + 1 + (nfds_t)nbs, 10);
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);

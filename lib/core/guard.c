@@ -87,17 +87,17 @@ void zcoll__leave(zcoll_comm_t *comm) {
 
 int zcoll__guard_take_over(zcoll_comm_t *comm, double seconds) {
   struct timespec nap = {0, 1000000};
-  for (double waited = 0;; waited += 1e-3) {
+  for (long naps = 0;; naps++) {
     int idle = 0;
     /* One step from "nobody inside" to "refused for good": no call slips in between. */
     if (atomic_compare_exchange_strong(&comm->inside, &idle, 2)) break;
-    if (waited >= seconds) return 0;
+    if ((double)naps * 1e-3 >= seconds) return 0;
     nanosleep(&nap, NULL);
   }
   /* A zcoll_vec_get holds the communicator in turns, with its key in hand in between:
    * it sees the revoke and leaves; no new call may start now. */
-  for (double waited = 0; atomic_load(&comm->vec_waiters); waited += 1e-3) {
-    if (waited >= seconds) return 0;
+  for (long naps = 0; atomic_load(&comm->vec_waiters); naps++) {
+    if ((double)naps * 1e-3 >= seconds) return 0;
     nanosleep(&nap, NULL);
   }
   return 1;

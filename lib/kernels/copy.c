@@ -20,8 +20,8 @@ static size_t copy_near_16(unsigned char *d, const unsigned char *s, size_t n) {
    * addresses look like theirs. */
   for (; k + 128 <= n; k += 128) {
     zcoll__v16 t[8];
-    for (int i = 0; i < 8; i++) memcpy(&t[i], s + k + 16 * i, 16);
-    for (int i = 0; i < 8; i++) memcpy(d + k + 16 * i, &t[i], 16);
+    for (size_t i = 0; i < 8; i++) memcpy(&t[i], s + k + 16 * i, 16);
+    for (size_t i = 0; i < 8; i++) memcpy(d + k + 16 * i, &t[i], 16);
   }
   return k;
 }
@@ -37,8 +37,8 @@ __attribute__((target("avx2"))) static size_t copy_near_32(unsigned char *d,
   memcpy(d, s, k);
   for (; k + 256 <= n; k += 256) {
     __m256i t[8];
-    for (int i = 0; i < 8; i++) t[i] = _mm256_loadu_si256((const __m256i *)(s + k + 32 * i));
-    for (int i = 0; i < 8; i++) _mm256_store_si256((__m256i *)(d + k + 32 * i), t[i]);
+    for (size_t i = 0; i < 8; i++) t[i] = _mm256_loadu_si256((const __m256i *)(s + k + 32 * i));
+    for (size_t i = 0; i < 8; i++) _mm256_store_si256((__m256i *)(d + k + 32 * i), t[i]);
   }
   return k;
 }

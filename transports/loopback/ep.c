@@ -13,7 +13,7 @@ zcoll_status_t zcoll__lb_connect(struct zcoll_tl *tl, int n, const int *ranks,
   for (int i = 0; i < n; i++)
     if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
       return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "loopback: cannot connect to rank %d", ranks[i]);
-  struct zcoll_ep **all = realloc(tl->eps, sizeof(*all) * (size_t)(tl->neps + n));
+  struct zcoll_ep **all = realloc(tl->eps, sizeof(struct zcoll_ep *) * (size_t)(tl->neps + n));
   if (!all) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "loopback: out of memory");
   tl->eps = all;
   for (int i = 0; i < n; i++) {

@@ -172,7 +172,7 @@ zcoll_status_t zcoll__shm_connect(struct zcoll_tl *tl, int n, const int *ranks,
   for (int i = 0; i < n; i++)
     if (ranks[i] < 0 || ranks[i] >= tl->size || ranks[i] == tl->rank)
       return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "shm: cannot connect to rank %d", ranks[i]);
-  struct zcoll_ep **all = realloc(tl->eps, sizeof(*all) * (size_t)(tl->neps + n + 1));
+  struct zcoll_ep **all = realloc(tl->eps, sizeof(struct zcoll_ep *) * (size_t)(tl->neps + n + 1));
   if (!all) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: out of memory");
   tl->eps = all;
   for (int i = 0; i < n; i++) {

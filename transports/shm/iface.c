@@ -214,7 +214,7 @@ static zcoll_status_t shm_address(struct zcoll_tl *tl, void *buf, size_t *len) {
 const struct zcoll_tl_ops zcoll__tl_shm = {
     .name = "shm",
     .caps = ZCOLL_TL_CAP_PUT_ANY,
-    .default_chunk_bytes = 128 * 1024,
+    .default_chunk_bytes = (size_t)128 * 1024,
     .probe = shm_probe,
     .open = shm_open_tl,
     .close = shm_close,

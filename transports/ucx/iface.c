@@ -159,7 +159,7 @@ static uint64_t posix_file_bytes(void) {
       zcoll__uct.query_components(&comps, &ncomps) == UCS_OK) {
     for (unsigned c = 0; c < ncomps && !found; c++) {
       uct_component_attr_t a = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
-      if (zcoll__uct.component_query(comps[c], &a) != UCS_OK || strcmp(a.name, "posix"))
+      if (zcoll__uct.component_query(comps[c], &a) != UCS_OK || strcmp(a.name, "posix") != 0)
         continue;
       found = 1;
       uct_md_config_t *mc;
@@ -319,7 +319,7 @@ static void ucx_device(struct zcoll_tl *tl, char *buf, size_t len) {
 const struct zcoll_tl_ops zcoll__tl_ucx = {
     .name = "ucx",
     .caps = ZCOLL_TL_CAP_PUT_ANY,
-    .default_chunk_bytes = 256 * 1024,
+    .default_chunk_bytes = (size_t)256 * 1024,
     .probe = ucx_probe,
     .describe = ucx_describe,
     .version = zcoll__ucx_version,

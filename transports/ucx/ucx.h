@@ -46,7 +46,8 @@
   X(status_string, ucs_status_string)                       \
   X(get_version_string, ucp_get_version_string)
 
-#define ZCOLL_UCP_FIELD(field, sym) __typeof__(sym) *field;
+/* field is a declarator, not an expression: it cannot take parentheses. */
+#define ZCOLL_UCP_FIELD(field, sym) __typeof__(sym) *field; /* NOLINT(bugprone-macro-parentheses) */
 struct zcoll__ucp_api {
   ZCOLL_UCP_SYMS(ZCOLL_UCP_FIELD)
 };
@@ -74,7 +75,7 @@ zcoll_status_t zcoll__ucx_load(char *why, size_t why_len);
   X(md_iface_config_read, uct_md_iface_config_read)         \
   X(config_get, uct_config_get)
 
-#define ZCOLL_UCT_FIELD(field, sym) __typeof__(sym) *field;
+#define ZCOLL_UCT_FIELD(field, sym) __typeof__(sym) *field; /* NOLINT(bugprone-macro-parentheses) */
 struct zcoll__uct_api {
   ZCOLL_UCT_SYMS(ZCOLL_UCT_FIELD)
 };

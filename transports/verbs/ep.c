@@ -135,7 +135,7 @@ zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot create a completion queue of %d: %m",
                        tl->cq_size);
   struct zcoll__verbs_addr *pa = calloc((size_t)(n ? n : 1), sizeof(*pa));
-  tl->eps = calloc((size_t)(n ? n : 1), sizeof(*tl->eps));
+  tl->eps = calloc((size_t)(n ? n : 1), sizeof(struct zcoll_ep *));
   if (!pa || !tl->eps) {
     free(pa);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");

@@ -48,7 +48,8 @@ static void butterfly_build(struct zcoll__sched *s, const struct zcoll__algo_par
     if (last) {
       /* Our helper takes our operand as its first, the partner's helper as its second. */
       if (h >= 0) zcoll__sched_send(s, h, acc, 0, n);
-      if (zcoll__fold_helper(&f, w) >= 0) zcoll__sched_send(s, zcoll__fold_helper(&f, w), acc, 0, n);
+      if (zcoll__fold_helper(&f, w) >= 0)
+        zcoll__sched_send(s, zcoll__fold_helper(&f, w), acc, 0, n);
     }
     zcoll__sched_send(s, zcoll__fold_real(&f, w), acc, 0, n);
     zcoll__sched_recv_reduce(s, zcoll__fold_real(&f, w), acc, 0, n, last);

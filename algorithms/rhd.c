@@ -88,7 +88,8 @@ static void rhd_build(struct zcoll__sched *s, const struct zcoll__algo_params *p
     struct halves h = halves_of(s->count, &f, v, i);
     int q = zcoll__fold_real(&f, v ^ (f.p2 >> (i + 1)));
     zcoll__sched_send(s, q, i ? ZCOLL_BUF_DST : acc, h.give_off, h.give_len);
-    zcoll__sched_recv_reduce(s, q, i ? ZCOLL_BUF_DST : acc, h.keep_off, h.keep_len, i == f.steps - 1);
+    zcoll__sched_recv_reduce(s, q, i ? ZCOLL_BUF_DST : acc, h.keep_off, h.keep_len,
+                             i == f.steps - 1);
   }
   zcoll__block(s->count, f.p2, v, &off, &len);
   if (helper >= 0) zcoll__sched_send(s, helper, ZCOLL_BUF_DST, off, len);

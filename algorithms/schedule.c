@@ -51,16 +51,14 @@ struct dst_use {
 static struct dst_use dst_use_of(const struct zcoll__sop *o) {
   struct dst_use u = {0, 0, 0, 0};
   switch (o->kind) {
-    case ZCOLL_SOP_SEND:
-      if (o->buf == ZCOLL_BUF_DST) u.rd_off = o->off, u.rd_len = o->count;
-      break;
-    case ZCOLL_SOP_RECV_REDUCE:
-      if (o->acc == ZCOLL_BUF_DST) u.rd_off = o->off, u.rd_len = o->count;
-      u.wr_off = o->off, u.wr_len = o->count;
-      break;
-    default:
-      u.wr_off = o->off, u.wr_len = o->count;
-      break;
+  case ZCOLL_SOP_SEND:
+    if (o->buf == ZCOLL_BUF_DST) u.rd_off = o->off, u.rd_len = o->count;
+    break;
+  case ZCOLL_SOP_RECV_REDUCE:
+    if (o->acc == ZCOLL_BUF_DST) u.rd_off = o->off, u.rd_len = o->count;
+    u.wr_off = o->off, u.wr_len = o->count;
+    break;
+  default: u.wr_off = o->off, u.wr_len = o->count; break;
   }
   return u;
 }
@@ -107,26 +105,39 @@ static void append(struct zcoll__sched *s, struct zcoll__sop o) {
 }
 
 void zcoll__sched_send(struct zcoll__sched *s, int peer, int buf, size_t off, size_t count) {
-  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_SEND, .buf = (uint8_t)buf, .peer = peer,
-                                .off = off, .count = count});
+  append(
+      s,
+      (struct zcoll__sop){
+          .kind = ZCOLL_SOP_SEND, .buf = (uint8_t)buf, .peer = peer, .off = off, .count = count});
 }
 
 void zcoll__sched_recv_reduce(struct zcoll__sched *s, int peer, int acc, size_t off, size_t count,
                               int final) {
-  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_RECV_REDUCE, .final = (uint8_t)!!final,
-                                .buf = ZCOLL_BUF_DST, .acc = (uint8_t)acc, .peer = peer,
-                                .off = off, .count = count});
+  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_RECV_REDUCE,
+                                .final = (uint8_t) !!final,
+                                .buf = ZCOLL_BUF_DST,
+                                .acc = (uint8_t)acc,
+                                .peer = peer,
+                                .off = off,
+                                .count = count});
 }
 
 void zcoll__sched_recv_copy(struct zcoll__sched *s, int peer, size_t off, size_t count) {
-  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_RECV_COPY, .buf = ZCOLL_BUF_DST, .peer = peer,
-                                .off = off, .count = count});
+  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_RECV_COPY,
+                                .buf = ZCOLL_BUF_DST,
+                                .peer = peer,
+                                .off = off,
+                                .count = count});
 }
 
 void zcoll__sched_copy(struct zcoll__sched *s, size_t off, size_t count) {
   if (s->in_place || count == 0) return;
-  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_COPY, .buf = ZCOLL_BUF_DST,
-                                .acc = ZCOLL_BUF_SRC, .peer = -1, .off = off, .count = count});
+  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_COPY,
+                                .buf = ZCOLL_BUF_DST,
+                                .acc = ZCOLL_BUF_SRC,
+                                .peer = -1,
+                                .off = off,
+                                .count = count});
 }
 
 void zcoll__sched_prefer(struct zcoll__sched *s, int peer) {

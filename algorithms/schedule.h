@@ -30,9 +30,9 @@ struct zcoll__sop {
   uint8_t final : 1; /* RECV_REDUCE: completes its range's reduction (AVG divides here) */
   uint8_t input : 1; /* reads this rank's input (SEND from SRC, acc SRC, COPY), as built:
                       * in place, buf and acc say DST, and a premul sum scales here */
-  uint8_t buf;   /* SEND: read from; others write ZCOLL_BUF_DST */
-  uint8_t acc;   /* RECV_REDUCE: buffer of the other operand, at the same offset */
-  int peer;      /* rank, -1 for local ops */
+  uint8_t buf;       /* SEND: read from; others write ZCOLL_BUF_DST */
+  uint8_t acc;       /* RECV_REDUCE: buffer of the other operand, at the same offset */
+  int peer;          /* rank, -1 for local ops */
   size_t off, count;
   uint32_t dep_first, ndeps; /* into zcoll__sched.deps: ops that must progress first */
 };
@@ -50,10 +50,10 @@ struct zcoll__sched {
   int first[2], nfirst; /* peers the executor should visit before the others */
   /* Filled by zcoll__sched_finish: per distinct peer, its ops in program order. */
   int npeers;
-  int *peers;        /* ranks */
-  int *peer_ops;     /* for each peer: its sends then its receives, as op indices */
-  int *peer_sends;   /* offsets into peer_ops, npeers + 1 entries */
-  int *peer_recvs;   /* offsets into peer_ops, npeers + 1 entries */
+  int *peers;      /* ranks */
+  int *peer_ops;   /* for each peer: its sends then its receives, as op indices */
+  int *peer_sends; /* offsets into peer_ops, npeers + 1 entries */
+  int *peer_recvs; /* offsets into peer_ops, npeers + 1 entries */
   int nlocal;
   int *local_ops;
 };

@@ -88,8 +88,8 @@ static zcoll_status_t read_file(const char *path, char **text, size_t *len) {
   if (fstat(fd, &sb))
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: %s", path, strerror(errno));
   else if (!S_ISREG(sb.st_mode))
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s is %s, not a regular file",
-                     path, file_kind(sb.st_mode));
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s is %s, not a regular file", path,
+                     file_kind(sb.st_mode));
   else if (sb.st_size > TUNING_MAX_BYTES)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_TUNING_FILE %s: %lld bytes, more than 1 MiB",
                      path, (long long)sb.st_size);
@@ -133,8 +133,8 @@ static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
     /* Refused whole: a longer comment's tail read as a line of its own would be a rule. */
     if (chars > sizeof(line) - 2) {
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "ZCOLL_TUNING_FILE %s line %d is longer than %zu characters", path,
-                       lineno, sizeof(line) - 2);
+                       "ZCOLL_TUNING_FILE %s line %d is longer than %zu characters", path, lineno,
+                       sizeof(line) - 2);
       break;
     }
     if (memchr(p, '\0', chars)) {
@@ -161,8 +161,8 @@ static zcoll_status_t load_file(struct zcoll__selector *sel, const char *path) {
     char *e1, *e2 = b + strlen(b);
     r.min_ranks = (int)strtol(a, &e1, 10);
     r.max_ranks = strcmp(b, "inf") == 0 ? 1 << 30 : (int)strtol(b, &e2, 10);
-    if (n != 4 || *e1 || *e2 || r.min_ranks < 1 ||
-        r.max_ranks < r.min_ranks || parse_size(c, &r.max_bytes))
+    if (n != 4 || *e1 || *e2 || r.min_ranks < 1 || r.max_ranks < r.min_ranks ||
+        parse_size(c, &r.max_bytes))
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "ZCOLL_TUNING_FILE %s line %d: expected '[broadcast] ranks_min "
                        "ranks_max max_bytes algorithm' (e.g. '2 8 64K butterfly')",
@@ -190,8 +190,8 @@ zcoll_status_t zcoll__selector_init(struct zcoll__selector *sel, const char *pat
   for (size_t i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++) {
     int algo = find_algo(builtin[i].coll, builtin[i].algo);
     if (algo < 0) continue; /* an algorithm this build does not have */
-    struct zcoll__rule r = {builtin[i].coll, builtin[i].min_ranks, builtin[i].max_ranks,
-                            builtin[i].max_bytes, algo, 0};
+    struct zcoll__rule r = {
+        builtin[i].coll, builtin[i].min_ranks, builtin[i].max_ranks, builtin[i].max_bytes, algo, 0};
     if (add_rule(sel, r)) {
       zcoll__selector_free(sel);
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the selection table");
@@ -267,8 +267,7 @@ int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t
   if (c->hier_auto && (a == c->ring || a == c->rhd)) {
     if (why) {
       size_t n = strlen(why);
-      snprintf(why + n, why_len - n, "; hier instead: %d ranks on %d hosts", c->ranks,
-               c->nhosts);
+      snprintf(why + n, why_len - n, "; hier instead: %d ranks on %d hosts", c->ranks, c->nhosts);
     }
     return c->hier;
   }

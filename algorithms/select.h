@@ -20,8 +20,8 @@ struct zcoll__rule {
   int coll; /* ZCOLL__SEL_* */
   int min_ranks, max_ranks;
   size_t max_bytes; /* SIZE_MAX: any size */
-  int algo; /* zcoll__algos' index, or zcoll__bcast_algos' for a broadcast rule */
-  int line; /* in the tuning file; 0 for the built-in table */
+  int algo;         /* zcoll__algos' index, or zcoll__bcast_algos' for a broadcast rule */
+  int line;         /* in the tuning file; 0 for the built-in table */
 };
 
 struct zcoll__selector {
@@ -47,10 +47,10 @@ int zcoll__select_bcast(const struct zcoll__selector *sel, int ranks, size_t byt
 struct zcoll__choice {
   const struct zcoll__selector *sel;
   int ranks;
-  int forced;           /* ZCOLL_ALGO's algorithm; -1: auto */
-  int hier_auto;        /* several hosts, more ranks than hosts, no tuning file */
-  int nhosts;           /* for the reason only */
-  int ring, rhd, hier;  /* the algorithms hier_auto replaces, and hier */
+  int forced;          /* ZCOLL_ALGO's algorithm; -1: auto */
+  int hier_auto;       /* several hosts, more ranks than hosts, no tuning file */
+  int nhosts;          /* for the reason only */
+  int ring, rhd, hier; /* the algorithms hier_auto replaces, and hier */
 };
 /* The algorithm for an allreduce of `bytes`, and the rule that chose it in why. */
 int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t why_len);

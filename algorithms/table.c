@@ -4,9 +4,9 @@
 #include "algorithms.h"
 
 /* Appended only: the index is the algorithm's id on the wire. */
-const struct zcoll__algo *const zcoll__algos[] = {&zcoll__algo_ring, &zcoll__algo_butterfly,
-                                                   &zcoll__algo_rhd, &zcoll__algo_tree,
-                                                   &zcoll__algo_chain, &zcoll__algo_hier};
+const struct zcoll__algo *const zcoll__algos[] = {&zcoll__algo_ring,  &zcoll__algo_butterfly,
+                                                  &zcoll__algo_rhd,   &zcoll__algo_tree,
+                                                  &zcoll__algo_chain, &zcoll__algo_hier};
 const int zcoll__nalgos = (int)(sizeof(zcoll__algos) / sizeof(zcoll__algos[0]));
 
 int zcoll__algo_find(const char *name) {

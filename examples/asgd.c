@@ -168,7 +168,8 @@ static int average(struct trainer *t) {
   double t0 = now_s();
   zcoll_status_t st;
   if (t->o->blocking) {
-    st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim, ZCOLL_FLOAT32, ZCOLL_AVG);
+    st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim, ZCOLL_FLOAT32,
+                         ZCOLL_AVG);
     t->blocking_s += now_s() - t0;
     t->comm_s += now_s() - t0;
     return st == ZCOLL_OK ? 0 : fail(t, "zcoll_allreduce (model average)", st);
@@ -201,13 +202,14 @@ static int poke(struct trainer *t) {
 static int epoch_end(struct trainer *t, const struct shard *s, double *loss) {
   if (finish_average(t)) return -1;
   double t0 = now_s();
-  zcoll_status_t st =
-      zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim, ZCOLL_FLOAT32, ZCOLL_AVG);
+  zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim,
+                                      ZCOLL_FLOAT32, ZCOLL_AVG);
   t->comm_s += now_s() - t0;
   if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (end of epoch)", st);
   double sum[2] = {0.0, (double)s->n};
   for (long k = 0; k < s->n; k++)
-    sum[0] += logloss(dot(t->w, s->idx + k * t->o->nnz, s->val + k * t->o->nnz, t->o->nnz), s->y[k]);
+    sum[0] += logloss(dot(t->w, s->idx + k * t->o->nnz, s->val + k * t->o->nnz, t->o->nnz),
+                      s->y[k]);
   st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, sum, 2, ZCOLL_FLOAT64, ZCOLL_SUM);
   if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (loss)", st);
   *loss = sum[0] / sum[1];
@@ -229,12 +231,14 @@ static int train(struct trainer *t, const struct shard *s) {
     }
     double loss = 0.0, blocked[2] = {t->comm_s, now_s() - t_start};
     if (epoch_end(t, s, &loss)) return -1;
-    zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, blocked, 2, ZCOLL_FLOAT64, ZCOLL_MAX);
+    zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, blocked, 2, ZCOLL_FLOAT64,
+                                        ZCOLL_MAX);
     if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (times)", st);
     if (e == 1) first = loss;
     last = loss;
     if (t->rank == 0)
-      printf("epoch %ld loss %.6f blocked %.4f s elapsed %.4f s\n", e, loss, blocked[0], blocked[1]);
+      printf("epoch %ld loss %.6f blocked %.4f s elapsed %.4f s\n", e, loss, blocked[0],
+             blocked[1]);
     fflush(stdout);
   }
   /* Each figure the slowest rank's: where the time inside zcoll went. */
@@ -250,43 +254,45 @@ static int train(struct trainer *t, const struct shard *s) {
       printf("asgd: blocked in averages %.4f s, the rest in end-of-epoch calls\n", spent[4]);
     else
       printf("asgd: blocked in zcoll_wait %.4f s, zcoll_start %.4f s, zcoll_test %.4f s, the "
-             "rest in end-of-epoch calls\n", spent[1], spent[2], spent[3]);
+             "rest in end-of-epoch calls\n",
+             spent[1], spent[2], spent[3]);
   }
   return 0;
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: asgd [--dim N] [--samples N] [--nnz N] [--batch N] [--every K] [--epochs E]\n"
-          "            [--lr X] [--flip P] [--seed S] [--blocking] [-h]\n"
-          "  --dim N      model size in float32 values (default 262144)\n"
-          "  --samples N  samples in the whole data set, split over the ranks (default 32768)\n"
-          "  --nnz N      non-zero features per sample (default 256)\n"
-          "  --batch N    mini-batch size (default 32)\n"
-          "  --every K    average the model every K mini-batches (default 8)\n"
-          "  --epochs E   passes over the data (default 5)\n"
-          "  --lr X       learning rate of one rank over all the data (default 16)\n"
-          "  --flip P     fraction of labels flipped (default 0.1)\n"
-          "  --seed S     data set seed (default 1)\n"
-          "  --blocking   average with a blocking zcoll_allreduce instead of a persistent\n"
-          "               request that runs while the next mini-batches compute\n");
+  fprintf(f, "usage: asgd [--dim N] [--samples N] [--nnz N] [--batch N] [--every K] [--epochs E]\n"
+             "            [--lr X] [--flip P] [--seed S] [--blocking] [-h]\n"
+             "  --dim N      model size in float32 values (default 262144)\n"
+             "  --samples N  samples in the whole data set, split over the ranks (default 32768)\n"
+             "  --nnz N      non-zero features per sample (default 256)\n"
+             "  --batch N    mini-batch size (default 32)\n"
+             "  --every K    average the model every K mini-batches (default 8)\n"
+             "  --epochs E   passes over the data (default 5)\n"
+             "  --lr X       learning rate of one rank over all the data (default 16)\n"
+             "  --flip P     fraction of labels flipped (default 0.1)\n"
+             "  --seed S     data set seed (default 1)\n"
+             "  --blocking   average with a blocking zcoll_allreduce instead of a persistent\n"
+             "               request that runs while the next mini-batches compute\n");
 }
 
 /* Returns 0 to run, 1 after -h, 2 on a bad command line. */
 static int parse(int argc, char **argv, struct opts *o) {
   *o = (struct opts){262144, 32768, 256, 32, 8, 5, 16.0, 0.1, 0, 1};
   static const struct option longs[] = {
-      {"dim", 1, NULL, 'd'},    {"samples", 1, NULL, 's'}, {"nnz", 1, NULL, 'z'},
-      {"batch", 1, NULL, 'b'},  {"every", 1, NULL, 'k'},   {"epochs", 1, NULL, 'e'},
-      {"lr", 1, NULL, 'l'},     {"flip", 1, NULL, 'f'},    {"seed", 1, NULL, 'S'},
-      {"blocking", 0, NULL, 'B'}, {"help", 0, NULL, 'h'},  {NULL, 0, NULL, 0}};
+      {"dim", 1, NULL, 'd'},      {"samples", 1, NULL, 's'}, {"nnz", 1, NULL, 'z'},
+      {"batch", 1, NULL, 'b'},    {"every", 1, NULL, 'k'},   {"epochs", 1, NULL, 'e'},
+      {"lr", 1, NULL, 'l'},       {"flip", 1, NULL, 'f'},    {"seed", 1, NULL, 'S'},
+      {"blocking", 0, NULL, 'B'}, {"help", 0, NULL, 'h'},    {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
     char *end = NULL;
     long v = 0;
     double x = 0.0;
-    if (c == 'l' || c == 'f') x = strtod(optarg, &end);
-    else if (c != 'B' && c != 'h' && c != '?') v = strtol(optarg, &end, 10);
+    if (c == 'l' || c == 'f')
+      x = strtod(optarg, &end);
+    else if (c != 'B' && c != 'h' && c != '?')
+      v = strtol(optarg, &end, 10);
     if (end && (*end || end == optarg)) {
       fprintf(stderr, "asgd: bad number '%s' (try -h)\n", optarg);
       return 2;

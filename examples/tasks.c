@@ -56,9 +56,12 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
       {"rounds", required_argument, NULL, 'r'}, {"count", required_argument, NULL, 'c'}, {0}};
   for (int c; (c = getopt_long(argc, argv, "", longopts, NULL)) != -1;) {
-    if (c == 'r') rounds = atoi(optarg);
-    else if (c == 'c') count = (size_t)strtoull(optarg, NULL, 10);
-    else return 1;
+    if (c == 'r')
+      rounds = atoi(optarg);
+    else if (c == 'c')
+      count = (size_t)strtoull(optarg, NULL, 10);
+    else
+      return 1;
   }
   zcoll_comm_t *comm;
   if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) {
@@ -107,8 +110,8 @@ int main(int argc, char **argv) {
       }
     }
     if (!bad && samples != want_samples) {
-      fprintf(stderr, "rank %d round %d: seen %lld, want %lld\n", rank, round,
-              (long long)samples, (long long)want_samples);
+      fprintf(stderr, "rank %d round %d: seen %lld, want %lld\n", rank, round, (long long)samples,
+              (long long)want_samples);
       bad = 1;
     }
     if (!bad && rank == 0)

@@ -46,16 +46,16 @@ extern "C" {
 #endif
 
 /* One list generates the status enum and its strings (zcoll_strerror). */
-#define ZCOLL_STATUS_MAP(XX)                                                              \
-  XX(OK, "success")                                                                      \
-  XX(ERR_INVALID_ARG, "invalid argument")                                                \
-  XX(ERR_NO_MEMORY, "out of memory")                                                     \
-  XX(ERR_UNSUPPORTED, "not supported by this build or machine")                          \
-  XX(ERR_BOOTSTRAP, "bootstrap (rendezvous) failed")                                     \
-  XX(ERR_TRANSPORT, "transport error")                                                   \
-  XX(ERR_TIMEOUT, "timed out waiting for a peer")                                        \
-  XX(ERR_PEER_FAILED, "a peer failed or aborted")                                        \
-  XX(ERR_MISMATCH, "ranks called the collective with different arguments")               \
+#define ZCOLL_STATUS_MAP(XX)                                               \
+  XX(OK, "success")                                                        \
+  XX(ERR_INVALID_ARG, "invalid argument")                                  \
+  XX(ERR_NO_MEMORY, "out of memory")                                       \
+  XX(ERR_UNSUPPORTED, "not supported by this build or machine")            \
+  XX(ERR_BOOTSTRAP, "bootstrap (rendezvous) failed")                       \
+  XX(ERR_TRANSPORT, "transport error")                                     \
+  XX(ERR_TIMEOUT, "timed out waiting for a peer")                          \
+  XX(ERR_PEER_FAILED, "a peer failed or aborted")                          \
+  XX(ERR_MISMATCH, "ranks called the collective with different arguments") \
   XX(IN_PROGRESS, "operation in progress")
 
 typedef enum {
@@ -301,8 +301,8 @@ typedef struct {
   char reason[256];      /* the rule that chose it: "built-in table rule 2: ...", "forced by
                             ZCOLL_ALGO", a tuning file's line */
 } zcoll_allreduce_plan_t;
-ZCOLL_API zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks,
-                                                 size_t bytes, zcoll_allreduce_plan_t *plan);
+ZCOLL_API zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, size_t bytes,
+                                                 zcoll_allreduce_plan_t *plan);
 
 /* The reduction kernels of this build and the one picked on this CPU. */
 typedef struct {
@@ -389,8 +389,7 @@ ZCOLL_API zcoll_status_t zcoll_broadcast_algorithm(zcoll_comm_t *comm, size_t co
 ZCOLL_API zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count,
                                           zcoll_dtype_t dtype, int root, zcoll_request_t **req);
 ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,
-                                              zcoll_dtype_t dtype, int root,
-                                              zcoll_request_t **req);
+                                              zcoll_dtype_t dtype, int root, zcoll_request_t **req);
 
 /* ---- the task-based vector interface ------------------------------------------------
  * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,

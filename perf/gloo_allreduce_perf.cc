@@ -74,9 +74,8 @@ enum class Algo { ring, hd };
  * barrier messages are written, and a pair writes in order, so by then nothing of the
  * algorithm is left in any queue. */
 class FlushBarrier {
- public:
-  explicit FlushBarrier(const std::shared_ptr<gloo::Context> &c) : rdata_(c->size)
-  {
+public:
+  explicit FlushBarrier(const std::shared_ptr<gloo::Context> &c) : rdata_(c->size) {
     int slot = c->nextSlot();
     for (int i = 0; i < c->size; i++) {
       if (i == c->rank) continue;
@@ -85,42 +84,37 @@ class FlushBarrier {
       recv_.push_back(pair->createRecvBuffer(slot, &rdata_[i], sizeof(int)));
     }
   }
-  void run()
-  {
+  void run() {
     for (auto &b : send_) b->send();
     for (auto &b : recv_) b->waitRecv();
     for (auto &b : send_) b->waitSend();
   }
 
- private:
+private:
   int sdata_ = 0;
   std::vector<int> rdata_;
   std::vector<std::unique_ptr<gloo::transport::Buffer>> send_, recv_;
 };
 
 /* A persistent allreduce of a few values (the times, the wrong counts). */
-template <typename T>
-class Small {
- public:
+template <typename T> class Small {
+public:
   Small(const std::shared_ptr<gloo::Context> &c, size_t n, const gloo::ReductionFunction<T> *fn)
-      : v_(n), algo_(new gloo::AllreduceRing<T>(c, {v_.data()}, (int)n, fn))
-  {
-  }
-  void run(T *x)
-  {
+      : v_(n), algo_(new gloo::AllreduceRing<T>(c, {v_.data()}, (int)n, fn)) {}
+  void run(T *x) {
     std::memcpy(v_.data(), x, v_.size() * sizeof(T));
     algo_->run();
     std::memcpy(x, v_.data(), v_.size() * sizeof(T));
   }
 
- private:
+private:
   std::vector<T> v_;
   std::unique_ptr<gloo::AllreduceRing<T>> algo_;
 };
 
 struct Ctx {
   Algo algo = Algo::ring;
-  bool sync = false; /* -S: Gloo's synchronous pair mode (the caller's thread reads the socket) */
+  bool sync = false;   /* -S: Gloo's synchronous pair mode (the caller's thread reads the socket) */
   bool failed = false; /* a Gloo call threw: leave without tearing down */
   std::shared_ptr<gloo::rendezvous::Context> context;
   std::unique_ptr<FlushBarrier> barrier;
@@ -132,17 +126,14 @@ struct Ctx {
 
 Ctx *g_ctx;
 
-int fail(const char *what, const std::exception &e)
-{
+int fail(const char *what, const std::exception &e) {
   std::fprintf(stderr, PROG ": rank %d: %s: %s\n",
                g_ctx && g_ctx->context ? g_ctx->context->rank : -1, what, e.what());
   if (g_ctx) g_ctx->failed = true;
   return -1;
 }
 
-template <typename T>
-const gloo::ReductionFunction<T> *reduction(int op)
-{
+template <typename T> const gloo::ReductionFunction<T> *reduction(int op) {
   switch (op) {
   case PROD: return gloo::ReductionFunction<T>::product;
   case MIN: return gloo::ReductionFunction<T>::min;
@@ -152,8 +143,7 @@ const gloo::ReductionFunction<T> *reduction(int op)
 }
 
 template <typename T>
-std::unique_ptr<gloo::Algorithm> make(Ctx &c, void *buf, size_t count, int op)
-{
+std::unique_ptr<gloo::Algorithm> make(Ctx &c, void *buf, size_t count, int op) {
   std::vector<T *> ptrs{static_cast<T *>(buf)};
   if (c.algo == Algo::ring)
     return std::unique_ptr<gloo::Algorithm>(
@@ -167,13 +157,11 @@ int has_op(void *, int op) { return op == SUM || op == PROD || op == MIN || op =
 
 const char *describe(void *ctx) { return static_cast<Ctx *>(ctx)->describe.c_str(); }
 
-const char *algorithm(void *ctx)
-{
+const char *algorithm(void *ctx) {
   return static_cast<Ctx *>(ctx)->algo == Algo::ring ? "ring_chunked" : "halving_doubling";
 }
 
-int env_int(const char *const names[], int n, int *out)
-{
+int env_int(const char *const names[], int n, int *out) {
   for (int i = 0; i < n; i++) {
     const char *v = std::getenv(names[i]);
     if (v && *v) {
@@ -190,8 +178,7 @@ int env_int(const char *const names[], int n, int *out)
   return 0;
 }
 
-int connect(void *ctx, int *rank, int *nranks)
-{
+int connect(void *ctx, int *rank, int *nranks) {
   Ctx &c = *static_cast<Ctx *>(ctx);
   static const char *const rank_names[] = {"OMPI_COMM_WORLD_RANK", "RANK", "ZCOLL_RANK"};
   static const char *const size_names[] = {"OMPI_COMM_WORLD_SIZE", "SIZE", "ZCOLL_SIZE"};
@@ -199,17 +186,21 @@ int connect(void *ctx, int *rank, int *nranks)
   int hr = env_int(rank_names, 3, &r), hp = env_int(size_names, 3, &p);
   if (hr < 0 || hp < 0) return -1;
   if (hr != hp || p < 1 || r >= p) {
-    std::fprintf(stderr, PROG ": rank %d of %d: set OMPI_COMM_WORLD_RANK/SIZE (mpirun) or RANK/SIZE\n", r, p);
+    std::fprintf(stderr,
+                 PROG ": rank %d of %d: set OMPI_COMM_WORLD_RANK/SIZE (mpirun) or RANK/SIZE\n", r,
+                 p);
     return -1;
   }
   std::string store;
   if (const char *s = std::getenv("GLOO_PERF_STORE")) store = s;
   if (store.empty()) {
     const char *job = std::getenv("OMPI_MCA_ess_base_jobid");
-    store = "/tmp/gloo_allreduce_perf." + (job ? std::string(job) : std::to_string((long)getppid()));
+    store = "/tmp/gloo_allreduce_perf." +
+            (job ? std::string(job) : std::to_string((long)getppid()));
   }
   int timeout_s = 120;
-  if (const char *s = std::getenv("GLOO_PERF_TIMEOUT")) timeout_s = std::atoi(s) > 0 ? std::atoi(s) : 120;
+  if (const char *s = std::getenv("GLOO_PERF_TIMEOUT"))
+    timeout_s = std::atoi(s) > 0 ? std::atoi(s) : 120;
   const char *host = std::getenv("GLOO_PERF_HOST");
   c.host = host && *host ? host : "127.0.0.1";
   try {
@@ -231,12 +222,14 @@ int connect(void *ctx, int *rank, int *nranks)
       for (int i = 0; i < p; i++)
         if (i != r) c.context->getPair(i)->setSync(true, false);
     c.barrier.reset(new FlushBarrier(c.context));
-    c.describe = "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-                 "." + std::to_string(GLOO_VERSION_PATCH) + ", " +
+    c.describe = "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." +
+                 std::to_string(GLOO_VERSION_MINOR) + "." + std::to_string(GLOO_VERSION_PATCH) +
+                 ", " +
                  (c.algo == Algo::ring ? "AllreduceRingChunked" : "AllreduceHalvingDoubling") +
                  (c.sync ? ", sync pairs" : ", async pairs") + ", " + dev->str();
   } catch (const std::exception &e) {
-    std::fprintf(stderr, PROG ": rank %d of %d: rendezvous in %s: %s\n", r, p, store.c_str(), e.what());
+    std::fprintf(stderr, PROG ": rank %d of %d: rendezvous in %s: %s\n", r, p, store.c_str(),
+                 e.what());
     c.failed = true;
     return -1;
   }
@@ -245,8 +238,7 @@ int connect(void *ctx, int *rank, int *nranks)
   return 0;
 }
 
-int prepare(void *ctx, void *buf, size_t count, int t, int op)
-{
+int prepare(void *ctx, void *buf, size_t count, int t, int op) {
   Ctx &c = *static_cast<Ctx *>(ctx);
   if (count > (size_t)INT32_MAX) {
     std::fprintf(stderr, PROG ": %zu elements is more than Gloo's int count\n", count);
@@ -271,8 +263,7 @@ int prepare(void *ctx, void *buf, size_t count, int t, int op)
   return 0;
 }
 
-int run(void *ctx)
-{
+int run(void *ctx) {
   try {
     static_cast<Ctx *>(ctx)->prepared->run();
   } catch (const std::exception &e) {
@@ -281,8 +272,7 @@ int run(void *ctx)
   return 0;
 }
 
-int barrier(void *ctx)
-{
+int barrier(void *ctx) {
   try {
     static_cast<Ctx *>(ctx)->barrier->run();
   } catch (const std::exception &e) {
@@ -291,8 +281,7 @@ int barrier(void *ctx)
   return 0;
 }
 
-int release(void *ctx)
-{
+int release(void *ctx) {
   if (barrier(ctx)) return -1; /* see FlushBarrier */
   try {
     static_cast<Ctx *>(ctx)->prepared.reset();
@@ -304,8 +293,7 @@ int release(void *ctx)
 
 template <typename T>
 int small(Ctx &c, std::map<size_t, std::unique_ptr<Small<T>>> &m, T *v, size_t n,
-          const gloo::ReductionFunction<T> *fn, const char *what)
-{
+          const gloo::ReductionFunction<T> *fn, const char *what) {
   try {
     auto &s = m[n]; /* every rank asks for the same n in the same order */
     if (!s) s.reset(new Small<T>(c.context, n, fn));
@@ -316,29 +304,25 @@ int small(Ctx &c, std::map<size_t, std::unique_ptr<Small<T>>> &m, T *v, size_t n
   return 0;
 }
 
-int max_double(void *ctx, double *v, size_t n)
-{
+int max_double(void *ctx, double *v, size_t n) {
   Ctx &c = *static_cast<Ctx *>(ctx);
   return small(c, c.max_double, v, n, gloo::ReductionFunction<double>::max,
                "allreduce (max of the times)");
 }
 
-int sum_double(void *ctx, double *v, size_t n)
-{
+int sum_double(void *ctx, double *v, size_t n) {
   Ctx &c = *static_cast<Ctx *>(ctx);
   return small(c, c.sum_double, v, n, gloo::ReductionFunction<double>::sum,
                "allreduce (sum of the times)");
 }
 
-int sum_u64(void *ctx, uint64_t *v, size_t n)
-{
+int sum_u64(void *ctx, uint64_t *v, size_t n) {
   Ctx &c = *static_cast<Ctx *>(ctx);
   return small(c, c.sum_u64, v, n, gloo::ReductionFunction<uint64_t>::sum,
                "allreduce (sum of the wrong counts)");
 }
 
-int set_algo(void *ctx, const char *a)
-{
+int set_algo(void *ctx, const char *a) {
   Ctx &c = *static_cast<Ctx *>(ctx);
   if (std::strcmp(a, "ring") == 0 || std::strcmp(a, "ring_chunked") == 0) {
     c.algo = Algo::ring;
@@ -364,8 +348,7 @@ const char kExtraUsage[] =
 
 } // namespace
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   Ctx ctx;
   g_ctx = &ctx;
   /* take -S out of argv (perf_opts.h's parser knows the shared options only) */

@@ -42,16 +42,14 @@ struct gp_run {
   enum pt_op op;
 };
 
-static int one(const struct gp_run *r)
-{
+static int one(const struct gp_run *r) {
   if (r->be->run(r->be->ctx)) return -1;
   if (r->op == PT_AVG) pt_divide(r->buf, r->count, r->t, r->nranks);
   return 0;
 }
 
 /* n iterations of -m runs. */
-static int iterations(const struct pt_opts *o, const struct gp_run *r, long n)
-{
+static int iterations(const struct pt_opts *o, const struct gp_run *r, long n) {
   for (long k = 0; k < n * o->agg; k++)
     if (one(r)) return -1;
   return 0;
@@ -60,8 +58,7 @@ static int iterations(const struct pt_opts *o, const struct gp_run *r, long n)
 /* ---- one row: one size of one dtype and op ------------------------------------------ */
 
 static int row(const struct pt_opts *o, const struct gp_run *r, const struct pt_pattern *pat,
-               struct pt_totals *tot)
-{
+               struct pt_totals *tot) {
   const struct gp_backend *be = r->be;
   const struct pt_reducer red = {be->ctx, r->rank, r->nranks, be->max_double, be->sum_double};
   const enum pt_op lib_op = r->op == PT_AVG ? PT_SUM : r->op;
@@ -102,8 +99,7 @@ static int row(const struct pt_opts *o, const struct gp_run *r, const struct pt_
 /* Every size for one dtype and op. On an error the caller exits without tearing Gloo
  * down. */
 static int section(const struct pt_opts *o, const struct gp_backend *be, int rank, int nranks,
-                   unsigned char *buf, enum pt_dtype t, enum pt_op op, struct pt_totals *tot)
-{
+                   unsigned char *buf, enum pt_dtype t, enum pt_op op, struct pt_totals *tot) {
   struct pt_pattern pat;
   if (pt_pattern_init(&pat, t, op, rank, nranks, o->check != 0)) {
     fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, rank);
@@ -126,8 +122,7 @@ static int section(const struct pt_opts *o, const struct gp_backend *be, int ran
 
 /* Drops what Gloo lacks: an error if named (2), a note with "all". */
 static int supported(struct pt_opts *o, const struct gp_backend *be, char *notes, size_t len,
-                     int *dropped_t, int *dropped_o)
-{
+                     int *dropped_t, int *dropped_o) {
   int n = 0;
   for (int i = 0; i < o->ndtypes; i++) {
     if (be->has_dtype(be->ctx, (int)o->dtypes[i])) {
@@ -168,8 +163,7 @@ static int supported(struct pt_opts *o, const struct gp_backend *be, char *notes
 }
 
 int gp_main(int argc, char **argv, const struct gp_backend *be, const char *algo_doc,
-            const char *extra_usage)
-{
+            const char *extra_usage) {
   const struct pt_prog prog = {be->prog, PT_HAS_ALGO, algo_doc};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);

@@ -35,7 +35,7 @@ struct gp_backend {
   /* build the allreduce of buf[0..count) (in place, as Gloo always is), outside the
    * timing: Gloo's algorithm objects are made once and run many times */
   int (*prepare)(void *ctx, void *buf, size_t count, int dtype, int op);
-  int (*run)(void *ctx);     /* one allreduce of the prepared buffer */
+  int (*run)(void *ctx); /* one allreduce of the prepared buffer */
   /* wait for every rank (a barrier), then drop the prepared algorithm */
   int (*release)(void *ctx);
   int (*barrier)(void *ctx);

@@ -48,9 +48,9 @@ typedef struct {
 static void run_once(const job_t *j) {
   size_t n = j->bytes / dtype_sizes[j->dt];
   switch (j->kind) {
-    case K_MEMCPY: memcpy(j->a, j->b, j->bytes); break;
-    case K_REDUCE: zcoll__reduce(j->dt, j->op, j->a, j->a, j->b, n, j->divisor); break;
-    default: zcoll__reduce(j->dt, j->op, j->d, j->a, j->b, n, j->divisor); break;
+  case K_MEMCPY: memcpy(j->a, j->b, j->bytes); break;
+  case K_REDUCE: zcoll__reduce(j->dt, j->op, j->a, j->a, j->b, n, j->divisor); break;
+  default: zcoll__reduce(j->dt, j->op, j->d, j->a, j->b, n, j->divisor); break;
   }
 }
 
@@ -86,21 +86,21 @@ static void fill(zcoll_dtype_t dt, unsigned char *p, size_t bytes, int which) {
   for (size_t i = 0; i < n; i++) {
     uint64_t v;
     switch (dt) {
-      case ZCOLL_FLOAT16: v = which ? 0x3c00 : 0x3e00; break;  /* 1.0, 1.5 */
-      case ZCOLL_BFLOAT16: v = which ? 0x3f80 : 0x3fc0; break; /* 1.0, 1.5 */
-      case ZCOLL_FLOAT32: {
-        float f = which ? 1.0f : 1.5f;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        v = u;
-        break;
-      }
-      case ZCOLL_FLOAT64: {
-        double f = which ? 1.0 : 1.5;
-        memcpy(&v, &f, 8);
-        break;
-      }
-      default: v = (uint64_t)(i * 2654435761u + (unsigned)which * 97u + 1u); break;
+    case ZCOLL_FLOAT16: v = which ? 0x3c00 : 0x3e00; break;  /* 1.0, 1.5 */
+    case ZCOLL_BFLOAT16: v = which ? 0x3f80 : 0x3fc0; break; /* 1.0, 1.5 */
+    case ZCOLL_FLOAT32: {
+      float f = which ? 1.0f : 1.5f;
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      v = u;
+      break;
+    }
+    case ZCOLL_FLOAT64: {
+      double f = which ? 1.0 : 1.5;
+      memcpy(&v, &f, 8);
+      break;
+    }
+    default: v = (uint64_t)(i * 2654435761u + (unsigned)which * 97u + 1u); break;
     }
     memcpy(p + i * sz, &v, sz);
   }
@@ -164,8 +164,8 @@ int main(int argc, char **argv) {
 
     for (int dt = 0; dt < ZCOLL_DTYPE_COUNT; dt++) {
       for (int op = 0; op < 6; op++) {
-        job_t k = {.kind = K_REDUCE, .dt = (zcoll_dtype_t)dt, .a = a, .b = b, .d = d,
-                   .bytes = bytes};
+        job_t k = {
+            .kind = K_REDUCE, .dt = (zcoll_dtype_t)dt, .a = a, .b = b, .d = d, .bytes = bytes};
         k.op = op == 5 ? ZCOLL_AVG : (zcoll_op_t)op;
         k.divisor = op == 5 ? 4 : 0;
         /* Refilled per op: repeated in-place products/sums must not drift into

@@ -32,8 +32,7 @@
 
 #define PROG "mpi_allreduce_perf"
 
-static MPI_Datatype mpi_dtype(enum pt_dtype t)
-{
+static MPI_Datatype mpi_dtype(enum pt_dtype t) {
   switch (t) {
   case PT_INT8: return MPI_INT8_T;
   case PT_UINT8: return MPI_UINT8_T;
@@ -47,8 +46,7 @@ static MPI_Datatype mpi_dtype(enum pt_dtype t)
   }
 }
 
-static MPI_Op mpi_op(enum pt_op op)
-{
+static MPI_Op mpi_op(enum pt_op op) {
   switch (op) {
   case PT_PROD: return MPI_PROD;
   case PT_MIN: return MPI_MIN;
@@ -71,8 +69,7 @@ struct mpi_ctx {
   struct mpi_req pool[PT_WINDOW]; /* the driver keeps at most PT_WINDOW in flight */
 };
 
-static int mpi_fail(const struct mpi_ctx *c, const char *what, int err)
-{
+static int mpi_fail(const struct mpi_ctx *c, const char *what, int err) {
   char msg[MPI_MAX_ERROR_STRING];
   int len = 0;
   if (MPI_Error_string(err, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", err);
@@ -80,16 +77,14 @@ static int mpi_fail(const struct mpi_ctx *c, const char *what, int err)
   return -1;
 }
 
-static int mpi_count(size_t count)
-{
+static int mpi_count(size_t count) {
   if (count <= INT_MAX) return 0;
   fprintf(stderr, PROG ": %zu elements is more than MPI's int count\n", count);
   return -1;
 }
 
 /* A free request of the pool for a non-blocking call of count elements, or NULL (said). */
-static struct mpi_req *mpi_req_take(struct mpi_ctx *c, size_t count)
-{
+static struct mpi_req *mpi_req_take(struct mpi_ctx *c, size_t count) {
   if (mpi_count(count)) return NULL;
   for (int i = 0; i < PT_WINDOW; i++)
     if (!c->pool[i].used) return &c->pool[i];
@@ -98,8 +93,7 @@ static struct mpi_req *mpi_req_take(struct mpi_ctx *c, size_t count)
 }
 
 static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
-                         enum pt_dtype t, enum pt_op op)
-{
+                         enum pt_dtype t, enum pt_op op) {
   struct mpi_ctx *c = ctx;
   if (mpi_count(count)) return -1;
   int err = MPI_Allreduce(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count, mpi_dtype(t),
@@ -110,8 +104,7 @@ static int mpi_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t c
 }
 
 static int mpi_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
-                          enum pt_dtype t, enum pt_op op, struct pt_req **req)
-{
+                          enum pt_dtype t, enum pt_op op, struct pt_req **req) {
   struct mpi_ctx *c = ctx;
   struct mpi_req *q = mpi_req_take(c, count);
   if (q == NULL) return -1;
@@ -123,8 +116,7 @@ static int mpi_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t 
   return 0;
 }
 
-static int mpi_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root)
-{
+static int mpi_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root) {
   struct mpi_ctx *c = ctx;
   if (mpi_count(count)) return -1;
   int err = MPI_Bcast(buf, (int)count, mpi_dtype(t), root, MPI_COMM_WORLD);
@@ -132,8 +124,7 @@ static int mpi_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, in
 }
 
 static int mpi_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root,
-                          struct pt_req **req)
-{
+                          struct pt_req **req) {
   struct mpi_ctx *c = ctx;
   struct mpi_req *q = mpi_req_take(c, count);
   if (q == NULL) return -1;
@@ -144,8 +135,7 @@ static int mpi_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, i
   return 0;
 }
 
-static int mpi_wait(void *ctx, struct pt_req *req)
-{
+static int mpi_wait(void *ctx, struct pt_req *req) {
   struct mpi_ctx *c = ctx;
   struct mpi_req *q = (struct mpi_req *)req;
   q->used = false;
@@ -155,32 +145,27 @@ static int mpi_wait(void *ctx, struct pt_req *req)
   return 0;
 }
 
-static int mpi_barrier(void *ctx)
-{
+static int mpi_barrier(void *ctx) {
   int err = MPI_Barrier(MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Barrier", err);
 }
 
-static int mpi_max_double(void *ctx, double *v, size_t n)
-{
+static int mpi_max_double(void *ctx, double *v, size_t n) {
   int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (max of the times)", err);
 }
 
-static int mpi_sum_double(void *ctx, double *v, size_t n)
-{
+static int mpi_sum_double(void *ctx, double *v, size_t n) {
   int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (sum of the times)", err);
 }
 
-static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n)
-{
+static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n) {
   int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (sum of the wrong counts)", err);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST, NULL};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);

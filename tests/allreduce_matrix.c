@@ -32,9 +32,7 @@ struct tl_case {
  * one of the two, each algorithm and each rank count on both -- less the sample's
  * cells: 18 jobs per transport instead of 36. Without ZCOLL_TEST_SAMPLE every cell runs
  * on both. */
-static int on_this_tl(int a, int p) {
-  return (a + p) % 2 == (strcmp(ZCOLL_TEST_TL, "ucx") == 0);
-}
+static int on_this_tl(int a, int p) { return (a + p) % 2 == (strcmp(ZCOLL_TEST_TL, "ucx") == 0); }
 
 ParameterizedTestParameters(procs, matrix) {
   static struct tl_case cases[NALGOS * MAXP];

@@ -20,8 +20,7 @@ static inline int chk_is_unsigned(zcoll_dtype_t dt) {
   return dt == ZCOLL_UINT8 || dt == ZCOLL_UINT32 || dt == ZCOLL_UINT64;
 }
 static inline int chk_is_float(zcoll_dtype_t dt) {
-  return dt == ZCOLL_FLOAT16 || dt == ZCOLL_BFLOAT16 || dt == ZCOLL_FLOAT32 ||
-         dt == ZCOLL_FLOAT64;
+  return dt == ZCOLL_FLOAT16 || dt == ZCOLL_BFLOAT16 || dt == ZCOLL_FLOAT32 || dt == ZCOLL_FLOAT64;
 }
 
 /* Rank r's input at element i (the same function every rank uses for every rank). */
@@ -53,32 +52,72 @@ static inline uint16_t chk_f32_to_bf16(float f) {
 static inline void chk_store(zcoll_dtype_t dt, void *buf, size_t i, double v) {
   char *p = (char *)buf + i * zcoll_dtype_size(dt);
   switch (dt) {
-    case ZCOLL_INT8: { int8_t x = (int8_t)(int64_t)v; memcpy(p, &x, 1); break; }
-    case ZCOLL_UINT8: { uint8_t x = (uint8_t)(int64_t)v; memcpy(p, &x, 1); break; }
-    case ZCOLL_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(p, &x, 4); break; }
-    case ZCOLL_UINT32: { uint32_t x = (uint32_t)(int64_t)v; memcpy(p, &x, 4); break; }
-    case ZCOLL_INT64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
-    case ZCOLL_UINT64: { uint64_t x = (uint64_t)(int64_t)v; memcpy(p, &x, 8); break; }
-    case ZCOLL_FLOAT16: { uint16_t x = chk_f32_to_f16((float)v); memcpy(p, &x, 2); break; }
-    case ZCOLL_BFLOAT16: { uint16_t x = chk_f32_to_bf16((float)v); memcpy(p, &x, 2); break; }
-    case ZCOLL_FLOAT32: { float x = (float)v; memcpy(p, &x, 4); break; }
-    case ZCOLL_FLOAT64: { memcpy(p, &v, 8); break; }
-    default: break;
+  case ZCOLL_INT8: {
+    int8_t x = (int8_t)(int64_t)v;
+    memcpy(p, &x, 1);
+    break;
+  }
+  case ZCOLL_UINT8: {
+    uint8_t x = (uint8_t)(int64_t)v;
+    memcpy(p, &x, 1);
+    break;
+  }
+  case ZCOLL_INT32: {
+    int32_t x = (int32_t)(int64_t)v;
+    memcpy(p, &x, 4);
+    break;
+  }
+  case ZCOLL_UINT32: {
+    uint32_t x = (uint32_t)(int64_t)v;
+    memcpy(p, &x, 4);
+    break;
+  }
+  case ZCOLL_INT64: {
+    int64_t x = (int64_t)v;
+    memcpy(p, &x, 8);
+    break;
+  }
+  case ZCOLL_UINT64: {
+    uint64_t x = (uint64_t)(int64_t)v;
+    memcpy(p, &x, 8);
+    break;
+  }
+  case ZCOLL_FLOAT16: {
+    uint16_t x = chk_f32_to_f16((float)v);
+    memcpy(p, &x, 2);
+    break;
+  }
+  case ZCOLL_BFLOAT16: {
+    uint16_t x = chk_f32_to_bf16((float)v);
+    memcpy(p, &x, 2);
+    break;
+  }
+  case ZCOLL_FLOAT32: {
+    float x = (float)v;
+    memcpy(p, &x, 4);
+    break;
+  }
+  case ZCOLL_FLOAT64: {
+    memcpy(p, &v, 8);
+    break;
+  }
+  default: break;
   }
 }
 
 /* The expected element i, written into `out` (one element of dt). */
-static inline void chk_expected(zcoll_op_t op, zcoll_dtype_t dt, int size, size_t i,
-                                unsigned salt, void *out) {
+static inline void chk_expected(zcoll_op_t op, zcoll_dtype_t dt, int size, size_t i, unsigned salt,
+                                void *out) {
   int64_t acc = chk_value(op, dt, 0, i, salt);
   for (int r = 1; r < size; r++) {
     int64_t v = chk_value(op, dt, r, i, salt);
     switch (op) {
-      case ZCOLL_SUM: case ZCOLL_AVG: acc += v; break;
-      case ZCOLL_PROD: acc *= v; break;
-      case ZCOLL_MIN: acc = v < acc ? v : acc; break;
-      case ZCOLL_MAX: acc = v > acc ? v : acc; break;
-      default: break;
+    case ZCOLL_SUM:
+    case ZCOLL_AVG: acc += v; break;
+    case ZCOLL_PROD: acc *= v; break;
+    case ZCOLL_MIN: acc = v < acc ? v : acc; break;
+    case ZCOLL_MAX: acc = v > acc ? v : acc; break;
+    default: break;
     }
   }
   if (op != ZCOLL_AVG) {
@@ -86,11 +125,27 @@ static inline void chk_expected(zcoll_op_t op, zcoll_dtype_t dt, int size, size_
     return;
   }
   switch (dt) {
-    case ZCOLL_FLOAT64: { double x = (double)acc / size; memcpy(out, &x, 8); return; }
-    case ZCOLL_FLOAT32: { float x = (float)acc / (float)size; memcpy(out, &x, 4); return; }
-    case ZCOLL_FLOAT16: { uint16_t x = chk_f32_to_f16((float)acc / (float)size); memcpy(out, &x, 2); return; }
-    case ZCOLL_BFLOAT16: { uint16_t x = chk_f32_to_bf16((float)acc / (float)size); memcpy(out, &x, 2); return; }
-    default: chk_store(dt, out, 0, (double)(acc / size)); return; /* C truncates toward zero */
+  case ZCOLL_FLOAT64: {
+    double x = (double)acc / size;
+    memcpy(out, &x, 8);
+    return;
+  }
+  case ZCOLL_FLOAT32: {
+    float x = (float)acc / (float)size;
+    memcpy(out, &x, 4);
+    return;
+  }
+  case ZCOLL_FLOAT16: {
+    uint16_t x = chk_f32_to_f16((float)acc / (float)size);
+    memcpy(out, &x, 2);
+    return;
+  }
+  case ZCOLL_BFLOAT16: {
+    uint16_t x = chk_f32_to_bf16((float)acc / (float)size);
+    memcpy(out, &x, 2);
+    return;
+  }
+  default: chk_store(dt, out, 0, (double)(acc / size)); return; /* C truncates toward zero */
   }
 }
 

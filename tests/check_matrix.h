@@ -75,8 +75,7 @@ static inline int chk_one(zcoll_comm_t *comm, zcoll_dtype_t dt, zcoll_op_t op, s
     chk_fail(st, "%s", why);
     stop = 1;
   } else {
-    if (chk_verify(op, dt, size, rbuf, count, salt, why, sizeof(why)))
-      chk_fail(st, "%s", why);
+    if (chk_verify(op, dt, size, rbuf, count, salt, why, sizeof(why))) chk_fail(st, "%s", why);
     if (!in_place && memcmp(copy, sbuf, bytes) != 0) {
       snprintf(why, sizeof(why), "%s %s count %zu: the send buffer was modified",
                zcoll_dtype_name(dt), zcoll_op_name(op), count);
@@ -104,8 +103,8 @@ static inline unsigned long chk_run_matrix(zcoll_comm_t *comm, size_t large_byte
     for (int op = 0; op < ZCOLL_OP_COUNT; op++)
       for (int c = 0; c < nc; c++)
         for (int in_place = 0; in_place < 2; in_place++, salt++)
-          if (chk_one(comm, (zcoll_dtype_t)dt, (zcoll_op_t)op, counts[c], in_place, salt % 8,
-                      salt, st))
+          if (chk_one(comm, (zcoll_dtype_t)dt, (zcoll_op_t)op, counts[c], in_place, salt % 8, salt,
+                      st))
             return st->failures;
   }
   return st->failures;

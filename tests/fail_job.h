@@ -53,8 +53,8 @@ static inline void run_job_limited(const char *transport, int np, const char *co
     snprintf(rank, sizeof(rank), "ZCOLL_RANK=%d", r);
     char tl[64];
     snprintf(tl, sizeof(tl), "ZCOLL_TRANSPORT=%s", transport);
-    const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1",
-                         "ZCOLL_TIMEOUT=60", tl, NULL};
+    const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1", "ZCOLL_TIMEOUT=60",
+                         tl,   NULL};
     jobs[r] = sp_start_fsize(argv, env, fsize ? fsize[r] : 0);
   }
   close(lfd);
@@ -73,12 +73,13 @@ static inline void run_job_argv(const char *transport, int np, const char *const
 }
 
 static inline void run_job(const char *transport, int np, const char *victim, const char *mode,
-                    const char *ms, struct job_result *res) {
+                           const char *ms, struct job_result *res) {
   const char *argv[] = {SP_PROG("fail_peer"), victim, mode, ms, NULL};
   run_job_argv(transport, np, argv, res);
 }
 
-static inline void expect_survivors(int np, int victim, struct job_result *res, double max_seconds) {
+static inline void expect_survivors(int np, int victim, struct job_result *res,
+                                    double max_seconds) {
   for (int r = 0; r < np; r++) {
     if (r == victim) continue;
     cr_expect_eq(res->status[r], 0, "rank %d exited %d:\n%s", r, res->status[r], res->out[r]);

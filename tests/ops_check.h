@@ -104,9 +104,8 @@ static inline double oc_premul_in(int r, size_t k) {
 }
 
 /* scalar[r] for every rank r: the one this rank's op was made with is scalar[rank]. */
-static inline size_t oc_premul_check(zcoll_comm_t *comm, zcoll_op_t op, zcoll_dtype_t dt,
-                                     size_t n, int in_place, const double *scalar,
-                                     zcoll_status_t *st) {
+static inline size_t oc_premul_check(zcoll_comm_t *comm, zcoll_op_t op, zcoll_dtype_t dt, size_t n,
+                                     int in_place, const double *scalar, zcoll_status_t *st) {
   int rank = zcoll_comm_rank(comm), size = zcoll_comm_size(comm);
   size_t ds = zcoll_dtype_size(dt);
   char *in = malloc(n * ds + 1), *out = malloc(n * ds + 1), *want = malloc(ds);

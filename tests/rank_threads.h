@@ -39,8 +39,8 @@ struct rt_job {
   pthread_mutex_t lock;
   unsigned long failures;
   char first[600];
-  char all[2048];           /* every failure message, concatenated */
-  const char *key_of_rank1; /* if set: rank 1's ZCOLL_JOB_KEY (tests of the rendezvous) */
+  char all[2048];              /* every failure message, concatenated */
+  const char *key_of_rank1;    /* if set: rank 1's ZCOLL_JOB_KEY (tests of the rendezvous) */
   char released[RT_MAX_RANKS]; /* set by a body that aborted (released) its communicator */
   void (*before_init)(struct rt_job *job, int rank); /* if set: called first by each rank */
 };
@@ -136,8 +136,8 @@ static inline unsigned long rt_run(struct rt_job *job) {
   job->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t alen = sizeof(a);
-  if (job->lfd < 0 || bind(job->lfd, (struct sockaddr *)&a, sizeof(a)) ||
-      listen(job->lfd, 128) || getsockname(job->lfd, (struct sockaddr *)&a, &alen)) {
+  if (job->lfd < 0 || bind(job->lfd, (struct sockaddr *)&a, sizeof(a)) || listen(job->lfd, 128) ||
+      getsockname(job->lfd, (struct sockaddr *)&a, &alen)) {
     snprintf(job->first, sizeof(job->first), "cannot make a rendezvous socket: %m");
     return 1;
   }

@@ -56,10 +56,10 @@ static inline i128 ld_int(int dt, const unsigned char *p) {
   uint64_t u = 0;
   memcpy(&u, p, dsize(dt)); /* little-endian: the low bytes */
   switch (dt) {
-    case ZCOLL_INT8: return (int8_t)u;
-    case ZCOLL_INT32: return (int32_t)u;
-    case ZCOLL_INT64: return (int64_t)u;
-    default: return u;
+  case ZCOLL_INT8: return (int8_t)u;
+  case ZCOLL_INT32: return (int32_t)u;
+  case ZCOLL_INT64: return (int64_t)u;
+  default: return u;
   }
 }
 
@@ -67,19 +67,19 @@ static inline i128 ld_int(int dt, const unsigned char *p) {
 static inline void st_int(int dt, unsigned char *p, u128 v) { memcpy(p, &v, dsize(dt)); }
 
 static inline void ref_int(int dt, int op, int div, const unsigned char *x, const unsigned char *y,
-                    unsigned char *out) {
+                           unsigned char *out) {
   i128 a = ld_int(dt, x), b = y ? ld_int(dt, y) : 0;
   unsigned char wrapped[8];
   switch (op) {
-    case ZCOLL_SUM: st_int(dt, out, (u128)a + (u128)b); break;
-    case ZCOLL_PROD: st_int(dt, out, (u128)a * (u128)b); break;
-    case ZCOLL_MIN: st_int(dt, out, (u128)(a < b ? a : b)); break;
-    case ZCOLL_MAX: st_int(dt, out, (u128)(a > b ? a : b)); break;
-    case ZCOLL_AVG:
-      st_int(dt, wrapped, (u128)a + (u128)b);
-      st_int(dt, out, (u128)(ld_int(dt, wrapped) / div)); /* C: truncates toward zero */
-      break;
-    case OP_SCALE: st_int(dt, out, (u128)(a / div)); break;
+  case ZCOLL_SUM: st_int(dt, out, (u128)a + (u128)b); break;
+  case ZCOLL_PROD: st_int(dt, out, (u128)a * (u128)b); break;
+  case ZCOLL_MIN: st_int(dt, out, (u128)(a < b ? a : b)); break;
+  case ZCOLL_MAX: st_int(dt, out, (u128)(a > b ? a : b)); break;
+  case ZCOLL_AVG:
+    st_int(dt, wrapped, (u128)a + (u128)b);
+    st_int(dt, out, (u128)(ld_int(dt, wrapped) / div)); /* C: truncates toward zero */
+    break;
+  case OP_SCALE: st_int(dt, out, (u128)(a / div)); break;
   }
 }
 
@@ -126,46 +126,46 @@ static inline void ref_narrow(int dt, float f, unsigned char *out) {
   memcpy(out, &h, 2);
 }
 
-#define REF_FLOAT_FN(NAME, T)                    \
-  static T NAME(int op, int div, T a, T b) {     \
-    switch (op) {                                \
-      case ZCOLL_SUM: return a + b;              \
-      case ZCOLL_PROD: return a * b;             \
-      case ZCOLL_MIN: return a < b ? a : b;      \
-      case ZCOLL_MAX: return a > b ? a : b;      \
-      case ZCOLL_AVG: return (a + b) / (T)div;   \
-      default: return a / (T)div; /* OP_SCALE */ \
-    }                                            \
+#define REF_FLOAT_FN(NAME, T)                  \
+  static T NAME(int op, int div, T a, T b) {   \
+    switch (op) {                              \
+    case ZCOLL_SUM: return a + b;              \
+    case ZCOLL_PROD: return a * b;             \
+    case ZCOLL_MIN: return a < b ? a : b;      \
+    case ZCOLL_MAX: return a > b ? a : b;      \
+    case ZCOLL_AVG: return (a + b) / (T)div;   \
+    default: return a / (T)div; /* OP_SCALE */ \
+    }                                          \
   }
 REF_FLOAT_FN(ref_f32, float)
 REF_FLOAT_FN(ref_f64, double)
 
 /* One element of dst = a op b (y NULL for OP_SCALE). AVG with divisor 0 is SUM. */
 static inline void ref_elem(int dt, int op, int div, const unsigned char *x, const unsigned char *y,
-                     unsigned char *out) {
+                            unsigned char *out) {
   if (op == ZCOLL_AVG && div == 0) op = ZCOLL_SUM;
   switch (dt) {
-    case ZCOLL_FLOAT32: {
-      float a, b = 0, r;
-      memcpy(&a, x, 4);
-      if (y) memcpy(&b, y, 4);
-      r = ref_f32(op, div, a, b);
-      memcpy(out, &r, 4);
-      break;
-    }
-    case ZCOLL_FLOAT64: {
-      double a, b = 0, r;
-      memcpy(&a, x, 8);
-      if (y) memcpy(&b, y, 8);
-      r = ref_f64(op, div, a, b);
-      memcpy(out, &r, 8);
-      break;
-    }
-    case ZCOLL_FLOAT16:
-    case ZCOLL_BFLOAT16:
-      ref_narrow(dt, ref_f32(op, div, ref_widen(dt, x), y ? ref_widen(dt, y) : 0.0f), out);
-      break;
-    default: ref_int(dt, op, div, x, y, out); break;
+  case ZCOLL_FLOAT32: {
+    float a, b = 0, r;
+    memcpy(&a, x, 4);
+    if (y) memcpy(&b, y, 4);
+    r = ref_f32(op, div, a, b);
+    memcpy(out, &r, 4);
+    break;
+  }
+  case ZCOLL_FLOAT64: {
+    double a, b = 0, r;
+    memcpy(&a, x, 8);
+    if (y) memcpy(&b, y, 8);
+    r = ref_f64(op, div, a, b);
+    memcpy(out, &r, 8);
+    break;
+  }
+  case ZCOLL_FLOAT16:
+  case ZCOLL_BFLOAT16:
+    ref_narrow(dt, ref_f32(op, div, ref_widen(dt, x), y ? ref_widen(dt, y) : 0.0f), out);
+    break;
+  default: ref_int(dt, op, div, x, y, out); break;
   }
 }
 
@@ -173,11 +173,11 @@ static inline int elem_isnan(int dt, const unsigned char *p) {
   uint64_t u = 0;
   memcpy(&u, p, dsize(dt));
   switch (dt) {
-    case ZCOLL_FLOAT16: return (u & 0x7c00) == 0x7c00 && (u & 0x03ff) != 0;
-    case ZCOLL_BFLOAT16: return (u & 0x7f80) == 0x7f80 && (u & 0x007f) != 0;
-    case ZCOLL_FLOAT32: return (u & 0x7fffffff) > 0x7f800000;
-    case ZCOLL_FLOAT64: return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-    default: return 0;
+  case ZCOLL_FLOAT16: return (u & 0x7c00) == 0x7c00 && (u & 0x03ff) != 0;
+  case ZCOLL_BFLOAT16: return (u & 0x7f80) == 0x7f80 && (u & 0x007f) != 0;
+  case ZCOLL_FLOAT32: return (u & 0x7fffffff) > 0x7f800000;
+  case ZCOLL_FLOAT64: return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+  default: return 0;
   }
 }
 
@@ -280,7 +280,7 @@ typedef struct {
 /* Runs one call on fresh guarded copies of av/bv and compares with want. For OP_SCALE,
  * dst==a means dst==src and b is unused. */
 static inline void run_case(const kcase_t *c, const unsigned char *av, const unsigned char *bv,
-                     const unsigned char *want) {
+                            const unsigned char *want) {
   size_t sz = dsize(c->dt), bytes = c->n * sz;
   int scale = c->op == OP_SCALE;
   tbuf_t a = tbuf_make(bytes, c->off_a, av);

@@ -36,7 +36,8 @@ __attribute__((unused)) static int free_port(void) {
 
 __attribute__((unused)) static int connect_to(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   cr_assert(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
   return fd;
@@ -78,9 +79,8 @@ __attribute__((unused)) static int closed_within(int fd, double seconds) {
 
 /* One rank of a job through the public API; returns its zcoll_comm_init status with the
  * message in err. A communicator that does form is used once and destroyed. */
-__attribute__((unused)) static zcoll_status_t one_rank(int rank, int size, int port, int lfd,
-                                                      const char *const *set, char *err,
-                                                      size_t errlen) {
+__attribute__((unused)) static zcoll_status_t
+one_rank(int rank, int size, int port, int lfd, const char *const *set, char *err, size_t errlen) {
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
   char buf[64];

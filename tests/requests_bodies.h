@@ -53,8 +53,7 @@ static inline void many_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   for (int n = 0; n < NREQ; n++) {
     int k = order[n];
     zcoll_status_t st = rq_end(req[k], n % 2);
-    long bad = st == ZCOLL_OK ? rq_check(out[k], counts[k], p, k, rq_op(k))
-                              : -2;
+    long bad = st == ZCOLL_OK ? rq_check(out[k], counts[k], p, k, rq_op(k)) : -2;
     if (bad != -1) {
       snprintf(msg, sizeof(msg), "request %d (count %zu): %s, first wrong element %ld", k,
                counts[k], zcoll_strerror(st), bad);

@@ -279,15 +279,15 @@ Test(algorithms, hier_host_layouts) {
       int host_of[SIM_MAXP], nhosts = 0;
       for (int r = 0, h = 0, left = uneven[0]; r < p; r++) {
         switch (layout) {
-          case 0: host_of[r] = r / 2; break;
-          case 1: host_of[r] = r / 3; break;
-          case 2: /* 2, 3, 1, 2, 3, 1, ... ranks per host */
-            if (!left) left = uneven[++h % 3];
-            host_of[r] = h;
-            left--;
-            break;
-          case 3: host_of[r] = r % 3 < p ? r % (p < 3 ? p : 3) : 0; break;
-          default: host_of[r] = r; break;
+        case 0: host_of[r] = r / 2; break;
+        case 1: host_of[r] = r / 3; break;
+        case 2: /* 2, 3, 1, 2, 3, 1, ... ranks per host */
+          if (!left) left = uneven[++h % 3];
+          host_of[r] = h;
+          left--;
+          break;
+        case 3: host_of[r] = r % 3 < p ? r % (p < 3 ? p : 3) : 0; break;
+        default: host_of[r] = r; break;
         }
         if (host_of[r] + 1 > nhosts) nhosts = host_of[r] + 1;
       }
@@ -296,8 +296,8 @@ Test(algorithms, hier_host_layouts) {
       for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
         for (int in_place = 0; in_place < 2; in_place++)
           cr_assert(!sim_run(&m, a, &pa, p, counts[c], in_place),
-                    "hier layout %d p=%d (%d hosts) count %zu %s: %s", layout, p, nhosts,
-                    counts[c], in_place ? "in place" : "out of place", m.why);
+                    "hier layout %d p=%d (%d hosts) count %zu %s: %s", layout, p, nhosts, counts[c],
+                    in_place ? "in place" : "out of place", m.why);
     }
 }
 

@@ -29,7 +29,7 @@ static void matrix_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
  * and one registered; CI's plain pass runs the other 5 (sample.h). */
 ParameterizedTestParameters(loopback, matrix) {
   static struct matrix_case cases[] = {
-      {2, 4096, 4}, {3, 4096, 2},  {4, 65536, 8}, {6, 1024, 2}, {9, 4096, 4}, {5, 65536, 4, 1},
+      {2, 4096, 4}, {3, 4096, 2}, {4, 65536, 8}, {6, 1024, 2}, {9, 4096, 4},    {5, 65536, 4, 1},
       {1, 4096, 4}, {5, 4096, 3}, {7, 65536, 8}, {8, 8192, 4}, {3, 4096, 3, 1},
   };
   return cr_make_param_array(struct matrix_case, cases + zt_from(6),
@@ -88,16 +88,16 @@ static int memo_call(struct rt_job *job, int rank, zcoll_comm_t *comm, int it, s
   int32_t in[40], out[40];
   char msg[200];
   for (size_t i = 0; i < n; i++) in[i] = out[i] = rank * 3 + (int)i + it;
-  zcoll_status_t st = zcoll_allreduce(comm, in_place ? ZCOLL_IN_PLACE : in, out, n,
-                                      ZCOLL_INT32, op);
+  zcoll_status_t st = zcoll_allreduce(comm, in_place ? ZCOLL_IN_PLACE : in, out, n, ZCOLL_INT32,
+                                      op);
   for (size_t i = 0; i < n; i++) {
     /* the sum is 3p(p-1)/2 + p(i + it), the max 3(p-1) + i + it */
     int32_t want = op == ZCOLL_MAX ? 3 * (p - 1) + (int)i + it
                                    : 3 * p * (p - 1) / 2 + p * ((int)i + it);
     if (st != ZCOLL_OK || out[i] != want) {
       snprintf(msg, sizeof(msg), "call %d (n %zu, %s%s): %s, [%zu] = %d, want %d", it, n,
-               op == ZCOLL_MAX ? "max" : "sum", in_place ? ", in place" : "",
-               zcoll_strerror(st), i, out[i], want);
+               op == ZCOLL_MAX ? "max" : "sum", in_place ? ", in place" : "", zcoll_strerror(st), i,
+               out[i], want);
       rt_fail(job, rank, msg);
       return -1;
     }
@@ -124,8 +124,8 @@ static void memo_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     zcoll_status_t st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, g, n, ZCOLL_FLOAT32, ZCOLL_SUM);
     float want = 0.5f * (float)p + (float)(p * (p - 1) / 2);
     if (st != ZCOLL_OK || g[n - 1] != want) {
-      snprintf(msg, sizeof(msg), "float call %d: %s, [%zu] = %g, want %g", it,
-               zcoll_strerror(st), n - 1, (double)g[n - 1], (double)want);
+      snprintf(msg, sizeof(msg), "float call %d: %s, [%zu] = %g, want %g", it, zcoll_strerror(st),
+               n - 1, (double)g[n - 1], (double)want);
       rt_fail(job, rank, msg);
       return;
     }

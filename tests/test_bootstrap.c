@@ -14,7 +14,8 @@
 
 static int connect_to(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   cr_assert(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
   return fd;
@@ -77,9 +78,7 @@ static void run_with_strangers(stranger_fn f) {
 
 Test(bootstrap, silent_connections_do_not_stall, .timeout = 60) { run_with_strangers(silent); }
 Test(bootstrap, garbage_is_dropped, .timeout = 60) { run_with_strangers(garbage); }
-Test(bootstrap, another_jobs_key_is_rejected, .timeout = 60) {
-  run_with_strangers(foreign_key);
-}
+Test(bootstrap, another_jobs_key_is_rejected, .timeout = 60) { run_with_strangers(foreign_key); }
 
 /* A rank of this job with the wrong key is turned away with a reason. */
 static void wrong_key_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {

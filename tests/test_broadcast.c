@@ -37,7 +37,7 @@ static void bc_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
  * plain pass the other 12 (sample.h). */
 ParameterizedTestParameters(broadcast, roots) {
   static struct bc_case cases[] = {
-      {2, "tree"},  {3, "chain"}, {5, "tree"},  {9, "chain"}, {8, "tree"}, {1, "auto"},
+      {2, "tree"},  {3, "chain"}, {5, "tree"},  {9, "chain"}, {8, "tree"},  {1, "auto"},
       {4, "chain"}, {6, "tree"},  {7, "chain"}, {9, "tree"},  {2, "chain"}, {3, "tree"},
       {5, "chain"}, {7, "tree"},  {4, "tree"},  {6, "chain"}, {8, "chain"}, {5, "auto"},
   };

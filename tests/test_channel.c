@@ -11,8 +11,8 @@
 #include "base/log.h"
 #include "rank_threads.h"
 
-static const struct zcoll__coll_desc base = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, 1,
-                                             4, -1, 0, 208};
+static const struct zcoll__coll_desc base = {
+    ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, 1, 4, -1, 0, 208};
 #define FP(d) zcoll__coll_fingerprint(d)
 
 Test(channel, header_round_trip) {
@@ -46,8 +46,8 @@ Test(channel, every_field_counts) {
       zcoll__log_mute(1);
       zcoll_status_t st = zcoll__chan_hdr_check(buf, sizeof(buf), 1, 7, &mine, FP(&mine));
       zcoll__log_mute(0);
-      cr_assert_eq(st, ZCOLL_ERR_MISMATCH, "count %llu field %d passed",
-                   (unsigned long long)count, f);
+      cr_assert_eq(st, ZCOLL_ERR_MISMATCH, "count %llu field %d passed", (unsigned long long)count,
+                   f);
       cr_assert_neq(zcoll__coll_fingerprint(&theirs), zcoll__coll_fingerprint(&mine));
     }
   }
@@ -60,8 +60,8 @@ Test(channel, messages_say_what_differs) {
   zcoll__log_mute(1);
   zcoll__chan_hdr_write(buf, 3, &theirs, FP(&theirs));
   cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
-  cr_assert(strstr(zcoll__last_error(), "rank 5 called allreduce(count 208, float32, max"),
-            "%s", zcoll__last_error());
+  cr_assert(strstr(zcoll__last_error(), "rank 5 called allreduce(count 208, float32, max"), "%s",
+            zcoll__last_error());
   zcoll__chan_hdr_write(buf, 4, &base, FP(&base));
   cr_assert_eq(zcoll__chan_hdr_check(buf, sizeof(buf), 5, 3, &base, FP(&base)), ZCOLL_ERR_MISMATCH);
   cr_assert(strstr(zcoll__last_error(), "out of step: rank 5 is at its collective #4"), "%s",
@@ -99,7 +99,8 @@ Test(channel, immediate_layout) {
   /* The fields do not overlap. */
   cr_assert_eq(ZCOLL_IMM_SEQ_MASK & (ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT), 0u);
   cr_assert_eq((ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT) &
-                   (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT), 0u);
+                   (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT),
+               0u);
   cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_EXT, 0u);
   imm = zcoll__imm_piece(5, 6, ZCOLL_IMM_GRANT);
   cr_assert_eq(zcoll__imm_kind(imm), ZCOLL_IMM_GRANT);
@@ -138,9 +139,11 @@ Test(channel, arrival_kinds) {
   for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
     memset(slots, 0, sizeof(slots));
     struct zcoll__chan c = {.peer = 1, .slots = slots};
-    struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = 1,
+    struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED,
+                                .peer = 1,
                                 .imm = zcoll__imm_piece(0, 0, cases[k].flags),
-                                .len = cases[k].len, .placed = cases[k].placed};
+                                .len = cases[k].len,
+                                .placed = cases[k].placed};
     zcoll_status_t st = zcoll__chan_arrived(&c, DEPTH, SLOT, &ev);
     cr_assert_eq(st == ZCOLL_OK, cases[k].ok, "case %zu (flags %08x, len %u, placed %u): %s", k,
                  cases[k].flags, cases[k].len, cases[k].placed, zcoll_strerror(st));

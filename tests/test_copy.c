@@ -8,8 +8,7 @@
 
 #include "kernels/copy.h"
 
-static void check_one(unsigned char *arena, size_t arena_len, size_t n, size_t src_off,
-                      long dist) {
+static void check_one(unsigned char *arena, size_t arena_len, size_t n, size_t src_off, long dist) {
   /* The destination lies past the source by a whole number of pages plus dist, so
    * (dst - src) mod 4096 == dist mod 4096, and they never overlap. */
   size_t gap = ((n + 4095) / 4096 + 1) * 4096;
@@ -22,15 +21,15 @@ static void check_one(unsigned char *arena, size_t arena_len, size_t n, size_t s
   zcoll__copy(dst, src, n);
   for (size_t i = 0; i < n; i++)
     if (dst[i] != (unsigned char)(i * 17 + n + (size_t)dist))
-      cr_assert_fail("n %zu, src offset %zu, distance %ld: byte %zu is %u", n, src_off, dist,
-                     i, dst[i]);
+      cr_assert_fail("n %zu, src offset %zu, distance %ld: byte %zu is %u", n, src_off, dist, i,
+                     dst[i]);
   cr_assert_eq(dst[-1], before, "n %zu, distance %ld: wrote before the destination", n, dist);
   cr_assert_eq(dst[n], after, "n %zu, distance %ld: wrote past the destination", n, dist);
 }
 
 Test(copy, every_byte_in_place_for_near_and_far_destinations) {
-  static const size_t lens[] = {0, 1, 15, 127, 128, 129, 1023, 1024, 1025, 1151, 4096 + 17,
-                                65536, 70001};
+  static const size_t lens[] = {0,    1,    15,   127,       128,   129,  1023,
+                                1024, 1025, 1151, 4096 + 17, 65536, 70001};
   static const long dists[] = {-33, -16, -1, 0, 1, 8, 16, 31, 32, 63, 64, 65, 200, 4095};
   /* aligned_alloc wants a multiple of the alignment (ASan checks). */
   size_t arena_len = (3 * 70001 + 3 * 4096 + 8192 + 4095) / 4096 * 4096;

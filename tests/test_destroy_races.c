@@ -25,8 +25,7 @@ static int sum_ok(zcoll_comm_t *comm, int k) {
   double buf[N];
   int size = zcoll_comm_size(comm), rank = zcoll_comm_rank(comm);
   for (int i = 0; i < N; i++) buf[i] = rank * 10.0 + i + k;
-  if (zcoll_allreduce(comm, ZCOLL_IN_PLACE, buf, N, ZCOLL_FLOAT64, ZCOLL_SUM) != ZCOLL_OK)
-    return 0;
+  if (zcoll_allreduce(comm, ZCOLL_IN_PLACE, buf, N, ZCOLL_FLOAT64, ZCOLL_SUM) != ZCOLL_OK) return 0;
   for (int i = 0; i < N; i++)
     if (buf[i] != 10.0 * size * (size - 1) / 2 + (double)size * (i + k)) return 0;
   return 1;
@@ -62,8 +61,8 @@ Test(destroy_races, stale_handle_does_not_hit_a_new_communicator) {
     /* The new communicator must still work. */
     double x = 1;
     if (st == ZCOLL_OK) return; /* it was freed through the stale handle */
-    cr_expect_eq(zcoll_allreduce(fresh, ZCOLL_IN_PLACE, &x, 1, ZCOLL_FLOAT64, ZCOLL_SUM),
-                 ZCOLL_OK, "%s", zcoll_last_error());
+    cr_expect_eq(zcoll_allreduce(fresh, ZCOLL_IN_PLACE, &x, 1, ZCOLL_FLOAT64, ZCOLL_SUM), ZCOLL_OK,
+                 "%s", zcoll_last_error());
     cr_expect_eq(zcoll_comm_destroy(fresh), ZCOLL_OK);
   }
 }
@@ -165,8 +164,8 @@ static void run_leave_early(int size, int leaver, const char *progress) {
   rt_run(&job);
   close(job.lfd);
   for (int r = 0; r < size; r++) {
-    cr_log_info("rank %d: call %s after %.3f s, destroy %s", r, zcoll_strerror(e.st[r]),
-                e.took[r], zcoll_strerror(e.dst[r]));
+    cr_log_info("rank %d: call %s after %.3f s, destroy %s", r, zcoll_strerror(e.st[r]), e.took[r],
+                zcoll_strerror(e.dst[r]));
     if (r == leaver) continue;
     cr_expect_eq(e.st[r], ZCOLL_ERR_PEER_FAILED, "rank %d: %s", r, zcoll_strerror(e.st[r]));
     /* heard of at once, not at ZCOLL_TIMEOUT (30 s) */
@@ -220,8 +219,7 @@ static void refused_destroy(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     return;
   }
   zcoll_request_t *req;
-  if (zcoll_iallreduce(comm, ZCOLL_IN_PLACE, buf, 16, ZCOLL_FLOAT64, ZCOLL_SUM, &req) !=
-      ZCOLL_OK) {
+  if (zcoll_iallreduce(comm, ZCOLL_IN_PLACE, buf, 16, ZCOLL_FLOAT64, ZCOLL_SUM, &req) != ZCOLL_OK) {
     rt_fail(job, rank, "iallreduce");
     atomic_store(&rj->f.stop, 1);
     return;
@@ -265,8 +263,10 @@ static void skip_bcast(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   struct counted *c = job->arg;
   job->released[rank] = 1;
   int v = 7;
-  if (rank == 0) c->bst = zcoll_broadcast(comm, &v, 1, ZCOLL_INT32, 0);
-  else nap_ms(300);
+  if (rank == 0)
+    c->bst = zcoll_broadcast(comm, &v, 1, ZCOLL_INT32, 0);
+  else
+    nap_ms(300);
   c->dst[rank] = zcoll_comm_destroy(comm);
 }
 

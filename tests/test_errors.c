@@ -21,25 +21,25 @@ static zcoll_comm_t *single(void) {
   return comm;
 }
 
-#define EXPECT(call, status, needle)                                                        \
-  do {                                                                                      \
-    zcoll_status_t st_ = (call);                                                            \
-    cr_assert_eq(st_, status, "%s returned %s: %s", #call, zcoll_strerror(st_),             \
-                 zcoll_comm_last_error(comm));                                              \
+#define EXPECT(call, status, needle)                                                          \
+  do {                                                                                        \
+    zcoll_status_t st_ = (call);                                                              \
+    cr_assert_eq(st_, status, "%s returned %s: %s", #call, zcoll_strerror(st_),               \
+                 zcoll_comm_last_error(comm));                                                \
     cr_assert(strstr(zcoll_comm_last_error(comm), needle) != NULL, "message '%s' lacks '%s'", \
-              zcoll_comm_last_error(comm), needle);                                         \
+              zcoll_comm_last_error(comm), needle);                                           \
   } while (0)
 
 /* An argument error is this rank's call of the collective, which the others cannot
  * finish: it breaks the communicator (see zcoll.h), so each case gets a fresh one. */
-#define EXPECT_BROKEN(call, needle)                                                        \
-  do {                                                                                    \
-    zcoll_comm_t *comm = single();                                                        \
-    EXPECT(call, ZCOLL_ERR_INVALID_ARG, needle);                                          \
-    float ok_[1] = {1};                                                                   \
-    EXPECT(zcoll_allreduce(comm, ZCOLL_IN_PLACE, ok_, 1, ZCOLL_FLOAT32, ZCOLL_SUM),       \
-           ZCOLL_ERR_INVALID_ARG, "unusable after an earlier error");                     \
-    cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);                                     \
+#define EXPECT_BROKEN(call, needle)                                                 \
+  do {                                                                              \
+    zcoll_comm_t *comm = single();                                                  \
+    EXPECT(call, ZCOLL_ERR_INVALID_ARG, needle);                                    \
+    float ok_[1] = {1};                                                             \
+    EXPECT(zcoll_allreduce(comm, ZCOLL_IN_PLACE, ok_, 1, ZCOLL_FLOAT32, ZCOLL_SUM), \
+           ZCOLL_ERR_INVALID_ARG, "unusable after an earlier error");               \
+    cr_assert_eq(zcoll_comm_destroy(comm), ZCOLL_OK);                               \
   } while (0)
 
 Test(errors, bad_arguments) {
@@ -165,8 +165,8 @@ Test(errors, bad_configuration) {
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "ALGO", "bogus"), ZCOLL_ERR_INVALID_ARG);
-  cr_assert(strstr(zcoll_last_error(), "ZCOLL_ALGO") && strstr(zcoll_last_error(), "bogus"),
-            "%s", zcoll_last_error());
+  cr_assert(strstr(zcoll_last_error(), "ZCOLL_ALGO") && strstr(zcoll_last_error(), "bogus"), "%s",
+            zcoll_last_error());
   cr_assert_eq(zcoll_config_set(cfg, "ZCOLL_TIMEOUT", "-3"), ZCOLL_ERR_INVALID_ARG);
   cr_assert_eq(zcoll_config_set(cfg, "CHUNK_BYTES", "12Q"), ZCOLL_ERR_INVALID_ARG);
   cr_assert_eq(zcoll_config_set(cfg, "PIPELINE_DEPTH", "1"), ZCOLL_ERR_INVALID_ARG);
@@ -195,8 +195,8 @@ Test(errors, bad_environment) {
   setenv("ZCOLL_TIMEOUT", "soon", 1);
   zcoll_config_t *cfg = NULL;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_ERR_INVALID_ARG);
-  cr_assert(strstr(zcoll_last_error(), "ZCOLL_TIMEOUT") && strstr(zcoll_last_error(), "soon"),
-            "%s", zcoll_last_error());
+  cr_assert(strstr(zcoll_last_error(), "ZCOLL_TIMEOUT") && strstr(zcoll_last_error(), "soon"), "%s",
+            zcoll_last_error());
   cr_assert_null(cfg);
   zcoll_comm_t *comm;
   cr_assert_eq(zcoll_comm_init(&comm, NULL), ZCOLL_ERR_INVALID_ARG);
@@ -206,12 +206,11 @@ Test(errors, bad_environment) {
 /* ZCOLL_ROOT names the port the other ranks connect to: one they cannot reach (0, or one
  * that getaddrinfo() takes modulo 65536) used to show only as a job timing out. */
 Test(errors, bad_root) {
-  static const char *const bad[] = {"127.0.0.1:0",     "127.0.0.1:65536", "127.0.0.1:70000",
-                                    "127.0.0.1:",      "127.0.0.1:80x",   "127.0.0.1: 80",
-                                    "127.0.0.1:-1",    "127.0.0.1",       ":8080",
-                                    "[::1]:0",         "[::1]:99999",     "[::1]8080",
-                                    "*:000000"};
-  static const char *const good[] = {"127.0.0.1:65535", "127.0.0.1:1", "[::1]:8080",
+  static const char *const bad[] = {
+      "127.0.0.1:0",   "127.0.0.1:65536", "127.0.0.1:70000", "127.0.0.1:", "127.0.0.1:80x",
+      "127.0.0.1: 80", "127.0.0.1:-1",    "127.0.0.1",       ":8080",      "[::1]:0",
+      "[::1]:99999",   "[::1]8080",       "*:000000"};
+  static const char *const good[] = {"127.0.0.1:65535", "127.0.0.1:1",  "[::1]:8080",
                                      "*:8080",          "node-7:00080", ""};
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
@@ -293,8 +292,8 @@ static void disagree_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     }
     if (st != ZCOLL_OK) {
       char msg[300];
-      snprintf(msg, sizeof(msg), "the call all ranks agree on failed: %s (%s)",
-               zcoll_strerror(st), zcoll_comm_last_error(comm));
+      snprintf(msg, sizeof(msg), "the call all ranks agree on failed: %s (%s)", zcoll_strerror(st),
+               zcoll_comm_last_error(comm));
       rt_fail(job, rank, msg);
     }
   }
@@ -336,12 +335,13 @@ static void run_disagree_with(const char *algo, int size, struct disagree d) {
 /* Every algorithm must keep the shape of its exchanges whatever the count. */
 static void run_disagree(int size, struct disagree d) {
   static const char *const algos[] = {"auto", "ring", "butterfly", "rhd", "tree"};
-  for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) run_disagree_with(algos[i], size, d);
+  for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
+    run_disagree_with(algos[i], size, d);
 }
 
 Test(errors, different_counts, .timeout = 120) {
-  run_disagree(3, (struct disagree){1, 1000, 1001, ZCOLL_FLOAT32, ZCOLL_FLOAT32, ZCOLL_SUM,
-                                    ZCOLL_SUM});
+  run_disagree(
+      3, (struct disagree){1, 1000, 1001, ZCOLL_FLOAT32, ZCOLL_FLOAT32, ZCOLL_SUM, ZCOLL_SUM});
   run_disagree(4, (struct disagree){2, 5, 0, ZCOLL_INT32, ZCOLL_INT32, ZCOLL_MAX, ZCOLL_MAX});
   run_disagree(2, (struct disagree){0, 100000, 10, ZCOLL_INT8, ZCOLL_INT8, ZCOLL_SUM, ZCOLL_SUM});
   run_disagree(5, (struct disagree){4, 3, 0, ZCOLL_FLOAT64, ZCOLL_FLOAT64, ZCOLL_AVG, ZCOLL_AVG});
@@ -364,6 +364,6 @@ Test(errors, differ_after_a_repeat, .timeout = 180) {
 Test(errors, different_dtype_or_op, .timeout = 120) {
   /* Same byte count: only the signature can tell. */
   run_disagree(3, (struct disagree){2, 64, 64, ZCOLL_FLOAT32, ZCOLL_INT32, ZCOLL_SUM, ZCOLL_SUM});
-  run_disagree(2, (struct disagree){1, 64, 64, ZCOLL_FLOAT64, ZCOLL_FLOAT64, ZCOLL_SUM,
-                                    ZCOLL_PROD});
+  run_disagree(2,
+               (struct disagree){1, 64, 64, ZCOLL_FLOAT64, ZCOLL_FLOAT64, ZCOLL_SUM, ZCOLL_PROD});
 }

@@ -23,8 +23,8 @@ static struct losses run_asgd(int np, const char *mode, const char *const *env) 
   char nps[16];
   snprintf(nps, sizeof(nps), "%d", np);
   const char *alone[] = {SP_BIN("asgd"), "--epochs", "4", mode, NULL};
-  const char *launched[] = {SP_BIN("zcoll_run"), "-np", nps, SP_BIN("asgd"), "--epochs", "4",
-                            mode, NULL};
+  const char *launched[] = {SP_BIN("zcoll_run"), "-np", nps,  SP_BIN("asgd"),
+                            "--epochs",          "4",   mode, NULL};
   struct sp_result r = sp_run(np ? launched : alone, env, 120);
   cr_assert_eq(r.status, 0, "asgd np %d %s: exit %d\n%s", np, mode ? mode : "", r.status, r.out);
   struct losses l = {0, {0}, r.out};
@@ -65,8 +65,8 @@ Test(examples, asgd_four_ranks_match_one, .timeout = 300) {
 }
 
 Test(examples, asgd_rejects_bad_arguments, .timeout = 60) {
-  static const char *const bad[][3] = {{"--dim", "0"}, {"--lr", "-1"}, {"--every", "x"},
-                                       {"--flip", "0.7"}, {"--bogus", "1"}};
+  static const char *const bad[][3] = {
+      {"--dim", "0"}, {"--lr", "-1"}, {"--every", "x"}, {"--flip", "0.7"}, {"--bogus", "1"}};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     const char *argv[] = {SP_BIN("asgd"), bad[i][0], bad[i][1], NULL};
     struct sp_result r = sp_run(argv, NULL, 30);
@@ -80,8 +80,7 @@ Test(examples, asgd_rejects_bad_arguments, .timeout = 60) {
 Test(examples, tasks_three_ranks, .timeout = 300) {
   const char *modes[][2] = {{"ZCOLL_PROGRESS=caller", NULL}, {"ZCOLL_PROGRESS=thread", NULL}};
   for (int m = 0; m < 2; m++) {
-    const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", SP_BIN("tasks"), "--rounds", "4",
-                          NULL};
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", SP_BIN("tasks"), "--rounds", "4", NULL};
     struct sp_result r = sp_run(argv, modes[m], 240);
     cr_expect_eq(r.status, 0, "%s: exit %d\n%s", modes[m][0], r.status, r.out);
     cr_expect(strstr(r.out, "4 rounds, every element of both keys as expected") != NULL, "%s",

@@ -27,18 +27,18 @@
 #include "spawn.h"
 
 enum expect {
-  FAILS,      /* survivors fail (PEER_FAILED or TIMEOUT) naming the victim */
-  MISMATCH,   /* MISMATCH somewhere, an error everywhere, no OK for the bad call */
-  INVALID,    /* victim INVALID_ARG twice; the others MISMATCH naming it and why */
-  INTERRUPT,  /* victim's blocked call returns PEER_FAILED within 1 s; others fail */
-  ALL_OK,     /* every call OK with the right data */
-  BLAME_SLOW, /* ZCOLL_TIMEOUT passes (not before), and the stopped rank is named */
-  LEAVES,     /* every call OK; the survivors' destroy returns within a bound */
-  NO_LEAKS,   /* resource counts the same after cycles 2 and 5 */
-  ROOT_AWAY,  /* FAILS; on shm within 1.5 s though rank 0, the relay, is away for 3 s */
+  FAILS,       /* survivors fail (PEER_FAILED or TIMEOUT) naming the victim */
+  MISMATCH,    /* MISMATCH somewhere, an error everywhere, no OK for the bad call */
+  INVALID,     /* victim INVALID_ARG twice; the others MISMATCH naming it and why */
+  INTERRUPT,   /* victim's blocked call returns PEER_FAILED within 1 s; others fail */
+  ALL_OK,      /* every call OK with the right data */
+  BLAME_SLOW,  /* ZCOLL_TIMEOUT passes (not before), and the stopped rank is named */
+  LEAVES,      /* every call OK; the survivors' destroy returns within a bound */
+  NO_LEAKS,    /* resource counts the same after cycles 2 and 5 */
+  ROOT_AWAY,   /* FAILS; on shm within 1.5 s though rank 0, the relay, is away for 3 s */
   DESTROY_CUT, /* every call OK; the victim's destroy, interrupted, fails within 1 s;
                 * every rank's destroy fails and none waits for the late one */
-  LEFT_EARLY, /* the survivors' third call fails within 1 s naming the victim and its 2 */
+  LEFT_EARLY,  /* the survivors' third call fails within 1 s naming the victim and its 2 */
 };
 
 struct fault {
@@ -148,9 +148,9 @@ static void run_cell(const struct cell *c, struct job *j) {
   snprintf(tov, sizeof(tov), "ZCOLL_TIMEOUT=%s", f->expect == BLAME_SLOW ? "3" : "30");
   snprintf(vs, sizeof(vs), "%d", c->victim);
   /* Killed mid-collective: a long call (16 MiB) in 1 KiB pieces, many in flight. */
-  snprintf(cs, sizeof(cs), "%zu", f->expect == FAILS && strstr(f->name, "kill-") && c->count == 4096
-                                      ? (size_t)4 << 20
-                                      : c->count);
+  snprintf(cs, sizeof(cs), "%zu",
+           f->expect == FAILS && strstr(f->name, "kill-") && c->count == 4096 ? (size_t)4 << 20
+                                                                              : c->count);
   snprintf(chunk, sizeof(chunk), "ZCOLL_CHUNK_BYTES=%zu", c->chunk ? c->chunk : 1024);
   const char *argv[] = {SP_PROG("fault_rank"), f->name, vs, cs, NULL};
   struct sp_async jobs[8];
@@ -159,8 +159,15 @@ static void run_cell(const struct cell *c, struct job *j) {
   for (int r = 0; r < c->np; r++) {
     char rank[32];
     snprintf(rank, sizeof(rank), "ZCOLL_RANK=%d", r);
-    const char *env[] = {rank, size, root, r == 0 ? fd : "ZCOLL_ROOT_FD=-1", tov, tlv, algov,
-                         chunk, "ZCOLL_LOG=none",
+    const char *env[] = {rank,
+                         size,
+                         root,
+                         r == 0 ? fd : "ZCOLL_ROOT_FD=-1",
+                         tov,
+                         tlv,
+                         algov,
+                         chunk,
+                         "ZCOLL_LOG=none",
                          c->tl == 2 ? "UCX_TLS=tcp,self" : "ZCOLL_UNUSED_=1",
                          strstr(f->name, "-pt") ? "ZCOLL_PROGRESS=thread" : "ZCOLL_UNUSED2_=1",
                          NULL};
@@ -212,8 +219,7 @@ static void expect_sane(const struct job *j, const struct cell *c) {
     if (!(r == c->victim && victim_may_die(f)))
       cr_expect_eq(j->status[r], 0, "rank %d exited %d (crash or kill):\n%s", r, j->status[r],
                    j->out[r]);
-    cr_expect_null(strstr(j->out[r], "WRONG"), "rank %d got OK with wrong data:\n%s", r,
-                   j->out[r]);
+    cr_expect_null(strstr(j->out[r], "WRONG"), "rank %d got OK with wrong data:\n%s", r, j->out[r]);
     cr_expect_null(strstr(j->out[r], "LATE WRITE"), "rank %d:\n%s", r, j->out[r]);
     cr_expect_null(strstr(j->out[r], "Sanitizer"), "rank %d:\n%s", r, j->out[r]);
     cr_expect_null(strstr(j->out[r], "runtime error"), "rank %d:\n%s", r, j->out[r]);
@@ -284,9 +290,7 @@ static void check_cell(const struct cell *c, const struct job *j) {
   snprintf(who, sizeof(who), "rank %d", c->victim);
   expect_sane(j, c);
   switch (f->expect) {
-  case FAILS:
-    expect_fails(j, c, NULL);
-    break;
+  case FAILS: expect_fails(j, c, NULL); break;
   case ROOT_AWAY:
     expect_fails(j, c, NULL);
     /* shm: a pidfd per peer makes the death news at once; the others hear it from rank 0
@@ -297,9 +301,7 @@ static void check_cell(const struct cell *c, const struct job *j) {
                 "rank %d heard of the death only after %.1f s:\n%s", r, s, j->out[r]);
     }
     break;
-  case MISMATCH:
-    expect_mismatch(j, c, f->needle);
-    break;
+  case MISMATCH: expect_mismatch(j, c, f->needle); break;
   case INVALID:
     cr_expect(call_result(j, c->victim, 0, st, &s, &msg) && !strcmp(st, "ZCOLL_ERR_INVALID_ARG"),
               "%s", j->out[c->victim]);
@@ -426,8 +428,7 @@ static void record(const struct cell *c, const struct job *j) {
     int k = first_error(j, r, st, &s, NULL);
     const char *shown = k < 0 ? "OK" : st + (strncmp(st, "ZCOLL_ERR_", 10) ? 0 : 10);
     if (!strstr(seen, shown))
-      snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s%s", *seen ? ", " : "",
-               shown);
+      snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s%s", *seen ? ", " : "", shown);
     if (k >= 0 && s > worst) worst = s;
   }
   fprintf(f, " %s | %.2f s | %.1f s |\n", seen, worst, j->seconds);

@@ -188,8 +188,7 @@ Test(flight, names_the_rank_behind_and_its_call) {
     for (int i = 0; i < e->nawait; i++) named |= e->await[i] == SKIPPER;
     /* Oldest first, every earlier call done. */
     for (int i = 0; i < d[r].n; i++) {
-      cr_expect_eq(d[r].e[i].seq, (long long)i, "rank %d: entry %d is #%lld", r, i,
-                   d[r].e[i].seq);
+      cr_expect_eq(d[r].e[i].seq, (long long)i, "rank %d: entry %d is #%lld", r, i, d[r].e[i].seq);
       if (d[r].e[i].seq < missing) cr_expect_str_eq(d[r].e[i].state, "done");
     }
   }
@@ -225,8 +224,7 @@ Test(flight, dumps_on_abort) {
   run_dumps(NP, argv, NULL, d);
   for (int r = 0; r < NP; r++) {
     cr_expect_str_eq(d[r].trigger, r == 1 ? "abort" : "peer_failed", "rank %d", r);
-    cr_expect_eq(d[r].next_seq, r == 1 ? K : K + 1, "rank %d: next_seq %lld", r,
-                 d[r].next_seq);
+    cr_expect_eq(d[r].next_seq, r == 1 ? K : K + 1, "rank %d: next_seq %lld", r, d[r].next_seq);
     cr_expect_eq(d[r].last_done, K - 1);
   }
 }
@@ -290,8 +288,7 @@ Test(flight, bad_settings_are_errors) {
   zcoll_config_t *cfg;
   cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
   cr_expect_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER", "-1"), ZCOLL_ERR_INVALID_ARG);
-  cr_expect(strstr(zcoll_last_error(), "ZCOLL_FLIGHT_RECORDER") != NULL, "%s",
-            zcoll_last_error());
+  cr_expect(strstr(zcoll_last_error(), "ZCOLL_FLIGHT_RECORDER") != NULL, "%s", zcoll_last_error());
   cr_expect_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER", "2000000"), ZCOLL_ERR_INVALID_ARG);
   cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);

@@ -31,12 +31,12 @@ struct grant_job {
 };
 
 /* Says what went wrong in a round (bad: the first wrong element, or -1). */
-static int round_ok(struct rt_job *job, int rank, zcoll_comm_t *comm, int round,
-                    zcoll_status_t st, long bad) {
+static int round_ok(struct rt_job *job, int rank, zcoll_comm_t *comm, int round, zcoll_status_t st,
+                    long bad) {
   if (st == ZCOLL_OK && bad < 0) return 1;
   char msg[300];
-  snprintf(msg, sizeof(msg), "round %d: %s, first wrong element %ld: %s", round,
-           zcoll_strerror(st), bad, zcoll_comm_last_error(comm));
+  snprintf(msg, sizeof(msg), "round %d: %s, first wrong element %ld: %s", round, zcoll_strerror(st),
+           bad, zcoll_comm_last_error(comm));
   rt_fail(job, rank, msg);
   return 0;
 }

@@ -144,8 +144,7 @@ Test(hostile_tuning, fifo_is_refused_not_waited_on, .init = make_dir, .fini = re
 }
 
 /* Through zcoll_comm_init, as a job meets it. */
-Test(hostile_tuning, fifo_fails_init, .init = make_dir, .fini = remove_dir,
-     .timeout = WATCHDOG) {
+Test(hostile_tuning, fifo_fails_init, .init = make_dir, .fini = remove_dir, .timeout = WATCHDOG) {
   const char *fifo = make_fifo("fifo");
   zcoll_comm_t *comm = NULL;
   cr_assert_eq(init_with("none", "TUNING_FILE", fifo, &comm), ZCOLL_ERR_INVALID_ARG, "%s",
@@ -155,8 +154,8 @@ Test(hostile_tuning, fifo_fails_init, .init = make_dir, .fini = remove_dir,
             zcoll_last_error());
 }
 
-Test(hostile_tuning, devices_and_directories_are_refused, .init = make_dir,
-     .fini = remove_dir, .timeout = WATCHDOG) {
+Test(hostile_tuning, devices_and_directories_are_refused, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
   zcoll__log_set_level(ZCOLL_LOG_NONE);
   refused("/dev/zero", "is a character device, not a regular file"); /* no end */
   refused("/dev/null", "is a character device, not a regular file");
@@ -184,8 +183,8 @@ Test(hostile_tuning, long_line_is_refused_not_split, .init = make_dir, .fini = r
   /* 510 characters and the newline are a line */
   snprintf(text, sizeof(text), "%-510s\n1 inf inf ring\n", "1 inf 4K butterfly #");
   struct zcoll__selector sel;
-  cr_assert_eq(zcoll__selector_init(&sel, write_tuning("ok", text, strlen(text))), ZCOLL_OK,
-               "%s", zcoll__last_error());
+  cr_assert_eq(zcoll__selector_init(&sel, write_tuning("ok", text, strlen(text))), ZCOLL_OK, "%s",
+               zcoll__last_error());
   char why[256];
   cr_expect_eq(zcoll__select(&sel, 2, 4096, why, sizeof(why)), zcoll__algo_find("butterfly"));
   cr_expect_eq(zcoll__select(&sel, 2, 4097, why, sizeof(why)), zcoll__algo_find("ring"));
@@ -209,8 +208,7 @@ Test(hostile_tuning, nul_byte_is_refused, .init = make_dir, .fini = remove_dir,
 
 /* At most 1 MiB (docs/configuration.md): a sparse file of 1 MiB and a byte is refused without being
  * read, one of 1 MiB of comments and a rule is a table. */
-Test(hostile_tuning, size_is_bounded, .init = make_dir, .fini = remove_dir,
-     .timeout = WATCHDOG) {
+Test(hostile_tuning, size_is_bounded, .init = make_dir, .fini = remove_dir, .timeout = WATCHDOG) {
   zcoll__log_set_level(ZCOLL_LOG_NONE);
   const char *big = in_dir("big");
   int fd = open(big, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -241,8 +239,8 @@ Test(hostile_tuning, size_is_bounded, .init = make_dir, .fini = remove_dir,
 
 /* A FIFO nobody reads: init does not wait for a reader; the warning and then the lines
  * go to stderr, as for a file that cannot be opened. */
-Test(hostile_log, fifo_without_reader_falls_back_to_stderr, .init = make_dir,
-     .fini = remove_dir, .timeout = WATCHDOG) {
+Test(hostile_log, fifo_without_reader_falls_back_to_stderr, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
   const char *fifo = make_fifo("log");
   const char *err = in_dir("stderr");
   capture_stderr(err);
@@ -253,8 +251,10 @@ Test(hostile_log, fifo_without_reader_falls_back_to_stderr, .init = make_dir,
   char *text = restore_stderr(err);
   cr_assert_eq(st, ZCOLL_OK, "%s\n%s", zcoll_last_error(), text);
   char want[512];
-  snprintf(want, sizeof(want), "cannot open ZCOLL_LOG_FILE %s: a FIFO with no reader; "
-           "logging to stderr\n", fifo);
+  snprintf(want, sizeof(want),
+           "cannot open ZCOLL_LOG_FILE %s: a FIFO with no reader; "
+           "logging to stderr\n",
+           fifo);
   cr_expect_eq(count(text, want), 1, "once, in:\n%s", text);
   cr_expect(strstr(text, " rank 0 of 1 ready:"), "%s", text);
   free(text);
@@ -293,8 +293,7 @@ Test(hostile_log, fifo_not_drained_drops_lines, .init = make_dir, .fini = remove
   char *got = drain(rd);
   int through = count(got, "] warn init comm/comm.c:1 first ");
   cr_expect(through > 0 && through < n, "%d of %d lines went through", through, n);
-  cr_expect_eq(count(got, "\n"), through, "only whole lines: %d of %d", count(got, "\n"),
-               through);
+  cr_expect_eq(count(got, "\n"), through, "only whole lines: %d of %d", count(got, "\n"), through);
   free(got);
   log_lines(1, "after");
   got = drain(rd);
@@ -379,8 +378,8 @@ Test(hostile_log, dev_null_and_dev_stderr_still_work, .init = make_dir, .fini = 
 /* ---- ZCOLL_TRACE ------------------------------------------------------------------ */
 
 /* A FIFO nobody reads: the trace goes to stderr, with a warning, as the log does. */
-Test(hostile_trace, fifo_without_reader_falls_back_to_stderr, .init = make_dir,
-     .fini = remove_dir, .timeout = WATCHDOG) {
+Test(hostile_trace, fifo_without_reader_falls_back_to_stderr, .init = make_dir, .fini = remove_dir,
+     .timeout = WATCHDOG) {
   const char *fifo = make_fifo("t.0.json");
   const char *err_path = in_dir("stderr");
   int saved = dup(STDERR_FILENO), err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -406,8 +405,7 @@ Test(hostile_trace, fifo_without_reader_falls_back_to_stderr, .init = make_dir,
   fclose(f);
   text[n] = '\0';
   char want[512];
-  snprintf(want, sizeof(want), "ZCOLL_TRACE: %s is a FIFO with no reader; tracing to stderr",
-           fifo);
+  snprintf(want, sizeof(want), "ZCOLL_TRACE: %s is a FIFO with no reader; tracing to stderr", fifo);
   cr_expect(strstr(text, want), "stderr lacks '%s':\n%s", want, text);
   cr_expect(strstr(text, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":["), "%s", text);
   cr_expect(strstr(text, "\n]}\n"), "%s", text);

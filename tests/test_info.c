@@ -157,9 +157,9 @@ Test(info, devices_and_a_verdict_per_transport) {
   cr_expect(line_starting(out, "ucx      ok   self/", line, sizeof(line)), "%s", out);
   cr_expect(line_starting(out, "ucx      ok   tcp/", line, sizeof(line)), "%s", out);
   if (built[zcoll__transport_find("verbs")]) {
-    int ports =
-        line_starting(out, "verbs    ok   ", line, sizeof(line)) ||
-        (line_starting(out, "verbs    no   ", line, sizeof(line)) && strstr(line, " port "));
+    int ports = line_starting(out, "verbs    ok   ", line, sizeof(line)) ||
+                (line_starting(out, "verbs    no   ", line, sizeof(line)) &&
+                 strstr(line, " port "));
     if (ports)
       cr_expect(strstr(line, "MTU ") && strstr(line, "Gb/s") && strstr(line, "GID"), "%s", line);
     else
@@ -169,10 +169,11 @@ Test(info, devices_and_a_verdict_per_transport) {
     /* This machine has no RDMA device: the verdict says so (the rxe harness has two). */
     DIR *d = opendir("/sys/class/infiniband");
     struct dirent *e = NULL;
-    while (d && (e = readdir(d)) && e->d_name[0] == '.') {}
+    while (d && (e = readdir(d)) && e->d_name[0] == '.') {
+    }
     if (!e)
-      cr_expect(line_starting(out, "verbs    not usable: no RDMA device", line, sizeof(line)),
-                "%s", out);
+      cr_expect(line_starting(out, "verbs    not usable: no RDMA device", line, sizeof(line)), "%s",
+                out);
     if (d) closedir(d);
   }
   zcoll_config_free(cfg);
@@ -201,8 +202,7 @@ static int parse_selection(const char *out, struct row *rows, int max) {
 }
 
 /* zcoll_info -s -np p -b 8 -e 64M -f factor's rows. */
-static int selection(int p, const char *factor, const char *const *env, struct row *rows,
-                     int max) {
+static int selection(int p, const char *factor, const char *const *env, struct row *rows, int max) {
   char np[8];
   snprintf(np, sizeof(np), "%d", p);
   const char *args[] = {"-s", "-np", np, "-b", "8", "-e", "64M", "-f", factor, NULL};
@@ -262,9 +262,25 @@ Test(info, selection_is_what_zcoll_perf_runs, .timeout = 600) {
     struct row rows[32];
     int n = selection(p, "2", NULL, rows, 32);
     cr_assert_eq(n, 24, "p=%d: %d rows", p, n); /* every power of two, 8 B .. 64 MiB */
-    const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, "--timeout", "120",
-                          SP_BIN("zcoll_perf"), "-b", "8", "-e", "64M", "-f", "2", "-n", "1",
-                          "-w", "0", "-c", "0", NULL};
+    const char *argv[] = {SP_BIN("zcoll_run"),
+                          "-np",
+                          np,
+                          "--timeout",
+                          "120",
+                          SP_BIN("zcoll_perf"),
+                          "-b",
+                          "8",
+                          "-e",
+                          "64M",
+                          "-f",
+                          "2",
+                          "-n",
+                          "1",
+                          "-w",
+                          "0",
+                          "-c",
+                          "0",
+                          NULL};
     const char *env[] = {"ZCOLL_LOG=info", NULL};
     struct sp_result r = sp_run(argv, env, 90);
     cr_assert_eq(r.status, 0, "%s", r.out);
@@ -277,8 +293,10 @@ Test(info, selection_is_what_zcoll_perf_runs, .timeout = 600) {
       if (c && d && c[6] >= '0' && c[6] <= '9' && d[6] >= '0' && d[6] <= '9') {
         char *unit;
         unsigned long long chunk = strtoull(c + 6, &unit, 10);
-        if (!strncmp(unit, " KiB", 4)) chunk <<= 10;
-        else if (!strncmp(unit, " MiB", 4)) chunk <<= 20;
+        if (!strncmp(unit, " KiB", 4))
+          chunk <<= 10;
+        else if (!strncmp(unit, " MiB", 4))
+          chunk <<= 20;
         cr_expect_eq(chunk, rows[0].chunk, "%s", line);
         cr_expect_eq(strtol(d + 6, NULL, 10), rows[0].depth, "%s", line);
         ready++;

@@ -33,8 +33,7 @@ static void race(const char *tl) {
                                    "a communicator (as rank 0 of 2"),
             "the second creation was not refused:\n%s", r.out);
   cr_expect(r.out && strstr(r.out, "one at a time, in the same order on every rank"), "%s", r.out);
-  cr_expect(r.out && strstr(r.out, "rank 0 sum OK") && strstr(r.out, "rank 1 sum OK"), "%s",
-            r.out);
+  cr_expect(r.out && strstr(r.out, "rank 0 sum OK") && strstr(r.out, "rank 1 sum OK"), "%s", r.out);
   cr_expect(r.out && strstr(r.out, "rank 0: 1 of 2 creations succeeded"), "%s", r.out);
   free(r.out);
 }

@@ -12,11 +12,23 @@
 
 #include "zcoll.h"
 
-static const char *launcher_vars[] = {
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID",
-    "SLURM_NTASKS", "PMIX_NAMESPACE", "PMIX_RANK", "PMIX_SERVER_URI4", "PMIX_SERVER_URI41",
-    "PMIX_SERVER_URI3", "PMIX_SERVER_URI2", "PMIX_SERVER_URI21", "ZCOLL_RANK", "ZCOLL_SIZE",
-    "ZCOLL_ROOT", NULL};
+static const char *launcher_vars[] = {"OMPI_COMM_WORLD_RANK",
+                                      "OMPI_COMM_WORLD_SIZE",
+                                      "PMI_RANK",
+                                      "PMI_SIZE",
+                                      "SLURM_PROCID",
+                                      "SLURM_NTASKS",
+                                      "PMIX_NAMESPACE",
+                                      "PMIX_RANK",
+                                      "PMIX_SERVER_URI4",
+                                      "PMIX_SERVER_URI41",
+                                      "PMIX_SERVER_URI3",
+                                      "PMIX_SERVER_URI2",
+                                      "PMIX_SERVER_URI21",
+                                      "ZCOLL_RANK",
+                                      "ZCOLL_SIZE",
+                                      "ZCOLL_ROOT",
+                                      NULL};
 
 /* This process as if started by no launcher at all (ctest may itself run in a job). */
 static void no_launcher(void) {

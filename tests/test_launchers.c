@@ -55,8 +55,16 @@ Test(launchers, real_mpirun, .timeout = 200) {
   if (access("/usr/bin/mpirun", X_OK) != 0) cr_skip_test("Open MPI's mpirun is not installed");
   char root[64];
   snprintf(root, sizeof(root), "ZCOLL_ROOT=127.0.0.1:%d", free_port());
-  const char *argv[] = {"/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3",
-                        "-x", root, SP_PROG("allreduce_check"), "65536", NULL};
+  const char *argv[] = {"/usr/bin/mpirun",
+                        "--allow-run-as-root",
+                        "--oversubscribe",
+                        "-np",
+                        "3",
+                        "-x",
+                        root,
+                        SP_PROG("allreduce_check"),
+                        "65536",
+                        NULL};
   struct sp_result r = sp_run(argv, NULL, 180);
   cr_assert_eq(r.status, 0, "%s", r.out);
   cr_assert(strstr(r.out, "3 ranks over") && strstr(r.out, "every element exact"), "%s", r.out);

@@ -94,8 +94,8 @@ Test(log, subsys_values) {
       {"^net", ZCOLL_LOG_SUBSYS_ALL & ~(1u << ZCOLL_LOG_SUBSYS_NET)},
       {"^net,MEM",
        ZCOLL_LOG_SUBSYS_ALL & ~(1u << ZCOLL_LOG_SUBSYS_NET | 1u << ZCOLL_LOG_SUBSYS_MEM)},
-      {"boot,tune,mem", 1u << ZCOLL_LOG_SUBSYS_BOOT | 1u << ZCOLL_LOG_SUBSYS_TUNE |
-                            1u << ZCOLL_LOG_SUBSYS_MEM},
+      {"boot,tune,mem",
+       1u << ZCOLL_LOG_SUBSYS_BOOT | 1u << ZCOLL_LOG_SUBSYS_TUNE | 1u << ZCOLL_LOG_SUBSYS_MEM},
   };
   for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
     cr_expect_eq(zcoll_config_set(cfg, "LOG_SUBSYS", ok[i].text), ZCOLL_OK, "%s", ok[i].text);
@@ -159,7 +159,7 @@ static char *log_every_subsystem(const char *subsys) {
   cr_assert_eq(zcoll_config_set(cfg, "LOG_FILE", file), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "LOG_SUBSYS", subsys), ZCOLL_OK);
   cr_assert_eq(zcoll_config_set(cfg, "LOG", "info"), ZCOLL_OK);
-  static const char *const files[] = {"lib/comm/comm.c",          "lib/boot/bootstrap.c",
+  static const char *const files[] = {"lib/comm/comm.c",       "lib/boot/bootstrap.c",
                                       "b/transports/shm/ep.c", "lib/core/executor.c",
                                       "a/algorithms/select.c", "lib/core/rcache.c"};
   for (int i = 0; i < 6; i++) zcoll__log_write(ZCOLL_LOG_WARN, files[i], 7, "line %d", i);
@@ -183,10 +183,9 @@ Test(log, subsys_list_keeps_only_those) {
 
 Test(log, subsys_caret_drops_those) {
   char *t = log_every_subsystem("^net,mem");
-  static const char *const want[] = {" warn init comm/comm.c:7 line 0\n",
-                                     " warn boot boot/bootstrap.c:7 line 1\n",
-                                     " warn coll core/executor.c:7 line 3\n",
-                                     " warn tune algorithms/select.c:7 line 4\n"};
+  static const char *const want[] = {
+      " warn init comm/comm.c:7 line 0\n", " warn boot boot/bootstrap.c:7 line 1\n",
+      " warn coll core/executor.c:7 line 3\n", " warn tune algorithms/select.c:7 line 4\n"};
   for (int i = 0; i < 4; i++) cr_expect(strstr(t, want[i]), "no '%s' in:\n%s", want[i], t);
   cr_expect(!strstr(t, "line 2") && !strstr(t, "line 5"), "%s", t);
   free(t);
@@ -299,8 +298,7 @@ static int each_line(const char *out, void (*fn)(const struct line *, const char
 }
 
 static struct sp_result job(const char *const *env) {
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "4096",
-                        NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "4096", NULL};
   return sp_run(argv, env, 200);
 }
 
@@ -428,8 +426,8 @@ Test(log, forced_verbs_without_a_device_says_why, .init = compile_rx, .timeout =
                           "machine: no transport reaches rank"),
             "%s", r.out);
   const char *err = strstr(r.out, "allreduce_check: zcoll_comm_init:");
-  cr_expect(err && strstr(err, "verbs: ") && strstr(err, "RDMA device with an active port"),
-            "%s", r.out);
+  cr_expect(err && strstr(err, "verbs: ") && strstr(err, "RDMA device with an active port"), "%s",
+            r.out);
   struct why_check c = {{0, 0}};
   each_line(r.out, says_why, &c);
   cr_expect(c.info_why[0] && c.info_why[1], "an info line of each rank says why:\n%s", r.out);

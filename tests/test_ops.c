@@ -71,8 +71,8 @@ static void make_ops(void) {
  * pass the other 9 (sample.h). */
 ParameterizedTestParameters(ops, algorithms) {
   static struct ops_case cases[] = {
-      {2, "ring"}, {5, "butterfly"}, {6, "rhd"}, {9, "tree"}, {4, "chain"}, {3, "auto"},
-      {1, "auto"}, {8, "ring"},      {7, "butterfly"}, {3, "rhd"}, {5, "tree"}, {9, "chain"},
+      {2, "ring"}, {5, "butterfly"}, {6, "rhd"},       {9, "tree"}, {4, "chain"}, {3, "auto"},
+      {1, "auto"}, {8, "ring"},      {7, "butterfly"}, {3, "rhd"},  {5, "tree"},  {9, "chain"},
       {6, "ring"}, {2, "chain"},     {4, "rhd"},       {7, "tree"}, {9, "auto"},
   };
   return cr_make_param_array(struct ops_case, cases + zt_from(8),
@@ -154,8 +154,7 @@ static void persistent_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     rt_fail(job, rank, zcoll_comm_last_error(comm));
     return;
   }
-  if (zcoll_op_free(op_affine) != ZCOLL_ERR_INVALID_ARG ||
-      !strstr(zcoll_last_error(), "in use"))
+  if (zcoll_op_free(op_affine) != ZCOLL_ERR_INVALID_ARG || !strstr(zcoll_last_error(), "in use"))
     rt_fail(job, rank, "an op in use by a request was freed");
   for (int round = 0; round < 3 && !job->failures; round++) {
     for (size_t k = 0; k < n; k++) buf[k] = oc_affine_in(rank + round, k);
@@ -188,8 +187,7 @@ static void bad_dtype_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
 static void bad_count_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   uint8_t v[24] = {0};
   zcoll_status_t st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, 12, ZCOLL_UINT8, op_maxloc);
-  if (st != ZCOLL_ERR_INVALID_ARG ||
-      !strstr(zcoll_comm_last_error(comm), "whole number"))
+  if (st != ZCOLL_ERR_INVALID_ARG || !strstr(zcoll_comm_last_error(comm), "whole number"))
     rt_fail(job, rank, "12 bytes of 8-byte elements were not refused");
 }
 
@@ -282,8 +280,10 @@ Test(ops, function_fails, .timeout = 300) {
     cr_expect_eq(rt_run(&job), 0, "%s: %s", algos[a], job.first);
     cr_expect(a >= 2 || atomic_load(&rank1_failed), "%s: rank 1 never combined", algos[a]);
     for (int r = 0; r < 3 && atomic_load(&rank1_failed); r++)
-      cr_expect_neq(first_st[r], ZCOLL_OK, "%s: rank %d got ZCOLL_OK from the collective in "
-                    "which rank 1's function failed", algos[a], r);
+      cr_expect_neq(first_st[r], ZCOLL_OK,
+                    "%s: rank %d got ZCOLL_OK from the collective in "
+                    "which rank 1's function failed",
+                    algos[a], r);
   }
   zcoll_op_free(op);
 }

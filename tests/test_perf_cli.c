@@ -27,8 +27,7 @@ struct result {
 };
 
 /* Appends what is readable on fd; returns 0 at end of file. */
-static int drain(int fd, char *buf, size_t *len)
-{
+static int drain(int fd, char *buf, size_t *len) {
   char tmp[4096];
   ssize_t n = read(fd, tmp, sizeof tmp);
   if (n < 0 && errno == EINTR) return 1;
@@ -42,8 +41,7 @@ static int drain(int fd, char *buf, size_t *len)
 }
 
 /* Runs zcoll_perf with args (NULL-terminated) and no ZCOLL_* launcher variables. */
-static void run_perf(struct result *r, const char *const *args)
-{
+static void run_perf(struct result *r, const char *const *args) {
   char *argv[32];
   int argc = 0;
   argv[argc++] = (char *)PERF;
@@ -98,16 +96,14 @@ static void run_perf(struct result *r, const char *const *args)
 }
 
 /* Whether some line of text starts with prefix (the library may log lines of its own). */
-static int has_line(const char *text, const char *prefix)
-{
+static int has_line(const char *text, const char *prefix) {
   for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
     if (strncmp(l, prefix, strlen(prefix)) == 0) return 1;
   return 0;
 }
 
 /* Exit 2, a "zcoll_perf: ..." line on stderr that mentions `what`, and no table. */
-static void expect_usage_error(const char *const *args, const char *what)
-{
+static void expect_usage_error(const char *const *args, const char *what) {
   static struct result r;
   run_perf(&r, args);
   cr_expect_eq(r.status, 2, "exit status %d, want 2; stderr: %s", r.status, r.err);
@@ -119,8 +115,7 @@ static void expect_usage_error(const char *const *args, const char *what)
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* Exit 0, the usage on stdout, nothing on stderr; returns the usage. */
-static const char *expect_usage_ok(const char *const *args)
-{
+static const char *expect_usage_ok(const char *const *args) {
   static struct result r;
   run_perf(&r, args);
   cr_expect_eq(r.status, 0, "stderr: %s", r.err);
@@ -129,23 +124,42 @@ static const char *expect_usage_ok(const char *const *args)
   return r.out;
 }
 
-Test(perf_cli, help_prints_usage)
-{
+Test(perf_cli, help_prints_usage) {
   const char *out = expect_usage_ok(ARGS("-h"));
   /* nccl-tests' short and long forms, and zcoll_perf's own */
-  const char *flags[] = {"-b, --minbytes", "-e, --maxbytes", "-f, --stepfactor", "-i, --stepbytes",
-                         "-n, --iters", "-w, --warmup_iters", "-m, --agg_iters", "-N, --run_cycles",
-                         "-c, --check", "-d, --datatype", "-o, --op", "-z, --blocking",
-                         "-a, --average", "-C, --report_cputime", "-R, --local_register",
-                         "-T, --timeout", "-A, --algo, --algorithm", "--overlap", "--overlap=idle",
-                         "-t, --coll", "--nthreads", "-r, --root", "-F, --output_file",
-                         "-g, --ngpus", "-p, --parallel_init", "-G, --cudagraph", "-v, --verbose",
+  const char *flags[] = {"-b, --minbytes",
+                         "-e, --maxbytes",
+                         "-f, --stepfactor",
+                         "-i, --stepbytes",
+                         "-n, --iters",
+                         "-w, --warmup_iters",
+                         "-m, --agg_iters",
+                         "-N, --run_cycles",
+                         "-c, --check",
+                         "-d, --datatype",
+                         "-o, --op",
+                         "-z, --blocking",
+                         "-a, --average",
+                         "-C, --report_cputime",
+                         "-R, --local_register",
+                         "-T, --timeout",
+                         "-A, --algo, --algorithm",
+                         "--overlap",
+                         "--overlap=idle",
+                         "-t, --coll",
+                         "--nthreads",
+                         "-r, --root",
+                         "-F, --output_file",
+                         "-g, --ngpus",
+                         "-p, --parallel_init",
+                         "-G, --cudagraph",
+                         "-v, --verbose",
                          "-h, --help"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_expect(strstr(out, flags[i]) != NULL, "usage does not mention %s", flags[i]);
   /* the defaults that changed with nccl-tests' meanings, and what -C counts */
-  cr_expect(strstr(out, "0 (default): the timed collectives are posted non-blocking") != NULL,
-            "%s", out);
+  cr_expect(strstr(out, "0 (default): the timed collectives are posted non-blocking") != NULL, "%s",
+            out);
   cr_expect(strstr(out, "1 the mean over ranks (default)") != NULL, "%s", out);
   cr_expect(strstr(out, "process's CPU time") != NULL, "%s", out);
   /* the broadcast's bus factor, and what its out-of-place columns hold */
@@ -161,14 +175,12 @@ Test(perf_cli, unknown_op) { expect_usage_error(ARGS("-o", "xor"), "xor"); }
 
 Test(perf_cli, min_larger_than_max) { expect_usage_error(ARGS("-b", "1M", "-e", "64K"), "-b"); }
 
-Test(perf_cli, factor_below_two_without_increment)
-{
+Test(perf_cli, factor_below_two_without_increment) {
   expect_usage_error(ARGS("-f", "1", "-i", "0"), "-f");
   expect_usage_error(ARGS("-f", "0"), "-f");
 }
 
-Test(perf_cli, malformed_sizes)
-{
+Test(perf_cli, malformed_sizes) {
   expect_usage_error(ARGS("-b", "12Q"), "12Q");
   expect_usage_error(ARGS("-e", "abc"), "abc");
   expect_usage_error(ARGS("-b", "-8"), "-8");
@@ -178,16 +190,14 @@ Test(perf_cli, malformed_sizes)
   expect_usage_error(ARGS("-i", "1.5K"), "1.5K");
 }
 
-Test(perf_cli, bad_counts)
-{
+Test(perf_cli, bad_counts) {
   expect_usage_error(ARGS("-n", "0"), "-n");
   expect_usage_error(ARGS("-n", "ten"), "ten");
   expect_usage_error(ARGS("-w", "-1"), "-w");
   expect_usage_error(ARGS("-c", "2"), "-c");
 }
 
-Test(perf_cli, unknown_option)
-{
+Test(perf_cli, unknown_option) {
   expect_usage_error(ARGS("-q"), "-q");
   expect_usage_error(ARGS("--no-such-option"), "--no-such-option");
 }
@@ -254,8 +264,7 @@ static const char *const bad_coll[][3] = {
     {"--root", "one", "'one' is not a rank number"},
 };
 
-Test(perf_cli, nccl_tests_flags_bad_values)
-{
+Test(perf_cli, nccl_tests_flags_bad_values) {
   for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++)
     expect_usage_error(bad_values[i].args, bad_values[i].what);
   for (size_t i = 0; i < sizeof bad_coll / sizeof bad_coll[0]; i++)
@@ -263,8 +272,7 @@ Test(perf_cli, nccl_tests_flags_bad_values)
 }
 
 /* -A goes through zcoll_config_set, which validates the name: still no collective. */
-Test(perf_cli, unknown_algorithm)
-{
+Test(perf_cli, unknown_algorithm) {
   const char *const *forms[] = {ARGS("-A", "no-such-algorithm"),
                                 ARGS("--algo", "no-such-algorithm"),
                                 ARGS("--algorithm=no-such-algorithm")};
@@ -283,8 +291,7 @@ Test(perf_cli, unknown_algorithm)
 
 /* Each form runs as a job of one rank: exit 0, every element right, and every string of
  * want (NULL-terminated) somewhere in stdout. */
-static void expect_forms_ok(const char *const *const *forms, size_t n, const char *const *want)
-{
+static void expect_forms_ok(const char *const *const *forms, size_t n, const char *const *want) {
   for (size_t i = 0; i < n; i++) {
     static struct result r;
     run_perf(&r, forms[i]);
@@ -292,8 +299,8 @@ static void expect_forms_ok(const char *const *const *forms, size_t n, const cha
                  r.err);
     cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "stdout: %s", r.out);
     for (const char *const *w = want; *w; w++)
-      cr_expect(strstr(r.out, *w) != NULL, "%s %s: no '%s' in stdout: %s", forms[i][0],
-                forms[i][1], *w, r.out);
+      cr_expect(strstr(r.out, *w) != NULL, "%s %s: no '%s' in stdout: %s", forms[i][0], forms[i][1],
+                *w, r.out);
   }
 }
 
@@ -302,16 +309,14 @@ static void expect_forms_ok(const char *const *const *forms, size_t n, const cha
 #define EXPECT_FORMS_OK(want, ...) expect_forms_ok(FORMS(__VA_ARGS__), NFORMS(__VA_ARGS__), want)
 
 /* Every form of -A reaches the ALGO field: a job of one rank says which algorithm ran. */
-Test(perf_cli, algorithm_forms_accepted)
-{
+Test(perf_cli, algorithm_forms_accepted) {
   EXPECT_FORMS_OK(ARGS(", algorithm ring, ranks 1,"), ARGS("-A", "ring", ONE_SIZE),
                   ARGS("-Aring", ONE_SIZE), ARGS("--algo", "ring", ONE_SIZE),
                   ARGS("--algo=ring", ONE_SIZE), ARGS("--algorithm", "ring", ONE_SIZE));
 }
 
 /* nccl-tests' GPU flags at the values that mean "no GPU, one thread": a normal run. */
-Test(perf_cli, gpu_flags_at_their_host_values)
-{
+Test(perf_cli, gpu_flags_at_their_host_values) {
   EXPECT_FORMS_OK(ARGS("# zcoll_perf: allreduce, blocking", "  float     sum      -1  "),
                   ARGS("-g", "1", "-p", "1", "-G", "0", ONE_SIZE),
                   ARGS("--ngpus=1", "--parallel_init=0", "--cudagraph", "0", ONE_SIZE),
@@ -319,8 +324,7 @@ Test(perf_cli, gpu_flags_at_their_host_values)
 }
 
 /* -F names a file rank 0 cannot create: exit 2 before anything is timed, naming -F. */
-Test(perf_cli, output_file_not_writable)
-{
+Test(perf_cli, output_file_not_writable) {
   static struct result r;
   run_perf(&r, ARGS("-F", "/nonexistent-dir/out.csv", ONE_SIZE));
   cr_expect_eq(r.status, 2, "exit %d; stderr: %s", r.status, r.err);
@@ -331,8 +335,7 @@ Test(perf_cli, output_file_not_writable)
 }
 
 /* A write error on -F's file ends the run with exit 1, naming the file and the error. */
-Test(perf_cli, output_file_write_error)
-{
+Test(perf_cli, output_file_write_error) {
   static struct result r;
   run_perf(&r, ARGS("-F", "/dev/full", ONE_SIZE));
   cr_expect_eq(r.status, 1, "exit %d; stderr: %s", r.status, r.err);
@@ -341,8 +344,7 @@ Test(perf_cli, output_file_write_error)
 }
 
 /* -t 1 (nccl-tests' nthreads) and -t allreduce change nothing: the allreduce table. */
-Test(perf_cli, one_thread_is_the_allreduce)
-{
+Test(perf_cli, one_thread_is_the_allreduce) {
   EXPECT_FORMS_OK(ARGS("# zcoll_perf: allreduce, blocking", "  float     sum      -1  "),
                   ARGS("-t", "1", ONE_SIZE), ARGS("--nthreads=1", ONE_SIZE),
                   ARGS("-t", "allreduce", ONE_SIZE), ARGS("--coll", "allreduce", ONE_SIZE));
@@ -350,13 +352,11 @@ Test(perf_cli, one_thread_is_the_allreduce)
 
 /* -t broadcast and --coll broadcast, in a job of one rank: the root is 0 (-r 0 or the
  * default), -o is ignored (-o all: still one table), -A goes to BCAST_ALGO. */
-Test(perf_cli, broadcast_forms_accepted)
-{
-  EXPECT_FORMS_OK(ARGS("# zcoll_perf: broadcast from root 0 (-r),",
-                       "  float    none       0      N/A"),
-                  ARGS("-t", "broadcast", ONE_SIZE),
-                  ARGS("--coll", "broadcast", "-r", "0", ONE_SIZE),
-                  ARGS("--coll=broadcast", "--root=0", "-o", "prod", ONE_SIZE));
+Test(perf_cli, broadcast_forms_accepted) {
+  EXPECT_FORMS_OK(
+      ARGS("# zcoll_perf: broadcast from root 0 (-r),", "  float    none       0      N/A"),
+      ARGS("-t", "broadcast", ONE_SIZE), ARGS("--coll", "broadcast", "-r", "0", ONE_SIZE),
+      ARGS("--coll=broadcast", "--root=0", "-o", "prod", ONE_SIZE));
   EXPECT_FORMS_OK(ARGS(", algorithm chain, ranks 1,", "      0  chain\n"),
                   ARGS("-tbroadcast", "-A", "chain", ONE_SIZE));
   static struct result r;
@@ -367,8 +367,7 @@ Test(perf_cli, broadcast_forms_accepted)
 
 /* A root that is no rank of the job: exit 2 once the job's size is known, before any
  * collective and any table. -A with a broadcast checks BCAST_ALGO's names. */
-Test(perf_cli, root_not_a_rank)
-{
+Test(perf_cli, root_not_a_rank) {
   expect_usage_error(ARGS("-t", "broadcast", "-r", "1", ONE_SIZE),
                      "-r 1: the root must be a rank of the job, 0..0");
   expect_usage_error(ARGS("-t", "broadcast", "-A", "ring", ONE_SIZE), "ZCOLL_BCAST_ALGO");

@@ -20,15 +20,25 @@ struct job {
 };
 
 /* 8, 64, 512, 4K, 32K, 256K */
-static const struct job small_job = {"2", "ZCOLL_TRANSPORT=shm",
-                                     {"-b", "8", "-e", "1M", "-f", "8"}};
+static const struct job small_job = {
+    "2", "ZCOLL_TRANSPORT=shm", {"-b", "8", "-e", "1M", "-f", "8"}};
 
 /* Runs the job with extra arguments (NULL-terminated) and extra environment entries;
  * returns the output (stdout and stderr), after checking the exit status and footer. */
-static char *run_job(const struct job *job, const char *const *extra, const char *const *env_extra)
-{
-  const char *argv[40] = {SP_BIN("zcoll_run"), "-np", job->np, "--timeout", "150",
-                          SP_BIN("zcoll_perf"), "-n", "3", "-w", "1", "-c", "1"};
+static char *run_job(const struct job *job, const char *const *extra,
+                     const char *const *env_extra) {
+  const char *argv[40] = {SP_BIN("zcoll_run"),
+                          "-np",
+                          job->np,
+                          "--timeout",
+                          "150",
+                          SP_BIN("zcoll_perf"),
+                          "-n",
+                          "3",
+                          "-w",
+                          "1",
+                          "-c",
+                          "1"};
   size_t n = 0;
   while (argv[n]) n++;
   for (size_t i = 0; i < 8 && job->sweep[i]; i++) argv[n++] = job->sweep[i];
@@ -41,10 +51,8 @@ static char *run_job(const struct job *job, const char *const *extra, const char
   return r.out;
 }
 
-
 /* A number and nothing else, in [lo, hi]. */
-static bool number_in(const char *tok, double lo, double hi)
-{
+static bool number_in(const char *tok, double lo, double hi) {
   char *end;
   double v = strtod(tok, &end);
   return end != tok && *end == '\0' && v >= lo && v <= hi;
@@ -52,18 +60,17 @@ static bool number_in(const char *tok, double lo, double hi)
 
 /* What a row of the table must look like. */
 struct shape {
-  int fields;         /* whitespace-separated, the algorithm included */
-  int wrong[2], nwrong;  /* where the #wrong counts are */
-  int num[4], nnum;      /* further columns that must be numbers >= 0 */
-  int percent;           /* a column in 0..100, or -1 */
-  int na[4], nna;        /* columns that must say N/A (not measured) */
+  int fields;           /* whitespace-separated, the algorithm included */
+  int wrong[2], nwrong; /* where the #wrong counts are */
+  int num[4], nnum;     /* further columns that must be numbers >= 0 */
+  int percent;          /* a column in 0..100, or -1 */
+  int na[4], nna;       /* columns that must say N/A (not measured) */
   /* optional: what the last column (the algorithm) must say for a row of that many bytes */
   const char *(*algorithm)(double bytes);
 };
 
 /* Checks every data row against the shape; returns how many tables and rows there were. */
-static void check_rows(const char *out, const struct shape *sh, int *tables, int *rows)
-{
+static void check_rows(const char *out, const struct shape *sh, int *tables, int *rows) {
   *tables = *rows = 0;
   for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
     size_t len = strcspn(l, "\n");
@@ -110,14 +117,13 @@ static const struct shape overlap_cpu = {11, {9, 0}, 1, {4, 5, 6, 7}, 4, 8};
 static const char *bcast_auto(double bytes) { return bytes < 262144.0 ? "tree" : "chain"; }
 
 /* size count type none root | N/A x4 | time algbw busbw #wrong | algo (tree or chain) */
-static const struct shape bcast = {14, {12, 0}, 1, {1, 9, 10, 11}, 4, -1, {5, 6, 7, 8}, 4,
-                                   bcast_auto};
+static const struct shape bcast = {14, {12, 0},      1, {1, 9, 10, 11}, 4,
+                                   -1, {5, 6, 7, 8}, 4, bcast_auto};
 
 /* Returns the output for more checks (free it). */
 static char *expect_job_tables(const struct job *job, const char *const *extra,
                                const char *const *env, const struct shape *sh, int want_tables,
-                               int sizes)
-{
+                               int sizes) {
   char *out = run_job(job, extra, env);
   int tables, rows;
   check_rows(out, sh, &tables, &rows);
@@ -127,15 +133,13 @@ static char *expect_job_tables(const struct job *job, const char *const *extra,
 }
 
 static char *expect_tables(const char *const *extra, const char *const *env, const struct shape *sh,
-                           int want_tables)
-{
+                           int want_tables) {
   return expect_job_tables(&small_job, extra, env, sh, want_tables, SIZES);
 }
 
 /* The run's banner says how it measured. */
 static void expect_banner(const char *const *extra, const char *const *env, const struct shape *sh,
-                          int want_tables, const char *banner)
-{
+                          int want_tables, const char *banner) {
   char *out = expect_tables(extra, env, sh, want_tables);
   cr_expect(strstr(out, banner) != NULL, "no '%s' in:\n%s", banner, out);
   free(out);
@@ -146,16 +150,14 @@ static void expect_banner(const char *const *extra, const char *const *env, cons
 
 TestSuite(perf_run, .timeout = 300);
 
-Test(perf_run, nonblocking)
-{
+Test(perf_run, nonblocking) {
   expect_banner(ARGS("-z", "0"), NULL, &table, 1, "blocking 0 (-z)");
   expect_banner(NONE, NULL, &table, 1, "blocking 0 (-z)"); /* the default */
 }
 
 Test(perf_run, blocking) { expect_banner(ARGS("-z", "1"), NULL, &table, 1, "blocking 1 (-z)"); }
 
-Test(perf_run, aggregated)
-{
+Test(perf_run, aggregated) {
   expect_banner(ARGS("-m", "3"), NULL, &table, 1, "agg iters: 3 ");
   expect_banner(ARGS("-m", "3", "-z", "1"), NULL, &table, 1, "agg iters: 3 ");
 }
@@ -166,21 +168,18 @@ Test(perf_run, cputime) { expect_banner(ARGS("-C", "1"), NULL, &table_cpu, 1, " 
 
 Test(perf_run, registered) { expect_banner(ARGS("-R", "1"), NULL, &table, 1, "registered 1 (-R)"); }
 
-Test(perf_run, rank0_and_min)
-{
+Test(perf_run, rank0_and_min) {
   expect_banner(ARGS("-a", "0"), NULL, &table, 1, "average 0: rank 0's (-a)");
   expect_banner(ARGS("-a", "2", "-T", "60"), NULL, &table, 1, "average 2: min over ranks (-a)");
 }
 
-Test(perf_run, overlap)
-{
+Test(perf_run, overlap) {
   expect_banner(ARGS("--overlap"), NULL, &overlap, 1, "# Avg overlap (%)");
   expect_banner(ARGS("--overlap", "-C", "1", "-d", "half", "-o", "avg"), NULL, &overlap_cpu, 1,
                 "   half     avg");
 }
 
-Test(perf_run, overlap_with_progress_thread)
-{
+Test(perf_run, overlap_with_progress_thread) {
   const char *const env[] = {"ZCOLL_PROGRESS=thread", NULL};
   expect_banner(ARGS("--overlap"), env, &overlap, 1, ", progress thread,");
   expect_banner(ARGS("--overlap=idle"), env, &overlap, 1, "overlap mode (idle: compute sleeps)");
@@ -189,8 +188,7 @@ Test(perf_run, overlap_with_progress_thread)
 
 /* -t broadcast: 3 ranks, 16K 64K 256K 1M (tree, tree, chain, chain), each row checked on
  * every rank; from root 0 and root 1, non-blocking and blocking. */
-static void broadcast_job(const char *transport, const char *banner)
-{
+static void broadcast_job(const char *transport, const char *banner) {
   const struct job job = {"3", transport, {"-b", "16K", "-e", "1M", "-f", "4"}};
   const struct {
     const char *const *args;
@@ -215,8 +213,7 @@ static void broadcast_job(const char *transport, const char *banner)
   }
 }
 
-Test(perf_run, broadcast_shm)
-{
+Test(perf_run, broadcast_shm) {
   broadcast_job("ZCOLL_TRANSPORT=shm", "# zcoll_perf: transport shm, algorithm auto, ranks 3,");
 }
 
@@ -224,8 +221,7 @@ Test(perf_run, broadcast_shm)
  * the tree where the built-in table would take the chain. */
 static const char *bcast_tree(double bytes) { return (void)bytes, "tree"; }
 
-Test(perf_run, broadcast_tuning_file)
-{
+Test(perf_run, broadcast_tuning_file) {
   char path[] = "/tmp/zcoll_perf_tuning_XXXXXX";
   int fd = mkstemp(path);
   cr_assert(fd >= 0);
@@ -242,16 +238,14 @@ Test(perf_run, broadcast_tuning_file)
   unlink(path);
 }
 
-Test(perf_run, broadcast_ucx)
-{
+Test(perf_run, broadcast_ucx) {
   broadcast_job("ZCOLL_TRANSPORT=ucx", "# zcoll_perf: transport ucx, algorithm auto, ranks 3,");
 }
 
 /* ---- -F, -v, -a and the rank list ---------------------------------------------------- */
 
 /* Splits line at commas in place (no quoting: no field has a comma); returns the count. */
-static int csv_split(char *line, char **f, int max)
-{
+static int csv_split(char *line, char **f, int max) {
   int n = 0;
   for (char *p = line; n < max;) {
     f[n++] = p;
@@ -266,8 +260,7 @@ static int csv_split(char *line, char **f, int max)
 /* -F: the file holds the table as CSV, read back as a reader with header=[0, 1, 2] would:
  * three header rows of the same width (group, name, unit), then a row per size of the
  * printed table, with the same sizes, numbers in the measured columns and 0 wrong. */
-static void expect_csv(const char *const *extra, bool cpu)
-{
+static void expect_csv(const char *const *extra, bool cpu) {
   char path[] = "/tmp/zcoll_perf_csv_XXXXXX";
   int fd = mkstemp(path);
   cr_assert(fd >= 0);
@@ -279,9 +272,9 @@ static void expect_csv(const char *const *extra, bool cpu)
   char *out = expect_tables(args, NULL, cpu ? &table_cpu : &table, 1);
   FILE *f = fopen(path, "r");
   cr_assert(f, "no %s", path);
-  static const char *const names[] = {"size", "count", "type", "redop", "root", "time", "cpu",
-                                      "algbw", "busbw", "#wrong", "time", "cpu", "algbw",
-                                      "busbw", "#wrong", "algorithm"};
+  static const char *const names[] = {"size",  "count", "type",   "redop",    "root", "time",
+                                      "cpu",   "algbw", "busbw",  "#wrong",   "time", "cpu",
+                                      "algbw", "busbw", "#wrong", "algorithm"};
   const int width = cpu ? 16 : 14;
   char line[1024], *fld[32];
   int rows = 0;
@@ -338,14 +331,13 @@ struct vrow {
 };
 
 /* The rows of a -v run with np ranks. */
-static int parse_verbose(const char *out, struct vrow *rows, int max)
-{
+static int parse_verbose(const char *out, struct vrow *rows, int max) {
   int n = -1;
   for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
     char tok[14][32];
-    if (sscanf(l, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s",
-               tok[0], tok[1], tok[2], tok[3], tok[4], tok[5], tok[6], tok[7], tok[8], tok[9],
-               tok[10], tok[11], tok[12], tok[13]) == 14 &&
+    if (sscanf(l, "%31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s %31s", tok[0],
+               tok[1], tok[2], tok[3], tok[4], tok[5], tok[6], tok[7], tok[8], tok[9], tok[10],
+               tok[11], tok[12], tok[13]) == 14 &&
         l[0] == ' ' && n + 1 < max) {
       struct vrow *r = &rows[++n];
       r->table[0] = strtod(tok[5], NULL);
@@ -356,8 +348,11 @@ static int parse_verbose(const char *out, struct vrow *rows, int max)
     int rk;
     double t0, t1;
     unsigned long c0, c1;
-    if (n >= 0 && sscanf(l, "#   rank %d: time %lf %lf us (out of place, in place), timed "
-                            "collectives %lu %lu", &rk, &t0, &t1, &c0, &c1) == 5 &&
+    if (n >= 0 &&
+        sscanf(l,
+               "#   rank %d: time %lf %lf us (out of place, in place), timed "
+               "collectives %lu %lu",
+               &rk, &t0, &t1, &c0, &c1) == 5 &&
         rk == rows[n].nranks && rk < 8) {
       rows[n].rank[rk][0] = t0;
       rows[n].rank[rk][1] = t1;
@@ -371,42 +366,42 @@ static int parse_verbose(const char *out, struct vrow *rows, int max)
 
 /* What -a makes of the ranks' times, within the table's rounding (2 decimals below 100 us,
  * 1 below 10 ms, none above) and -v's (3 decimals). */
-static void expect_average(int a, const struct vrow *r, int k)
-{
+static void expect_average(int a, const struct vrow *r, int k) {
   double want = a == 0 ? r->rank[0][k] : a == 2 ? 1e300 : a == 3 ? -1e300 : 0.0;
   for (int i = 0; i < r->nranks && a != 0; i++) {
     double t = r->rank[i][k];
     want = a == 1 ? want + t / r->nranks : a == 2 ? (t < want ? t : want) : (t > want ? t : want);
   }
   double tol = (want >= 10000.0 ? 0.5 : want >= 100.0 ? 0.05 : 0.005) + 0.001;
-  cr_expect(fabs(r->table[k] - want) <= tol, "-a %d, column %d: table %.3f, ranks give %.3f", a,
-            k, r->table[k], want);
+  cr_expect(fabs(r->table[k] - want) <= tol, "-a %d, column %d: table %.3f, ranks give %.3f", a, k,
+            r->table[k], want);
 }
 
 /* -v prints each rank's own times; the table's are their rank 0 / mean / min / max (-a),
  * and each rank's timed loops issued -n x -m collectives, blocking or not. */
-Test(perf_run, verbose_average_and_agg_counts)
-{
+Test(perf_run, verbose_average_and_agg_counts) {
   const struct job job = {"3", "ZCOLL_TRANSPORT=shm", {"-b", "8", "-e", "64K", "-f", "64"}};
-  static const char *const mode[][4] = {{"-a", "0", "-m", "1"}, {"-a", "1", "-m", "4"},
-                                        {"-a", "2", "-m", "3"}, {"-a", "3", "-m", "2"}};
+  static const char *const mode[][4] = {{"-a", "0", "-m", "1"},
+                                        {"-a", "1", "-m", "4"},
+                                        {"-a", "2", "-m", "3"},
+                                        {"-a", "3", "-m", "2"}};
   for (int a = 0; a < 4; a++) {
     for (int z = 0; z < 2; z++) {
-      const char *extra[] = {"-v", mode[a][0], mode[a][1], mode[a][2], mode[a][3], "-z",
-                             z ? "1" : "0", NULL};
+      const char *extra[] = {"-v",       mode[a][0], mode[a][1],    mode[a][2],
+                             mode[a][3], "-z",       z ? "1" : "0", NULL};
       char *out = run_job(&job, extra, NULL);
       struct vrow rows[8];
       int n = parse_verbose(out, rows, 8);
       cr_expect_eq(n, 3, "-a %d: %d rows:\n%s", a, n, out);
       const unsigned long want = 3UL * strtoul(mode[a][3], NULL, 10); /* -n 3 */
       for (int i = 0; i < n; i++) {
-        cr_expect_eq(rows[i].nranks, 3, "-a %d row %d: %d rank lines:\n%s", a, i,
-                     rows[i].nranks, out);
+        cr_expect_eq(rows[i].nranks, 3, "-a %d row %d: %d rank lines:\n%s", a, i, rows[i].nranks,
+                     out);
         for (int k = 0; k < 2; k++) expect_average(a, &rows[i], k);
         for (int r = 0; r < rows[i].nranks; r++)
           cr_expect(rows[i].timed[r][0] == want && rows[i].timed[r][1] == want,
-                    "rank %d timed %lu and %lu collectives, want %lu:\n%s", r,
-                    rows[i].timed[r][0], rows[i].timed[r][1], want, out);
+                    "rank %d timed %lu and %lu collectives, want %lu:\n%s", r, rows[i].timed[r][0],
+                    rows[i].timed[r][1], want, out);
       }
       free(out);
     }
@@ -415,8 +410,7 @@ Test(perf_run, verbose_average_and_agg_counts)
 
 /* nccl-tests' "# Using devices": one line per rank, in rank order, with its own pid, this
  * host, the transport and the device. */
-Test(perf_run, rank_list)
-{
+Test(perf_run, rank_list) {
   const struct job job = {"3", "ZCOLL_TRANSPORT=shm", {"-b", "8", "-e", "8"}};
   char *out = run_job(&job, NONE, NULL);
   char host[64];
@@ -429,9 +423,9 @@ Test(perf_run, rank_list)
     int rank;
     long pid;
     char h[64], tl[32], dev[32];
-    cr_assert_eq(sscanf(l, "#  Rank %d Pid %ld on %63s transport %31s device %31s", &rank, &pid,
-                        h, tl, dev),
-                 5, "%s", out);
+    cr_assert_eq(
+        sscanf(l, "#  Rank %d Pid %ld on %63s transport %31s device %31s", &rank, &pid, h, tl, dev),
+        5, "%s", out);
     cr_expect_eq(rank, r);
     cr_expect_str_eq(h, host);
     cr_expect_str_eq(tl, "shm");

@@ -43,8 +43,8 @@ static void fake_dereg(struct zcoll_tl_mr *mr) {
   deregs++;
 }
 
-static const struct zcoll_tl_ops fake = {.name = "fake", .mem_reg = fake_reg,
-                                         .mem_dereg = fake_dereg};
+static const struct zcoll_tl_ops fake = {
+    .name = "fake", .mem_reg = fake_reg, .mem_dereg = fake_dereg};
 
 #define MB ((size_t)1 << 20)
 
@@ -145,9 +145,7 @@ Test(rcache, bound_evicts_least_recently_used_but_not_in_use) {
   cr_expect_eq(deregs, regs);
 }
 
-Test(rcache, zero_bytes_means_no_cache) {
-  cr_expect_null(zcoll__rcache_create(&fake, NULL, 0));
-}
+Test(rcache, zero_bytes_means_no_cache) { cr_expect_null(zcoll__rcache_create(&fake, NULL, 0)); }
 
 /* Locked memory used up (the fake NIC refuses past 2 MiB): idle entries are given back
  * and the registration tried once more; when even that fails, the next misses are staged

@@ -101,4 +101,3 @@ ParameterizedTest(struct kparam *p, reduce, scale_matches_reference) {
     free(want);
   }
 }
-

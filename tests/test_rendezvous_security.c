@@ -28,8 +28,7 @@ static void *stranger_main(void *arg) {
     const char *why;
     uint8_t mac[ZCOLL_BS_MAC_BYTES];
     zcoll__bs_parse_challenge(payload, len, &c, &why);
-    zcoll__bs_mac("a-guess", ZCOLL_BS_RANK_TO_ROOT, h.jobid, h.rank, h.size, h.nonce, c.nonce,
-                  mac);
+    zcoll__bs_mac("a-guess", ZCOLL_BS_RANK_TO_ROOT, h.jobid, h.rank, h.size, h.nonce, c.nonce, mac);
     zcoll__sock_send_msg(s->fd, ZCOLL_BS_PROOF, mac, sizeof(mac), zcoll__deadline(5));
   }
   free(payload);
@@ -47,8 +46,9 @@ static void stranger_start(struct stranger *s, int port, uint32_t rank, uint32_t
   zcoll__bs_job_digest("", s->h.jobid); /* the same (absent) job id as the job's */
   uint8_t hello[ZCOLL_BS_HELLO_BYTES];
   zcoll__bs_put_hello(hello, &s->h);
-  cr_assert_eq(zcoll__sock_send_msg(s->fd, ZCOLL_BS_HELLO, hello, sizeof(hello),
-                                    zcoll__deadline(5)), ZCOLL_OK);
+  cr_assert_eq(
+      zcoll__sock_send_msg(s->fd, ZCOLL_BS_HELLO, hello, sizeof(hello), zcoll__deadline(5)),
+      ZCOLL_OK);
   pthread_create(&s->th, NULL, stranger_main, s);
 }
 
@@ -102,7 +102,7 @@ Test(rendezvous, junk_huge_silent_slow_and_crowds_do_not_stall, .timeout = 60) {
   fds[n] = connect_to(job.port);
   cr_assert(send(fds[n++], huge, sizeof(huge), 0) > 0);
   for (int i = 0; i < 5; i++) fds[n++] = connect_to(job.port); /* silent */
-  for (int i = 0; i < 30; i++) { /* a crowd of 4-byte senders */
+  for (int i = 0; i < 30; i++) {                               /* a crowd of 4-byte senders */
     fds[n] = connect_to(job.port);
     cr_assert(send(fds[n++], "ZCLB", 4, 0) == 4);
   }
@@ -325,7 +325,6 @@ Test(rendezvous, two_jobs_on_one_port_do_not_kill_each_other, .timeout = 60) {
   }
   close(job.lfd);
 }
-
 
 /* The drop is logged with the peer's address, and the key appears nowhere. Rank 0's
  * accept loop alone, so that the stranger is judged before rank 1 comes. */

@@ -123,8 +123,8 @@ Test(select, broadcast_rules) {
   path = write_file("1 inf inf ring\n"); /* the allreduce's only */
   cr_assert_eq(zcoll__selector_init(&sel, path), ZCOLL_OK, "%s", zcoll__last_error());
   cr_assert_eq(zcoll__select_bcast(&sel, 4, 100, why, sizeof(why)), tree);
-  cr_assert(strstr(why, "no broadcast rule of") && strstr(why, "built-in tree below 256 KiB"),
-            "%s", why);
+  cr_assert(strstr(why, "no broadcast rule of") && strstr(why, "built-in tree below 256 KiB"), "%s",
+            why);
   cr_assert_eq(zcoll__select_bcast(&sel, 4, 1 << 20, NULL, 0), chain);
   zcoll__selector_free(&sel);
   remove(path);

@@ -279,8 +279,11 @@ Test(shm, bad_regions_and_keys_are_errors) {
   /* A well-formed address whose "inbox" is an ordinary file: refused, never mapped. */
   FILE *f = tmpfile();
   cr_assert(f);
-  struct zcoll__shm_addr a = {.magic = ZCOLL_SHM_MAGIC, .pid = (int32_t)getpid(), .rank = 1,
-                              .inbox_fd = fileno(f), .wake_fd = fileno(f),
+  struct zcoll__shm_addr a = {.magic = ZCOLL_SHM_MAGIC,
+                              .pid = (int32_t)getpid(),
+                              .rank = 1,
+                              .inbox_fd = fileno(f),
+                              .wake_fd = fileno(f),
                               .inbox_bytes = tl->inbox_bytes};
   memcpy(a.node, tl->node, sizeof(a.node));
   addrs[0] = &a;

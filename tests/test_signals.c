@@ -26,8 +26,8 @@ static void expect_unchanged(const char *tl) {
     for (const char *q = res.out[r]; (q = strstr(q, "sigcgt ")); q++) {
       char what[32];
       cr_assert(sscanf(q, "sigcgt %31s %llx", what, &stage) == 2, "%s", res.out[r]);
-      cr_expect_eq(stage, before, "rank %d: %s %llx, before init %llx:\n%s", r, what, stage,
-                   before, res.out[r]);
+      cr_expect_eq(stage, before, "rank %d: %s %llx, before init %llx:\n%s", r, what, stage, before,
+                   res.out[r]);
     }
     cr_expect(strstr(res.out[r], "sigcgt after-destroy"), "%s", res.out[r]);
   }

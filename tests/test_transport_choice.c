@@ -10,8 +10,7 @@
 #include "spawn.h"
 
 static struct sp_result run_np(const char *np, const char *const *env) {
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), "4096",
-                        NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("allreduce_check"), "4096", NULL};
   return sp_run(argv, env, 200);
 }
 static struct sp_result run(const char *const *env) { return run_np("3", env); }
@@ -80,7 +79,7 @@ Test(transport_choice, each_pair_gets_its_own, .timeout = 240) {
 /* Uneven hosts, every algorithm: the channels of one run mix transports. */
 Test(transport_choice, uneven_hosts_every_algorithm, .timeout = 600) {
   static const char *const algos[] = {"ZCOLL_ALGO=ring", "ZCOLL_ALGO=butterfly", "ZCOLL_ALGO=rhd",
-                                      "ZCOLL_ALGO=tree", "ZCOLL_ALGO=chain", "ZCOLL_ALGO=hier"};
+                                      "ZCOLL_ALGO=tree", "ZCOLL_ALGO=chain",     "ZCOLL_ALGO=hier"};
   for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
     const char *env[] = {"ZCOLL_TRANSPORT=auto", "ZCOLL_TEST_SPLIT_NODES=2,3,1", algos[i], NULL};
     struct sp_result r = run_ok("6", env);
@@ -90,8 +89,7 @@ Test(transport_choice, uneven_hosts_every_algorithm, .timeout = 600) {
 }
 
 Test(transport_choice, forced_transport_for_every_pair, .timeout = 240) {
-  const char *env[] = {"ZCOLL_TRANSPORT=ucx", "ZCOLL_TEST_SPLIT_NODES=2,1", "ZCOLL_LOG=info",
-                       NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=ucx", "ZCOLL_TEST_SPLIT_NODES=2,1", "ZCOLL_LOG=info", NULL};
   struct sp_result r = run_ok("3", env);
   cr_expect(strstr(r.out, "3 ranks over ucx:"), "%s", r.out);
   expect_pair(r.out, 0, 1, "ucx");

@@ -103,15 +103,16 @@ static int bad_setup_calls(struct rank *r) {
     struct zcoll_ep *ep = (void *)&n; /* outputs are set only on success */
     CHECK_ST(r, r->ops->connect(r->tl, 1, &bad[i], a, len, &ep), ZCOLL_ERR_INVALID_ARG,
              bad[i] == r->rank ? "connect() to its own rank"
-                               : bad[i] < 0 ? "connect() to rank -1" : "connect() to rank size");
+             : bad[i] < 0      ? "connect() to rank -1"
+                               : "connect() to rank size");
     CHECK(r, ep == (void *)&n, "a failed connect() wrote its output");
   }
   return 0;
 }
 
 int conf_open_tl(struct rank *r, struct zcoll_tl **tl) {
-  struct zcoll_tl_params p = {.rank = r->rank, .size = r->size, .cfg = r->cfg,
-                              .oversubscribed = r->oversubscribed};
+  struct zcoll_tl_params p = {
+      .rank = r->rank, .size = r->size, .cfg = r->cfg, .oversubscribed = r->oversubscribed};
   CHECK_ST(r, r->ops->open(&p, tl), ZCOLL_OK, "open()");
   return 0;
 }
@@ -218,15 +219,19 @@ static void *run_thread(void *arg) {
 }
 
 static struct shared *run_once(const struct job *j, int threads, double *took) {
-  struct shared *sh =
-      mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                           -1, 0);
   cr_assert(sh != MAP_FAILED, "mmap: %s", strerror(errno));
   memset(sh, 0, sizeof(*sh));
   struct rank ranks[MAXR];
   for (int i = 0; i < j->size; i++)
-    ranks[i] = (struct rank){.sh = sh, .ops = zcoll__transports[j->tl_index].ops,
-                             .tl_index = j->tl_index, .rank = i, .size = j->size,
-                             .threads = threads, .oversubscribed = j->oversubscribed};
+    ranks[i] = (struct rank){.sh = sh,
+                             .ops = zcoll__transports[j->tl_index].ops,
+                             .tl_index = j->tl_index,
+                             .rank = i,
+                             .size = j->size,
+                             .threads = threads,
+                             .oversubscribed = j->oversubscribed};
   double t0 = conf_now();
   current_body = j->body;
   if (threads) {
@@ -263,8 +268,10 @@ static struct shared *run_once(const struct job *j, int threads, double *took) {
       int ws, done = 0;
       while (!done && conf_now() - t0 < 3 * WAIT_S) {
         pid_t w = waitpid(pid[i], &ws, WNOHANG);
-        if (w == pid[i]) done = 1;
-        else usleep(2000);
+        if (w == pid[i])
+          done = 1;
+        else
+          usleep(2000);
       }
       if (!done) {
         kill(pid[i], SIGKILL);
@@ -299,11 +306,10 @@ struct shared *conf_run(const struct job *j) {
       size_t u = strlen(all);
       snprintf(all + u, sizeof(all) - u, "\n  rank %d: %s", i, sh->fail[i]);
     }
-  cr_assert(!atomic_load(&sh->nfail) && !atomic_load(&sh->unsupported),
-            "%s (%d ranks as %s): %s", name, j->size, threads ? "threads" : "processes",
+  cr_assert(!atomic_load(&sh->nfail) && !atomic_load(&sh->unsupported), "%s (%d ranks as %s): %s",
+            name, j->size, threads ? "threads" : "processes",
             all[0] ? all : " refused processes and threads alike");
-  cr_log_info("%s: %d ranks as %s, %.2f s", name, j->size, threads ? "threads" : "processes",
-              took);
+  cr_log_info("%s: %d ranks as %s, %.2f s", name, j->size, threads ? "threads" : "processes", took);
   return sh;
 }
 
@@ -344,8 +350,10 @@ void conf_need(int i) {
     zcoll_config_t *cfg;
     cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
     cfg->rank = 0;
-    if (t->ops->probe(cfg, why, sizeof(why)) == ZCOLL_OK) why[0] = '\0';
-    else if (!why[0]) snprintf(why, sizeof(why), "probe refused without a reason");
+    if (t->ops->probe(cfg, why, sizeof(why)) == ZCOLL_OK)
+      why[0] = '\0';
+    else if (!why[0])
+      snprintf(why, sizeof(why), "probe refused without a reason");
     zcoll_config_free(cfg);
   }
   if (!why[0]) return;

@@ -19,8 +19,8 @@ struct vec_case {
 };
 
 ParameterizedTestParameters(vec, two_keys_uneven_tasks) {
-  static struct vec_case cases[] = {{1, "caller"}, {2, "caller"}, {3, "thread"},
-                                    {4, "caller"}, {5, "thread"}};
+  static struct vec_case cases[] = {
+      {1, "caller"}, {2, "caller"}, {3, "thread"}, {4, "caller"}, {5, "thread"}};
   return cr_make_param_array(struct vec_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
@@ -195,10 +195,9 @@ static void mixed_call_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     rt_fail(job, rank, zcoll_last_error());
     return;
   }
-  zcoll_status_t st = rank == 1
-                          ? zcoll_allreduce(comm, ZCOLL_IN_PLACE, hundreds, 4, ZCOLL_FLOAT64,
-                                            ZCOLL_SUM)
-                          : zcoll_vec_get(v, out);
+  zcoll_status_t st = rank == 1 ? zcoll_allreduce(comm, ZCOLL_IN_PLACE, hundreds, 4, ZCOLL_FLOAT64,
+                                                  ZCOLL_SUM)
+                                : zcoll_vec_get(v, out);
   if (st == ZCOLL_OK)
     rt_fail(job, rank, "a key's round paired with an allreduce of the same shape");
   else if (rank == 0 && !strstr(zcoll_last_error(), "a vector key's round"))

@@ -12,7 +12,7 @@
 #include "log_lines.h"
 #include "sample.h"
 #include "spawn.h"
-#include "config.h"
+#include "base/config.h"
 #include "transports/verbs/verbs.h"
 
 static void need_rdma(void) {
@@ -65,22 +65,22 @@ ParameterizedTest(struct verbs_case *c, verbs, matrix, .timeout = 1500) {
   struct sp_result r = sp_run(argv, env, 1400);
   cr_log_info("verbs %s p=%d: %.1f s\n%s", algo, c->size, r.seconds, r.out);
   cr_assert_eq(r.status, 0, "%s p=%d: exit %d\n%s", algo, c->size, r.status, r.out);
-  cr_assert(strstr(r.out, "over verbs") && strstr(r.out, "every element exact on every rank"),
-            "%s", r.out);
+  cr_assert(strstr(r.out, "over verbs") && strstr(r.out, "every element exact on every rank"), "%s",
+            r.out);
   free(r.out);
 }
 
 /* Registered buffers go out without staging copies: same results. */
 Test(verbs, registered_buffers, .timeout = 600) {
   need_rdma();
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3", SP_PROG("allreduce_check"), "262144",
-                        NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"),        "-np",    "3",
+                        SP_PROG("allreduce_check"), "262144", NULL};
   const char *env[] = {"ZCOLL_TRANSPORT=verbs", "ZCOLL_TEST_REGISTER=1", NULL};
   struct sp_result r = sp_run(argv, env, 580);
   cr_log_info("verbs registered p=3: %.1f s\n%s", r.seconds, r.out);
   cr_assert_eq(r.status, 0, "%s", r.out);
-  cr_assert(strstr(r.out, "over verbs") && strstr(r.out, "every element exact on every rank"),
-            "%s", r.out);
+  cr_assert(strstr(r.out, "over verbs") && strstr(r.out, "every element exact on every rank"), "%s",
+            r.out);
   free(r.out);
 }
 
@@ -88,8 +88,7 @@ Test(verbs, registered_buffers, .timeout = 600) {
  * own, since on one host auto prefers shared memory): auto picks verbs over UCX. */
 Test(verbs, auto_prefers_rdma, .timeout = 300) {
   need_rdma();
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "4096",
-                        NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "4096", NULL};
   const char *env[] = {"ZCOLL_TRANSPORT=auto", "ZCOLL_TEST_SPLIT_NODES=1", NULL};
   struct sp_result r = sp_run(argv, env, 280);
   cr_assert_eq(r.status, 0, "%s", r.out);
@@ -113,8 +112,8 @@ Test(verbs, hosts_mix_shm_and_verbs, .timeout = 1200) {
              "esac; exec %s/allreduce_check 65536",
              jobs[i].hosts1, ZCOLL_TEST_PROGS_DIR);
     const char *argv[] = {SP_BIN("zcoll_run"), "-np", jobs[i].np, "/bin/sh", "-c", script, NULL};
-    const char *env[] = {"ZCOLL_TRANSPORT=auto", jobs[i].split, "ZCOLL_ALGO=hier",
-                         "ZCOLL_LOG=info", NULL};
+    const char *env[] = {"ZCOLL_TRANSPORT=auto", jobs[i].split, "ZCOLL_ALGO=hier", "ZCOLL_LOG=info",
+                         NULL};
     struct sp_result r = sp_run(argv, env, 580);
     cr_log_info("verbs+shm hier %s: %.1f s\n", jobs[i].split, r.seconds);
     cr_assert_eq(r.status, 0, "%s", r.out);
@@ -124,8 +123,8 @@ Test(verbs, hosts_mix_shm_and_verbs, .timeout = 1200) {
     ll_pair_transport(r.out, 0, 1, tl[0], sizeof(tl[0]));
     ll_pair_transport(r.out, 0, 2, tl[1], sizeof(tl[1]));
     ll_pair_transport(r.out, 2, 3, tl[2], sizeof(tl[2]));
-    cr_expect(!strcmp(tl[0], "shm") && !strcmp(tl[1], "verbs") && !strcmp(tl[2], "shm"),
-              "%s", r.out);
+    cr_expect(!strcmp(tl[0], "shm") && !strcmp(tl[1], "verbs") && !strcmp(tl[2], "shm"), "%s",
+              r.out);
     free(r.out);
   }
 }
@@ -136,8 +135,8 @@ Test(verbs, bad_device_is_a_clear_error, .timeout = 120) {
   const char *env[] = {"ZCOLL_TRANSPORT=verbs", "ZCOLL_IB_DEV=mlx9_nonexistent", NULL};
   struct sp_result r = sp_run(argv, env, 100);
   cr_assert_neq(r.status, 0, "%s", r.out);
-  cr_assert(strstr(r.out, "ZCOLL_IB_DEV=mlx9_nonexistent") && strstr(r.out, "devices here"),
-            "%s", r.out);
+  cr_assert(strstr(r.out, "ZCOLL_IB_DEV=mlx9_nonexistent") && strstr(r.out, "devices here"), "%s",
+            r.out);
   free(r.out);
 }
 
@@ -153,8 +152,7 @@ Test(verbs, bad_port_number_is_refused, .timeout = 60) {
     struct sockaddr_in ip;
     cr_expect_eq(zcoll__verbs_pick_device(&cfg, 0, name, sizeof(name), &port, &ip),
                  ZCOLL_ERR_INVALID_ARG, "%s was accepted", bad[i]);
-    cr_expect(strstr(zcoll_last_error(), "bad port number"), "%s: %s", bad[i],
-              zcoll_last_error());
+    cr_expect(strstr(zcoll_last_error(), "bad port number"), "%s: %s", bad[i], zcoll_last_error());
   }
 }
 
@@ -258,8 +256,23 @@ Test(verbs, rcache_follows_new_pages, .timeout = 600) {
   cr_expect_gt(rcache_count(r.out, "evictions"), 0, "%s", r.out);
   free(r.out);
   /* zcoll_perf reports what registering cost and how often later calls hit. */
-  const char *perf[] = {SP_BIN("zcoll_run"), "-np", "2", SP_BIN("zcoll_perf"), "-b", "64K",
-                        "-e", "1M", "-f", "4", "-n", "3", "-w", "1", "-c", "1", NULL};
+  const char *perf[] = {SP_BIN("zcoll_run"),
+                        "-np",
+                        "2",
+                        SP_BIN("zcoll_perf"),
+                        "-b",
+                        "64K",
+                        "-e",
+                        "1M",
+                        "-f",
+                        "4",
+                        "-n",
+                        "3",
+                        "-w",
+                        "1",
+                        "-c",
+                        "1",
+                        NULL};
   const char *verbs[] = {"ZCOLL_TRANSPORT=verbs", NULL};
   r = sp_run(perf, verbs, 580);
   cr_log_info("zcoll_perf over verbs:\n%s", r.out);
@@ -299,8 +312,8 @@ Test(verbs, zero_copy_persistent_ring, .timeout = 600) {
   char trace[200], prefix[64];
   snprintf(prefix, sizeof(prefix), "%s/t", dir);
   snprintf(trace, sizeof(trace), "ZCOLL_TRACE=%s", prefix);
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("persistent_trace"), "2097152",
-                        "3", NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("persistent_trace"),
+                        "2097152",           "3",   NULL};
   const char *env[] = {"ZCOLL_TRANSPORT=verbs", "ZCOLL_ALGO=ring", trace, NULL};
   struct sp_result r = sp_run(argv, env, 580);
   cr_log_info("verbs persistent p=2 8 MiB: %.1f s\n%s", r.seconds, r.out);
@@ -312,8 +325,8 @@ Test(verbs, zero_copy_persistent_ring, .timeout = 600) {
     snprintf(want, sizeof(want), "rank %d: placed ", k);
     const char *line = strstr(r.out, want);
     unsigned long long placed = 0, copied = 1;
-    cr_assert(line && sscanf(line + strlen(want), "%llu copied %llu", &placed, &copied) == 2,
-              "%s", r.out);
+    cr_assert(line && sscanf(line + strlen(want), "%llu copied %llu", &placed, &copied) == 2, "%s",
+              r.out);
     cr_expect_gt(placed, 0, "rank %d: no piece arrived in place\n%s", k, r.out);
     cr_expect_eq(copied, 0, "rank %d: %llu pieces copied out of the slots\n%s", k, copied, r.out);
     snprintf(path, sizeof(path), "%s.%d.json", prefix, k);
@@ -321,8 +334,8 @@ Test(verbs, zero_copy_persistent_ring, .timeout = 600) {
      * staged and copied, as small calls should be: only the 8 MiB pieces count. */
     long transfers = trace_events(path, "transfer", 4096);
     long in = trace_events(path, "copy-in", 4096), out = trace_events(path, "copy-out", 4096);
-    cr_log_info("rank %d: %ld transfers, %ld copy-in, %ld copy-out of over 4 KiB", k, transfers,
-                in, out);
+    cr_log_info("rank %d: %ld transfers, %ld copy-in, %ld copy-out of over 4 KiB", k, transfers, in,
+                out);
     cr_expect_gt(transfers, 0, "rank %d: no trace in %s", k, path);
     cr_expect_eq(in, 0, "rank %d: copy-in stages in the trace", k);
     cr_expect_eq(out, 0, "rank %d: copy-out stages in the trace", k);

@@ -39,9 +39,7 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
   return remove(path);
 }
 
-static void teardown(void) {
-  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
+static void teardown(void) { nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 TestSuite(zcoll_run, .init = setup, .fini = teardown, .timeout = 120);
 
@@ -66,11 +64,9 @@ static pid_t spawn(const char *const *argv, const char *const *env, int report_f
   pid_t parent = getpid();
   pid_t pid = fork();
   cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
-  if (pid > 0)
-    return pid;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  /* never outlive a test that timed out */
-  if (getppid() != parent)
-    _exit(120);
+  if (pid > 0) return pid;
+  prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a test that timed out */
+  if (getppid() != parent) _exit(120);
   /* Whatever the test runner was started with (`ctest &` ignores SIGINT), the
    * launcher starts with default signal handling. */
   sigset_t none;
@@ -86,11 +82,9 @@ static pid_t spawn(const char *const *argv, const char *const *env, int report_f
   int go = go_fd >= 0 ? fcntl(go_fd, F_DUPFD, 100) : -1;
   if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
     _exit(121);
-  if ((rep >= 0 && dup2(rep, 7) < 0) || (go >= 0 && dup2(go, 8) < 0))
-    _exit(122);
+  if ((rep >= 0 && dup2(rep, 7) < 0) || (go >= 0 && dup2(go, 8) < 0)) _exit(122);
   for (; env && *env; env++)
-    if (putenv((char *)*env) != 0)
-      _exit(123);
+    if (putenv((char *)*env) != 0) _exit(123);
   execv(LAUNCHER, (char *const *)argv);
   _exit(126);
 }
@@ -106,16 +100,13 @@ static int wait_end(pid_t pid, double timeout) {
     struct pollfd p = {.fd = pfd, .events = POLLIN};
     int r;
     double deadline = now_s() + timeout;
-    do
-      r = poll(&p, 1, (int)((deadline - now_s()) * 1000) + 1);
+    do r = poll(&p, 1, (int)((deadline - now_s()) * 1000) + 1);
     while (r < 0 && errno == EINTR);
     close(pfd);
-    if (r == 0)
-      return -1;
+    if (r == 0) return -1;
   }
   int st;
-  if (waitpid(pid, &st, WNOHANG) != pid)
-    return 0;  /* not our child: someone else reaps it */
+  if (waitpid(pid, &st, WNOHANG) != pid) return 0; /* not our child: someone else reaps it */
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -123,8 +114,7 @@ static int wait_end(pid_t pid, double timeout) {
 static int wait_launcher(pid_t pid, double timeout, double *elapsed) {
   double t0 = now_s();
   int st = wait_end(pid, timeout);
-  if (elapsed)
-    *elapsed = now_s() - t0;
+  if (elapsed) *elapsed = now_s() - t0;
   if (st < 0) {
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
@@ -145,8 +135,7 @@ static char *slurp(const char *path) {
   size_t n;
   while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
     len += n;
-    if (cap - len < 2)
-      buf = realloc(buf, cap *= 2);
+    if (cap - len < 2) buf = realloc(buf, cap *= 2);
     cr_assert_not_null(buf);
   }
   buf[len] = '\0';
@@ -242,8 +231,7 @@ Test(zcoll_run, environment_of_every_rank) {
     /* Only rank 0 holds the listening socket, and it is the one behind ZCOLL_ROOT. */
     expect_value(r, "ROOT_SOCKETS", r == 0 ? "1" : "0");
     expect_value(r, "ROOT_FD_CHECK", r == 0 ? "ok" : NULL);
-    if (r > 0)
-      expect_value(r, "ZCOLL_ROOT_FD", NULL);
+    if (r > 0) expect_value(r, "ZCOLL_ROOT_FD", NULL);
   }
   free(root);
   free(key);
@@ -261,9 +249,22 @@ Test(zcoll_run, every_job_gets_its_own_key_and_port) {
 }
 
 Test(zcoll_run, export_variables) {
-  const char *argv[] = {"zcoll_run", "-x", "ZRTEST_A=hello world", "-np", "2",
-                        "-x", "ZRTEST_B", "-x", "ZRTEST_C=a=b=c", "-x", "ZRTEST_EMPTY=",
-                        "-x", "ZRTEST_OVER=new", PROG("run_env"), tmpdir, NULL};
+  const char *argv[] = {"zcoll_run",
+                        "-x",
+                        "ZRTEST_A=hello world",
+                        "-np",
+                        "2",
+                        "-x",
+                        "ZRTEST_B",
+                        "-x",
+                        "ZRTEST_C=a=b=c",
+                        "-x",
+                        "ZRTEST_EMPTY=",
+                        "-x",
+                        "ZRTEST_OVER=new",
+                        PROG("run_env"),
+                        tmpdir,
+                        NULL};
   const char *env[] = {"ZRTEST_B=from launcher", "ZRTEST_OVER=old", NULL};
   cr_assert_eq(run(argv, env), 0);
   for (int r = 0; r < 2; r++) {
@@ -285,8 +286,8 @@ Test(zcoll_run, export_of_unset_variable_is_an_error) {
 }
 
 Test(zcoll_run, program_arguments_pass_through) {
-  const char *argv[] = {"zcoll_run", "--np=1", "--", PROG("run_env"), tmpdir,
-                        "-np", "7", "--bogus", "-x", NULL};
+  const char *argv[] = {"zcoll_run", "--np=1", "--", PROG("run_env"), tmpdir, "-np", "7",
+                        "--bogus",   "-x",     NULL};
   cr_assert_eq(run(argv, NULL), 0);
   expect_value(0, "ARGC", "4");
   expect_value(0, "ARG1", "-np");
@@ -321,7 +322,7 @@ Test(zcoll_run, failure_terminates_the_other_ranks) {
   make_pipe(rep);
   make_pipe(go);
   const char *argv[] = {"zcoll_run", "-np", "4", PROG("run_fail"), "1", "exit:3", "sleep",
-                        PIDFD, GOFD, NULL};
+                        PIDFD,       GOFD,  NULL};
   pid_t pid = spawn(argv, NULL, rep[1], go[0]);
   int ranks[4], pids[4];
   read_reports(rep[0], 4, ranks, pids, 60);
@@ -329,8 +330,7 @@ Test(zcoll_run, failure_terminates_the_other_ranks) {
   double elapsed;
   cr_assert_eq(wait_launcher(pid, 60, &elapsed), 3);
   cr_expect_lt(elapsed, 20, "zcoll_run took %.1f s", elapsed);
-  for (int k = 0; k < 4; k++)
-    assert_gone(pids[k]);
+  for (int k = 0; k < 4; k++) assert_gone(pids[k]);
   char *err = slurp(path_in_tmp("stderr"));
   cr_expect_not_null(strstr(err, "exited with status 3; terminating the other ranks"), "%s", err);
   free(err);
@@ -348,28 +348,26 @@ Test(zcoll_run, failure_kills_grandchildren) {
   pid_t pid = spawn(argv, NULL, rep[1], go[0]);
   int ranks[3], pids[3];
   read_reports(rep[0], 3, ranks, pids, 60);
-  cr_assert_eq(write(go[1], "g\n", 2), 2);  /* sh's read wants a whole line */
+  cr_assert_eq(write(go[1], "g\n", 2), 2); /* sh's read wants a whole line */
   double elapsed;
   cr_assert_eq(wait_launcher(pid, 60, &elapsed), 5);
   cr_expect_lt(elapsed, 20, "zcoll_run took %.1f s", elapsed);
-  for (int k = 0; k < 3; k++)
-    assert_gone(pids[k]);
+  for (int k = 0; k < 3; k++) assert_gone(pids[k]);
 }
 
 /* Ranks that ignore SIGTERM get SIGKILL after the grace period. */
 Test(zcoll_run, timeout_kills_ranks_that_ignore_sigterm) {
   int rep[2];
   make_pipe(rep);
-  const char *argv[] = {"zcoll_run", "-np", "3", "--timeout", "1", PROG("run_sleep"), "300",
-                        PIDFD, "ignore", NULL};
+  const char *argv[] = {"zcoll_run",       "-np", "3",   "--timeout", "1",
+                        PROG("run_sleep"), "300", PIDFD, "ignore",    NULL};
   pid_t pid = spawn(argv, NULL, rep[1], -1);
   int ranks[3], pids[3];
   read_reports(rep[0], 3, ranks, pids, 60);
   double elapsed;
   cr_assert_eq(wait_launcher(pid, 60, &elapsed), 124);
   cr_expect_lt(elapsed, 20, "zcoll_run took %.1f s", elapsed);
-  for (int k = 0; k < 3; k++)
-    assert_gone(pids[k]);
+  for (int k = 0; k < 3; k++) assert_gone(pids[k]);
   char *err = slurp(path_in_tmp("stderr"));
   cr_expect_not_null(strstr(err, "zcoll_run: timeout after 1 s; terminating ranks"), "%s", err);
   free(err);
@@ -377,7 +375,7 @@ Test(zcoll_run, timeout_kills_ranks_that_ignore_sigterm) {
 
 Test(zcoll_run, timeout_does_not_fire_for_a_quick_job) {
   const char *argv[] = {"zcoll_run", "-np", "2", "--timeout=600", PROG("run_fail"), "0",
-                        "exit:0", "ok", NULL};
+                        "exit:0",    "ok",  NULL};
   double elapsed;
   cr_assert_eq(wait_launcher(spawn(argv, NULL, -1, -1), 60, &elapsed), 0);
   cr_expect_lt(elapsed, 20);
@@ -387,8 +385,7 @@ Test(zcoll_run, timeout_does_not_fire_for_a_quick_job) {
 Test(zcoll_run, sigint_is_forwarded) {
   int rep[2];
   make_pipe(rep);
-  const char *argv[] = {"zcoll_run", "-np", "3", PROG("run_sleep"), "300", PIDFD, "catch",
-                        NULL};
+  const char *argv[] = {"zcoll_run", "-np", "3", PROG("run_sleep"), "300", PIDFD, "catch", NULL};
   pid_t pid = spawn(argv, NULL, rep[1], -1);
   int ranks[3], pids[3];
   read_reports(rep[0], 3, ranks, pids, 60);
@@ -402,8 +399,7 @@ Test(zcoll_run, sigint_is_forwarded) {
     cr_assert_gt(poll(&p, 1, 20000), 0, "signal reports: got '%s'", buf);
     ssize_t k = read(rep[0], buf + len, sizeof buf - 1 - len);
     cr_assert_gt(k, 0);
-    for (ssize_t i = 0; i < k; i++)
-      lines += buf[len + (size_t)i] == '\n';
+    for (ssize_t i = 0; i < k; i++) lines += buf[len + (size_t)i] == '\n';
     len += (size_t)k;
   }
   for (int k = 0; k < 3; k++) {
@@ -425,8 +421,7 @@ Test(zcoll_run, sigterm_is_forwarded) {
   double elapsed;
   cr_assert_eq(wait_launcher(pid, 60, &elapsed), 128 + SIGTERM);
   cr_expect_lt(elapsed, 20);
-  for (int k = 0; k < 2; k++)
-    assert_gone(pids[k]);
+  for (int k = 0; k < 2; k++) assert_gone(pids[k]);
 }
 
 /* Each "[r] " line must be one whole line of rank r, in that rank's order. */
@@ -476,7 +471,8 @@ Test(zcoll_run, tag_output_short_option_and_exec_failure) {
   cr_assert_eq(run(argv, NULL), 127);
   char *err = slurp(path_in_tmp("stderr"));
   cr_expect_not_null(strstr(err, "] zcoll_run: cannot execute /nonexistent/prog: "
-                                 "No such file or directory\n"), "stderr: %s", err);
+                                 "No such file or directory\n"),
+                     "stderr: %s", err);
   free(err);
 }
 
@@ -502,7 +498,8 @@ Test(zcoll_run, program_that_cannot_be_executed) {
   cr_assert_eq(run(argv, NULL), 127);
   char *err = slurp(path_in_tmp("stderr"));
   cr_expect_not_null(strstr(err, "zcoll_run: cannot execute /nonexistent/prog: "
-                                 "No such file or directory\n"), "stderr: %s", err);
+                                 "No such file or directory\n"),
+                     "stderr: %s", err);
   free(err);
 }
 

@@ -32,8 +32,8 @@ static void *task_main(void *p) {
 }
 
 /* The round's tasks of this rank, as threads. */
-static void commit_tasks(zcoll_vec_t *vec, int rank, int round, size_t count,
-                         struct task_arg *args, pthread_t *th) {
+static void commit_tasks(zcoll_vec_t *vec, int rank, int round, size_t count, struct task_arg *args,
+                         pthread_t *th) {
   for (int t = 0; t < tasks_of(rank); t++) {
     args[t] = (struct task_arg){vec, rank, t, round, count, ZCOLL_OK};
     pthread_create(&th[t], NULL, task_main, &args[t]);
@@ -52,8 +52,8 @@ static int join_tasks(struct rt_job *job, int rank, struct task_arg *args, pthre
   return ok;
 }
 
-static int check(struct rt_job *job, int rank, const double *out, size_t count, int round,
-                 int avg, const char *key) {
+static int check(struct rt_job *job, int rank, const double *out, size_t count, int round, int avg,
+                 const char *key) {
   int total = 0;
   for (int r = 0; r < job->size; r++) total += tasks_of(r);
   for (size_t k = 0; k < count; k++) {
@@ -63,8 +63,8 @@ static int check(struct rt_job *job, int rank, const double *out, size_t count, 
     if (avg) want /= total;
     if (out[k] != want) {
       char msg[200];
-      snprintf(msg, sizeof(msg), "key %s round %d element %zu: %g, want %g", key, round, k,
-               out[k], want);
+      snprintf(msg, sizeof(msg), "key %s round %d element %zu: %g, want %g", key, round, k, out[k],
+               want);
       rt_fail(job, rank, msg);
       return 0;
     }

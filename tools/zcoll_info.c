@@ -29,28 +29,25 @@
 
 #define PROG "zcoll_info"
 
-static void usage(FILE *f)
-{
-  fprintf(f,
-          "usage: " PROG " [-v] [-c] [-d] [-b] [-s -np P [-b MIN] [-e MAX] [-f FACTOR]] [-h]\n"
-          "  -v          print the library version\n"
-          "  -c          print every configuration variable: current value, default and doc\n"
-          "  -d          print what each transport finds here (RDMA devices and ports, UCX's\n"
-          "              transports and devices, shm's prerequisites) and whether it is usable\n"
-          "  -b          print the build: transports, reduction kernels, library versions\n"
-          "              (with -s, -b is the smallest size instead, as in zcoll_perf)\n"
-          "  -s -np P    print, for P ranks on this host, the allreduce's algorithm, chunk\n"
-          "              bytes, pipeline depth and the rule that chose it for each size from\n"
-          "              -b MIN to -e MAX bytes (default 8 and 64M; K, M, G suffixes),\n"
-          "              multiplying by -f FACTOR (default 2), as zcoll_perf's sizes go\n"
-          "  -h, --help  print this help\n"
-          "With no option, prints the version and the configuration (-v -c).\n"
-          "The ZCOLL_* environment applies throughout (ZCOLL_ALGO, ZCOLL_TUNING_FILE,\n"
-          "ZCOLL_CHUNK_BYTES, ZCOLL_TRANSPORT, ZCOLL_IB_DEV, ...).\n");
+static void usage(FILE *f) {
+  fprintf(f, "usage: " PROG " [-v] [-c] [-d] [-b] [-s -np P [-b MIN] [-e MAX] [-f FACTOR]] [-h]\n"
+             "  -v          print the library version\n"
+             "  -c          print every configuration variable: current value, default and doc\n"
+             "  -d          print what each transport finds here (RDMA devices and ports, UCX's\n"
+             "              transports and devices, shm's prerequisites) and whether it is usable\n"
+             "  -b          print the build: transports, reduction kernels, library versions\n"
+             "              (with -s, -b is the smallest size instead, as in zcoll_perf)\n"
+             "  -s -np P    print, for P ranks on this host, the allreduce's algorithm, chunk\n"
+             "              bytes, pipeline depth and the rule that chose it for each size from\n"
+             "              -b MIN to -e MAX bytes (default 8 and 64M; K, M, G suffixes),\n"
+             "              multiplying by -f FACTOR (default 2), as zcoll_perf's sizes go\n"
+             "  -h, --help  print this help\n"
+             "With no option, prints the version and the configuration (-v -c).\n"
+             "The ZCOLL_* environment applies throughout (ZCOLL_ALGO, ZCOLL_TUNING_FILE,\n"
+             "ZCOLL_CHUNK_BYTES, ZCOLL_TRANSPORT, ZCOLL_IB_DEV, ...).\n");
 }
 
-static void print_algorithms(void)
-{
+static void print_algorithms(void) {
   const char *names[32];
   int n = zcoll_algorithm_names(names, 32);
   printf("#\n# algorithms this build accepts for ZCOLL_ALGO: auto");
@@ -65,18 +62,17 @@ static void print_algorithms(void)
 
 /* Under srun or mpirun: that the job needs no ZCOLL_* variable (the library's rule:
  * ZCOLL_RANK/SIZE win, else a PMIx server's). */
-static void print_launcher(void)
-{
+static void print_launcher(void) {
   const char *ns = getenv("PMIX_NAMESPACE"), *rank = getenv("PMIX_RANK");
   if (!ns || !*ns || !rank || !*rank || getenv("ZCOLL_RANK") || getenv("ZCOLL_SIZE")) return;
   printf("#\n# launcher: a PMIx server (namespace %s, rank %s): rank, size, rank 0's address "
-         "and\n#   the job key come through PMIx\n", ns, rank);
+         "and\n#   the job key come through PMIx\n",
+         ns, rank);
 }
 
 /* What ZCOLL_PROGRESS will do here: a progress thread per rank must not outnumber the
  * cores silently (the library warns at init too; this says it before the job). */
-static void print_progress(zcoll_config_t *cfg)
-{
+static void print_progress(zcoll_config_t *cfg) {
   char mode[32] = "?", spin[32] = "?", local[32] = "-1";
   zcoll_config_get(cfg, "PROGRESS", mode, sizeof mode);
   zcoll_config_get(cfg, "SPIN_US", spin, sizeof spin);
@@ -85,25 +81,28 @@ static void print_progress(zcoll_config_t *cfg)
   printf("#\n# progress: ZCOLL_PROGRESS=%s on a host with %ld cores\n", mode, cores);
   if (strcmp(mode, "thread") == 0) {
     printf("#   each rank starts one progress thread: it spins up to %s us after work, then\n"
-           "#   sleeps on the transport's descriptors (no CPU while idle)\n", spin);
+           "#   sleeps on the transport's descriptors (no CPU while idle)\n",
+           spin);
     if (ranks > 0)
       printf("#   %ld ranks here (ZCOLL_LOCAL_SIZE): %ld threads with the application's on %ld "
-             "cores: %s\n", ranks, 2 * ranks, cores,
+             "cores: %s\n",
+             ranks, 2 * ranks, cores,
              2 * ranks > cores ? "more threads than cores, progress waits for a core "
                                  "(init warns; ZCOLL_PROGRESS=caller avoids it)"
                                : "fits");
     else
       printf("#   at most %ld rank%s per host keep%s the threads within the cores; more and "
-             "init warns\n", cores / 2, cores / 2 == 1 ? "" : "s", cores / 2 == 1 ? "s" : "");
+             "init warns\n",
+             cores / 2, cores / 2 == 1 ? "" : "s", cores / 2 == 1 ? "s" : "");
   } else {
     printf("#   no thread: requests move only inside zcoll calls (zcoll_test, zcoll_wait, any\n"
-           "#   collective); waits spin up to %s us, then sleep\n", spin);
+           "#   collective); waits spin up to %s us, then sleep\n",
+           spin);
   }
 }
 
 /* The configuration from the environment; NULL (and said why) if a ZCOLL_* value is bad. */
-static zcoll_config_t *make_config(void)
-{
+static zcoll_config_t *make_config(void) {
   zcoll_config_t *cfg = NULL;
   zcoll_status_t st = zcoll_config_create(&cfg);
   if (st != ZCOLL_OK) {
@@ -115,8 +114,7 @@ static zcoll_config_t *make_config(void)
   return cfg;
 }
 
-static int print_config(void)
-{
+static int print_config(void) {
   zcoll_config_t *cfg = make_config();
   if (!cfg) return 1;
   int n = zcoll_config_entries(cfg, NULL, 0);
@@ -131,8 +129,8 @@ static int print_config(void)
          n < 0 ? 0 : n);
   for (int i = 0; i < n; i++) {
     const char *name = e[i].name ? e[i].name : "?";
-    printf("#\n# %s\n# default: %s\n%s=%s\n", e[i].doc ? e[i].doc : "", e[i].default_value
-           ? e[i].default_value : "", name, e[i].value ? e[i].value : "");
+    printf("#\n# %s\n# default: %s\n%s=%s\n", e[i].doc ? e[i].doc : "",
+           e[i].default_value ? e[i].default_value : "", name, e[i].value ? e[i].value : "");
   }
   free(e); /* its strings are only valid until the config changes */
   print_algorithms();
@@ -155,8 +153,7 @@ struct opts {
 
 /* Per transport, what it finds here -- devices, a library's resources, prerequisites --
  * then whether it can run, both from the transport itself. */
-static int print_devices(zcoll_config_t *cfg, const void *arg)
-{
+static int print_devices(zcoll_config_t *cfg, const void *arg) {
   (void)arg;
   static const struct {
     const char *name, *title;
@@ -180,7 +177,10 @@ static int print_devices(zcoll_config_t *cfg, const void *arg)
       if (!strcmp(titles[k].name, names[t])) title = titles[k].title;
     printf("#\n# %s: %s\n", names[t], title);
     for (int i = 0; i < n && i < MAX_DETAILS; i++)
-      printf("%-8s %-4s %-24s %s\n", names[t], d[i].ok > 0 ? "ok" : d[i].ok == 0 ? "no" : "-",
+      printf("%-8s %-4s %-24s %s\n", names[t],
+             d[i].ok > 0    ? "ok"
+             : d[i].ok == 0 ? "no"
+                            : "-",
              d[i].what, d[i].detail);
     if (n > MAX_DETAILS) printf("%-8s %d more not shown\n", names[t], n - MAX_DETAILS);
   }
@@ -197,8 +197,7 @@ static int print_devices(zcoll_config_t *cfg, const void *arg)
   return 0;
 }
 
-static void print_build(void)
-{
+static void print_build(void) {
   const char *names[MAX_TL];
   int built[MAX_TL];
   int ntl = zcoll_transport_names(names, built, MAX_TL);
@@ -221,8 +220,7 @@ static void print_build(void)
 }
 
 /* Which rule decides, size by size, as zcoll_perf's sweep goes (-b, -e, -f). */
-static int print_selection(zcoll_config_t *cfg, const void *arg)
-{
+static int print_selection(zcoll_config_t *cfg, const void *arg) {
   const struct opts *o = arg;
   char algo[64] = "", tuning[512] = "";
   zcoll_config_get(cfg, "ALGO", algo, sizeof algo);
@@ -243,8 +241,7 @@ static int print_selection(zcoll_config_t *cfg, const void *arg)
   return 0;
 }
 
-static int with_config(int (*fn)(zcoll_config_t *, const void *), const void *arg)
-{
+static int with_config(int (*fn)(zcoll_config_t *, const void *), const void *arg) {
   zcoll_config_t *cfg = make_config();
   if (!cfg) return 1;
   int rc = fn(cfg, arg);
@@ -254,8 +251,7 @@ static int with_config(int (*fn)(zcoll_config_t *, const void *), const void *ar
 }
 
 /* -b is the build listing, or -s's smallest size: with -s anywhere, the latter. */
-static int parse_args(int argc, char **argv, struct opts *o)
-{
+static int parse_args(int argc, char **argv, struct opts *o) {
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "-s")) o->select = 1;
   for (int i = 1; i < argc; i++) {
@@ -281,8 +277,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
                 1 << 20);
         return 2;
       }
-      if (a[1] == 'f') o->factor = (size_t)v;
-      else o->ranks = (int)v;
+      if (a[1] == 'f')
+        o->factor = (size_t)v;
+      else
+        o->ranks = (int)v;
       o->sweep = 1;
       i++;
     } else if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
@@ -294,8 +292,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
       o->sweep = 1;
       i++;
     } else {
-      fprintf(stderr, PROG ": unknown %s '%s' (try -h)\n", a[0] == '-' ? "option" : "argument",
-              a);
+      fprintf(stderr, PROG ": unknown %s '%s' (try -h)\n", a[0] == '-' ? "option" : "argument", a);
       return 2;
     }
   }
@@ -314,8 +311,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
   return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   struct opts o = {0, 0, 0, 0, 0, 0, 0, 8, (size_t)64 << 20, 2};
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc;

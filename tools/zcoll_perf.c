@@ -31,12 +31,14 @@ _Static_assert((int)PT_DTYPE_COUNT == (int)ZCOLL_DTYPE_COUNT, "dtype lists diffe
 _Static_assert((int)PT_OP_COUNT == (int)ZCOLL_OP_COUNT, "op lists differ");
 
 static const zcoll_dtype_t dtype_map[PT_DTYPE_COUNT] = {
-    [PT_INT8] = ZCOLL_INT8,         [PT_UINT8] = ZCOLL_UINT8,     [PT_INT32] = ZCOLL_INT32,
-    [PT_UINT32] = ZCOLL_UINT32,     [PT_INT64] = ZCOLL_INT64,     [PT_UINT64] = ZCOLL_UINT64,
-    [PT_FLOAT16] = ZCOLL_FLOAT16,   [PT_BFLOAT16] = ZCOLL_BFLOAT16, [PT_FLOAT32] = ZCOLL_FLOAT32,
+    [PT_INT8] = ZCOLL_INT8,       [PT_UINT8] = ZCOLL_UINT8,       [PT_INT32] = ZCOLL_INT32,
+    [PT_UINT32] = ZCOLL_UINT32,   [PT_INT64] = ZCOLL_INT64,       [PT_UINT64] = ZCOLL_UINT64,
+    [PT_FLOAT16] = ZCOLL_FLOAT16, [PT_BFLOAT16] = ZCOLL_BFLOAT16, [PT_FLOAT32] = ZCOLL_FLOAT32,
     [PT_FLOAT64] = ZCOLL_FLOAT64};
-static const zcoll_op_t op_map[PT_OP_COUNT] = {[PT_SUM] = ZCOLL_SUM, [PT_PROD] = ZCOLL_PROD,
-                                               [PT_MIN] = ZCOLL_MIN, [PT_MAX] = ZCOLL_MAX,
+static const zcoll_op_t op_map[PT_OP_COUNT] = {[PT_SUM] = ZCOLL_SUM,
+                                               [PT_PROD] = ZCOLL_PROD,
+                                               [PT_MIN] = ZCOLL_MIN,
+                                               [PT_MAX] = ZCOLL_MAX,
                                                [PT_AVG] = ZCOLL_AVG};
 
 struct perf_ctx {
@@ -47,8 +49,7 @@ struct perf_ctx {
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
-static void report(const struct perf_ctx *c, const char *what, zcoll_status_t st)
-{
+static void report(const struct perf_ctx *c, const char *what, zcoll_status_t st) {
   const char *detail = c && c->comm ? zcoll_comm_last_error(c->comm) : zcoll_last_error();
   fprintf(stderr, PROG ": %s: %s: %s\n", what, zcoll_strerror(st),
           detail && *detail ? detail : "(no details)");
@@ -56,8 +57,7 @@ static void report(const struct perf_ctx *c, const char *what, zcoll_status_t st
 
 /* 0 if st is ZCOLL_OK, else -1 after reporting what failed (a printf format). */
 __attribute__((format(printf, 3, 4))) static int check(const struct perf_ctx *c, zcoll_status_t st,
-                                                       const char *fmt, ...)
-{
+                                                       const char *fmt, ...) {
   if (st == ZCOLL_OK) return 0;
   char what[192];
   va_list ap;
@@ -71,8 +71,7 @@ __attribute__((format(printf, 3, 4))) static int check(const struct perf_ctx *c,
 static const char *placement(const void *sendbuf) { return sendbuf ? "out-of-place" : "in-place"; }
 
 static int perf_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
-                          enum pt_dtype t, enum pt_op op)
-{
+                          enum pt_dtype t, enum pt_op op) {
   struct perf_ctx *c = ctx;
   zcoll_status_t st = zcoll_allreduce(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf, count,
                                       dtype_map[t], op_map[op]);
@@ -81,8 +80,7 @@ static int perf_allreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t 
 }
 
 static int perf_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
-                           enum pt_dtype t, enum pt_op op, struct pt_req **req)
-{
+                           enum pt_dtype t, enum pt_op op, struct pt_req **req) {
   struct perf_ctx *c = ctx;
   zcoll_request_t *r = NULL;
   zcoll_status_t st = zcoll_iallreduce(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf, count,
@@ -94,8 +92,7 @@ static int perf_iallreduce(void *ctx, const void *sendbuf, void *recvbuf, size_t
   return 0;
 }
 
-static int perf_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root)
-{
+static int perf_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root) {
   struct perf_ctx *c = ctx;
   zcoll_status_t st = zcoll_broadcast(c->comm, buf, count, dtype_map[t], root);
   return check(c, st, "zcoll_broadcast (rank %d, %zu x %s, root %d)", c->rank, count,
@@ -103,8 +100,7 @@ static int perf_broadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, i
 }
 
 static int perf_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, int root,
-                           struct pt_req **req)
-{
+                           struct pt_req **req) {
   struct perf_ctx *c = ctx;
   zcoll_request_t *r = NULL;
   zcoll_status_t st = zcoll_ibroadcast(c->comm, buf, count, dtype_map[t], root, &r);
@@ -116,8 +112,7 @@ static int perf_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, 
 }
 
 /* A request that ended, well or not, is freed here: completion does not free it. */
-static int perf_wait(void *ctx, struct pt_req *req)
-{
+static int perf_wait(void *ctx, struct pt_req *req) {
   struct perf_ctx *c = ctx;
   zcoll_request_t *r = (zcoll_request_t *)req;
   zcoll_status_t st = zcoll_wait(r);
@@ -128,37 +123,31 @@ static int perf_wait(void *ctx, struct pt_req *req)
 
 /* The driver's own small allreduces: the barrier, the times, the wrong counts. */
 static int small(struct perf_ctx *c, void *v, size_t n, zcoll_dtype_t t, zcoll_op_t op,
-                 const char *what)
-{
+                 const char *what) {
   zcoll_status_t st = zcoll_allreduce(c->comm, ZCOLL_IN_PLACE, v, n, t, op);
   return check(c, st, "zcoll_allreduce (rank %d, %s)", c->rank, what);
 }
 
 /* zcoll has no barrier: a one-element allreduce is one. */
-static int perf_barrier(void *ctx)
-{
+static int perf_barrier(void *ctx) {
   int32_t one = 1;
   return small(ctx, &one, 1, ZCOLL_INT32, ZCOLL_SUM, "barrier");
 }
 
-static int perf_max_double(void *ctx, double *v, size_t n)
-{
+static int perf_max_double(void *ctx, double *v, size_t n) {
   return small(ctx, v, n, ZCOLL_FLOAT64, ZCOLL_MAX, "max of the times");
 }
 
-static int perf_sum_double(void *ctx, double *v, size_t n)
-{
+static int perf_sum_double(void *ctx, double *v, size_t n) {
   return small(ctx, v, n, ZCOLL_FLOAT64, ZCOLL_SUM, "sum of the times");
 }
 
-static int perf_sum_u64(void *ctx, uint64_t *v, size_t n)
-{
+static int perf_sum_u64(void *ctx, uint64_t *v, size_t n) {
   return small(ctx, v, n, ZCOLL_UINT64, ZCOLL_SUM, "sum of the wrong counts");
 }
 
 static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dtype t,
-                          enum pt_op op, int root, const char **name)
-{
+                          enum pt_op op, int root, const char **name) {
   struct perf_ctx *c = ctx;
   if (coll == PT_COLL_BROADCAST) {
     zcoll_status_t st = zcoll_broadcast_algorithm(c->comm, count, dtype_map[t], root, name);
@@ -170,15 +159,13 @@ static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dt
                pt_dtype_names[t], pt_op_names[op]);
 }
 
-static uint64_t perf_collectives(void *ctx)
-{
+static uint64_t perf_collectives(void *ctx) {
   zcoll_comm_stats_t s;
   struct perf_ctx *c = ctx;
   return zcoll_comm_stats(c->comm, &s, sizeof s) == ZCOLL_OK ? s.collectives : 0;
 }
 
-static int perf_register(void *ctx, void *addr, size_t len)
-{
+static int perf_register(void *ctx, void *addr, size_t len) {
   struct perf_ctx *c = ctx;
   zcoll_mr_t *mr = NULL;
   if (c->nmr == 2) return check(c, ZCOLL_ERR_INVALID_ARG, "rank %d: a third registration", c->rank);
@@ -189,8 +176,7 @@ static int perf_register(void *ctx, void *addr, size_t len)
   return 0;
 }
 
-static int perf_deregister_all(void *ctx)
-{
+static int perf_deregister_all(void *ctx) {
   struct perf_ctx *c = ctx;
   int rc = 0;
   while (c->nmr > 0) {
@@ -205,8 +191,7 @@ static int perf_deregister_all(void *ctx)
  * (still before zcoll_comm_init) and 1 otherwise. algo: the timed collective's algorithm
  * field in effect. */
 static zcoll_config_t *configure(const struct pt_opts *o, char *algo, size_t algo_len,
-                                 char *progress, size_t progress_len, int *exit_code)
-{
+                                 char *progress, size_t progress_len, int *exit_code) {
   const char *field = o->coll == PT_COLL_BROADCAST ? "BCAST_ALGO" : "ALGO";
   zcoll_config_t *cfg = NULL;
   zcoll_status_t st = zcoll_config_create(&cfg);
@@ -234,8 +219,7 @@ static zcoll_config_t *configure(const struct pt_opts *o, char *algo, size_t alg
 /* Over verbs, buffers the application did not register go through the registration
  * cache: what registering cost on first use, and how often later calls found them
  * (summed over the ranks). Nothing where there is no cache. */
-static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be)
-{
+static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be) {
   zcoll_comm_stats_t s;
   zcoll_status_t st = zcoll_comm_stats(c->comm, &s, sizeof s);
   if (st != ZCOLL_OK) {
@@ -262,8 +246,7 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be)
  * fills its slot, the rest stay 0, a max over bytes puts them together), so that an
  * operator sees where each rank ran and over what without a log. */
 #define RANK_LINE 192
-static int print_ranks(struct perf_ctx *c, int nranks)
-{
+static int print_ranks(struct perf_ctx *c, int nranks) {
   char host[64] = "?";
   if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "?");
   host[sizeof host - 1] = '\0';
@@ -287,8 +270,7 @@ static int print_ranks(struct perf_ctx *c, int nranks)
   return rc;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
       PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST,
@@ -339,7 +321,8 @@ int main(int argc, char **argv)
   if (be.rank == 0) {
     const char *tl = zcoll_comm_transport(ctx.comm);
     printf("# " PROG ": transport %s, algorithm %s, ranks %d, progress %s, zcoll %s, "
-           "launcher %s\n", tl ? tl : "?", algo, be.nranks, progress, zcoll_version_string(),
+           "launcher %s\n",
+           tl ? tl : "?", algo, be.nranks, progress, zcoll_version_string(),
            zcoll_comm_launcher(ctx.comm));
     pt_print_modes(stdout, PROG, &o);
     pt_print_params(stdout, &o);

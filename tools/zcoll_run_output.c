@@ -27,10 +27,9 @@ static void write_out(struct zr_output *L, int fd, const char *p, size_t n) {
     if (w >= 0) {
       p += w;
       n -= (size_t)w;
-    } else if (errno == EAGAIN) {  /* someone made our stdout non-blocking */
+    } else if (errno == EAGAIN) { /* someone made our stdout non-blocking */
       struct pollfd pf = {.fd = fd, .events = POLLOUT};
-      if (poll(&pf, 1, -1) < 0 && errno != EINTR)
-        fail("poll");
+      if (poll(&pf, 1, -1) < 0 && errno != EINTR) fail("poll");
     } else if (errno != EINTR) {
       int e = errno;
       L->broken_out[fd] = true;
@@ -70,8 +69,7 @@ static void emit_lines(struct zr_output *L, struct stream *s, const char *buf, s
 }
 
 void zr_close_stream(struct zr_output *L, struct stream *s) {
-  if (s->len > 0)
-    emit_lines(L, s, s->buf, s->len);  /* a partial last line is still a line */
+  if (s->len > 0) emit_lines(L, s, s->buf, s->len); /* a partial last line is still a line */
   close(s->fd);
   s->fd = -1;
   free(s->buf);
@@ -80,23 +78,20 @@ void zr_close_stream(struct zr_output *L, struct stream *s) {
 }
 
 int zr_read_stream(struct zr_output *L, struct stream *s) {
-  if (s->cap - s->len < READ_CHUNK) {  /* grow geometrically: lines can be long */
+  if (s->cap - s->len < READ_CHUNK) { /* grow geometrically: lines can be long */
     s->cap = s->len + READ_CHUNK > 2 * s->cap ? s->len + READ_CHUNK : 2 * s->cap;
     s->buf = grow(s->buf, s->cap);
   }
   ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN))
-    return 0;
-  if (n < 0)
-    fprintf(stderr, "zcoll_run: read output of rank %d: %s\n", s->rank, strerror(errno));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return 0;
+  if (n < 0) fprintf(stderr, "zcoll_run: read output of rank %d: %s\n", s->rank, strerror(errno));
   if (n <= 0) {
     zr_close_stream(L, s);
     return 1;
   }
   const char *nl = memrchr(s->buf + s->len, '\n', (size_t)n);
   s->len += (size_t)n;
-  if (!nl)
-    return 0;
+  if (!nl) return 0;
   size_t whole = (size_t)(nl - s->buf) + 1;
   emit_lines(L, s, s->buf, whole);
   memmove(s->buf, s->buf + whole, s->len - whole);

@@ -7,18 +7,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct stream {           /* one rank's stdout or stderr pipe */
-  int fd;                 /* read end; -1 once closed */
-  int out_fd;             /* where its lines go: 1 or 2 */
+struct stream { /* one rank's stdout or stderr pipe */
+  int fd;       /* read end; -1 once closed */
+  int out_fd;   /* where its lines go: 1 or 2 */
   int rank;
-  char *buf;              /* the partial line carried over between reads */
+  char *buf; /* the partial line carried over between reads */
   size_t len, cap;
 };
 
 struct zr_output {
-  char *scratch;          /* output assembly buffer */
+  char *scratch; /* output assembly buffer */
   size_t scratch_cap;
-  bool broken_out[3];     /* output fd failed: discard what would go there */
+  bool broken_out[3]; /* output fd failed: discard what would go there */
 };
 
 /* Reads what the pipe has and forwards its whole lines; at end of file (or a read

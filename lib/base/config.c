@@ -36,7 +36,7 @@ static const char *shown(const struct field *f, const char *value) {
 }
 
 static int parse_int(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                     const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   char *end;
@@ -51,7 +51,7 @@ static int parse_int(const char *text, void *dst, size_t size, char *why, size_t
 }
 
 static int parse_nonneg_int(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                            const struct zcoll__config_names *nm) {
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
   if (*(int *)dst < 0) {
     snprintf(why, why_len, "must be >= 0");
@@ -61,7 +61,7 @@ static int parse_nonneg_int(const char *text, void *dst, size_t size, char *why,
 }
 
 static int parse_rank(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                      const struct zcoll__config_names *nm) {
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
   if (*(int *)dst < -1) {
     snprintf(why, why_len, "must be >= 0 (or -1: unset)");
@@ -72,7 +72,7 @@ static int parse_rank(const char *text, void *dst, size_t size, char *why, size_
 
 /* "65536", "64K", "1M", "1G" (binary multiples). */
 static int parse_bytes(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                       const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   char *end;
@@ -84,10 +84,19 @@ static int parse_bytes(const char *text, void *dst, size_t size, char *why, size
   }
   unsigned shift = 0;
   switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    default: break;
+  case 'K':
+    shift = 10;
+    end++;
+    break;
+  case 'M':
+    shift = 20;
+    end++;
+    break;
+  case 'G':
+    shift = 30;
+    end++;
+    break;
+  default: break;
   }
   if ((*end == 'B' || *end == 'b') && shift) end++;
   if (*end || (shift && v > (ULLONG_MAX >> shift))) {
@@ -99,7 +108,7 @@ static int parse_bytes(const char *text, void *dst, size_t size, char *why, size
 }
 
 static int parse_seconds(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                         const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   char *end;
@@ -114,7 +123,7 @@ static int parse_seconds(const char *text, void *dst, size_t size, char *why, si
 }
 
 static int parse_bool(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                      const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   static const char *const names[] = {"0", "1", "no", "yes", "false", "true", "off", "on"};
@@ -128,7 +137,7 @@ static int parse_bool(const char *text, void *dst, size_t size, char *why, size_
 }
 
 static int parse_string(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                        const struct zcoll__config_names *nm) {
   (void)nm;
   if (strlen(text) >= size) {
     snprintf(why, why_len, "longer than %zu characters", size - 1);
@@ -153,7 +162,7 @@ static int parse_enum(const char *text, void *dst, const char *const *names, int
 
 /* The names are the transport table's (comm/transports.c), handed in. */
 static int parse_transport(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                           const struct zcoll__config_names *nm) {
   (void)size;
   if (strcasecmp(text, "auto") == 0) {
     *(int *)dst = ZCOLL_TL_AUTO;
@@ -171,7 +180,7 @@ static int parse_transport(const char *text, void *dst, size_t size, char *why, 
 }
 
 static int parse_progress(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                          const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   static const char *const names[] = {"caller", "thread"};
@@ -179,7 +188,7 @@ static int parse_progress(const char *text, void *dst, size_t size, char *why, s
 }
 
 static int parse_log(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                     const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   int v = zcoll__log_parse_level(text);
@@ -192,20 +201,20 @@ static int parse_log(const char *text, void *dst, size_t size, char *why, size_t
 }
 
 static int parse_subsys(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                        const struct zcoll__config_names *nm) {
   (void)nm;
   (void)size;
   return zcoll__log_parse_subsys(text, dst, why, why_len);
 }
 
 static int parse_log_file(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                          const struct zcoll__config_names *nm) {
   if (zcoll__log_check_file(text, why, why_len)) return -1;
   return parse_string(text, dst, size, why, why_len, nm);
 }
 
 static int parse_algo(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                      const struct zcoll__config_names *nm) {
   if (strcmp(text, "auto") != 0 && !nm->algo_valid(text)) {
     snprintf(why, why_len, "unknown algorithm (zcoll_info lists them)");
     return -1;
@@ -213,9 +222,8 @@ static int parse_algo(const char *text, void *dst, size_t size, char *why, size_
   return parse_string(text, dst, size, why, why_len, nm);
 }
 
-static int parse_bcast_algo(const char *text, void *dst, size_t size, char *why,
-                            size_t why_len,
-                 const struct zcoll__config_names *nm) {
+static int parse_bcast_algo(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                            const struct zcoll__config_names *nm) {
   if (strcmp(text, "auto") != 0 && !nm->bcast_algo_valid(text)) {
     snprintf(why, why_len, "unknown broadcast algorithm (auto, chain or tree)");
     return -1;
@@ -224,7 +232,7 @@ static int parse_bcast_algo(const char *text, void *dst, size_t size, char *why,
 }
 
 static int parse_arity(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                       const struct zcoll__config_names *nm) {
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
   if (*(int *)dst < 2 || *(int *)dst > 64) {
     snprintf(why, why_len, "must be in 2..64");
@@ -234,7 +242,7 @@ static int parse_arity(const char *text, void *dst, size_t size, char *why, size
 }
 
 static int parse_depth(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                       const struct zcoll__config_names *nm) {
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
   if (*(int *)dst < 2 || *(int *)dst > 256) {
     snprintf(why, why_len, "must be in 2..256");
@@ -246,10 +254,10 @@ static int parse_depth(const char *text, void *dst, size_t size, char *why, size
 /* "" (unset), or host:port with a port the other ranks can connect to: a bad one would
  * otherwise show only as a job that times out. */
 static int parse_root(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                      const struct zcoll__config_names *nm) {
   char host[256], port[16];
-  if (text[0] && zcoll__hostport_split(text, 0, host, sizeof(host), port, sizeof(port), why,
-                                            why_len))
+  if (text[0] &&
+      zcoll__hostport_split(text, 0, host, sizeof(host), port, sizeof(port), why, why_len))
     return -1;
   return parse_string(text, dst, size, why, why_len, nm);
 }
@@ -257,7 +265,7 @@ static int parse_root(const char *text, void *dst, size_t size, char *why, size_
 /* Bounded: an entry is 64 bytes, and a dump prints every one. */
 #define FLIGHT_MAX (1 << 20)
 static int parse_flight(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                        const struct zcoll__config_names *nm) {
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
   if (*(int *)dst < 0 || *(int *)dst > FLIGHT_MAX) {
     snprintf(why, why_len, "must be in 0..%d", FLIGHT_MAX);
@@ -267,7 +275,7 @@ static int parse_flight(const char *text, void *dst, size_t size, char *why, siz
 }
 
 static int parse_chunk(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                 const struct zcoll__config_names *nm) {
+                       const struct zcoll__config_names *nm) {
   if (parse_bytes(text, dst, size, why, why_len, nm)) return -1;
   size_t v = *(size_t *)dst;
   if (v != 0 && (v < 64 || v > ((size_t)1 << 30))) {
@@ -277,14 +285,20 @@ static int parse_chunk(const char *text, void *dst, size_t size, char *why, size
   return 0;
 }
 
-#define F(name, deflt, doc, member, parser)                                                \
-  {name, deflt, doc, offsetof(struct zcoll_config, member),                                \
-   sizeof(((struct zcoll_config *)0)->member), parser, 0}
+#define F(name, deflt, doc, member, parser)                   \
+  {                                                           \
+    name, deflt, doc, offsetof(struct zcoll_config, member),  \
+        sizeof(((struct zcoll_config *)0)->member), parser, 0 \
+  }
 /* A secret field: its value is redacted wherever fields are shown. */
-#define FS(name, deflt, doc, member, parser)                                               \
-  {name, deflt, doc, offsetof(struct zcoll_config, member),                                \
-   sizeof(((struct zcoll_config *)0)->member), parser, 1}
+#define FS(name, deflt, doc, member, parser)                  \
+  {                                                           \
+    name, deflt, doc, offsetof(struct zcoll_config, member),  \
+        sizeof(((struct zcoll_config *)0)->member), parser, 1 \
+  }
 
+// The table reads as one field per entry; clang-format would spread each over five lines.
+// clang-format off
 static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("RANK", "-1", "this process's rank; -1: from the launcher (PMIx, Open MPI, Slurm, PMI)",
       rank, parse_rank),
@@ -353,6 +367,7 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       "to <prefix>.<rank> (else they go to the log only: at info level after a failure, at "
       "warn for zcoll_comm_dump)", flight_file, parse_string),
 };
+// clang-format on
 
 static const struct field *find_field(const char *name) {
   if (!name) return NULL;
@@ -368,8 +383,8 @@ static zcoll_status_t set_field(zcoll_config_t *cfg, const struct field *f, cons
   char why[160] = "";
   unsigned char scratch[512];
   if (f->size > sizeof(scratch) || f->parse(value, scratch, f->size, why, sizeof(why), nm))
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad value '%s' for ZCOLL_%s%s: %s",
-                       shown(f, value), f->name, origin, why);
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bad value '%s' for ZCOLL_%s%s: %s", shown(f, value),
+                       f->name, origin, why);
   char *copy = strdup(value);
   if (!copy) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory copying ZCOLL_%s", f->name);
   memcpy((char *)cfg + f->offset, scratch, f->size);

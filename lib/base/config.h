@@ -32,17 +32,17 @@ struct zcoll_config {
   size_t chunk_bytes; /* 0: the transport's default */
   int pipeline_depth; /* staging slots per peer and direction */
   char tuning_file[512];
-  double timeout;     /* seconds without progress before a peer is an error; 0 = never */
+  double timeout; /* seconds without progress before a peer is an error; 0 = never */
   int progress;
   int log_level;
-  unsigned log_subsys;    /* a bit per subsystem (log.h) */
-  char log_file[512];     /* "": stderr; else a pattern with %h, %p, %r */
+  unsigned log_subsys; /* a bit per subsystem (log.h) */
+  char log_file[512];  /* "": stderr; else a pattern with %h, %p, %r */
   char trace[512];
   int spin_us;
   int yield_us;
-  size_t rcache_max_bytes; /* registration cache bound (verbs); 0: no cache */
-  int flight_n;            /* flight recorder entries per communicator; 0: off */
-  char flight_file[512];   /* "": dumps to the log only; else <prefix>.<rank> too */
+  size_t rcache_max_bytes;          /* registration cache bound (verbs); 0: no cache */
+  int flight_n;                     /* flight recorder entries per communicator; 0: off */
+  char flight_file[512];            /* "": dumps to the log only; else <prefix>.<rank> too */
   char *text[ZCOLL_CONFIG_NFIELDS]; /* current value of each field, as text */
   unsigned char explicit_[ZCOLL_CONFIG_NFIELDS]; /* set from the environment or code */
 };

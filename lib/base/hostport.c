@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-int zcoll__hostport_split(const char *s, int port0_ok, char *host, size_t hostlen,
-                          char *port, size_t portlen, char *why, size_t why_len) {
+int zcoll__hostport_split(const char *s, int port0_ok, char *host, size_t hostlen, char *port,
+                          size_t portlen, char *why, size_t why_len) {
   const char *colon;
   const char *h = s;
   size_t hl;

@@ -59,7 +59,7 @@ static const struct {
     {"base", "ucx_dlopen", ZCOLL_LOG_SUBSYS_NET},
     {"base", "trace", ZCOLL_LOG_SUBSYS_COLL},
     {"base", "fsize", ZCOLL_LOG_SUBSYS_MEM},
-    {"base", NULL, ZCOLL_LOG_SUBSYS_INIT}, /* log, config, clock, node, status */
+    {"base", NULL, ZCOLL_LOG_SUBSYS_INIT},    /* log, config, clock, node, status */
     {"kernels", NULL, ZCOLL_LOG_SUBSYS_COLL}, /* reduction kernels, ops, copies */
     {"core", "mr", ZCOLL_LOG_SUBSYS_MEM},
     {"core", "guard", ZCOLL_LOG_SUBSYS_INIT},
@@ -125,8 +125,10 @@ int zcoll__log_parse_subsys(const char *s, unsigned *mask, char *why, size_t why
     for (int i = 0; i < ZCOLL_LOG_NSUBSYS; i++)
       if (n == strlen(subsys_names[i]) && strncasecmp(s, subsys_names[i], n) == 0) found = i;
     if (found < 0) {
-      snprintf(why, why_len, "'%.*s' is not a subsystem: all, or a list of "
-               "init,boot,net,coll,tune,mem (^ in front: all but those)", (int)n, s);
+      snprintf(why, why_len,
+               "'%.*s' is not a subsystem: all, or a list of "
+               "init,boot,net,coll,tune,mem (^ in front: all but those)",
+               (int)n, s);
       return -1;
     }
     m |= 1u << found;
@@ -205,10 +207,14 @@ static int expand(char *out, size_t len) {
     p++;
     if (!*p) break; /* a trailing '%': zcoll__log_check_file refuses it, stay safe anyway */
     if (*p == 'r' && log_rank < 0) return 0;
-    if (*p == 'h') o += (size_t)snprintf(out + o, len - o, "%s", host_name());
-    else if (*p == 'p') o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
-    else if (*p == 'r') o += (size_t)snprintf(out + o, len - o, "%d", log_rank);
-    else out[o++] = '%';
+    if (*p == 'h')
+      o += (size_t)snprintf(out + o, len - o, "%s", host_name());
+    else if (*p == 'p')
+      o += (size_t)snprintf(out + o, len - o, "%d", (int)getpid());
+    else if (*p == 'r')
+      o += (size_t)snprintf(out + o, len - o, "%d", log_rank);
+    else
+      out[o++] = '%';
   }
   if (o >= len) return 0;
   out[o] = '\0';
@@ -242,9 +248,8 @@ int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t
 }
 
 /* A line of this file's own about the log file, with the prefix of every line. */
-__attribute__((format(printf, 5, 6))) static size_t own_line(char *out, size_t len,
-                                                              const char *rank, int line,
-                                                              const char *fmt, ...) {
+__attribute__((format(printf, 5, 6))) static size_t
+own_line(char *out, size_t len, const char *rank, int line, const char *fmt, ...) {
   int n = snprintf(out, len, "[zcoll %s:%d r%s] warn init base/log.c:%d ", host_name(),
                    (int)getpid(), rank, line);
   if (n < 0 || (size_t)n >= len) return 0;
@@ -284,8 +289,7 @@ static ssize_t write_nosigpipe(int fd, const char *s, size_t n) {
 
 /* 1 if s went into lf's FIFO, 0 if there was no room within wait_ms, -1 if the reader
  * has left: the file is closed, said on stderr, and its lines go there from now on. */
-static int fifo_put(struct log_file *lf, const char *rank, const char *s, size_t n,
-                    int wait_ms) {
+static int fifo_put(struct log_file *lf, const char *rank, const char *s, size_t n, int wait_ms) {
   ssize_t w = write_nosigpipe(lf->fd, s, n);
   int err = errno;
   if (w < 0 && err == EAGAIN && wait_ms > 0) {
@@ -372,8 +376,8 @@ static void vwrite_line(zcoll__log_level_t level, const char *file, int line, co
    * interleave. */
   char out[1400];
   int n = snprintf(out, sizeof(out), "[zcoll %s:%d r%s] %s %s %.*s%s%s:%d %s\n", host_name(),
-                   (int)getpid(), rank, level_names[level], subsys_names[subsys],
-                   (int)t.p1_len, t.p1, t.p1_len ? "/" : "", t.base, line, msg);
+                   (int)getpid(), rank, level_names[level], subsys_names[subsys], (int)t.p1_len,
+                   t.p1, t.p1_len ? "/" : "", t.base, line, msg);
   if (n <= 0) return;
   if (n >= (int)sizeof(out)) {
     n = (int)sizeof(out) - 1;
@@ -406,8 +410,9 @@ zcoll_status_t zcoll__fail_at(zcoll_status_t st, const char *file, int line, con
   va_end(ap);
   /* Bad arguments and missing features are the caller's to handle with the status
    * and message; printing them by default would be noise in a program that copes. */
-  zcoll__log_level_t level =
-      st == ZCOLL_ERR_INVALID_ARG || st == ZCOLL_ERR_UNSUPPORTED ? ZCOLL_LOG_INFO : ZCOLL_LOG_ERROR;
+  zcoll__log_level_t level = st == ZCOLL_ERR_INVALID_ARG || st == ZCOLL_ERR_UNSUPPORTED
+                                 ? ZCOLL_LOG_INFO
+                                 : ZCOLL_LOG_ERROR;
   if (level <= zcoll__log_level && !muted)
     zcoll__log_write(level, file, line, "%s (%s)", last_error, zcoll_strerror(st));
   return st;

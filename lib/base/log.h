@@ -83,8 +83,8 @@ int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t
 void zcoll__log_write(zcoll__log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-#define zcoll__log(level, ...)                                                              \
-  do {                                                                                      \
+#define zcoll__log(level, ...)                                                                   \
+  do {                                                                                           \
     if ((level) <= zcoll__log_level) zcoll__log_write((level), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define zcoll_log_error(...) zcoll__log(ZCOLL_LOG_ERROR, __VA_ARGS__)
@@ -105,7 +105,7 @@ static inline zcoll_status_t zcoll__failed(zcoll_status_t st, zcoll_status_t log
   (void)logged;
   return st;
 }
-#define zcoll__fail(st, ...)                                                                    \
+#define zcoll__fail(st, ...) \
   zcoll__failed((st), zcoll__fail_at((st), __FILE__, __LINE__, __VA_ARGS__))
 #endif
 

@@ -10,8 +10,8 @@
 
 #include "log.h"
 
-static const char *const stage_names[ZCOLL_NSTAGES] = {"copy-in", "transfer", "reduce",
-                                                       "copy-out", "allreduce"};
+static const char *const stage_names[ZCOLL_NSTAGES] = {"copy-in", "transfer", "reduce", "copy-out",
+                                                       "allreduce"};
 
 zcoll_status_t zcoll__trace_open(struct zcoll__trace *t, const char *prefix, int rank) {
   char path[600];
@@ -44,7 +44,8 @@ zcoll_status_t zcoll__trace_open(struct zcoll__trace *t, const char *prefix, int
   /* Monotonic time is common to the processes of a host: ranks' lanes line up. */
   t->t0_ns = 0;
   fprintf(t->f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-  fprintf(t->f, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"rank %d\"}}",
+  fprintf(t->f,
+          "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":\"rank %d\"}}",
           rank, rank);
   for (int s = 0; s < ZCOLL_NSTAGES; s++)
     fprintf(t->f,

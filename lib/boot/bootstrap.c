@@ -44,15 +44,15 @@ void send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text) {
 }
 
 /* Rank 0 tells everyone but `except`. */
-void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin,
-                        zcoll_status_t st, const char *text) {
+void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin, zcoll_status_t st,
+                 const char *text) {
   for (int r = 1; r < bs->size; r++)
     if (r != except && bs->kid[r].fd >= 0 && !bs->kid[r].gone)
       send_abort(bs->kid[r].fd, origin, st, text);
 }
 
 zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload,
-                                 uint32_t len) {
+                          uint32_t len) {
   struct zcoll__bs_abort m;
   zcoll__bs_parse_abort(payload, len, (uint32_t)from, &m);
   zcoll_status_t st = m.status == ZCOLL_ERR_MISMATCH ? ZCOLL_ERR_MISMATCH : ZCOLL_ERR_PEER_FAILED;
@@ -120,8 +120,7 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
     char text[64];
     snprintf(text, sizeof(text), "rank %d disconnected", r);
     relay_abort(bs, r, (uint32_t)r, ZCOLL_ERR_PEER_FAILED, text);
-    return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "rank %d disconnected (died or exited early)",
-                       r);
+    return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "rank %d disconnected (died or exited early)", r);
   }
   if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank %d failed", r);
   if (type == MSG_ABORT) {
@@ -244,7 +243,8 @@ static zcoll_status_t root_listen(const struct zcoll__bootstrap_params *p, int *
       return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT_FD=%d is not a listening socket",
                          p->root_fd);
     zcoll_log_info("ZCOLL_ROOT_FD=%d is no longer a listening socket; listening on ZCOLL_ROOT "
-                   "%s instead", p->root_fd, p->root);
+                   "%s instead",
+                   p->root_fd, p->root);
   } else if (!p->root || !p->root[0]) {
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT (host:port for rank 0) is not set");
   }
@@ -265,8 +265,10 @@ static zcoll_status_t root_accept(struct zcoll__bootstrap *bs,
   int lfd = -1, own = 0;
   if (st == ZCOLL_OK) st = root_listen(p, &lfd, &own);
   if (st == ZCOLL_OK) st = zcoll__bs_accept_all(who, lfd, fds);
-  if (own && lfd >= 0) close(lfd); /* nobody else may join */
-  else if (lfd < 0 && p->close_root_fd && p->root_fd >= 0) close(p->root_fd);
+  if (own && lfd >= 0)
+    close(lfd); /* nobody else may join */
+  else if (lfd < 0 && p->close_root_fd && p->root_fd >= 0)
+    close(p->root_fd);
   for (int r = 1; r < p->size; r++) bs->kid[r].fd = fds[r];
   free(fds);
   return st;
@@ -281,8 +283,8 @@ static zcoll_status_t check_key(const struct zcoll__bootstrap_params *p) {
                        "unauthenticated rendezvous");
   if (p->rank == 0)
     zcoll_log_warn("the rendezvous is unauthenticated (ZCOLL_JOB_KEY is not set): any process "
-                   "that can reach %s may join this job", p->root && p->root[0] ? p->root
-                                                                      : "rank 0's port");
+                   "that can reach %s may join this job",
+                   p->root && p->root[0] ? p->root : "rank 0's port");
   else
     zcoll_log_info("the rendezvous is unauthenticated (ZCOLL_JOB_KEY is not set)");
   return ZCOLL_OK;
@@ -374,8 +376,8 @@ static zcoll_status_t leaf_round(struct zcoll__bootstrap *bs, const void *mine, 
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine,
-                                          size_t len, void *all) {
+zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine, size_t len,
+                                          void *all) {
   if (bs->failed) return zcoll__fail(bs->failed, "%s", bs->why);
   if (len > ZCOLL_BS_MAX_CONTRIB)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bootstrap: allgather of %zu bytes is too large",
@@ -494,8 +496,8 @@ zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
     uint16_t type;
     void *payload;
     uint32_t len;
-    zcoll_status_t st =
-        zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type, &payload, &len);
+    zcoll_status_t st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type,
+                                             &payload, &len);
     if (st == ZCOLL_ERR_PEER_FAILED)
       return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
     if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");

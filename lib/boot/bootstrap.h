@@ -36,13 +36,13 @@ zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
                                        struct zcoll__bootstrap **out);
 /* Every rank contributes len bytes (the same len everywhere); all receives size*len
  * bytes, rank r's at all + r*len. */
-zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine,
-                                          size_t len, void *all);
+zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine, size_t len,
+                                          void *all);
 /* Rank 0's answer to rank `rank` in a gather-reply round, from every rank's contribution
  * (blobs[r], lens[r] bytes): a malloc'ed *reply of *len bytes, or an error that ends the
  * round on every rank. */
 typedef zcoll_status_t (*zcoll__bs_reply_fn)(void *arg, int rank, const void *const *blobs,
-                                              const uint32_t *lens, void **reply, size_t *len);
+                                             const uint32_t *lens, void **reply, size_t *len);
 /* Every rank sends rank 0 its contribution (any length up to ZCOLL_BS_MAX_CONTRIB); rank 0
  * calls fn (only there) for each rank and sends it the answer, which each rank gets in
  * *out (malloc'ed, the caller frees it). Unlike an allgather, what a rank gets back is

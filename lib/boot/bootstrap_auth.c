@@ -93,6 +93,5 @@ zcoll_status_t zcoll__bs_job_digest(const char *job_id, uint8_t out[ZCOLL_BS_JOB
            EVP_DigestUpdate(ctx, job_id, strlen(job_id)) && EVP_DigestFinal_ex(ctx, out, &len) &&
            len == ZCOLL_BS_JOBID_BYTES;
   EVP_MD_CTX_free(ctx);
-  return ok ? ZCOLL_OK
-            : zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: SHA-256 failed (libcrypto)");
+  return ok ? ZCOLL_OK : zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "bootstrap: SHA-256 failed (libcrypto)");
 }

@@ -199,8 +199,7 @@ static zcoll_status_t accept_one(struct admit *a, int lfd, int *more) {
   }
   zcoll__sock_tune(fd, a->who->timeout);
   /* Past the cap, the oldest stranger makes room: a real rank completes in a moment. */
-  if (a->nconn == ZCOLL_BS_MAX_PENDING)
-    drop(a, oldest(a), 1, "too many connections at once", NULL);
+  if (a->nconn == ZCOLL_BS_MAX_PENDING) drop(a, oldest(a), 1, "too many connections at once", NULL);
   struct conn *c = &a->conn[a->nconn++];
   memset(c, 0, sizeof(*c));
   c->fd = fd;
@@ -297,14 +296,14 @@ static void reason_text(const void *payload, uint32_t len, char *out, size_t out
 
 /* Receives rank 0's next handshake message; any other outcome is the error. */
 static zcoll_status_t join_recv(const struct zcoll__bs_who *who, int fd, const char *root,
-                                int64_t deadline, uint16_t want, void **payload,
-                                uint32_t *len) {
+                                int64_t deadline, uint16_t want, void **payload, uint32_t *len) {
   uint16_t type = 0;
   zcoll_status_t st = zcoll__sock_recv_msg(fd, 4096, deadline, &type, payload, len);
   if (st == ZCOLL_ERR_PEER_FAILED)
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
                        "bootstrap: %s closed the connection during the handshake of rank %d (not "
-                       "a zcoll rank 0 of this job?)", root, who->rank);
+                       "a zcoll rank 0 of this job?)",
+                       root, who->rank);
   if (st == ZCOLL_ERR_TIMEOUT)
     return zcoll__fail(st, "bootstrap: no answer from rank 0 at %s within %.0f s (ZCOLL_TIMEOUT)",
                        root, who->timeout);
@@ -321,8 +320,7 @@ static zcoll_status_t join_recv(const struct zcoll__bs_who *who, int fd, const c
   if (type != want) {
     free(*payload);
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
-                       "bootstrap: unexpected message %u from %s during the handshake", type,
-                       root);
+                       "bootstrap: unexpected message %u from %s during the handshake", type, root);
   }
   return ZCOLL_OK;
 }

@@ -30,7 +30,7 @@ struct kid { /* rank 0's view of one other rank */
   uint16_t type; /* a message received ahead of time (GATHER or BYE), 0: none */
   void *payload;
   uint32_t len;
-  int gone; /* said BYE and was answered */
+  int gone;        /* said BYE and was answered */
   uint64_t ncolls; /* with its BYE: the collectives it made */
 };
 
@@ -79,8 +79,7 @@ void send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text);
 void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin, zcoll_status_t st,
                  const char *text);
 /* An abort received from `from`: relayed (rank 0), and the sticky failure. */
-zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload,
-                          uint32_t len);
+zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload, uint32_t len);
 /* Rank 0: reads what has arrived until every rank has a message of `want` filed (0: do
  * not wait), or the deadline, or a revoke (bootstrap_leave.c's cancel). */
 zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline);

@@ -66,7 +66,8 @@ void zcoll__bootstrap_set_cancel(struct zcoll__bootstrap *bs, int fd, atomic_int
 /* A rank other than 0 waits for rank 0's answer to its goodbye, or for a revoke. */
 static zcoll_status_t leaf_await_ack(struct zcoll__bootstrap *bs, int64_t deadline) {
   for (;;) {
-    struct pollfd p[2] = {{.fd = bs->fd, .events = POLLIN}, {.fd = bs->cancel_fd, .events = POLLIN}};
+    struct pollfd p[2] = {{.fd = bs->fd, .events = POLLIN},
+                          {.fd = bs->cancel_fd, .events = POLLIN}};
     int np = bs->cancel_fd >= 0 ? 2 : 1;
     if (bs->cancel && atomic_load(bs->cancel)) return fail_cancelled(bs);
     int64_t left = deadline - zcoll__now_ms();
@@ -74,8 +75,8 @@ static zcoll_status_t leaf_await_ack(struct zcoll__bootstrap *bs, int64_t deadli
     if (rc < 0 && errno == EINTR) continue;
     if (np == 2 && p[1].revents && cancelled(bs)) return fail_cancelled(bs);
     if (rc == 0 && zcoll__now_ms() >= deadline)
-      return fail_sticky(bs, ZCOLL_ERR_TIMEOUT, "rank 0 did not confirm the final barrier in %.0f s",
-                         bs->timeout);
+      return fail_sticky(bs, ZCOLL_ERR_TIMEOUT,
+                         "rank 0 did not confirm the final barrier in %.0f s", bs->timeout);
     if (rc <= 0 || !p[0].revents) continue;
     uint16_t type;
     void *payload;
@@ -142,4 +143,3 @@ zcoll_status_t zcoll__bootstrap_leave(struct zcoll__bootstrap *bs, uint64_t ncol
   if (bs->failed) return zcoll__fail(bs->failed, "%s", bs->why);
   return bs->size > 1 ? graceful_leave(bs, ncolls) : ZCOLL_OK;
 }
-

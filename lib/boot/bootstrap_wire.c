@@ -158,7 +158,8 @@ void zcoll__bs_abort_text(struct zcoll__bs_abort *a, const char *text) {
   size_t at = cut;
   while (at > cut / 2 && text[at] != ' ') at--; /* text[cut] is a space: a whole word fits */
   if (text[at] != ' ') /* one long word: cut it, but not inside a UTF-8 sequence */
-    for (at = cut; at > 0 && ((unsigned char)text[at] & 0xc0) == 0x80; at--) {}
+    for (at = cut; at > 0 && ((unsigned char)text[at] & 0xc0) == 0x80; at--) {
+    }
   while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == ',')) at--;
   memcpy(a->text, text, at);
   memcpy(a->text + at, more, sizeof(more));

@@ -154,8 +154,7 @@ static zcoll_status_t reachable_address(char *out, size_t len) {
 }
 
 /* Rank 0: a listening socket on a free port; "host:port" of it in root. */
-static zcoll_status_t listen_any_port(const zcoll_config_t *cfg, char *root, size_t len,
-                                      int *fd) {
+static zcoll_status_t listen_any_port(const zcoll_config_t *cfg, char *root, size_t len, int *fd) {
   char host[256];
   zcoll_status_t st = ZCOLL_OK;
   if (cfg->local_size > 0 && cfg->local_size >= cfg->size)
@@ -167,8 +166,7 @@ static zcoll_status_t listen_any_port(const zcoll_config_t *cfg, char *root, siz
   socklen_t sl = sizeof(ss);
   if (getsockname(*fd, (struct sockaddr *)&ss, &sl) != 0) {
     close(*fd);
-    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "getsockname of rank 0's socket: %s",
-                       strerror(errno));
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "getsockname of rank 0's socket: %s", strerror(errno));
   }
   /* getsockname filled ss; the analyzer's model of it does not say so. */
   /* NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage) */
@@ -220,14 +218,16 @@ zcoll_status_t zcoll__launch_rendezvous(zcoll_config_t *cfg, struct zcoll__launc
   if (st != ZCOLL_OK || cfg->rank == 0) goto out;
   char root[256], key[80];
   if (sscanf(got, "%255s %79s", root, key) != 2) {
-    st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "PMIx: rank 0 shared '%.64s', not an address and "
-                     "a key", got);
+    st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                     "PMIx: rank 0 shared '%.64s', not an address and "
+                     "a key",
+                     got);
     goto out;
   }
   if (!cfg->root[0]) {
     if (!strcmp(root, "-")) {
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank 0 was given ZCOLL_ROOT but this rank was "
-                       "not: set it alike on every rank, or on none");
+                                              "not: set it alike on every rank, or on none");
       goto out;
     }
     snprintf(cfg->root, sizeof(cfg->root), "%s", root);
@@ -235,7 +235,7 @@ zcoll_status_t zcoll__launch_rendezvous(zcoll_config_t *cfg, struct zcoll__launc
   if (!cfg->job_key[0]) {
     if (!strcmp(key, "-")) {
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "rank 0 was given ZCOLL_JOB_KEY but this rank "
-                       "was not: set it alike on every rank, or on none");
+                                              "was not: set it alike on every rank, or on none");
       goto out;
     }
     snprintf(cfg->job_key, sizeof(cfg->job_key), "%s", key);
@@ -247,7 +247,6 @@ out:
     cfg->root_fd = -1;
     l->close_root_fd = 0;
   }
-  if (st == ZCOLL_OK)
-    zcoll_log_debug("rendezvous through PMIx: rank 0 at %s", cfg->root);
+  if (st == ZCOLL_OK) zcoll_log_debug("rendezvous through PMIx: rank 0 at %s", cfg->root);
   return st;
 }

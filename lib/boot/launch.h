@@ -10,8 +10,8 @@
 #include "zcoll.h"
 
 struct zcoll__launch {
-  const char *name; /* "ZCOLL_RANK", "PMIx", "Open MPI", "PMI", "Slurm" or "none" */
-  int pmix;         /* rank and size from PMIx: the rendezvous's address and key too */
+  const char *name;  /* "ZCOLL_RANK", "PMIx", "Open MPI", "PMI", "Slurm" or "none" */
+  int pmix;          /* rank and size from PMIx: the rendezvous's address and key too */
   int close_root_fd; /* cfg->root_fd is a socket zcoll__launch_rendezvous opened */
 };
 

@@ -71,15 +71,18 @@ static const struct {
   const char *name;
   void **slot;
 } syms[] = {
-    {"PMIx_Init", (void **)&px.init},         {"PMIx_Finalize", (void **)&px.finalize},
-    {"PMIx_Get", (void **)&px.get},           {"PMIx_Put", (void **)&px.put},
-    {"PMIx_Commit", (void **)&px.commit},     {"PMIx_Fence_nb", (void **)&px.fence_nb},
+    {"PMIx_Init", (void **)&px.init},
+    {"PMIx_Finalize", (void **)&px.finalize},
+    {"PMIx_Get", (void **)&px.get},
+    {"PMIx_Put", (void **)&px.put},
+    {"PMIx_Commit", (void **)&px.commit},
+    {"PMIx_Fence_nb", (void **)&px.fence_nb},
     {"PMIx_Error_string", (void **)&px.error_string},
     {"PMIx_Value_destruct", (void **)&px.value_destruct},
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int connected;     /* PMIx_Init succeeded; finalized at exit */
+static int connected; /* PMIx_Init succeeded; finalized at exit */
 static pid_t connected_pid;
 static pmix_proc_t me;
 static struct zcoll__pmix_job job; /* read once: a later Get may not find them again */
@@ -97,7 +100,8 @@ static zcoll_status_t load(void) {
   if (!h) {
     const char *e = dlerror();
     zcoll_log_info("a PMIx server started this process, but %s cannot be loaded (%s): rank "
-                   "and size from the launcher's variables", PMIX_LIB, e ? e : "?");
+                   "and size from the launcher's variables",
+                   PMIX_LIB, e ? e : "?");
     return ZCOLL_ERR_UNSUPPORTED;
   }
   for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)
@@ -159,13 +163,14 @@ static zcoll_status_t connect_once(void) {
   pmix_proc_t wild = self;
   wild.rank = PMIX_RANK_WILDCARD;
   struct zcoll__pmix_job j = {(int)self.rank, get_int(&wild, PMIX_JOB_SIZE),
-                              get_int(&self, PMIX_LOCAL_RANK), get_int(&wild, PMIX_LOCAL_SIZE),
-                              ""};
+                              get_int(&self, PMIX_LOCAL_RANK), get_int(&wild, PMIX_LOCAL_SIZE), ""};
   snprintf(j.nspace, sizeof(j.nspace), "%s", self.nspace);
   if (j.size < 1 || j.rank >= j.size) {
     px.finalize(NULL, 0);
-    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "PMIx: the server gave rank %u but job size %d "
-                       "(namespace %s)", self.rank, j.size, self.nspace);
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "PMIx: the server gave rank %u but job size %d "
+                       "(namespace %s)",
+                       self.rank, j.size, self.nspace);
   }
   me = self;
   job = j;
@@ -267,7 +272,8 @@ static zcoll_status_t fence(double timeout) {
   if (!done || rc == PMIX_ERR_TIMEOUT)
     return zcoll__fail(ZCOLL_ERR_TIMEOUT,
                        "PMIx_Fence: not every rank of namespace %s reached zcoll_comm_init "
-                       "within %g s (ZCOLL_TIMEOUT)", me.nspace, timeout);
+                       "within %g s (ZCOLL_TIMEOUT)",
+                       me.nspace, timeout);
   if (rc != PMIX_SUCCESS)
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "PMIx_Fence (namespace %s): %s", me.nspace,
                        px.error_string(rc));
@@ -297,8 +303,8 @@ static zcoll_status_t share_locked(const char *value, double timeout, char *out,
   pmix_value_t *v;
   st = get_value(&root, key, &info, timeout > 0, &v);
   if (st != ZCOLL_OK)
-    return zcoll__fail(st, "PMIx_Get of rank 0's %s (namespace %s) failed after the fence",
-                       key, me.nspace);
+    return zcoll__fail(st, "PMIx_Get of rank 0's %s (namespace %s) failed after the fence", key,
+                       me.nspace);
   int ok = v->type == PMIX_STRING && v->data.string && strlen(v->data.string) < outlen;
   if (ok) snprintf(out, outlen, "%s", v->data.string);
   free_value(v);

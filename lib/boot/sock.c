@@ -87,10 +87,12 @@ zcoll_status_t zcoll__sock_reserve_fds(long need, const char *why) {
   rlim_t old = rl.rlim_cur;
   rl.rlim_cur = rl.rlim_max;
   if (setrlimit(RLIMIT_NOFILE, &rl))
-    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "%s needs about %ld open files (limit %ld): "
-                       "setrlimit(RLIMIT_NOFILE): %s", why, need, (long)old, strerror(errno));
-  zcoll_log_info("%s needs about %ld open files: raised the soft limit from %ld to %ld", why,
-                 need, (long)old, (long)rl.rlim_cur);
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "%s needs about %ld open files (limit %ld): "
+                       "setrlimit(RLIMIT_NOFILE): %s",
+                       why, need, (long)old, strerror(errno));
+  zcoll_log_info("%s needs about %ld open files: raised the soft limit from %ld to %ld", why, need,
+                 (long)old, (long)rl.rlim_cur);
   return ZCOLL_OK;
 }
 
@@ -112,7 +114,8 @@ static zcoll_status_t resolve(const char *hostport, int passive, struct addrinfo
   if (!passive && !strcmp(host, "*"))
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "ZCOLL_ROOT '%s': '*' is for rank 0 only; the other ranks need rank 0's "
-                       "host name or address", hostport);
+                       "host name or address",
+                       hostport);
   int rc = getaddrinfo(node, port, &hints, res);
   if (rc)
     return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "cannot resolve ZCOLL_ROOT host '%s': %s", host,

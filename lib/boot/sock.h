@@ -15,8 +15,8 @@
 #include "zcoll.h"
 
 /* The same as an error for ZCOLL_ROOT's value s, with port 0 allowed. */
-zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t hostlen,
-                                          char *port, size_t portlen);
+zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t hostlen, char *port,
+                                          size_t portlen);
 /* Connects, retrying refused or unreachable attempts until the deadline, since rank 0
  * may not be listening yet. */
 zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *fd);

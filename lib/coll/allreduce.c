@@ -53,8 +53,8 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
 }
 
 /* The memo's shape again: only the buffers need checking, and the plan is the memo's. */
-static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
-                          zcoll_op_t op, int in_place, struct zcoll__plan *pl) {
+static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                          int in_place, struct zcoll__plan *pl) {
   struct zcoll__plan_memo *mm = &comm->memo;
   struct zcoll__sched_cache_entry *e = mm->entry;
   if (!e || e->gen != mm->gen || mm->count != count || mm->dtype != (int)dtype ||
@@ -92,7 +92,8 @@ static zcoll_status_t plan_created_op(zcoll_comm_t *comm, size_t count, zcoll_dt
   else if (elem > comm->slot_bytes)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "allreduce: op %d's elements (%zu bytes) exceed a pipeline chunk (%zu bytes; "
-                     "ZCOLL_CHUNK_BYTES)", (int)op, elem, comm->slot_bytes);
+                     "ZCOLL_CHUNK_BYTES)",
+                     (int)op, elem, comm->slot_bytes);
   else if (count * dsize % elem)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "allreduce: %zu x %s is not a whole number of op %d's %zu-byte elements",
@@ -107,8 +108,8 @@ static zcoll_status_t plan_created_op(zcoll_comm_t *comm, size_t count, zcoll_dt
 }
 
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
-                                    struct zcoll__plan *pl) {
+                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
+                                     struct zcoll__plan *pl) {
   int in_place = sendbuf == ZCOLL_IN_PLACE;
   zcoll_status_t st;
   if (plan_from_memo(comm, count, dtype, op, in_place, pl)) {
@@ -125,8 +126,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
       return st;
     char why[256];
     why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
-    int algo = pick_algo(comm, count, dtype,
-                         zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL, sizeof(why));
+    int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
+                         sizeof(why));
     if (pl->op && !pl->op->commutative && algo != comm->chain_algo) {
       algo = comm->chain_algo;
       snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
@@ -138,8 +139,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     }
     /* Each decision once: a schedule is built the first time a size is seen. */
     if (built)
-      zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count,
-                     zcoll_dtype_name(dtype), comm->size, zcoll__algos[algo]->name, why);
+      zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
+                     comm->size, zcoll__algos[algo]->name, why);
     pl->desc = (struct zcoll__coll_desc){
         ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
         /* only where it shapes the schedule: a per-rank setting */
@@ -148,8 +149,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     /* A schedule of its own (every entry pinned) is not worth a memo; a created op's
      * value may name another op after a free. */
     if (pl->entry && !pl->op)
-      comm->memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count, (int)dtype,
-                                             (int)op, in_place, pl->desc};
+      comm->memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count,   (int)dtype,
+                                             (int)op,   in_place,       pl->desc};
   }
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = recvbuf;
@@ -165,8 +166,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
 static zcoll_status_t agree(zcoll_comm_t *comm) {
   uint8_t word = 0;
   struct zcoll__plan pl;
-  zcoll_status_t st =
-      zcoll__allreduce_plan(comm, ZCOLL_IN_PLACE, &word, 1, ZCOLL_UINT8, ZCOLL_MAX, &pl);
+  zcoll_status_t st = zcoll__allreduce_plan(comm, ZCOLL_IN_PLACE, &word, 1, ZCOLL_UINT8, ZCOLL_MAX,
+                                            &pl);
   if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
   pl.desc.kind = ZCOLL_COLL_AGREE;
   st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
@@ -189,8 +190,8 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
   return st;
 }
 
-zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
-                               size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
+zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                               zcoll_dtype_t dtype, zcoll_op_t op) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: comm is NULL");
   zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce");
   if (st != ZCOLL_OK) return st; /* the thread inside owns comm->last_error */
@@ -205,11 +206,12 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: NULL argument");
   if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT ||
       ((unsigned)op >= ZCOLL_OP_COUNT && !zcoll_op_name(op)))
-    return report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                                    "zcoll_allreduce_algorithm: unknown dtype or op"));
+    return report(
+        comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: unknown dtype or op"));
   int algo = pick_algo(comm, count, dtype, NULL, 0);
-  const struct zcoll__op_def *d =
-      (unsigned)op >= ZCOLL_OP_COUNT ? zcoll__op_get(op, "zcoll_allreduce_algorithm") : NULL;
+  const struct zcoll__op_def *d = (unsigned)op >= ZCOLL_OP_COUNT
+                                      ? zcoll__op_get(op, "zcoll_allreduce_algorithm")
+                                      : NULL;
   if (d && !d->commutative) algo = comm->chain_algo;
   zcoll__op_put(d);
   *name = zcoll__algos[algo]->name;

@@ -43,13 +43,17 @@ zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count
     char why[256];
     pick(comm, count * dsize, why, sizeof(why));
     zcoll_log_info("broadcast of %zu x %s from rank %d on %d ranks: %s (%s)", count,
-                   zcoll_dtype_name(dtype), root, comm->size, zcoll__bcast_algos[algo]->name,
-                   why);
+                   zcoll_dtype_name(dtype), root, comm->size, zcoll__bcast_algos[algo]->name, why);
   }
   int tree = strcmp(zcoll__bcast_algos[algo]->name, "tree") == 0;
-  pl->desc = (struct zcoll__coll_desc){
-      ZCOLL_COLL_BROADCAST, (uint8_t)dtype, 0, (uint8_t)algo,
-      tree ? (uint32_t)comm->algo_params.tree_arity : 0, root, 0, count};
+  pl->desc = (struct zcoll__coll_desc){ZCOLL_COLL_BROADCAST,
+                                       (uint8_t)dtype,
+                                       0,
+                                       (uint8_t)algo,
+                                       tree ? (uint32_t)comm->algo_params.tree_arity : 0,
+                                       root,
+                                       0,
+                                       count};
   pl->src = buf;
   pl->dst = buf;
   return ZCOLL_OK;

@@ -28,8 +28,8 @@ static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, in
 /* Schedules depend on (algorithm, count, in place) only: cache the last few so that a
  * loop of same-sized allreduces plans once. An entry a collective in flight uses is
  * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
-zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place,
-                                int root, struct zcoll__plan *pl, int *built) {
+zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place, int root,
+                                struct zcoll__plan *pl, int *built) {
   struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
   /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
   if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place &&
@@ -51,8 +51,7 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int 
       pl->s = &e->sched;
       return ZCOLL_OK;
     }
-    if (!e->pins && (!victim || !e->used || (victim->used && e->stamp < victim->stamp)))
-      victim = e;
+    if (!e->pins && (!victim || !e->used || (victim->used && e->stamp < victim->stamp))) victim = e;
   }
   *built = 1;
   if (!victim) {

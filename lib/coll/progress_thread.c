@@ -132,8 +132,7 @@ zcoll_status_t zcoll__progress_thread_start(zcoll_comm_t *comm) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
     pthread_mutex_destroy(&comm->mu);
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot start the progress thread: %s",
-                       strerror(rc));
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot start the progress thread: %s", strerror(rc));
   }
   comm->progress_on = 1;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -156,7 +155,7 @@ void zcoll__progress_thread_wake(zcoll_comm_t *comm) {
 
 void zcoll__progress_thread_stop(zcoll_comm_t *comm, int how) {
   if (!comm->progress_on) return;
-  comm->progress_on = 0; /* zcoll__leave no longer unlocks */
+  comm->progress_on = 0;              /* zcoll__leave no longer unlocks */
   if (how == ZCOLL_PT_FORKED) return; /* no thread in this process; its lock may be held */
   atomic_store(&comm->progress_stop, 1);
   uint64_t one = 1;

@@ -29,16 +29,16 @@ struct zcoll_request {
   zcoll_comm_t *comm;
   struct zcoll_request *prev, *next; /* comm->requests */
   int persistent;
-  int started;    /* persistent: at least once */
-  int open;       /* started, and the application has not yet seen it end (its calls
+  int started; /* persistent: at least once */
+  int open;    /* started, and the application has not yet seen it end (its calls
                    * alone read and write this: no lock needed) */
-  int pooled;     /* freed, kept for reuse: a call on it is the application's mistake */
+  int pooled;  /* freed, kept for reuse: a call on it is the application's mistake */
   struct zcoll__plan plan;
   struct zcoll__exec_state *e;
   struct zcoll__grant_src grant; /* persistent: the result, registered for peers; mr NULL */
-  struct zcoll__run run; /* run.status: ZCOLL_IN_PROGRESS while in flight */
-  int wait_ms;    /* zcoll_wait_timeout's bound, for its body */
-  struct zcoll__idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
+  struct zcoll__run run;         /* run.status: ZCOLL_IN_PROGRESS while in flight */
+  int wait_ms;                   /* zcoll_wait_timeout's bound, for its body */
+  struct zcoll__idle idle;       /* zcoll_wait_timeout: the wait so far, kept across its calls */
 };
 
 static int in_flight(const struct zcoll_request *q) {
@@ -143,10 +143,10 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
   if (!q) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a request");
   q->comm = comm;
   q->persistent = persistent;
-  zcoll_status_t st =
-      !a->bcast ? zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
-                                          &q->plan)
-                  : zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype, a->root, &q->plan);
+  zcoll_status_t st = !a->bcast ? zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count,
+                                                        a->dtype, a->op, &q->plan)
+                                : zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype,
+                                                        a->root, &q->plan);
   if (st == ZCOLL_OK)
     st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
   if (st != ZCOLL_OK) {
@@ -207,8 +207,8 @@ static zcoll_status_t issue(zcoll_comm_t *comm, const struct coll_args *a, zcoll
 }
 
 /* The persistent form: planned (and its result opened to the peers), not issued. */
-static zcoll_status_t prepare(zcoll_comm_t *comm, const struct coll_args *a,
-                              zcoll_request_t **req, const char *fn) {
+static zcoll_status_t prepare(zcoll_comm_t *comm, const struct coll_args *a, zcoll_request_t **req,
+                              const char *fn) {
   if (req) *req = NULL;
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   if (!req) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: req is NULL", fn);
@@ -265,8 +265,7 @@ static zcoll_status_t on_request_how(struct zcoll_request *q, const char *fn,
   }
   if (st != ZCOLL_OK) return st;
   if (q->pooled)
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: the request was freed (zcoll_request_free)",
-                     fn);
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: the request was freed (zcoll_request_free)", fn);
   else
     st = body(q);
   st = zcoll__report(comm, st);

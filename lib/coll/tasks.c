@@ -52,9 +52,9 @@ struct zcoll_vec {
   pthread_mutex_t mu;
   /* under mu */
   int commits;
-  uint32_t round;  /* being collected; every earlier round is done */
-  uint32_t gotten; /* rounds delivered by zcoll_vec_get: the next get returns this one */
-  int state;       /* of `round` */
+  uint32_t round;    /* being collected; every earlier round is done */
+  uint32_t gotten;   /* rounds delivered by zcoll_vec_get: the next get returns this one */
+  int state;         /* of `round` */
   uint64_t total[2]; /* per buffer: the global number of tasks of its round */
   zcoll_status_t error;
   char why[400];
@@ -274,8 +274,7 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
     goto out;
   }
   if (find(comm, key)) {
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_init: key '%s' is in use on this rank",
-                     key);
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_init: key '%s' is in use on this rank", key);
     goto out;
   }
   v->comm = comm;
@@ -294,13 +293,16 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
       goto out;
     }
     if ((st = zcoll__request_prepare(comm, ZCOLL_IN_PLACE, v->buf[i], count, dtype,
-                                     op == ZCOLL_AVG ? ZCOLL_SUM : op, key_tag(key),
-                                     &v->req[i])) != ZCOLL_OK)
+                                     op == ZCOLL_AVG ? ZCOLL_SUM : op, key_tag(key), &v->req[i])) !=
+        ZCOLL_OK)
       goto out;
   }
-  struct zcoll__vec_msg m = {.kind = ZCOLL_VM_INIT, .tasks = (uint32_t)local_tasks,
-                             .dtype = (uint32_t)dtype, .op = (uint32_t)op,
-                             .op_tag = v->uop ? zcoll__op_tag(v->uop) : 0, .count = count};
+  struct zcoll__vec_msg m = {.kind = ZCOLL_VM_INIT,
+                             .tasks = (uint32_t)local_tasks,
+                             .dtype = (uint32_t)dtype,
+                             .op = (uint32_t)op,
+                             .op_tag = v->uop ? zcoll__op_tag(v->uop) : 0,
+                             .count = count};
   memcpy(m.key, v->key, sizeof(m.key));
   v->next = comm->vecs->list;
   comm->vecs->list = v;
@@ -311,8 +313,10 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
   *vec = v;
   v = NULL;
 out:
-  if (v && v->comm) vec_destroy(v);
-  else free(v);
+  if (v && v->comm)
+    vec_destroy(v);
+  else
+    free(v);
   st = zcoll__report(comm, st);
   zcoll__leave(comm);
   return st;

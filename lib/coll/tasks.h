@@ -43,8 +43,8 @@ zcoll_status_t zcoll__vec_seq_take(struct zcoll__vec_seq **seq, int size, int fr
                                    const struct zcoll__vec_msg *m, zcoll__vm_send_fn send,
                                    void *arg);
 /* What the key's round still waits for, for a timeout's message. */
-void zcoll__vec_seq_why(const struct zcoll__vec_seq *seq, int size, const char *key,
-                        uint32_t round, char *buf, size_t len);
+void zcoll__vec_seq_why(const struct zcoll__vec_seq *seq, int size, const char *key, uint32_t round,
+                        char *buf, size_t len);
 void zcoll__vec_seq_free(struct zcoll__vec_seq *seq);
 
 /* The vector interface (tasks.c): one pass of its sequencer and requests (entered, or

@@ -17,12 +17,12 @@ static void put64(uint8_t **p, uint64_t v) {
 }
 static uint32_t get32(const uint8_t **p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= (uint32_t)*(*p)++ << (8 * i);
+  for (int i = 0; i < 4; i++) v |= (uint32_t) * (*p)++ << (8 * i);
   return v;
 }
 static uint64_t get64(const uint8_t **p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)*(*p)++ << (8 * i);
+  for (int i = 0; i < 8; i++) v |= (uint64_t) * (*p)++ << (8 * i);
   return v;
 }
 
@@ -129,8 +129,7 @@ static zcoll_status_t refuse(struct seq_key *k, int size, zcoll__vm_send_fn send
 }
 
 static zcoll_status_t init_key(struct seq_key *k, int size, int from,
-                               const struct zcoll__vec_msg *m, zcoll__vm_send_fn send,
-                               void *arg) {
+                               const struct zcoll__vec_msg *m, zcoll__vm_send_fn send, void *arg) {
   char why[512];
   k->inited[from] = 1;
   k->ninit++;
@@ -138,16 +137,16 @@ static zcoll_status_t init_key(struct seq_key *k, int size, int from,
   if (k->first_rank < 0) {
     k->first = *m;
     k->first_rank = from;
-  } else if (m->count != k->first.count || m->dtype != k->first.dtype ||
-             m->op != k->first.op || m->op_tag != k->first.op_tag) {
+  } else if (m->count != k->first.count || m->dtype != k->first.dtype || m->op != k->first.op ||
+             m->op_tag != k->first.op_tag) {
     char op[64], first_op[64];
     zcoll__op_describe(op, sizeof(op), (int)m->op, m->op_tag);
     zcoll__op_describe(first_op, sizeof(first_op), (int)k->first.op, k->first.op_tag);
     snprintf(why, sizeof(why),
              "key '%s' differs between ranks: rank %d has %llu x %s, %s; rank %d %llu x %s, %s",
              k->key, from, (unsigned long long)m->count, zcoll_dtype_name(m->dtype), op,
-             k->first_rank, (unsigned long long)k->first.count,
-             zcoll_dtype_name(k->first.dtype), first_op);
+             k->first_rank, (unsigned long long)k->first.count, zcoll_dtype_name(k->first.dtype),
+             first_op);
     return refuse(k, size, send, arg, why);
   }
   return ZCOLL_OK;
@@ -199,14 +198,14 @@ zcoll_status_t zcoll__vec_seq_take(struct zcoll__vec_seq **seq, int size, int fr
                      from);
 }
 
-void zcoll__vec_seq_why(const struct zcoll__vec_seq *seq, int size, const char *key,
-                        uint32_t round, char *buf, size_t len) {
+void zcoll__vec_seq_why(const struct zcoll__vec_seq *seq, int size, const char *key, uint32_t round,
+                        char *buf, size_t len) {
   struct seq_key *k = seq ? live(seq, key, 0) : NULL; /* the key rank 0 holds */
   size_t used = 0;
   buf[0] = '\0';
   for (int r = 0; k && r < size && used + 16 < len; r++) {
-    const char *what = !k->inited[r]       ? "not initialized it"
-                       : k->freed[r]         ? "freed it"
+    const char *what = !k->inited[r]          ? "not initialized it"
+                       : k->freed[r]          ? "freed it"
                        : k->ready[r] <= round ? "not committed all its tasks"
                                               : NULL;
     if (what)

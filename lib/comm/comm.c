@@ -30,8 +30,8 @@ static zcoll_comm_t *comm_alloc(void) {
 }
 
 static void comm_retire(zcoll_comm_t *comm) {
-  void *p = mmap(comm, sizeof(*comm), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
-                 MAP_NORESERVE, -1, 0);
+  void *p = mmap(comm, sizeof(*comm), PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) munmap(comm, sizeof(*comm)); /* the memory at least */
 }
 
@@ -107,8 +107,8 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->size = comm->cfg->size;
   /* Two threads creating as the same rank of the same job would pair with the other
    * processes' threads in no defined way: refuse the second, before it talks to anyone. */
-  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root,
-                                     comm->cfg->root_fd, comm->cfg->job_id, &token)) != ZCOLL_OK)
+  if ((st = zcoll__registry_creating(comm->rank, comm->size, comm->cfg->root, comm->cfg->root_fd,
+                                     comm->cfg->job_id, &token)) != ZCOLL_OK)
     goto fail;
   if (!(comm->pollfds = calloc((size_t)comm->size + 1 + ZCOLL_TL_MAX, sizeof(*comm->pollfds)))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
@@ -131,10 +131,15 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
 
   /* Under PMIx: rank 0's address and the job key, from rank 0 to all. */
   if ((st = zcoll__launch_rendezvous(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
-  struct zcoll__bootstrap_params bp = {comm->rank, comm->size, comm->cfg->root,
-                                       comm->cfg->root_fd, comm->cfg->job_key,
-                                       comm->cfg->timeout, comm->cfg->require_key,
-                                       comm->cfg->job_id, comm->launch.close_root_fd};
+  struct zcoll__bootstrap_params bp = {comm->rank,
+                                       comm->size,
+                                       comm->cfg->root,
+                                       comm->cfg->root_fd,
+                                       comm->cfg->job_key,
+                                       comm->cfg->timeout,
+                                       comm->cfg->require_key,
+                                       comm->cfg->job_id,
+                                       comm->launch.close_root_fd};
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   if ((st = zcoll__comm_wire(comm)) != ZCOLL_OK) goto fail_abort;
   comm->hier_auto = comm->nhosts > 1 && comm->nhosts < comm->size && !comm->cfg->tuning_file[0];

@@ -55,8 +55,7 @@ static uint64_t hash_node(const char *s, size_t n) {
 
 /* Each rank's host: its number is its order of first appearance. Hashed, so that 4096
  * ranks cost no 8 million comparisons. */
-static zcoll_status_t number_hosts(int size, const void *const *blobs, int *host_of,
-                                   int *nhosts) {
+static zcoll_status_t number_hosts(int size, const void *const *blobs, int *host_of, int *nhosts) {
   size_t cap = 2;
   while (cap < 2 * (size_t)size) cap *= 2;
   int *slot = malloc(sizeof(int) * cap); /* the first rank of each host, by hash */
@@ -151,8 +150,8 @@ static zcoll_status_t host_reply(void *arg, int rank, const void *const *blobs,
   return copy_reply(rs, reply, len);
 }
 
-static zcoll_status_t net_reply(void *arg, int rank, const void *const *blobs,
-                                const uint32_t *lens, void **reply, size_t *len) {
+static zcoll_status_t net_reply(void *arg, int rank, const void *const *blobs, const uint32_t *lens,
+                                void **reply, size_t *len) {
   struct root_state *rs = arg;
   if (!rs->reply) {
     zcoll_comm_t *comm = rs->comm;
@@ -176,8 +175,8 @@ static zcoll_status_t net_reply(void *arg, int rank, const void *const *blobs,
 }
 
 /* Unpacks a reply into the geometry, masks (or'ed in) and, in round 1, host_of. */
-static zcoll_status_t unpack(const char *b, size_t len, int size, int *host_of,
-                             unsigned *masks, struct geometry *g) {
+static zcoll_status_t unpack(const char *b, size_t len, int size, int *host_of, unsigned *masks,
+                             struct geometry *g) {
   if (len < sizeof(*g)) goto bad;
   memcpy(g, b, sizeof(*g));
   if (len != sizeof(*g) + sizeof(struct run_rec) * (size_t)g->nruns) goto bad;
@@ -224,8 +223,8 @@ zcoll_status_t zcoll__wire_hosts(zcoll_comm_t *comm, unsigned *masks, uint64_t *
   struct host_rec mine = {{0}, 0, 0};
   zcoll__node_id(mine.node, sizeof(mine.node), comm->rank);
   comm->tl_why[0] = '\0';
-  mine.mask =
-      zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, comm->tl_why, sizeof(comm->tl_why));
+  mine.mask = zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, comm->tl_why,
+                                     sizeof(comm->tl_why));
   memset(masks, 0, sizeof(unsigned) * (size_t)comm->size);
   if (!(comm->host_of = malloc(sizeof(int) * (size_t)comm->size)))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
@@ -245,8 +244,7 @@ zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, u
   /* This probe covers every transport, those of the host round too: its refusals
    * replace that round's rather than repeat them. */
   char why[512] = "";
-  uint32_t net = need ? zcoll__transport_probe(comm->cfg, 0, why, sizeof(why)) &
-                            ~masks[comm->rank]
+  uint32_t net = need ? zcoll__transport_probe(comm->cfg, 0, why, sizeof(why)) & ~masks[comm->rank]
                       : 0;
   comm->net_probed = need;
   if (need) snprintf(comm->tl_why, sizeof(comm->tl_why), "%s", why);

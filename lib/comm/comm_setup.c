@@ -35,8 +35,8 @@ static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
   }
   int k = 0;
   for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
-    const struct zcoll__algo *al =
-        a < zcoll__nalgos ? zcoll__algos[a] : zcoll__bcast_algos[a - zcoll__nalgos];
+    const struct zcoll__algo *al = a < zcoll__nalgos ? zcoll__algos[a]
+                                                     : zcoll__bcast_algos[a - zcoll__nalgos];
     int m = al->peers(comm->rank, comm->size, &comm->algo_params, tmp, MAX_PEERS_PER_ALGO);
     for (int i = 0; i < m; i++)
       if (tmp[i] != comm->rank && !seen[tmp[i]]) {
@@ -118,8 +118,8 @@ static zcoll_status_t open_transports(zcoll_comm_t *comm, const int *kinds, int 
                          why[0] ? why : "none built");
     used = can & -can;
   }
-  struct zcoll_tl_params tp = {comm->rank, comm->size, comm->cfg, oversubscribed, job_alive,
-                               comm->bs};
+  struct zcoll_tl_params tp = {comm->rank,     comm->size, comm->cfg,
+                               oversubscribed, job_alive,  comm->bs};
   size_t off = 0;
   for (int k = 0; k < zcoll__ntransports; k++) {
     if (!(used >> k & 1u)) continue;
@@ -335,9 +335,8 @@ static zcoll_status_t addr_reply(void *arg, int rank, const void *const *blobs,
 
 /* Sends rank 0 this rank's peers and addresses; fills pos/blob/blen per peer from the
  * reply (*reply to free). */
-static zcoll_status_t address_round(zcoll_comm_t *comm, const int *peers, int npeers,
-                                    uint32_t *pos, const char **blob, uint32_t *blen,
-                                    void **reply) {
+static zcoll_status_t address_round(zcoll_comm_t *comm, const int *peers, int npeers, uint32_t *pos,
+                                    const char **blob, uint32_t *blen, void **reply) {
   char *mine = NULL;
   size_t mlen = 0;
   zcoll_status_t st = pack_blob(comm, &mine, &mlen);

@@ -23,8 +23,13 @@ zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, siz
   zcoll_status_t st = zcoll__selector_init(&sel, cfg->tuning_file);
   if (st != ZCOLL_OK) return st;
   /* As comm.c sets it up, for ranks all on this host: hier never replaces anything. */
-  const struct zcoll__choice c = {&sel, ranks, zcoll__algo_find(cfg->algo), 0, 1,
-                                  zcoll__algo_find("ring"), zcoll__algo_find("rhd"),
+  const struct zcoll__choice c = {&sel,
+                                  ranks,
+                                  zcoll__algo_find(cfg->algo),
+                                  0,
+                                  1,
+                                  zcoll__algo_find("ring"),
+                                  zcoll__algo_find("rhd"),
                                   zcoll__algo_find("hier")};
   zcoll_allreduce_plan_t p = {NULL, 0, cfg->pipeline_depth, ""};
   p.algorithm = zcoll__algos[zcoll__choose(&c, bytes, p.reason, sizeof(p.reason))]->name;

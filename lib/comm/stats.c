@@ -10,7 +10,7 @@
 zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats, size_t size) {
   if (!comm || !stats || !size)
     return zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_stats: %s",
-                                           !comm ? "comm is NULL"
+                                           !comm    ? "comm is NULL"
                                            : !stats ? "stats is NULL"
                                                     : "size is 0"));
   zcoll_status_t st = zcoll__enter(comm, "zcoll_comm_stats");
@@ -19,8 +19,8 @@ zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats, s
                           .result_pieces_placed = comm->pieces_placed,
                           .result_pieces_copied = comm->pieces_copied};
   for (int i = 0; i < comm->nchans; i++)
-    *(comm->chans[i].same_host ? &s.bytes_sent_same_host : &s.bytes_sent_other_hosts) +=
-        comm->chans[i].bytes_out;
+    *(comm->chans[i].same_host ? &s.bytes_sent_same_host
+                               : &s.bytes_sent_other_hosts) += comm->chans[i].bytes_out;
   if (comm->rcache) {
     struct zcoll__rcache_stats rc;
     zcoll__rcache_stats(comm->rcache, &rc);

@@ -48,8 +48,8 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     snprintf(algo, sizeof(algo), "%s",
              d->algo < zcoll__nbcast_algos ? zcoll__bcast_algos[d->algo]->name : "?");
     if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
-    snprintf(buf, len, "broadcast(count %llu, %s, root %d, %s)", (unsigned long long)d->count,
-             dt, d->root, algo);
+    snprintf(buf, len, "broadcast(count %llu, %s, root %d, %s)", (unsigned long long)d->count, dt,
+             d->root, algo);
     return;
   }
   if (d->kind == ZCOLL_COLL_AGREE) {
@@ -68,8 +68,8 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     snprintf(buf, len, "a vector key's round (key hash %08x; count %llu, %s, %s, %s)",
              (unsigned)d->root, (unsigned long long)d->count, dt, op, algo);
   else
-    snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt,
-             op, algo);
+    snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt, op,
+             algo);
 }
 
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,
@@ -124,9 +124,8 @@ zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordi
                      (unsigned long long)ordinal, c->peer, theirs, ours);
 }
 
-struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
-                                         size_t slot_bytes, uint32_t imm, size_t len,
-                                         uint32_t *ahead) {
+struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth, size_t slot_bytes,
+                                         uint32_t imm, size_t len, uint32_t *ahead) {
   uint32_t a = ((imm & ZCOLL_IMM_SEQ_MASK) - (uint32_t)c->recv_seq) & ZCOLL_IMM_SEQ_MASK;
   if (a >= (uint32_t)depth) return NULL;
   uint32_t i = c->recv_slot + a; /* both below depth */
@@ -141,8 +140,7 @@ zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot
   if (ev->imm & ZCOLL_IMM_CREDIT) {
     c->credits += ev->imm & ZCOLL_IMM_SEQ_MASK;
     if (c->credits > (uint32_t)depth)
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "rank %d returned more credits than slots",
-                         c->peer);
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "rank %d returned more credits than slots", c->peer);
     return ZCOLL_OK;
   }
   struct zcoll__slot *sl = zcoll__chan_slot_for(c, depth, slot_bytes, ev->imm, ev->len, NULL);

@@ -112,15 +112,19 @@ struct zcoll__chan_grant {
 /* ZCOLL_COLL_VEC: a vector key's round (tasks.c), an allreduce whose root field holds a
  * hash of the key. ZCOLL_COLL_AGREE: the one-byte allreduce that follows a collective with
  * a created op's function (allreduce.c), which no user call may pair with. */
-enum { ZCOLL_COLL_ALLREDUCE = 1, ZCOLL_COLL_BROADCAST = 2, ZCOLL_COLL_VEC = 3,
-       ZCOLL_COLL_AGREE = 4 };
+enum {
+  ZCOLL_COLL_ALLREDUCE = 1,
+  ZCOLL_COLL_BROADCAST = 2,
+  ZCOLL_COLL_VEC = 3,
+  ZCOLL_COLL_AGREE = 4
+};
 
 /* What a collective is: ranks must agree on all of it. */
 struct zcoll__coll_desc {
   uint8_t kind, dtype, op, algo;
-  uint32_t arity;    /* parameters of the algorithm that shape the schedule */
-  int32_t root;      /* -1 where the kind has no root */
-  uint32_t op_tag;   /* a created op's kind, commutativity, element size (op.h); else 0.
+  uint32_t arity;  /* parameters of the algorithm that shape the schedule */
+  int32_t root;    /* -1 where the kind has no root */
+  uint32_t op_tag; /* a created op's kind, commutativity, element size (op.h); else 0.
                       * No padding: descriptions compare with memcmp */
   uint64_t count;
 };
@@ -133,12 +137,13 @@ struct zcoll__chan_hdr {
   uint64_t fingerprint;
   struct zcoll__coll_desc desc;
 };
-_Static_assert(sizeof(struct zcoll__chan_hdr) == ZCOLL_CHAN_HDR_BYTES, "header and its room differ");
+_Static_assert(sizeof(struct zcoll__chan_hdr) == ZCOLL_CHAN_HDR_BYTES,
+               "header and its room differ");
 
 struct zcoll__slot {
   uint8_t arrived;
-  uint8_t placed;    /* already in its final place: nothing to copy */
-  uint8_t data_off;  /* where the payload starts: past a header already checked */
+  uint8_t placed;   /* already in its final place: nothing to copy */
+  uint8_t data_off; /* where the payload starts: past a header already checked */
   uint32_t imm, len;
 };
 
@@ -146,10 +151,10 @@ struct zcoll__run;
 struct zcoll__inflight { /* a piece we put and whose PUT_DONE we await */
   uint8_t busy;
   uint8_t done;
-  int op;            /* the SEND op it belongs to, -1 once the op no longer cares */
-  struct zcoll__run *run;   /* the collective of that op (NULL with op -1) */
-  size_t end;        /* the op's position once this piece's source is released */
-  int64_t issued_ns; /* for the trace */
+  int op;                 /* the SEND op it belongs to, -1 once the op no longer cares */
+  struct zcoll__run *run; /* the collective of that op (NULL with op -1) */
+  size_t end;             /* the op's position once this piece's source is released */
+  int64_t issued_ns;      /* for the trace */
   uint32_t bytes;
 };
 
@@ -160,35 +165,35 @@ static inline uint32_t zcoll__slot_next(uint32_t slot, int depth) {
 struct zcoll__tli;
 struct zcoll__chan {
   int peer;
-  struct zcoll__tli *t;       /* the transport instance that reaches the peer */
+  struct zcoll__tli *t;           /* the transport instance that reaches the peer */
   const struct zcoll_tl_ops *ops; /* t's */
-  uint8_t staged;             /* ops reads only registered memory: stage sends */
-  uint8_t same_host;          /* the peer runs on this rank's host */
-  uint64_t bytes_out;         /* payload bytes put to the peer */
+  uint8_t staged;                 /* ops reads only registered memory: stage sends */
+  uint8_t same_host;              /* the peer runs on this rank's host */
+  uint64_t bytes_out;             /* payload bytes put to the peer */
   struct zcoll_ep *ep;
   struct zcoll_tl_rkey *rkey; /* the peer's receive region */
   uint64_t roff;              /* our slot ring inside it */
   /* sending */
   /* Piece numbers are 64-bit so that seq % depth never jumps at a wrap (a 32-bit
    * counter would after 4 billion pieces: an hour of 1 us allreduces). */
-  uint64_t send_seq;   /* next piece number */
+  uint64_t send_seq; /* next piece number */
   /* Each *_slot is its *_seq % depth, kept in step (zcoll__slot_next): a 64-bit division
    * per piece costs an 8-byte allreduce more than all its arithmetic. */
   uint32_t send_slot, tail_slot, recv_slot;
   struct zcoll__coll_desc sent_desc; /* in the last header put on this channel */
   uint8_t sent_valid;
-  uint32_t credits;    /* free slots at the peer */
-  uint64_t tail_seq;   /* oldest piece whose PUT_DONE we await */
+  uint32_t credits;                 /* free slots at the peer */
+  uint64_t tail_seq;                /* oldest piece whose PUT_DONE we await */
   struct zcoll__inflight *inflight; /* depth entries, by seq % depth */
-  char *stage;         /* our send staging ring (transports without PUT_ANY) */
-  char *small;         /* headers and the small pieces they carry, by slot (PUT_ANY) */
+  char *stage;                      /* our send staging ring (transports without PUT_ANY) */
+  char *small;                      /* headers and the small pieces they carry, by slot (PUT_ANY) */
   /* receiving */
-  uint64_t recv_seq;   /* next piece number to consume */
+  uint64_t recv_seq;                 /* next piece number to consume */
   struct zcoll__coll_desc seen_desc; /* in the last header checked from this peer */
   uint8_t seen_valid;
   uint32_t unreturned; /* consumed pieces whose credit the peer has not got back */
   struct zcoll__slot *slots;
-  char *recv;          /* our receive ring for this peer's pieces */
+  char *recv; /* our receive ring for this peer's pieces */
 };
 
 /* flags: 0, ZCOLL_IMM_HDR, ZCOLL_IMM_SAME, ZCOLL_IMM_GRANT or ZCOLL_IMM_DIRECT */
@@ -244,9 +249,8 @@ zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordi
 
 /* The slot an arriving piece (not a credit) takes, or NULL if it breaks the protocol
  * (not within the window of free slots, too long). */
-struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
-                                         size_t slot_bytes, uint32_t imm, size_t len,
-                                         uint32_t *ahead);
+struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth, size_t slot_bytes,
+                                         uint32_t imm, size_t len, uint32_t *ahead);
 
 /* A notification from the channel's peer: a credit return, or a piece now in its slot.
  * ZCOLL_ERR_TRANSPORT if it breaks the protocol (outside the window, too long, more

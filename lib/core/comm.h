@@ -32,7 +32,7 @@ struct zcoll__sched_cache_entry {
   size_t count;
   int in_place;
   uint64_t stamp;
-  int pins; /* collectives in flight (or persistent requests) that use it */
+  int pins;     /* collectives in flight (or persistent requests) that use it */
   uint64_t gen; /* changes whenever the entry is (re)built: see zcoll__plan_memo */
   struct zcoll__sched sched;
 };
@@ -56,8 +56,8 @@ struct zcoll__plan_memo {
 struct zcoll__tli {
   const struct zcoll_tl_ops *ops;
   struct zcoll_tl *tl;
-  int idx;    /* in zcoll__transports */
-  int nchans; /* channels over it */
+  int idx;                     /* in zcoll__transports */
+  int nchans;                  /* channels over it */
   struct zcoll_tl_mr *recv_mr; /* the receive slots, for its peers to write into */
   struct zcoll_tl_mr *send_mr; /* the send staging (without CAP_PUT_ANY), or NULL */
 };
@@ -73,9 +73,9 @@ struct zcoll_comm {
    * user registrations, the registration cache and grants are for. The table has at most
    * one such transport in a job (comm_setup.c checks). */
   struct zcoll__tli *reg;
-  char tl_names[64]; /* "shm", "shm+verbs": what zcoll_comm_transport says */
+  char tl_names[64];    /* "shm", "shm+verbs": what zcoll_comm_transport says */
   char tl_devices[192]; /* "-+rxe0:1": what zcoll_comm_device says, in the same order */
-  int can_block;     /* every instance has an event descriptor: a waiting rank may sleep */
+  int can_block;        /* every instance has an event descriptor: a waiting rank may sleep */
   /* How much shorter than ZCOLL_SPIN_US the spin phase is now, in ns (0: all of it): it
    * adapts to whether spinning pays (exec_wait.c) unless the user set ZCOLL_SPIN_US.
    * Atomic: a caller in zcoll_wait and the executor under zcoll_progress may both wait
@@ -83,9 +83,9 @@ struct zcoll_comm {
   int spin_adapts;
   _Atomic int64_t spin_cut_ns;
   atomic_uint spin_waits; /* waits begun, for the probes */
-  int *host_of;      /* rank -> its host, numbered in order of first rank */
-  char tl_why[512];  /* the probes' refusals ("verbs: no RDMA device ..."), for the init line */
-  int net_probed;    /* this rank probed the network transports (not on one host) */
+  int *host_of;           /* rank -> its host, numbered in order of first rank */
+  char tl_why[512]; /* the probes' refusals ("verbs: no RDMA device ..."), for the init line */
+  int net_probed;   /* this rank probed the network transports (not on one host) */
   int nhosts;
   size_t slot_bytes;
   int depth;
@@ -96,17 +96,17 @@ struct zcoll_comm {
   size_t region_bytes;
   struct zcoll_tl_mr *recv_mr, *send_mr;
   struct zcoll__algo_params algo_params;
-  int forced_algo; /* -1: auto */
-  int tree_algo;   /* the tree's index: its arity is part of what ranks must agree on */
+  int forced_algo;       /* -1: auto */
+  int tree_algo;         /* the tree's index: its arity is part of what ranks must agree on */
   int forced_bcast_algo; /* ZCOLL_BCAST_ALGO, -1 for auto */
-  int chain_algo;  /* the one that combines in rank order: non-commutative ops run on it */
+  int chain_algo;        /* the one that combines in rank order: non-commutative ops run on it */
   int ring_algo, rhd_algo, hier_algo;
-  int hier_auto;   /* auto picks hier for bandwidth: several hosts, more ranks than hosts */
+  int hier_auto; /* auto picks hier for bandwidth: several hosts, more ranks than hosts */
   struct zcoll__selector selector;
   zcoll_status_t broken; /* sticky: the first fatal error */
   char last_error[512];
   int last_error_async; /* last_error is from the progress thread: the next report uses it */
-  uint64_t ncolls;  /* schedule cache clock */
+  uint64_t ncolls;      /* schedule cache clock */
   /* Result pieces received: delivered in place (placement hook, grants) or copied out
    * of a slot (zcoll_comm_stats). */
   uint64_t pieces_placed, pieces_copied;
@@ -119,14 +119,14 @@ struct zcoll_comm {
   atomic_int inside;
   atomic_int vec_waiters; /* threads in zcoll_vec_get, inside or between turns (tasks.c) */
   atomic_int revoked;
-  int wake_fd;       /* eventfd that revoke writes: a sleeping call wakes at once */
-  unsigned fork_gen; /* zcoll__fork_gen when created: a different one means a forked child */
+  int wake_fd;          /* eventfd that revoke writes: a sleeping call wakes at once */
+  unsigned fork_gen;    /* zcoll__fork_gen when created: a different one means a forked child */
   int revoke_unguarded; /* not in guard.c's table of revocable communicators (it was full) */
   struct zcoll__sched_cache_entry cache[ZCOLL_SCHED_CACHE];
   struct zcoll__sched_cache_entry *cache_mru; /* the last hit or build, or NULL */
   uint64_t sched_gen;                         /* the last entry build's gen */
   struct zcoll__plan_memo memo;
-  struct zcoll__rcache *rcache; /* verbs: user buffers kept registered; NULL: none */
+  struct zcoll__rcache *rcache;   /* verbs: user buffers kept registered; NULL: none */
   struct zcoll__exec_state *exec; /* reusable executor scratch */
   struct zcoll__trace trace;      /* ZCOLL_TRACE; trace.f is NULL when off */
   struct zcoll__flight flight;    /* ZCOLL_FLIGHT_RECORDER: the last collectives (flight.h) */
@@ -135,8 +135,8 @@ struct zcoll_comm {
   struct zcoll__run *active, *active_tail;
   uint8_t *chan_block; /* scratch of zcoll__progress: per channel, ZCOLL_BLOCK_* */
   int chan_block_cap;
-  struct zcoll_request *requests; /* every request not yet freed (request.c) */
-  struct zcoll__vecs *vecs;       /* the vector interface's keys and sequencer, or NULL */
+  struct zcoll_request *requests;     /* every request not yet freed (request.c) */
+  struct zcoll__vecs *vecs;           /* the vector interface's keys and sequencer, or NULL */
   struct zcoll_request *request_pool; /* freed ones kept for reuse, with their arrays */
   int request_pool_len;
   /* ZCOLL_PROGRESS=thread (progress_thread.c): mu guards the executor between the
@@ -146,7 +146,7 @@ struct zcoll_comm {
   pthread_t progress_tid;
   pthread_mutex_t mu;
   int nactive_requests;
-  struct zcoll_mr *mrs;           /* explicit registrations (mr.c) */
+  struct zcoll_mr *mrs; /* explicit registrations (mr.c) */
   /* size + 1 + ZCOLL_TL_MAX: the transports', the wake fd, every bootstrap socket */
   struct pollfd *pollfds;
 };

@@ -18,7 +18,7 @@ struct zcoll__exec_state {
   size_t *pos;    /* per op: progressed up to this element (send: source released) */
   size_t *issued; /* per op, sends: next element to put */
   uint8_t *finished;
-  struct zcoll_tl_mr **src_mr; /* per send op: the user registration it is put from */
+  struct zcoll_tl_mr **src_mr;     /* per send op: the user registration it is put from */
   int *send_cur, *recv_cur, *chan; /* per schedule peer */
   int *peer_of_chan;               /* channel -> schedule peer, -1 if not in this schedule */
   uint8_t *hdr_sent, *hdr_seen;    /* per schedule peer: this collective's header */
@@ -26,10 +26,10 @@ struct zcoll__exec_state {
   int cap_chans;
   /* Grants (grant.c). Per op: the range of a receive granted to the peer, or of a send
    * that may go straight into the peer's result (gfrom SIZE_MAX: none). */
-  size_t *gfrom, *gto; /* granted range [gfrom, gto), grown by later grants */
-  int *grant_cur;                /* per schedule peer: the next receive to consider granting */
-  struct zcoll_tl_rkey **gkey;   /* per schedule peer: its result's key, for this run; NULL */
-  uint64_t *gbase;               /* per schedule peer: where its result starts in gkey */
+  size_t *gfrom, *gto;         /* granted range [gfrom, gto), grown by later grants */
+  int *grant_cur;              /* per schedule peer: the next receive to consider granting */
+  struct zcoll_tl_rkey **gkey; /* per schedule peer: its result's key, for this run; NULL */
+  uint64_t *gbase;             /* per schedule peer: where its result starts in gkey */
 };
 
 /* A region registered for peers to write results into (a persistent request's result,
@@ -44,11 +44,11 @@ struct zcoll__grant_src {
  * otherwise. Active runs are listed in comm->active in the order they were issued (the
  * order of their ordinals), and move pieces in that order on every channel. */
 struct zcoll__run {
-  struct zcoll__run *next;      /* in comm->active */
-  uint64_t rc_since;     /* registration-cache clock at its start: what it uses stays */
-  zcoll_status_t status; /* ZCOLL_IN_PROGRESS while listed; then how it ended */
-  atomic_int ended;      /* 1 (release) once status is final: read without comm->mu */
-  int64_t started_ns;    /* for the trace; 0 if off */
+  struct zcoll__run *next; /* in comm->active */
+  uint64_t rc_since;       /* registration-cache clock at its start: what it uses stays */
+  zcoll_status_t status;   /* ZCOLL_IN_PROGRESS while listed; then how it ended */
+  atomic_int ended;        /* 1 (release) once status is final: read without comm->mu */
+  int64_t started_ns;      /* for the trace; 0 if off */
   zcoll_comm_t *comm;
   const struct zcoll__sched *s;
   struct zcoll__exec_state *e;
@@ -57,10 +57,10 @@ struct zcoll__run {
   zcoll_dtype_t dtype;
   zcoll_op_t op;
   const struct zcoll__op_def *uop; /* a created op (op.h), else NULL */
-  uint64_t ordinal;              /* this collective's number on the communicator */
-  struct zcoll__flight_ent *fl;  /* its flight recorder entry; NULL: off */
-  struct zcoll__coll_desc desc;  /* what it is, as the wire header states it */
-  uint64_t fp;                   /* desc's fingerprint */
+  uint64_t ordinal;                /* this collective's number on the communicator */
+  struct zcoll__flight_ent *fl;    /* its flight recorder entry; NULL: off */
+  struct zcoll__coll_desc desc;    /* what it is, as the wire header states it */
+  uint64_t fp;                     /* desc's fingerprint */
   int remaining;
   int local_cur;
   struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */
@@ -71,14 +71,15 @@ struct zcoll__run {
 struct zcoll__idle {
   int64_t since_ns; /* 0: not idle */
   int64_t last_check_ns;
-  unsigned calls;   /* reading the clock costs more than a poll in a VM: not every time */
-  int64_t spin_ns;  /* this wait's spin phase (exec_wait.c) */
+  unsigned calls;  /* reading the clock costs more than a poll in a VM: not every time */
+  int64_t spin_ns; /* this wait's spin phase (exec_wait.c) */
 };
 
 /* Sets r up for collective `ordinal` (not yet in flight). */
-zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
-                               struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
-                               uint64_t ordinal, const void *src, void *dst);
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
+                               const struct zcoll__sched *s, struct zcoll__exec_state *e,
+                               const struct zcoll__coll_desc *desc, uint64_t ordinal,
+                               const void *src, void *dst);
 /* Ends every run in flight with st (no news to the peers: see zcoll__fail_runs). */
 void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st);
 
@@ -90,14 +91,15 @@ void zcoll__reap(zcoll_comm_t *comm);
 
 static inline size_t zcoll__op_end(const struct zcoll__sop *o) { return o->off + o->count; }
 
-static inline size_t zcoll__piece_end(const struct zcoll__run *r, const struct zcoll__sop *o, size_t at) {
+static inline size_t zcoll__piece_end(const struct zcoll__run *r, const struct zcoll__sop *o,
+                                      size_t at) {
   size_t end = zcoll__op_end(o);
   return end - at > r->chunk ? at + r->chunk : end;
 }
 
 /* Have the ops that o depends on progressed over [a, b)? */
-static inline int zcoll__deps_ready(const struct zcoll__run *r, const struct zcoll__sop *o, size_t a,
-                                    size_t b) {
+static inline int zcoll__deps_ready(const struct zcoll__run *r, const struct zcoll__sop *o,
+                                    size_t a, size_t b) {
   for (uint32_t i = 0; i < o->ndeps; i++) {
     int d = (int)r->s->deps[o->dep_first + i];
     const struct zcoll__sop *y = &r->s->ops[d];
@@ -144,14 +146,14 @@ void zcoll__idle_done(zcoll_comm_t *comm, struct zcoll__idle *id);
 zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
                               const struct zcoll__coll_desc *desc, const void *src, void *dst);
 /* Room in *e for a schedule of nops ops and npeers peers over nchans channels. */
-zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **e, int nops, int npeers,
-                                   int nchans);
+zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **e, int nops, int npeers, int nchans);
 void zcoll__exec_free(struct zcoll__exec_state *e);
 /* Starts collective `ordinal` (r's memory must last until it ends): after every run in
  * flight. An error means it did not start (the caller breaks the communicator). */
-zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
-                                struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
-                                uint64_t ordinal, const void *src, void *dst);
+zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r,
+                                const struct zcoll__sched *s, struct zcoll__exec_state *e,
+                                const struct zcoll__coll_desc *desc, uint64_t ordinal,
+                                const void *src, void *dst);
 /* One pass over everything in flight, without waiting; runs that finish get ZCOLL_OK. */
 zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress);
 /* Progresses (and waits) until r has ended; its status. */

@@ -86,16 +86,17 @@ zcoll_status_t zcoll__exec_reserve(struct zcoll__exec_state **ep, int nops, int 
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
-                                struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
-                                uint64_t ordinal, const void *src, void *dst) {
+zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r,
+                                const struct zcoll__sched *s, struct zcoll__exec_state *e,
+                                const struct zcoll__coll_desc *desc, uint64_t ordinal,
+                                const void *src, void *dst) {
   zcoll_status_t st = zcoll__run_init(comm, r, s, e, desc, ordinal, src, dst);
   if (st != ZCOLL_OK) return st;
   r->next = NULL;
   if (r->remaining == 0) { /* nothing to move (one rank, in place): done already */
     if (r->started_ns)
-      zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
-                         zcoll__now_ns(), -1, 0);
+      zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns, zcoll__now_ns(), -1,
+                         0);
     r->status = ZCOLL_OK;
     zcoll__flight_end(r->fl, ordinal, ZCOLL_OK);
     atomic_store_explicit(&r->ended, 1, memory_order_release);

@@ -16,9 +16,7 @@
 /* Is this rank waiting on schedule peer j: for its next piece, or for a credit? */
 static int stuck_on(const struct zcoll__run *r, int j) {
   const struct zcoll__chan *c = &r->comm->chans[r->e->chan[j]];
-  if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] &&
-      !c->slots[c->recv_slot].arrived)
-    return 1;
+  if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] && !c->slots[c->recv_slot].arrived) return 1;
   return r->e->send_cur[j] < r->s->peer_recvs[j] && !c->credits;
 }
 
@@ -41,8 +39,7 @@ static int waiting_on(const struct zcoll__run *r) {
   if (!r) return -1;
   int best = -1;
   for (int j = 0; j < r->s->npeers; j++)
-    if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best]))
-      best = j;
+    if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best])) best = j;
   for (int j = 0; best < 0 && j < r->s->npeers; j++)
     if (r->e->recv_cur[j] < r->s->peer_sends[j + 1] || r->e->send_cur[j] < r->s->peer_recvs[j])
       best = j;

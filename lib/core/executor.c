@@ -45,7 +45,8 @@ static char *stage_buf(const struct zcoll__run *r, const struct zcoll__chan *c, 
 
 /* The registration an op's source lies in: the application's, else the cache's (which
  * keeps what any collective in flight uses), else NULL (staged). */
-static struct zcoll_tl_mr *src_registration(const struct zcoll__run *r, const char *src, size_t bytes) {
+static struct zcoll_tl_mr *src_registration(const struct zcoll__run *r, const char *src,
+                                            size_t bytes) {
   zcoll_comm_t *comm = r->comm;
   struct zcoll_tl_mr *mr = zcoll__mr_find(comm, src, bytes);
   if (mr || !comm->rcache || bytes < RCACHE_MIN_BYTES) return mr;
@@ -54,17 +55,16 @@ static struct zcoll_tl_mr *src_registration(const struct zcoll__run *r, const ch
 }
 
 /* This collective's header, alone in a slot: the first piece is too big to carry it. */
-static zcoll_status_t put_header(struct zcoll__run *r, int j, struct zcoll__chan *c, uint32_t slot) {
+static zcoll_status_t put_header(struct zcoll__run *r, int j, struct zcoll__chan *c,
+                                 uint32_t slot) {
   zcoll_comm_t *comm = r->comm;
   struct zcoll_tl_mr *lmr;
   char *buf = stage_buf(r, c, slot, &lmr);
   zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
   uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
   zcoll_status_t st = c->ops->put(c->ep, buf, lmr, c->rkey,
-                                  c->roff + (uint64_t)slot * comm->slot_bytes,
-                                  ZCOLL_CHAN_HDR_BYTES,
-                                  zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR),
-                                  cookie);
+                                  c->roff + (uint64_t)slot * comm->slot_bytes, ZCOLL_CHAN_HDR_BYTES,
+                                  zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR), cookie);
   if (st != ZCOLL_OK) return st;
   c->sent_desc = r->desc;
   c->sent_valid = 1;
@@ -130,8 +130,10 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
       char *staging = stage_buf(r, c, slot, &lmr);
       if (scaled && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
       if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
-      if (scaled) zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
-      else if (len) zcoll__copy(staging + off, src, len);
+      if (scaled)
+        zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
+      else if (len)
+        zcoll__copy(staging + off, src, len);
       src = staging;
       if (t0) {
         int64_t t1 = zcoll__now_ns();
@@ -145,11 +147,12 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
                                     : direct ? ZCOLL_IMM_DIRECT
                                              : 0);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
-    zcoll_status_t st =
-        direct ? c->ops->put(c->ep, src, lmr, r->e->gkey[j],
-                             r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
-               : c->ops->put(c->ep, src, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes,
-                             len + off, imm, cookie);
+    zcoll_status_t st = direct
+                            ? c->ops->put(c->ep, src, lmr, r->e->gkey[j],
+                                          r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
+                            : c->ops->put(c->ep, src, lmr, c->rkey,
+                                          c->roff + (uint64_t)slot * comm->slot_bytes, len + off,
+                                          imm, cookie);
     if (st != ZCOLL_OK) return st;
     c->bytes_out += len;
     if (hdr) {
@@ -159,8 +162,8 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
     r->e->hdr_sent[j] = 1;
     int last = b == zcoll__op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
-    c->inflight[slot] =
-        (struct zcoll__inflight){1, 0, stage ? -1 : i, stage ? NULL : r, b, t0, (uint32_t)len};
+    c->inflight[slot] = (struct zcoll__inflight){1, 0,  stage ? -1 : i, stage ? NULL : r,
+                                                 b, t0, (uint32_t)len};
     c->credits--;
     c->send_seq++;
     c->send_slot = zcoll__slot_next(c->send_slot, comm->depth);
@@ -183,8 +186,8 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
     struct zcoll__inflight *f = &c->inflight[c->tail_slot];
     if (!f->done) break;
     if (f->issued_ns)
-      zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__now_ns(),
-                         c->peer, f->bytes);
+      zcoll__trace_event(&comm->trace, ZCOLL_STAGE_TRANSFER, f->issued_ns, zcoll__now_ns(), c->peer,
+                         f->bytes);
     struct zcoll__run *r = f->run;
     if (f->op >= 0 && r) {
       r->e->pos[f->op] = f->end;
@@ -265,8 +268,10 @@ static zcoll_status_t op_reduce(const struct zcoll__run *r, int input, char *dst
                                 const char *data, size_t n) {
   const struct zcoll__op_def *d = r->uop;
   if (d->kind == ZCOLL_OPK_PREMUL) {
-    if (input) zcoll__reduce_premul(r->dtype, dst, acc, data, n, d->scalar);
-    else zcoll__reduce(r->dtype, ZCOLL_SUM, dst, acc, data, n, 0);
+    if (input)
+      zcoll__reduce_premul(r->dtype, dst, acc, data, n, d->scalar);
+    else
+      zcoll__reduce(r->dtype, ZCOLL_SUM, dst, acc, data, n, 0);
     return ZCOLL_OK;
   }
   size_t bytes = n * r->dsize;
@@ -337,8 +342,8 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       if (!r->uop)
         zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
-      else if ((st0 = op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data,
-                                        b - a)) != ZCOLL_OK)
+      else if ((st0 = op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data, b - a)) !=
+               ZCOLL_OK)
         return st0; /* before this piece counts: nothing made from it leaves this rank */
     } else if (sl->placed) {
       comm->pieces_placed++;
@@ -427,7 +432,8 @@ static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
 /* A created op (op.c): its definition, held by the plan; the element it must see whole;
  * for a premul sum, staging on transports that put from anywhere (the scaled input goes
  * out from there), and the scaling of an in-place input that nothing else reads (p = 1). */
-static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s) {
+static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r,
+                                 const struct zcoll__sched *s) {
   r->uop = zcoll__op_def_of((zcoll_op_t)r->desc.op);
   if (r->uop->elem_bytes) r->dsize = r->uop->elem_bytes;
   if (r->uop->kind != ZCOLL_OPK_PREMUL) return ZCOLL_OK;
@@ -443,9 +449,10 @@ static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r, const
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r, const struct zcoll__sched *s,
-                               struct zcoll__exec_state *e, const struct zcoll__coll_desc *desc,
-                               uint64_t ordinal, const void *src, void *dst) {
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
+                               const struct zcoll__sched *s, struct zcoll__exec_state *e,
+                               const struct zcoll__coll_desc *desc, uint64_t ordinal,
+                               const void *src, void *dst) {
   zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
   /* Field by field: a compound literal clears the whole struct with `rep stos`, whose
    * start-up alone is a tenth of an 8-byte allreduce. */
@@ -529,8 +536,8 @@ static zcoll_status_t run_step(struct zcoll__run *r, uint8_t *block, int *progre
   if (r->local_cur < s->nlocal) do_local(r, progress);
   if (r->remaining == 0 && r->ngkeys) zcoll__run_drop_grants(r);
   if (r->remaining == 0 && r->started_ns)
-    zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns,
-                       zcoll__now_ns(), -1, s->count * r->dsize);
+    zcoll__trace_event(&r->comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns, zcoll__now_ns(), -1,
+                       s->count * r->dsize);
   return ZCOLL_OK;
 }
 
@@ -606,8 +613,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   r.status = ZCOLL_OK;
   zcoll__flight_end(r.fl, ordinal, ZCOLL_OK);
   if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
-    zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__now_ns(),
-                       -1, 0);
+    zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__now_ns(), -1, 0);
   return ZCOLL_OK;
 }
 

@@ -83,18 +83,17 @@ static const char *status_word(zcoll_status_t st, char buf[static 24]) {
   const char *n = names[st];
   if (!strncmp(n, "ERR_", 4)) n += 4;
   size_t i = 0;
-  for (; n[i] && i < 23; i++)
-    buf[i] = (char)(n[i] >= 'A' && n[i] <= 'Z' ? n[i] - 'A' + 'a' : n[i]);
+  for (; n[i] && i < 23; i++) buf[i] = (char)(n[i] >= 'A' && n[i] <= 'Z' ? n[i] - 'A' + 'a' : n[i]);
   buf[i] = '\0';
   return buf;
 }
 
 static const char *kind_name(int kind) {
   switch (kind) {
-    case ZCOLL_COLL_ALLREDUCE: return "allreduce";
-    case ZCOLL_COLL_BROADCAST: return "broadcast";
-    case ZCOLL_COLL_VEC: return "vec_allreduce";
-    default: return "unknown";
+  case ZCOLL_COLL_ALLREDUCE: return "allreduce";
+  case ZCOLL_COLL_BROADCAST: return "broadcast";
+  case ZCOLL_COLL_VEC: return "vec_allreduce";
+  default: return "unknown";
   }
 }
 
@@ -148,8 +147,9 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
   else
     snprintf(stname, sizeof(stname), "failed:%s",
              status_word((zcoll_status_t)(s->state >> 8), word));
-  put(t, "zcoll flight rank=%d seq=%llu kind=%s count=%llu dtype=%s op=%s algo=%s state=%s "
-         "awaiting=",
+  put(t,
+      "zcoll flight rank=%d seq=%llu kind=%s count=%llu dtype=%s op=%s algo=%s state=%s "
+      "awaiting=",
       rank, (unsigned long long)s->seq, kind_name(kind), (unsigned long long)s->count,
       dname ? dname : "?", oname ? oname : "?", algo_name(kind, algo), stname);
   int any = 0;
@@ -179,8 +179,9 @@ static char *dump_text(zcoll_comm_t *comm, const char *trigger) {
     if ((s[i].state & 0xff) == ZCOLL_FLIGHT_DONE) last_done = (long long)s[i].seq;
   int broken = atomic_load_explicit(&f->dumped, memory_order_relaxed); /* the failure */
   char word[24];
-  put(&t, "zcoll flight rank=%d size=%d next_seq=%llu last_done=%lld state=%s trigger=%s "
-          "entries=%u now_us=%lld%s\n",
+  put(&t,
+      "zcoll flight rank=%d size=%d next_seq=%llu last_done=%lld state=%s trigger=%s "
+      "entries=%u now_us=%lld%s\n",
       comm->rank, comm->size, (unsigned long long)next, last_done,
       broken ? status_word((zcoll_status_t)broken, word) : "ok", trigger, n,
       (long long)zcoll__now_us_coarse(), f->ents ? "" : " recorder=off");
@@ -191,8 +192,8 @@ static char *dump_text(zcoll_comm_t *comm, const char *trigger) {
 
 /* Logs text (at level) line by line, and appends it to the rank's file if one is set:
  * 0, or -1 with errno if the file could not be written. */
-static int dump_out(zcoll_comm_t *comm, const char *text, zcoll__log_level_t level,
-                    char *path, size_t path_len) {
+static int dump_out(zcoll_comm_t *comm, const char *text, zcoll__log_level_t level, char *path,
+                    size_t path_len) {
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
     int len = eol ? (int)(eol - p) : (int)strlen(p);

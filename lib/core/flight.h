@@ -36,8 +36,8 @@ struct zcoll__flight_ent {
   /* 0: never written; odd: being written; else 2 * (seq + 1): holds collective seq. */
   atomic_uint_least64_t stamp;
   atomic_uint_least64_t seq, count;
-  atomic_uint_least32_t what;  /* kind | dtype << 8 | op << 16 | algo << 24 (the desc's) */
-  atomic_int state;            /* ZCOLL_FLIGHT_*, and the status when failed (<< 8) */
+  atomic_uint_least32_t what; /* kind | dtype << 8 | op << 16 | algo << 24 (the desc's) */
+  atomic_int state;           /* ZCOLL_FLIGHT_*, and the status when failed (<< 8) */
   atomic_int_least64_t start_us, end_us; /* CLOCK_MONOTONIC_COARSE; end 0 while running */
   atomic_int await[ZCOLL_FLIGHT_AWAIT];  /* ranks last seen awaited; -1 ends the list */
 };
@@ -45,7 +45,7 @@ struct zcoll__flight_ent {
 struct zcoll__flight {
   struct zcoll__flight_ent *ents; /* NULL: off (ZCOLL_FLIGHT_RECORDER=0) */
   unsigned n, next;               /* entries; the one the next collective takes */
-  atomic_int dumped; /* the failure that dumped (once a communicator), else ZCOLL_OK */
+  atomic_int dumped;              /* the failure that dumped (once a communicator), else ZCOLL_OK */
 };
 
 /* Collective seq, described by d, starts: its entry (NULL when off). */
@@ -72,8 +72,7 @@ static inline struct zcoll__flight_ent *zcoll__flight_start(struct zcoll__flight
 
 /* Collective seq, in entry e (NULL: off), ended with st. The entry may have gone to a
  * later collective meanwhile (more than N started since): then it is left alone. */
-static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq,
-                                     zcoll_status_t st) {
+static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq, zcoll_status_t st) {
   if (!e || atomic_load_explicit(&e->stamp, memory_order_relaxed) != 2 * seq + 2) return;
   atomic_store_explicit(&e->end_us, zcoll__now_us_coarse(), memory_order_release);
   /* Release: a reader that sees the end state sees the end time. */

@@ -69,17 +69,16 @@ zcoll_status_t zcoll__grants_give(struct zcoll__run *r, int j, int *progress) {
     if (!c->credits || c->inflight[slot].busy) break;
     if (!r->grant->mr) return ZCOLL_OK; /* revoked */
     char *buf = c->stage + (size_t)slot * comm->slot_bytes;
-    struct zcoll__chan_grant g = {r->ordinal,    r->fp,
-                                  a,             b - a,
-                                  r->grant_base, (uint32_t)(k - s->peer_recvs[j]),
+    struct zcoll__chan_grant g = {r->ordinal,      r->fp,         a,
+                                  b - a,           r->grant_base, (uint32_t)(k - s->peer_recvs[j]),
                                   r->grant->keylen};
     memcpy(buf, &g, sizeof(g));
     memcpy(buf + sizeof(g), r->grant->key, r->grant->keylen);
     size_t len = sizeof(g) + r->grant->keylen;
     uint64_t cookie = ((uint64_t)e->chan[j] << 32) | slot;
     zcoll_status_t st = c->ops->put(
-        c->ep, buf, comm->reg->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes,
-        len, zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT), cookie);
+        c->ep, buf, comm->reg->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, len,
+        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT), cookie);
     if (st != ZCOLL_OK) return st;
     c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, (uint32_t)len};
     c->credits--;
@@ -126,8 +125,7 @@ zcoll_status_t zcoll__grants_take(struct zcoll__run *r, int j, struct zcoll__cha
     /* The range must lie in the op, start where one of its pieces does, and end where
      * one does or at the op's end. */
     if (g.off < o->off || g.off >= end || !g.count || g.count > end - g.off ||
-        (g.off - o->off) % r->chunk != 0 ||
-        (g.off + g.count != end && g.count % r->chunk != 0))
+        (g.off - o->off) % r->chunk != 0 || (g.off + g.count != end && g.count % r->chunk != 0))
       return bad_grant(r, c->peer, "is not a range of what this rank sends it");
     /* The first grant of an op: pieces already issued went to the slots, and the receiver
      * granted from where it was, so none not yet issued lies before it. A later one

@@ -28,8 +28,10 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
   zcoll_status_t st = ZCOLL_OK;
   if (!comm || !addr || !len || !out)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: %s",
-                     !comm ? "comm is NULL" : !addr ? "addr is NULL" : !len ? "len is 0"
-                                                                           : "mr is NULL");
+                     !comm   ? "comm is NULL"
+                     : !addr ? "addr is NULL"
+                     : !len  ? "len is 0"
+                             : "mr is NULL");
   else if ((uintptr_t)addr + len < (uintptr_t)addr)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_register: the range wraps around");
   zcoll_mr_t *mr = st == ZCOLL_OK ? calloc(1, sizeof(*mr)) : NULL;
@@ -83,7 +85,8 @@ zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
   zcoll_mr_t **p = &comm->mrs;
   while (*p && *p != mr) p = &(*p)->next;
   int in_use = 0; /* a collective in flight writes its result into the region */
-  for (const struct zcoll__run *r = comm->active; r && *p; r = r->next) in_use |= r->grant == &mr->grant;
+  for (const struct zcoll__run *r = comm->active; r && *p; r = r->next)
+    in_use |= r->grant == &mr->grant;
   if (!*p)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "zcoll_mem_deregister: not a registration of this communicator");

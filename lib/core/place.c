@@ -44,7 +44,8 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
     const struct zcoll__sop *o = &s->ops[s->peer_ops[cur]];
     size_t b = zcoll__piece_end(r, o, a);
     if (!ahead) {
-      if (o->kind != ZCOLL_SOP_RECV_COPY || (b - a) * r->dsize != len || !zcoll__deps_ready(r, o, a, b))
+      if (o->kind != ZCOLL_SOP_RECV_COPY || (b - a) * r->dsize != len ||
+          !zcoll__deps_ready(r, o, a, b))
         return slot;
       *final = 1;
       return r->buf[ZCOLL_BUF_DST] + a * r->dsize;

@@ -26,8 +26,8 @@
 struct entry {
   uintptr_t start, end; /* page-aligned */
   struct zcoll_tl_mr *mr;
-  uint64_t used;        /* clock of the last lookup that returned it */
-  int invalid;          /* unmapped since: never returned again */
+  uint64_t used; /* clock of the last lookup that returned it */
+  int invalid;   /* unmapped since: never returned again */
 };
 
 struct zcoll__rcache {
@@ -106,8 +106,8 @@ struct zcoll__rcache *zcoll__rcache_create(const struct zcoll_tl_ops *ops, struc
   struct rlimit ml;
   if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_cur != RLIM_INFINITY &&
       max_bytes > ml.rlim_cur / 2) {
-    zcoll_log_info("registration cache: %zu bytes asked, %llu (half of ulimit -l) kept",
-                   max_bytes, (unsigned long long)(ml.rlim_cur / 2));
+    zcoll_log_info("registration cache: %zu bytes asked, %llu (half of ulimit -l) kept", max_bytes,
+                   (unsigned long long)(ml.rlim_cur / 2));
     max_bytes = ml.rlim_cur / 2;
   }
   if (!max_bytes) {
@@ -122,7 +122,8 @@ struct zcoll__rcache *zcoll__rcache_create(const struct zcoll_tl_ops *ops, struc
   ucs_status_t st = ucm.set(UCM_EVENT_VM_UNMAPPED, UCM_PRIORITY, on_unmap, rc);
   if (st != UCS_OK) {
     zcoll_log_info("no registration cache (sends from unregistered buffers are staged): "
-                   "libucm refused the memory-event handler (status %d)", (int)st);
+                   "libucm refused the memory-event handler (status %d)",
+                   (int)st);
     pthread_mutex_destroy(&rc->lock);
     free(rc);
     return NULL;
@@ -237,8 +238,8 @@ struct zcoll_tl_mr *zcoll__rcache_get(struct zcoll__rcache *rc, const void *addr
   }
   if (st != ZCOLL_OK) {
     zcoll_log_debug("registration cache: cannot register %#lx+%zu (%s): staging the next "
-                    "%d misses", (unsigned long)start, (size_t)(end - start),
-                    zcoll__last_error(), RC_BACKOFF);
+                    "%d misses",
+                    (unsigned long)start, (size_t)(end - start), zcoll__last_error(), RC_BACKOFF);
     rc->backoff = RC_BACKOFF;
     rc->stats.uncached++;
     return NULL;

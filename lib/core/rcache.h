@@ -28,8 +28,8 @@ struct zcoll__rcache;
 
 struct zcoll__rcache_stats {
   uint64_t hits, misses, evictions, invalidations, uncached; /* uncached: too big or failed */
-  uint64_t reg_ns;                                            /* time spent registering */
-  size_t bytes;                                               /* registered now */
+  uint64_t reg_ns;                                           /* time spent registering */
+  size_t bytes;                                              /* registered now */
 };
 
 /* NULL (and a message at info level saying why) when there can be no cache: max_bytes 0,

@@ -24,9 +24,9 @@ zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm) {
   /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
    * are already here and it would never wait. */
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
-    return zcoll__fail_runs(comm, zcoll__fail(ZCOLL_ERR_PEER_FAILED,
-                                              "rank %d's communicator was revoked",
-                                              comm->rank)); /* requests in flight end too */
+    return zcoll__fail_runs(comm,
+                            zcoll__fail(ZCOLL_ERR_PEER_FAILED, "rank %d's communicator was revoked",
+                                        comm->rank)); /* requests in flight end too */
   if (comm->broken) {
     /* Already reported when it happened: record it for this call, do not log again. */
     char why[sizeof(comm->last_error)];

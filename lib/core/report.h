@@ -17,8 +17,7 @@ zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st);
  * call asks, and the answer is almost always yes. */
 zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm);
 static inline zcoll_status_t zcoll__check_usable(zcoll_comm_t *comm) {
-  if (!comm->broken && !atomic_load_explicit(&comm->revoked, memory_order_relaxed))
-    return ZCOLL_OK;
+  if (!comm->broken && !atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return ZCOLL_OK;
   return zcoll__check_usable_slow(comm);
 }
 

@@ -30,8 +30,8 @@ static size_t copy_near_16(unsigned char *d, const unsigned char *s, size_t n) {
 /* The same with 32-byte registers, 256 bytes a round, and the stores aligned: the
  * destination is first brought to a 32-byte boundary, so that no store straddles two
  * lines (the loads then do, which costs far less). Twice the 16-byte loop's speed. */
-__attribute__((target("avx2"))) static size_t copy_near_32(unsigned char *d,
-                                                            const unsigned char *s, size_t n) {
+__attribute__((target("avx2"))) static size_t copy_near_32(unsigned char *d, const unsigned char *s,
+                                                           size_t n) {
   size_t k = (32 - ((uintptr_t)d & 31)) & 31;
   if (k > n) return 0;
   memcpy(d, s, k);

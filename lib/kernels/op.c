@@ -38,8 +38,8 @@ zcoll_status_t zcoll_op_create(zcoll_user_fn_t fn, void *user, int commutative, 
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "zcoll_op_create: elem_bytes %zu is not 0 or a power of two up to 4096",
                        elem_bytes);
-  struct zcoll__op_def d = {ZCOLL_OPK_USER, (uint8_t)!!commutative, (uint32_t)elem_bytes, fn,
-                            user, 0, 0};
+  struct zcoll__op_def d = {
+      ZCOLL_OPK_USER, (uint8_t) !!commutative, (uint32_t)elem_bytes, fn, user, 0, 0};
   return add(&d, op, "zcoll_op_create");
 }
 
@@ -84,8 +84,10 @@ const struct zcoll__op_def *zcoll__op_get(zcoll_op_t op, const char *who) {
   struct zcoll__op_def *d = slot_of(op);
   if (d) {
     pthread_mutex_lock(&ops_mu);
-    if (d->kind == ZCOLL_OPK_FREE) d = NULL;
-    else d->refs++;
+    if (d->kind == ZCOLL_OPK_FREE)
+      d = NULL;
+    else
+      d->refs++;
     pthread_mutex_unlock(&ops_mu);
   }
   if (!d) zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: unknown op %d", who, (int)op);

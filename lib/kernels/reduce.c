@@ -84,12 +84,12 @@ static int zr_isa_supported(int isa) {
   __builtin_cpu_init();
   int avx2 = __builtin_cpu_supports("avx2") && zr_has_f16c();
   switch (isa) {
-    case ZR_AVX512:
-      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    case ZR_AVX2: return avx2;
-    case ZR_GENERIC: return 1;
-    default: return 0;
+  case ZR_AVX512:
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  case ZR_AVX2: return avx2;
+  case ZR_GENERIC: return 1;
+  default: return 0;
   }
 #else
   return isa == ZR_GENERIC;
@@ -110,10 +110,10 @@ static void zr_run(zcoll_dtype_t dtype, int op, void *dst, const void *a, const 
   const unsigned char *x = a, *y = b;
   switch (zr_isa()) {
 #if ZR_X86
-    case ZR_AVX512: zr_reduce_avx512(dtype, op, d, x, y, n, divisor, sc); break;
-    case ZR_AVX2: zr_reduce_avx2(dtype, op, d, x, y, n, divisor, sc); break;
+  case ZR_AVX512: zr_reduce_avx512(dtype, op, d, x, y, n, divisor, sc); break;
+  case ZR_AVX2: zr_reduce_avx2(dtype, op, d, x, y, n, divisor, sc); break;
 #endif
-    default: zr_reduce_generic(dtype, op, d, x, y, n, divisor, sc); break;
+  default: zr_reduce_generic(dtype, op, d, x, y, n, divisor, sc); break;
   }
 }
 

@@ -105,8 +105,8 @@ struct zcoll_tl_ops {
    * for our own, a negative one or one >= size); a malformed address (shorter than
    * `address` made it, say) is TRANSPORT. After any other failure the instance is fit
    * only for close. */
-  zcoll_status_t (*connect)(struct zcoll_tl *tl, int n, const int *ranks,
-                            const void *const *addrs, const size_t *lens, struct zcoll_ep **eps);
+  zcoll_status_t (*connect)(struct zcoll_tl *tl, int n, const int *ranks, const void *const *addrs,
+                            const size_t *lens, struct zcoll_ep **eps);
   /* Optional: len bytes of memory for a region peers will write into (receive slots),
    * for transports whose peers reach it through a shared mapping rather than a NIC.
    * NULL: the core maps anonymous memory. Either way the core registers it with

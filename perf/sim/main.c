@@ -77,8 +77,7 @@ static int parse_algos(const char *s, int *out, int max) {
 
 static struct zsim_result run_job(const struct opts *o, int algo, int p, int k, size_t bytes,
                                   int arity) {
-  struct zsim_job job = {algo,     p,        k,     bytes / 4,       4, o->chunk,
-                         o->depth, arity,    o->iters, o->reverse};
+  struct zsim_job job = {algo, p, k, bytes / 4, 4, o->chunk, o->depth, arity, o->iters, o->reverse};
   struct zsim_result res;
   if (zsim_run(&o->m, &job, &res)) exit(1);
   return res;
@@ -125,9 +124,12 @@ static double busbw(size_t bytes, int p, double us) {
 }
 
 static void fmt_size(size_t b, char *out, size_t n) {
-  if (b >= (1u << 20) && b % (1u << 20) == 0) snprintf(out, n, "%zuM", b >> 20);
-  else if (b >= 1024 && b % 1024 == 0) snprintf(out, n, "%zuK", b >> 10);
-  else snprintf(out, n, "%zu", b);
+  if (b >= (1u << 20) && b % (1u << 20) == 0)
+    snprintf(out, n, "%zuM", b >> 20);
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(out, n, "%zuK", b >> 10);
+  else
+    snprintf(out, n, "%zu", b);
 }
 
 static void tune_header(FILE *f, const struct opts *o);
@@ -135,7 +137,8 @@ static void write_rules(FILE *f, const struct opts *o, int pi, const int *best, 
 
 static void cmd_table(const struct opts *o, FILE *tune) {
   printf("# predicted allreduce of float32, k = %d ranks per host, chunk %zu, depth %d, "
-         "tree arity %d\n# %6s %10s", o->k, o->chunk, o->depth, o->arity, "ranks", "bytes");
+         "tree arity %d\n# %6s %10s",
+         o->k, o->chunk, o->depth, o->arity, "ranks", "bytes");
   for (int a = 0; a < o->nalgo; a++) printf(" %12s", zcoll__algos[o->algos[a]]->name);
   printf("   (time us / busbw GB/s)  best\n");
   if (tune) tune_header(tune, o);
@@ -161,9 +164,10 @@ static void cmd_table(const struct opts *o, FILE *tune) {
 }
 
 static void tune_header(FILE *f, const struct opts *o) {
-  fprintf(f, "# ZCOLL_TUNING_FILE from the scale model (perf/sim): ranks_min ranks_max "
-             "max_bytes algorithm\n# k = %d ranks per host, chunk %zu, depth %d, tree arity "
-             "%d; each group simulated at its ranks_min\n",
+  fprintf(f,
+          "# ZCOLL_TUNING_FILE from the scale model (perf/sim): ranks_min ranks_max "
+          "max_bytes algorithm\n# k = %d ranks per host, chunk %zu, depth %d, tree arity "
+          "%d; each group simulated at its ranks_min\n",
           o->k, o->chunk, o->depth, o->arity);
 }
 
@@ -221,8 +225,8 @@ static void cmd_batch(const struct opts *o) {
       exit(2);
     }
     struct zsim_result res = run_job(o, a, p, k, (size_t)bytes, o->arity);
-    printf("%s %d %d %.0f %.3f %.3f %.0f\n", name, p, k, bytes, res.time * 1e6,
-           res.mean_time * 1e6, res.net_bytes);
+    printf("%s %d %d %.0f %.3f %.3f %.0f\n", name, p, k, bytes, res.time * 1e6, res.mean_time * 1e6,
+           res.net_bytes);
   }
 }
 
@@ -236,8 +240,8 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {.k = 1, .depth = 8, .arity = 4, .chunk = 256 << 10, .minb = 8,
-                   .maxb = 16 << 20, .factor = 4};
+  struct opts o = {
+      .k = 1, .depth = 8, .arity = 4, .chunk = 256 << 10, .minb = 8, .maxb = 16 << 20, .factor = 4};
   zsim_model_default(&o.m);
   o.np = parse_list("2 4 8 16 64 256 1024 4096", o.plist, 64);
   for (int a = 0; a < zcoll__nalgos; a++)
@@ -252,19 +256,32 @@ int main(int argc, char **argv) {
       if (zsim_model_load(&o.m, v)) return 2;
     } else if (!strcmp(f, "-s")) {
       if (zsim_model_set(&o.m, v)) return 2;
-    } else if (!strcmp(f, "-k")) o.k = atoi(v);
-    else if (!strcmp(f, "-c")) o.chunk = parse_size(v);
-    else if (!strcmp(f, "-d")) o.depth = atoi(v);
-    else if (!strcmp(f, "-a")) o.arity = atoi(v);
-    else if (!strcmp(f, "-i")) o.iters = atoi(v);
-    else if (!strcmp(f, "-O")) o.reverse = !strcmp(v, "reverse");
-    else if (!strcmp(f, "-p")) o.np = parse_list(v, o.plist, 64);
-    else if (!strcmp(f, "-b")) o.minb = parse_size(v);
-    else if (!strcmp(f, "-e")) o.maxb = parse_size(v);
-    else if (!strcmp(f, "-f")) o.factor = atoi(v);
-    else if (!strcmp(f, "-A")) o.nalgo = parse_algos(v, o.algos, 32);
-    else if (!strcmp(f, "-o")) tune_path = v;
-    else usage();
+    } else if (!strcmp(f, "-k"))
+      o.k = atoi(v);
+    else if (!strcmp(f, "-c"))
+      o.chunk = parse_size(v);
+    else if (!strcmp(f, "-d"))
+      o.depth = atoi(v);
+    else if (!strcmp(f, "-a"))
+      o.arity = atoi(v);
+    else if (!strcmp(f, "-i"))
+      o.iters = atoi(v);
+    else if (!strcmp(f, "-O"))
+      o.reverse = !strcmp(v, "reverse");
+    else if (!strcmp(f, "-p"))
+      o.np = parse_list(v, o.plist, 64);
+    else if (!strcmp(f, "-b"))
+      o.minb = parse_size(v);
+    else if (!strcmp(f, "-e"))
+      o.maxb = parse_size(v);
+    else if (!strcmp(f, "-f"))
+      o.factor = atoi(v);
+    else if (!strcmp(f, "-A"))
+      o.nalgo = parse_algos(v, o.algos, 32);
+    else if (!strcmp(f, "-o"))
+      tune_path = v;
+    else
+      usage();
   }
   if (i >= argc || o.factor < 2 || o.minb < 4 || o.k < 1) usage();
   const char *cmd = argv[i];
@@ -282,7 +299,8 @@ int main(int argc, char **argv) {
     /* the slowest and the mean rank (us); bytes put between, within hosts per rank */
     printf("%.3f %.3f %.0f %.0f\n", res.time * 1e6, res.mean_time * 1e6, res.net_bytes / p,
            res.shm_bytes / p);
-  } else if (!strcmp(cmd, "batch")) cmd_batch(&o);
+  } else if (!strcmp(cmd, "batch"))
+    cmd_batch(&o);
   else if (!strcmp(cmd, "table")) {
     FILE *tune = NULL;
     if (tune_path && !(tune = fopen(tune_path, "w"))) {
@@ -291,9 +309,11 @@ int main(int argc, char **argv) {
     }
     cmd_table(&o, tune);
     if (tune) fclose(tune);
-  }
-  else if (!strcmp(cmd, "arity")) cmd_arity(&o);
-  else if (!strcmp(cmd, "traffic")) cmd_traffic(&o);
-  else usage();
+  } else if (!strcmp(cmd, "arity"))
+    cmd_arity(&o);
+  else if (!strcmp(cmd, "traffic"))
+    cmd_traffic(&o);
+  else
+    usage();
   return 0;
 }

@@ -44,7 +44,7 @@ void zsim_model_default(struct zsim_model *m) {
   m->mem = 1;
   m->c2c = 1;
   m->sw = 1e-6;
-  m->slice = 750e-6; /* EEVDF's base slice (0.75 ms) */
+  m->slice = 750e-6;  /* EEVDF's base slice (0.75 ms) */
   m->sleep = 2000e-6; /* ZCOLL_YIELD_US's default */
 }
 

@@ -58,8 +58,8 @@ int zsim_selftest(void) {
   {
     struct zsim_result r = run(&bw, "rhd", 8, 1, 8 << 20, 16 << 10, 4);
     double want = 2.0 * 7 / 8 * (8 << 20);
-    expect(close_to(r.max_sent, want, 1e-12), "rhd p=8 bytes put per rank = 2(p-1)/p n",
-           r.max_sent, want);
+    expect(close_to(r.max_sent, want, 1e-12), "rhd p=8 bytes put per rank = 2(p-1)/p n", r.max_sent,
+           want);
   }
   /* Butterfly, 8 bytes, latency only: log2 p steps of one alpha. */
   for (int p = 2; p <= 1024; p *= 4) {
@@ -104,9 +104,9 @@ int zsim_selftest(void) {
   {
     struct zsim_model post;
     memset(&post, 0, sizeof(post));
-    post.net.o = 1e-6;      /* 1 us to post an inter-host put */
-    post.shm.o = 0.05e-6;   /* the shm neighbour sends faster than ... */
-    post.o_recv = 0.2e-6;   /* ... a piece is consumed: arrivals queue up */
+    post.net.o = 1e-6;    /* 1 us to post an inter-host put */
+    post.shm.o = 0.05e-6; /* the shm neighbour sends faster than ... */
+    post.o_recv = 0.2e-6; /* ... a piece is consumed: arrivals queue up */
     for (int p = 64; p <= 512; p *= 8) {
       struct zsim_result r = run(&post, "ring", p, 8, 8, 256 << 10, 4);
       double want = 2.0 * (p - 1) * (post.net.o + post.o_recv);
@@ -160,10 +160,8 @@ int zsim_selftest(void) {
       struct zsim_job job = {a, p, 2, (300 << 10) / 4, 4, 64 << 10, 8, 3};
       double net = -1, shm = -1;
       zsim_traffic(&job, &net, &shm);
-      snprintf(what, sizeof(what), "%s p=%d k=2 puts = schedule's bytes", zcoll__algos[a]->name,
-               p);
-      expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes,
-             net + shm);
+      snprintf(what, sizeof(what), "%s p=%d k=2 puts = schedule's bytes", zcoll__algos[a]->name, p);
+      expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes, net + shm);
     }
   /* The cache terms scale the per-byte CPU costs and nothing else: with only those
    * costing, a working set far past the LLC takes mem times as long, and one far inside
@@ -174,8 +172,8 @@ int zsim_selftest(void) {
     cpu.shm.beta = cpu.gamma = cpu.copy = 1e-10;
     struct zsim_result base = run(&cpu, "ring", 4, 4, 8 << 20, 128 << 10, 4);
     struct zsim_model far = cpu, near = cpu;
-    far.llc = 1, far.mem = 3;           /* every byte from memory */
-    near.l2 = 1e12, near.c2c = 2;       /* every byte from another core's L2 */
+    far.llc = 1, far.mem = 3;     /* every byte from memory */
+    near.l2 = 1e12, near.c2c = 2; /* every byte from another core's L2 */
     struct zsim_result rf = run(&far, "ring", 4, 4, 8 << 20, 128 << 10, 4);
     struct zsim_result rn = run(&near, "ring", 4, 4, 8 << 20, 128 << 10, 4);
     expect(close_to(rf.time, 3 * base.time, 1e-6), "ring p=4 k=4 8 MiB, W >> llc: time x mem",

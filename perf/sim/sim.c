@@ -31,7 +31,7 @@ struct rank {
   int *list;              /* per peer: its sends, then its receives (op indices) */
   int *send_cur, *send_end, *recv_cur, *recv_end;
   int *credits, *unreturned;
-  int *done_cur; /* per peer: the oldest send whose puts are not all complete */
+  int *done_cur;                 /* per peer: the oldest send whose puts are not all complete */
   long long *arrived, *consumed; /* pieces on the incoming channel of peer j */
   long long *seen;               /* arrivals the current step knows of (its poll's) */
   int *credits_in;               /* credits returned since the current step's poll */
@@ -72,12 +72,12 @@ struct sim {
   int *cores_free;           /* per host */
   int **runq;                /* per host: runnable ranks not on a core (FIFO ring of p) */
   int *runq_head, *runq_n;
-  double *memf;              /* per host: the per-byte CPU costs' factor (llc, mem) */
+  double *memf; /* per host: the per-byte CPU costs' factor (llc, mem) */
   struct ev *heap;
   long long nheap, capheap, seq, events, pieces;
   double now;
   uint32_t chunk;
-  int oversub; /* some host has more ranks than cores */
+  int oversub;  /* some host has more ranks than cores */
   uint64_t rng; /* oversubscribed: which runnable rank a free core takes */
 };
 
@@ -166,9 +166,10 @@ static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *
     if (o->peer >= 0)
       for (j = 0; s.peers[j] != o->peer; j++) continue;
     if (o->off + o->count > UINT32_MAX) abort(); /* the model keeps elements in 32 bits */
-    R->ops[i] = (struct op){o->kind, o->acc == ZCOLL_BUF_DST, j, (uint32_t)o->off,
-                            (uint32_t)o->count, o->dep_first + (uint32_t)(i / n0 * s.ndeps),
-                            o->ndeps};
+    R->ops[i] = (struct op){
+        o->kind,          o->acc == ZCOLL_BUF_DST, j,
+        (uint32_t)o->off, (uint32_t)o->count,      o->dep_first + (uint32_t)(i / n0 * s.ndeps),
+        o->ndeps};
     R->pos[i] = R->issued[i] = (uint32_t)o->off;
   }
   for (int j = 0; j < np; j++) {
@@ -230,15 +231,12 @@ static double task_cost(const struct sim *S, const struct rank *R, int rank) {
   const struct op *o = &R->ops[R->task_op];
   double n = bytes(S, R->task_a, R->task_b) * S->memf[R->host];
   switch (R->task_kind) {
-    case T_RECV:
-      return m->o_recv + n * (o->kind == ZCOLL_SOP_RECV_REDUCE ? m->gamma : m->copy);
-    case T_SEND:
-      if (same_host(S, rank, R->peer_rank[R->task_j])) return m->shm.o + n * m->shm.beta;
-      return m->net.o + (staged(S, o) ? n * m->copy : 0); /* NIC bytes: not CPU's */
-    case T_OWN:
-      return R->own;
-    default:
-      return n * m->copy;
+  case T_RECV: return m->o_recv + n * (o->kind == ZCOLL_SOP_RECV_REDUCE ? m->gamma : m->copy);
+  case T_SEND:
+    if (same_host(S, rank, R->peer_rank[R->task_j])) return m->shm.o + n * m->shm.beta;
+    return m->net.o + (staged(S, o) ? n * m->copy : 0); /* NIC bytes: not CPU's */
+  case T_OWN: return R->own;
+  default: return n * m->copy;
   }
 }
 
@@ -300,8 +298,7 @@ static int choose(struct sim *S, int rank) {
           try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
         return 1;
     }
-    if (R->local_cur < R->nlocal &&
-        try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos))
+    if (R->local_cur < R->nlocal && try_piece(S, R, T_LOCAL, -1, R->local[R->local_cur], R->pos))
       return 1;
     R->step_j = np + 1;
     if (!R->step_moved) return 0;
@@ -516,8 +513,8 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   S.runq_head = calloc((size_t)S.nhosts, sizeof(int));
   S.runq_n = calloc((size_t)S.nhosts, sizeof(int));
   S.memf = calloc((size_t)S.nhosts, sizeof(double));
-  if (!host_of || !S.r || !S.tx_free || !S.rx_free || !S.cores_free || !S.runq ||
-      !S.runq_head || !S.runq_n || !S.memf)
+  if (!host_of || !S.r || !S.tx_free || !S.rx_free || !S.cores_free || !S.runq || !S.runq_head ||
+      !S.runq_n || !S.memf)
     abort();
   for (int r = 0; r < p; r++) host_of[r] = r / k;
   if (S.oversub)
@@ -579,24 +576,12 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
     struct rank *R = &S.r[e.rank];
     int before = R->remaining;
     switch (e.kind) {
-      case EV_CPU:
-        cpu_done(&S, e.rank);
-        break;
-      case EV_ARRIVE:
-        R->arrived[e.j]++;
-        break;
-      case EV_RX:
-        nic_rx(&S, &e);
-        break;
-      case EV_CREDIT:
-        R->credits_in[e.j] += (int)e.a;
-        break;
-      case EV_PUT_DONE:
-        put_done(&S, &e);
-        break;
-      case EV_TURN:
-        R->turn_start = S.now;
-        break;
+    case EV_CPU: cpu_done(&S, e.rank); break;
+    case EV_ARRIVE: R->arrived[e.j]++; break;
+    case EV_RX: nic_rx(&S, &e); break;
+    case EV_CREDIT: R->credits_in[e.j] += (int)e.a; break;
+    case EV_PUT_DONE: put_done(&S, &e); break;
+    case EV_TURN: R->turn_start = S.now; break;
     }
     if (before > 0 && R->remaining == 0) {
       done++;

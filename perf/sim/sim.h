@@ -26,9 +26,9 @@
 
 /* Times in seconds, costs in seconds per byte. */
 struct zsim_link {
-  double alpha; /* from the end of the sender's work to the piece's arrival */
-  double beta;  /* per byte: shm, the writer's memcpy; net, each NIC's serialization */
-  double o;     /* sender CPU per piece (shm: besides the copy; net: posting the put) */
+  double alpha;  /* from the end of the sender's work to the piece's arrival */
+  double beta;   /* per byte: shm, the writer's memcpy; net, each NIC's serialization */
+  double o;      /* sender CPU per piece (shm: besides the copy; net: posting the put) */
   double o_post; /* shm: sender CPU per piece after the receiver can see it (the put's
                   * completion, the channel's bookkeeping): it delays the sender's next
                   * piece, not this one's arrival */
@@ -46,25 +46,25 @@ struct zsim_model {
    * every per-byte CPU cost above (shm.beta, gamma, copy) is taken times
    * 1 + (mem - 1) * max(0, 1 - llc / W). llc 0: off. The costs as they stand are those
    * of a working set in the shared cache. */
-  double llc;    /* bytes of last-level cache the host's ranks get */
-  double mem;    /* per-byte cost from memory over the in-cache cost */
+  double llc; /* bytes of last-level cache the host's ranks get */
+  double mem; /* per-byte cost from memory over the in-cache cost */
   /* The other end: when a core's share of W fits its own L2, the lines a rank reads were
    * mostly just written by another core and still sit in that core's L2, and come over
    * one by one (a cache-to-cache transfer), not from the shared cache: the per-byte CPU
    * costs are taken times 1 + (c2c - 1) * min(1, l2 / (W / cores)) besides. l2 0: off. */
-  double l2;     /* bytes of L2 per core */
-  double c2c;    /* per-byte cost of lines another core's L2 holds over the shared cache's */
+  double l2;  /* bytes of L2 per core */
+  double c2c; /* per-byte cost of lines another core's L2 holds over the shared cache's */
   /* An oversubscribed host (this 2-core machine under zcoll_run -np 4 or 8): the library
    * does not spin then (comm_setup.c), a waiting rank polls and sched_yield()s
    * (exec_wait.c), so every rank stays runnable and the cores go round them: a rank with
    * nothing to do costs its core one turn (switch), a rank with work keeps the core
    * while it has work, up to the scheduler's slice; a rank idle for sleep seconds
    * sleeps (ZCOLL_YIELD_US) until something arrives for it. */
-  int cores;     /* cores per host; 0: one per rank (no sharing) */
-  double sw;     /* oversubscribed: a turn -- context switch, a poll, sched_yield */
-  double slice;  /* oversubscribed: how long a rank with work keeps a core */
-  double sleep;  /* oversubscribed: idle this long, a rank sleeps until woken */
-  double share;  /* oversubscribed host: CPU costs times this (caches, memory bus, other
+  int cores;    /* cores per host; 0: one per rank (no sharing) */
+  double sw;    /* oversubscribed: a turn -- context switch, a poll, sched_yield */
+  double slice; /* oversubscribed: how long a rank with work keeps a core */
+  double sleep; /* oversubscribed: idle this long, a rank sleeps until woken */
+  double share; /* oversubscribed host: CPU costs times this (caches, memory bus, other
                   * tenants); 0 or 1: none */
 };
 

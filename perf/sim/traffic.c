@@ -22,8 +22,7 @@ int zsim_traffic(const struct zsim_job *job, double *net, double *shm) {
     rc = zcoll__sched_finish(&s) == ZCOLL_OK ? 0 : -1;
     for (int i = 0; i < s.nops && rc == 0; i++)
       if (s.ops[i].kind == ZCOLL_SOP_SEND)
-        *(host_of[s.ops[i].peer] == host_of[r] ? shm : net) +=
-            (double)s.ops[i].count * job->dsize;
+        *(host_of[s.ops[i].peer] == host_of[r] ? shm : net) += (double)s.ops[i].count * job->dsize;
     zcoll__sched_free(&s);
   }
   free(host_of);

@@ -36,8 +36,8 @@ static int bad_calls_body(struct rank *r) {
       {0, 1, 1, "a put of data with no key"},
   };
   for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
-    CHECK_ST(r, o->put(ep, r->src, r->smr, bad[k].null_key ? NULL : rk, bad[k].roff, bad[k].len,
-                       1, 1),
+    CHECK_ST(r,
+             o->put(ep, r->src, r->smr, bad[k].null_key ? NULL : rk, bad[k].roff, bad[k].len, 1, 1),
              ZCOLL_ERR_INVALID_ARG, bad[k].what);
   if (!(o->caps & ZCOLL_TL_CAP_PUT_ANY)) {
     /* Larger than any inline limit: the NIC would have to read it through lmr. */
@@ -72,8 +72,8 @@ static int bad_calls_body(struct rank *r) {
     zcoll_status_t st = o->connect(tl2, 1, &peer, a, len, &e2);
     o->close(tl2);
     free(blob);
-    CHECK_ST(r, st, ZCOLL_ERR_TRANSPORT, k ? "connect() with an address one byte short"
-                                           : "connect() with an empty address");
+    CHECK_ST(r, st, ZCOLL_ERR_TRANSPORT,
+             k ? "connect() with an address one byte short" : "connect() with an empty address");
   }
 out:
   conf_teardown(r, 1);

@@ -24,12 +24,12 @@
 #include "tl/transport.h"
 
 #define MAXR 3
-#define BLOB 8192      /* an address or key: UCX worker addresses run to a few KiB */
-#define WAIT_S 30.0    /* the longest any rank waits for anything (TCG guests are slow) */
-#define CANARY 0xcb    /* every byte of a receive region no put was aimed at */
-#define SCRIBBLE 0xee  /* a source after its PUT_DONE: the transport must be done with it */
+#define BLOB 8192     /* an address or key: UCX worker addresses run to a few KiB */
+#define WAIT_S 30.0   /* the longest any rank waits for anything (TCG guests are slow) */
+#define CANARY 0xcb   /* every byte of a receive region no put was aimed at */
+#define SCRIBBLE 0xee /* a source after its PUT_DONE: the transport must be done with it */
 
-struct shared { /* MAP_SHARED: the same for thread and process ranks */
+struct shared {                  /* MAP_SHARED: the same for thread and process ranks */
   _Atomic unsigned arrived, gen; /* the barrier */
   _Atomic int nfail;
   _Atomic int unsupported; /* a connect said: not across processes */
@@ -60,17 +60,17 @@ struct rank {
   struct zcoll_tl_mr *smr;
 };
 
-#define CHECK(r, cond, ...)                              \
-  do {                                                   \
+#define CHECK(r, cond, ...)                                    \
+  do {                                                         \
     if (!(cond)) return conf_fail((r), __LINE__, __VA_ARGS__); \
   } while (0)
 /* A status the contract fixes; the message carries the transport's own words. */
-#define CHECK_ST(r, got, want, what)                                                      \
-  do {                                                                                    \
-    zcoll_status_t got_ = (got);                                                          \
-    if (got_ != (want))                                                                   \
-      return conf_fail((r), __LINE__, "%s: %s, the contract says %s (last error: %s)", what,  \
-                   zcoll_strerror(got_), zcoll_strerror(want), zcoll_last_error());      \
+#define CHECK_ST(r, got, want, what)                                                         \
+  do {                                                                                       \
+    zcoll_status_t got_ = (got);                                                             \
+    if (got_ != (want))                                                                      \
+      return conf_fail((r), __LINE__, "%s: %s, the contract says %s (last error: %s)", what, \
+                       zcoll_strerror(got_), zcoll_strerror(want), zcoll_last_error());      \
   } while (0)
 
 enum { SETUP_PLAIN = 0, SETUP_BAD_CALLS = 1 };

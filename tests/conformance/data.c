@@ -5,8 +5,8 @@
 #define INFLIGHT 32 /* per peer: the executor keeps at most 256 (transport.h) */
 
 static size_t put_len(int i) {
-  if (i % 9 == 0) return 0;        /* a bare notification */
-  if (i % 40 == 3) return 70001;   /* past eager protocols and inline limits */
+  if (i % 9 == 0) return 0;      /* a bare notification */
+  if (i % 40 == 3) return 70001; /* past eager protocols and inline limits */
   return 1 + (size_t)(i * 97) % 3000;
 }
 static size_t put_off(int i) { /* puts from one sender never overlap */
@@ -34,8 +34,8 @@ static int data_body(struct rank *r) {
   double t0 = conf_now();
   while (done < want || arrived < want) {
     if (conf_now() - t0 > 2 * WAIT_S) {
-      conf_fail(r, __LINE__, "after %.0f s: %d of %d puts done, %d of %d arrived", 2 * WAIT_S,
-                done, want, arrived, want);
+      conf_fail(r, __LINE__, "after %.0f s: %d of %d puts done, %d of %d arrived", 2 * WAIT_S, done,
+                want, arrived, want);
       goto out;
     }
     for (int d = 0; d < r->size; d++) {
@@ -46,8 +46,8 @@ static int data_body(struct rank *r) {
       for (size_t b = 0; b < len; b++) src[b] = (char)conf_pattern(r->rank, d, i, b);
       zcoll_status_t st = len ? r->ops->put(r->ep[d], src, r->smr, r->rk[d], off, len,
                                             imm_of(r->rank, i), cookie_of(d, i))
-                              : r->ops->put(r->ep[d], NULL, NULL, NULL, 0, 0,
-                                            imm_of(r->rank, i), cookie_of(d, i));
+                              : r->ops->put(r->ep[d], NULL, NULL, NULL, 0, 0, imm_of(r->rank, i),
+                                            cookie_of(d, i));
       if (st != ZCOLL_OK) {
         conf_fail(r, __LINE__, "put %d of %zu bytes to rank %d: %s (%s)", i, len, d,
                   zcoll_strerror(st), zcoll_last_error());
@@ -69,8 +69,8 @@ static int data_body(struct rank *r) {
         int i = (int)(e->cookie & 0xffffffffu);
         if ((e->cookie & ~0xffffffffull) != (cookie_of(p, 0)) || i >= next_out[p] || seen[p][i]) {
           conf_fail(r, __LINE__,
-                    "PUT_DONE from rank %d with cookie %#llx: not a put of ours, or twice",
-                    p, (unsigned long long)e->cookie);
+                    "PUT_DONE from rank %d with cookie %#llx: not a put of ours, or twice", p,
+                    (unsigned long long)e->cookie);
           goto out;
         }
         if (e->status != ZCOLL_OK) {
@@ -85,18 +85,22 @@ static int data_body(struct rank *r) {
       } else if (e->kind == ZCOLL_TL_EV_ARRIVED) {
         int i = next_in[p];
         if (i >= NPUTS || e->imm != imm_of(p, i) || e->len != put_len(i)) {
-          conf_fail(r, __LINE__, "from rank %d: ARRIVED(imm %#x, len %u) where put %d (imm %#x, "
-                    "len %zu) was due: notifications out of put order, or wrong", p, e->imm,
-                    e->len, i, imm_of(p, i), put_len(i));
+          conf_fail(r, __LINE__,
+                    "from rank %d: ARRIVED(imm %#x, len %u) where put %d (imm %#x, "
+                    "len %zu) was due: notifications out of put order, or wrong",
+                    p, e->imm, e->len, i, imm_of(p, i), put_len(i));
           goto out;
         }
         const unsigned char *at = (unsigned char *)r->region + (size_t)p * seg + put_off(i);
         for (size_t b = 0; b < e->len; b++)
           if (at[b] != conf_pattern(p, r->rank, i, b)) {
-            conf_fail(r, __LINE__, "put %d from rank %d: byte %zu of %u is %#x, not %#x, when its "
-                      "ARRIVED came%s", i, p, b, e->len, at[b], conf_pattern(p, r->rank, i, b),
+            conf_fail(r, __LINE__,
+                      "put %d from rank %d: byte %zu of %u is %#x, not %#x, when its "
+                      "ARRIVED came%s",
+                      i, p, b, e->len, at[b], conf_pattern(p, r->rank, i, b),
                       at[b] == SCRIBBLE ? " (the writer's scribble: PUT_DONE came before the "
-                                      "source was read)" : "");
+                                          "source was read)"
+                                        : "");
             goto out;
           }
         next_in[p]++;

@@ -77,7 +77,7 @@ ParameterizedTest(int *i, conformance, dead_peer, .timeout = 300) {
   struct job j = {.tl_index = *i, .size = 3, .victim = VICTIM, .body = dead_peer_body};
   struct shared *sh = conf_run(&j);
   for (int k = 0; k < VICTIM; k++)
-    cr_log_info("%s: rank %d saw the death in %.2f s, closed in %.2f s",
-                zcoll__transports[*i].name, k, sh->seconds[k][0], sh->seconds[k][1]);
+    cr_log_info("%s: rank %d saw the death in %.2f s, closed in %.2f s", zcoll__transports[*i].name,
+                k, sh->seconds[k][0], sh->seconds[k][1]);
   munmap(sh, sizeof(*sh));
 }

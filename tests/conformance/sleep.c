@@ -93,8 +93,8 @@ out:
 ParameterizedTestParameters(conformance, event_fd) { return conf_rows(0); }
 ParameterizedTest(int *i, conformance, event_fd, .timeout = 200) {
   conf_need(*i);
-  struct job j = {.tl_index = *i, .size = 2, .oversubscribed = 1, .victim = -1,
-                  .body = event_fd_body};
+  struct job j = {
+      .tl_index = *i, .size = 2, .oversubscribed = 1, .victim = -1, .body = event_fd_body};
   struct shared *sh = conf_run(&j);
   if (sh->seconds[0][0] < 0)
     cr_log_info("%s: event_fd is -1 (the transport cannot block)", zcoll__transports[*i].name);

@@ -125,20 +125,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (at) {
       int ci = chan_of[peer];
       const char *lo = final ? (const char *)dst : chans[ci].recv;
-      const char *hi = final ? (const char *)(dst + count) : chans[ci].recv + (size_t)depth * slot_bytes;
+      const char *hi = final ? (const char *)(dst + count)
+                             : chans[ci].recv + (size_t)depth * slot_bytes;
       if (at < lo || at + len > hi) __builtin_trap(); /* aimed outside what it may write */
-      memset(at, fill, len); /* ASan checks the bytes too */
+      memset(at, fill, len);                          /* ASan checks the bytes too */
     }
-    struct zcoll_tl_event ev = {ZCOLL_TL_EV_ARRIVED, peer, imm, len, (uint8_t)final, 0, ZCOLL_OK};
-    if (peer >= 1 && peer < P && zcoll__chan_arrived(&chans[peer - 1], depth, slot_bytes, &ev) ==
-                                     ZCOLL_OK && !(imm & ZCOLL_IMM_CREDIT)) {
+    struct zcoll_tl_event ev = {ZCOLL_TL_EV_ARRIVED, peer, imm, len, (uint8_t) final, 0, ZCOLL_OK};
+    if (peer >= 1 && peer < P &&
+        zcoll__chan_arrived(&chans[peer - 1], depth, slot_bytes, &ev) == ZCOLL_OK &&
+        !(imm & ZCOLL_IMM_CREDIT)) {
       struct zcoll__chan *c = &chans[peer - 1];
       struct zcoll__slot *sl = &c->slots[c->recv_slot];
       if (sl->arrived && (sl->imm & ZCOLL_IMM_HDR)) {
-        struct zcoll__coll_desc mine = {ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM,
-                                        (uint8_t)algo, 2, -1, 0, count};
-        zcoll__chan_hdr_check(c->recv + (size_t)c->recv_slot * slot_bytes, sl->len,
-                              peer, r.ordinal, &mine, zcoll__coll_fingerprint(&mine));
+        struct zcoll__coll_desc mine = {
+            ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, (uint8_t)algo, 2, -1, 0, count};
+        zcoll__chan_hdr_check(c->recv + (size_t)c->recv_slot * slot_bytes, sl->len, peer, r.ordinal,
+                              &mine, zcoll__coll_fingerprint(&mine));
       }
       if (sl->arrived && (fill & 1)) { /* consume it, as the executor would */
         sl->arrived = 0;

@@ -27,8 +27,10 @@ int main(void) {
   if (b) ok = zcoll_comm_destroy(b) == ZCOLL_OK && ok;
   if (ok) c = make("c");
   ok = ok && c && sum_ok(c) && sum_ok(a);
-  if (ok) printf("comms ok via %s\n", zcoll_comm_launcher(c));
-  else fprintf(stderr, "comms: a sum was wrong or a call failed\n");
+  if (ok)
+    printf("comms ok via %s\n", zcoll_comm_launcher(c));
+  else
+    fprintf(stderr, "comms: a sum was wrong or a call failed\n");
   if (c) zcoll_comm_destroy(c);
   if (a) zcoll_comm_destroy(a);
   return !ok;

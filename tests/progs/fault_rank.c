@@ -80,8 +80,7 @@ static void nap(double s) {
 static const char *name(zcoll_status_t st) {
   switch (st) {
 #define NAME_(n, text) \
-  case ZCOLL_##n:      \
-    return "ZCOLL_" #n;
+  case ZCOLL_##n: return "ZCOLL_" #n;
     ZCOLL_STATUS_MAP(NAME_)
 #undef NAME_
   }
@@ -204,8 +203,8 @@ static void print_resources(int rank, int cycle) {
     threads = count_threads();
   }
   if (threads > 1) print_other_threads(rank);
-  printf("rank %d cycle %d: fds %d maps %d threads %d\n", rank, cycle, fds - 1,
-         count_backed_maps(), threads);
+  printf("rank %d cycle %d: fds %d maps %d threads %d\n", rank, cycle, fds - 1, count_backed_maps(),
+         threads);
 }
 
 static int is(const char *fault, const char *name_) { return strcmp(fault, name_) == 0; }

@@ -76,8 +76,8 @@ int main(int argc, char **argv) {
       float want = 0;
       for (int r = 0; r < size; r++) want += value(r, k, i);
       if (out[i] != want) {
-        fprintf(stderr, "persistent_trace: rank %d start %d: element %zu is %g, want %g\n", rank,
-                k, i, (double)out[i], (double)want);
+        fprintf(stderr, "persistent_trace: rank %d start %d: element %zu is %g, want %g\n", rank, k,
+                i, (double)out[i], (double)want);
         bad = 1;
       }
     }

@@ -31,7 +31,9 @@ static int fail_st(zcoll_comm_t *comm, const char *what, zcoll_status_t st) {
 }
 
 /* Element i of rank r's input in round k: distinct per round, rank and position. */
-static int32_t value(int r, int k, size_t i) { return (int32_t)((r + 1) * 1000003 + k * 7919 + (int)(i % 4099)); }
+static int32_t value(int r, int k, size_t i) {
+  return (int32_t)((r + 1) * 1000003 + k * 7919 + (int)(i % 4099));
+}
 
 static void fill(int32_t *b, int k) {
   for (size_t i = 0; i < COUNT; i++) b[i] = value(rank, k, i);
@@ -42,8 +44,8 @@ static int check(const int32_t *out, int k, const char *how) {
     int64_t want = 0;
     for (int r = 0; r < size; r++) want += value(r, k, i);
     if (out[i] != (int32_t)want) {
-      fprintf(stderr, "rcache_check: rank %d: %s round %d: element %zu is %d, want %d\n", rank,
-              how, k, i, out[i], (int32_t)want);
+      fprintf(stderr, "rcache_check: rank %d: %s round %d: element %zu is %d, want %d\n", rank, how,
+              k, i, out[i], (int32_t)want);
       return 1;
     }
   }
@@ -81,8 +83,8 @@ int main(int argc, char **argv) {
       return fail_st(comm, "zcoll_allreduce (mapped)", st);
     bad = check(out, k, "mmap out-of-place");
     fill(out, k + rounds); /* in place, from the result buffer */
-    if (!bad && (st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, out, COUNT, ZCOLL_INT32,
-                                      ZCOLL_SUM)) != ZCOLL_OK)
+    if (!bad && (st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, out, COUNT, ZCOLL_INT32, ZCOLL_SUM)) !=
+                    ZCOLL_OK)
       return fail_st(comm, "zcoll_allreduce (mapped, in place)", st);
     if (!bad) bad = check(out, k + rounds, "mmap in-place");
     last_in = in;

@@ -27,8 +27,8 @@ static double now(void) {
 }
 
 #define NREQ 16
-static const size_t counts[NREQ] = {1,    300000, 7,  65536, 0,    4097, 262144, 33,
-                                    1000, 2,      99, 131071, 5000, 64,  200001, 3};
+static const size_t counts[NREQ] = {1,    300000, 7,  65536,  0,    4097, 262144, 33,
+                                    1000, 2,      99, 131071, 5000, 64,   200001, 3};
 
 static int many(zcoll_comm_t *comm, int rank, int p) {
   int64_t *in[NREQ], *out[NREQ];
@@ -64,11 +64,10 @@ static int many(zcoll_comm_t *comm, int rank, int p) {
   for (int n = 0; n < NREQ; n++) {
     int k = order[n];
     zcoll_status_t st = rq_end(req[k], n % 2);
-    long w = st == ZCOLL_OK ? rq_check(out[k], counts[k], p, k, rq_op(k))
-                            : -2;
+    long w = st == ZCOLL_OK ? rq_check(out[k], counts[k], p, k, rq_op(k)) : -2;
     if (w != -1) {
-      fprintf(stderr, "rank %d: request %d (count %zu): %s, first wrong element %ld: %s\n", rank,
-              k, counts[k], zcoll_strerror(st), w, zcoll_comm_last_error(comm));
+      fprintf(stderr, "rank %d: request %d (count %zu): %s, first wrong element %ld: %s\n", rank, k,
+              counts[k], zcoll_strerror(st), w, zcoll_comm_last_error(comm));
       bad++;
     }
     if (zcoll_request_free(req[k]) != ZCOLL_OK) bad++;
@@ -136,8 +135,8 @@ static int killed(zcoll_comm_t *comm, int rank, int p, int victim) {
     if (req[k]) zcoll_request_free(req[k]);
   }
   (void)p;
-  printf("survivor %d: %d requests ended with %s after %.1f s%s\n", rank, K,
-         zcoll_strerror(first), now() - t0, ended_ok ? " (some with success!)" : "");
+  printf("survivor %d: %d requests ended with %s after %.1f s%s\n", rank, K, zcoll_strerror(first),
+         now() - t0, ended_ok ? " (some with success!)" : "");
   fflush(stdout);
   zcoll_comm_destroy(comm);
   return ended_ok || first == ZCOLL_OK;

@@ -63,8 +63,8 @@ static void dump_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
 
 static int run_dump(int p, const char *progress) {
   struct rt_job job = {.size = p, .body = dump_body};
-  static const char *const set[][2] = {{"FLIGHT_RECORDER", "4"}, {"LOG", "error"},
-                                       {"CHUNK_BYTES", "4096"}};
+  static const char *const set[][2] = {
+      {"FLIGHT_RECORDER", "4"}, {"LOG", "error"}, {"CHUNK_BYTES", "4096"}};
   for (int i = 0; i < 3; i++) {
     job.settings[i][0] = set[i][0];
     job.settings[i][1] = set[i][1];

@@ -25,23 +25,19 @@ static int is_root_socket(int fd, int port) {
   struct stat st;
   struct sockaddr_in sa;
   socklen_t sl = sizeof sa;
-  if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
-    return 0;
-  if (getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 || sa.sin_family != AF_INET)
-    return 0;
+  if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) return 0;
+  if (getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 || sa.sin_family != AF_INET) return 0;
   return ntohs(sa.sin_port) == port && sa.sin_addr.s_addr == htonl(INADDR_LOOPBACK);
 }
 
 /* The number of open fds that are the rendezvous socket. */
 static int count_root_sockets(int port) {
   DIR *d = opendir("/proc/self/fd");
-  if (!d)
-    return -1;
+  if (!d) return -1;
   int n = 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d))
-      continue;
+    if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d)) continue;
     n += is_root_socket(atoi(e->d_name), port);
   }
   closedir(d);
@@ -52,18 +48,14 @@ static int count_root_sockets(int port) {
 static const char *check_root_fd(const char *fdstr, int port) {
   int fd = atoi(fdstr), on = 0;
   socklen_t ol = sizeof on;
-  if (!is_root_socket(fd, port))
-    return "not-a-socket-on-the-root-port";
-  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) < 0 || !on)
-    return "not-listening";
+  if (!is_root_socket(fd, port)) return "not-a-socket-on-the-root-port";
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) < 0 || !on) return "not-listening";
   int c = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof sa) < 0)
-    return "connect-failed";
+  if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof sa) < 0) return "connect-failed";
   int a = accept(fd, NULL, NULL);
-  if (a < 0)
-    return "accept-failed";
+  if (a < 0) return "accept-failed";
   close(a);
   close(c);
   return "ok";
@@ -86,14 +78,11 @@ int main(int argc, char **argv) {
   int port = root_port();
   fprintf(f, "PID=%d\n", (int)getpid());
   for (char **e = environ; *e; e++)
-    if (strncmp(*e, "ZCOLL_", 6) == 0 || strncmp(*e, "ZRTEST_", 7) == 0)
-      fprintf(f, "%s\n", *e);
+    if (strncmp(*e, "ZCOLL_", 6) == 0 || strncmp(*e, "ZRTEST_", 7) == 0) fprintf(f, "%s\n", *e);
   fprintf(f, "ARGC=%d\n", argc - 2);
-  for (int i = 2; i < argc; i++)
-    fprintf(f, "ARG%d=%s\n", i - 1, argv[i]);
+  for (int i = 2; i < argc; i++) fprintf(f, "ARG%d=%s\n", i - 1, argv[i]);
   const char *fd = getenv("ZCOLL_ROOT_FD");
-  if (fd)
-    fprintf(f, "ROOT_FD_CHECK=%s\n", check_root_fd(fd, port));
+  if (fd) fprintf(f, "ROOT_FD_CHECK=%s\n", check_root_fd(fd, port));
   fprintf(f, "ROOT_SOCKETS=%d\n", count_root_sockets(port));
   if (fclose(f) != 0 || rename(tmp, path) < 0) {
     perror(path);

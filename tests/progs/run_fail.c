@@ -19,18 +19,14 @@ int main(int argc, char **argv) {
   if (argc == 6) {
     char line[64];
     int len = snprintf(line, sizeof line, "%d %d\n", rank, (int)getpid());
-    if (write(atoi(argv[4]), line, (size_t)len) != len)
-      return 1;
+    if (write(atoi(argv[4]), line, (size_t)len) != len) return 1;
   }
   if (rank == fail) {
     char c;
-    if (argc == 6 && read(atoi(argv[5]), &c, 1) != 1)
-      return 1;
-    if (strncmp(argv[2], "kill:", 5) == 0)
-      kill(getpid(), n);
+    if (argc == 6 && read(atoi(argv[5]), &c, 1) != 1) return 1;
+    if (strncmp(argv[2], "kill:", 5) == 0) kill(getpid(), n);
     return n;
   }
-  if (strcmp(argv[3], "sleep") == 0)
-    sleep(300);
+  if (strcmp(argv[3], "sleep") == 0) sleep(300);
   return 0;
 }

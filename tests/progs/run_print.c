@@ -11,8 +11,7 @@
 static void write_all(int fd, const char *p, size_t n) {
   while (n > 0) {
     ssize_t w = write(fd, p, n);
-    if (w <= 0)
-      exit(1);
+    if (w <= 0) exit(1);
     p += w;
     n -= (size_t)w;
   }
@@ -23,13 +22,12 @@ static void put_line(int fd, const char *tag, int rank, int i) {
   char head[64];
   int hl = snprintf(head, sizeof head, "%s %d %d ", tag, rank, i);
   char *payload = malloc(width + 1);
-  if (!payload)
-    exit(1);
+  if (!payload) exit(1);
   memset(payload, 'a' + i % 26, width);
   payload[width] = '\n';
-  write_all(fd, head, 2);  /* split inside the header ... */
+  write_all(fd, head, 2); /* split inside the header ... */
   write_all(fd, head + 2, (size_t)hl - 2);
-  write_all(fd, payload, width / 2);  /* ... and inside the payload */
+  write_all(fd, payload, width / 2); /* ... and inside the payload */
   write_all(fd, payload + width / 2, width - width / 2 + 1);
   free(payload);
 }

@@ -36,8 +36,7 @@ int main(int argc, char **argv) {
   if (argc >= 3) {
     char line[64];
     int len = snprintf(line, sizeof line, "%d %d\n", rank, (int)getpid());
-    if (write(atoi(argv[2]), line, (size_t)len) != len)
-      return 1;
+    if (write(atoi(argv[2]), line, (size_t)len) != len) return 1;
   }
   struct timespec left = {.tv_sec = atoi(argv[1])};
   while (nanosleep(&left, &left) < 0 && errno == EINTR)

@@ -7,35 +7,30 @@
  */
 #include "perf_backend.h"
 
-struct pt_reducer pt_reducer_of(const struct pt_backend *be)
-{
+struct pt_reducer pt_reducer_of(const struct pt_backend *be) {
   struct pt_reducer r = {be->ctx, be->rank, be->nranks, be->max_double, be->sum_double};
   return r;
 }
 
-static inline int pt_call_blocking(const struct pt_backend *be, const struct pt_call *c)
-{
+static inline int pt_call_blocking(const struct pt_backend *be, const struct pt_call *c) {
   if (c->coll == PT_COLL_BROADCAST)
     return be->broadcast(be->ctx, c->recvbuf, c->count, c->t, c->root);
   return be->allreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
 }
 
 /* Whether the backend can post this collective non-blocking. */
-static inline bool pt_has_nonblocking(const struct pt_backend *be, enum pt_coll coll)
-{
+static inline bool pt_has_nonblocking(const struct pt_backend *be, enum pt_coll coll) {
   return coll == PT_COLL_BROADCAST ? be->ibroadcast != NULL : be->iallreduce != NULL;
 }
 
-static inline int pt_wait_oldest(const struct pt_backend *be, struct pt_window *w)
-{
+static inline int pt_wait_oldest(const struct pt_backend *be, struct pt_window *w) {
   struct pt_req *r = w->req[w->head];
   w->head = (w->head + 1) % PT_WINDOW;
   w->n--;
   return be->wait(be->ctx, r);
 }
 
-int pt_drain(const struct pt_backend *be, struct pt_window *w)
-{
+int pt_drain(const struct pt_backend *be, struct pt_window *w) {
   while (w->n > 0)
     if (pt_wait_oldest(be, w)) return -1;
   return 0;
@@ -43,8 +38,7 @@ int pt_drain(const struct pt_backend *be, struct pt_window *w)
 
 /* pt_post's body, inline in the timed loop as well */
 static inline int pt_post_one(const struct pt_backend *be, struct pt_window *w,
-                              const struct pt_call *c)
-{
+                              const struct pt_call *c) {
   if (w->n == PT_WINDOW && pt_wait_oldest(be, w)) return -1;
   struct pt_req *r;
   int rc = c->coll == PT_COLL_BROADCAST
@@ -56,13 +50,11 @@ static inline int pt_post_one(const struct pt_backend *be, struct pt_window *w,
   return 0;
 }
 
-int pt_post(const struct pt_backend *be, struct pt_window *w, const struct pt_call *c)
-{
+int pt_post(const struct pt_backend *be, struct pt_window *w, const struct pt_call *c) {
   return pt_post_one(be, w, c);
 }
 
-int pt_one(const struct pt_backend *be, bool nonblocking, const struct pt_call *c)
-{
+int pt_one(const struct pt_backend *be, bool nonblocking, const struct pt_call *c) {
   if (!nonblocking || !pt_has_nonblocking(be, c->coll)) return pt_call_blocking(be, c);
   struct pt_window w = {{NULL}, 0, 0};
   if (pt_post(be, &w, c)) return -1;
@@ -71,8 +63,7 @@ int pt_one(const struct pt_backend *be, bool nonblocking, const struct pt_call *
 
 /* One timed iteration of agg collectives. */
 static inline int pt_iteration(const struct pt_backend *be, long agg, bool blocking,
-                               struct pt_window *w, const struct pt_call *c)
-{
+                               struct pt_window *w, const struct pt_call *c) {
   if (!pt_has_nonblocking(be, c->coll) || (blocking && agg == 1)) {
     for (long j = 0; j < agg; j++)
       if (pt_call_blocking(be, c)) return -1;
@@ -84,8 +75,7 @@ static inline int pt_iteration(const struct pt_backend *be, long agg, bool block
 }
 
 int pt_time_one(const struct pt_opts *o, const struct pt_backend *be, const struct pt_call *c,
-                struct pt_cell *cell)
-{
+                struct pt_cell *cell) {
   /* Copies whose address no library call can hold: the compiler may keep them in
    * registers across the calls instead of reloading them each iteration. */
   const struct pt_call call = *c;

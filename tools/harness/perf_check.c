@@ -21,22 +21,19 @@
 
 static bool pt_is_float(enum pt_dtype t) { return t >= PT_FLOAT16; }
 
-static bool pt_is_unsigned(enum pt_dtype t)
-{
+static bool pt_is_unsigned(enum pt_dtype t) {
   return t == PT_UINT8 || t == PT_UINT32 || t == PT_UINT64;
 }
 
 /* ---- 16-bit floating point, round to nearest even ---------------------------------- */
 
-static uint32_t pt_f32_bits(float f)
-{
+static uint32_t pt_f32_bits(float f) {
   uint32_t x;
   memcpy(&x, &f, sizeof x);
   return x;
 }
 
-static uint16_t pt_f32_to_f16(float f)
-{
+static uint16_t pt_f32_to_f16(float f) {
   uint32_t x = pt_f32_bits(f);
   uint32_t sign = (x >> 16) & 0x8000u, absx = x & 0x7fffffffu;
   if (absx > 0x7f800000u) return (uint16_t)(sign | 0x7e00u); /* NaN */
@@ -59,8 +56,7 @@ static uint16_t pt_f32_to_f16(float f)
   return (uint16_t)(sign | q);
 }
 
-static uint16_t pt_f32_to_bf16(float f)
-{
+static uint16_t pt_f32_to_bf16(float f) {
   uint32_t x = pt_f32_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
   return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
@@ -68,20 +64,27 @@ static uint16_t pt_f32_to_bf16(float f)
 
 /* ---- the check pattern and its reference ----------------------------------------- */
 
-static void pt_store_f32(enum pt_dtype t, void *dst, float f)
-{
+static void pt_store_f32(enum pt_dtype t, void *dst, float f) {
   uint16_t h;
   switch (t) {
-  case PT_FLOAT16: h = pt_f32_to_f16(f); memcpy(dst, &h, 2); break;
-  case PT_BFLOAT16: h = pt_f32_to_bf16(f); memcpy(dst, &h, 2); break;
+  case PT_FLOAT16:
+    h = pt_f32_to_f16(f);
+    memcpy(dst, &h, 2);
+    break;
+  case PT_BFLOAT16:
+    h = pt_f32_to_bf16(f);
+    memcpy(dst, &h, 2);
+    break;
   case PT_FLOAT32: memcpy(dst, &f, 4); break;
-  default: { double d = f; memcpy(dst, &d, 8); } break;
+  default: {
+    double d = f;
+    memcpy(dst, &d, 8);
+  } break;
   }
 }
 
 /* A value that is exact in every type: an integer of magnitude <= 256, or +-2^k. */
-static void pt_store(enum pt_dtype t, void *dst, int64_t iv, double fv)
-{
+static void pt_store(enum pt_dtype t, void *dst, int64_t iv, double fv) {
   if (t == PT_FLOAT64) {
     memcpy(dst, &fv, 8);
   } else if (pt_is_float(t)) {
@@ -102,16 +105,14 @@ static void pt_store(enum pt_dtype t, void *dst, int64_t iv, double fv)
  * ranks whose distance to i % p is a multiple of `stride` contribute: at most 64. */
 static int pt_stride(int p) { return (p + PT_MAX_CONTRIB - 1) / PT_MAX_CONTRIB; }
 
-static int pt_amplitude(enum pt_dtype t, enum pt_op op, int p)
-{
+static int pt_amplitude(enum pt_dtype t, enum pt_op op, int p) {
   int n = (p + pt_stride(p) - 1) / pt_stride(p), a = 4;
-  if (op == PT_AVG && t == PT_INT8 && a * n > 127) a = 127 / n;   /* the sum must not wrap */
+  if (op == PT_AVG && t == PT_INT8 && a * n > 127) a = 127 / n; /* the sum must not wrap */
   if (op == PT_AVG && t == PT_UINT8 && 2 * a * n > 255) a = 255 / (2 * n);
   return a < 1 ? 1 : a;
 }
 
-static int64_t pt_sum_value(enum pt_dtype t, enum pt_op op, int r, int p, size_t i)
-{
+static int64_t pt_sum_value(enum pt_dtype t, enum pt_op op, int r, int p, size_t i) {
   size_t ip = i % (size_t)p;
   if (((size_t)r + (size_t)p - ip) % (size_t)p % (size_t)pt_stride(p) != 0) return 0;
   int a = pt_amplitude(t, op, p);
@@ -121,8 +122,7 @@ static int64_t pt_sum_value(enum pt_dtype t, enum pt_op op, int r, int p, size_t
 }
 
 /* PROD, floating types: +-1, times 2 on rank i % p, times 0.5 on one rank for i % 3 == 0. */
-static double pt_prod_fvalue(int r, int p, size_t i)
-{
+static double pt_prod_fvalue(int r, int p, size_t i) {
   double v = 1.0;
   if ((size_t)r == i % (size_t)p) v *= 2.0;
   if (i % 3 == 0 && (size_t)r == (i / 3 + 1) % (size_t)p) v *= 0.5;
@@ -131,22 +131,19 @@ static double pt_prod_fvalue(int r, int p, size_t i)
 }
 
 /* PROD, integer types: odd factors keep most products non-zero; they wrap. */
-static int64_t pt_prod_ivalue(int r, size_t i)
-{
+static int64_t pt_prod_ivalue(int r, size_t i) {
   static const int8_t f[8] = {1, -1, 3, 1, -3, 1, 2, -1};
   return f[((size_t)r * 5 + (i % 8) * 3) % 8];
 }
 
 /* Both the input of every rank and the reference repeat with this period in i. */
-static size_t pt_period(enum pt_dtype t, enum pt_op op, int p)
-{
+static size_t pt_period(enum pt_dtype t, enum pt_op op, int p) {
   if (op == PT_PROD) return pt_is_float(t) ? 15 * (size_t)p : 8;
   return (2 * (size_t)pt_amplitude(t, op, p) + 1) * (size_t)p;
 }
 
 /* Rank r's input element i. */
-static void pt_input(enum pt_dtype t, enum pt_op op, int r, int p, size_t i, void *dst)
-{
+static void pt_input(enum pt_dtype t, enum pt_op op, int r, int p, size_t i, void *dst) {
   if (op == PT_PROD && pt_is_float(t)) {
     pt_store(t, dst, 0, pt_prod_fvalue(r, p, i));
   } else if (op == PT_PROD) {
@@ -158,8 +155,7 @@ static void pt_input(enum pt_dtype t, enum pt_op op, int r, int p, size_t i, voi
 }
 
 /* The exact result for element i over p ranks. */
-static void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i, void *dst)
-{
+static void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i, void *dst) {
   if (op == PT_PROD) {
     double fp = 1.0;
     uint64_t ip = 1;
@@ -175,9 +171,12 @@ static void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i, void *
   int64_t acc = pt_sum_value(t, op, 0, p, i);
   for (int r = 1; r < p; r++) {
     int64_t v = pt_sum_value(t, op, r, p, i);
-    if (op == PT_MIN) acc = v < acc ? v : acc;
-    else if (op == PT_MAX) acc = v > acc ? v : acc;
-    else acc += v;
+    if (op == PT_MIN)
+      acc = v < acc ? v : acc;
+    else if (op == PT_MAX)
+      acc = v > acc ? v : acc;
+    else
+      acc += v;
   }
   if (op != PT_AVG) {
     pt_store(t, dst, acc, (double)acc);
@@ -191,9 +190,8 @@ static void pt_reference(enum pt_dtype t, enum pt_op op, int p, size_t i, void *
   }
 }
 
-static int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
-                            size_t period, bool with_ref)
-{
+static int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, size_t period,
+                            bool with_ref) {
   pat->dtype = t;
   pat->op = op;
   pat->esize = pt_dtype_size(t);
@@ -208,9 +206,8 @@ static int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op 
   return 0;
 }
 
-int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
-                    int rank, int nranks, bool with_ref)
-{
+int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank, int nranks,
+                    bool with_ref) {
   if (pt_pattern_alloc(pat, t, op, pt_period(t, op, nranks), with_ref)) return -1;
   for (size_t i = 0; i < pat->period; i++) {
     pt_input(t, op, rank, nranks, i, pat->input + i * pat->esize);
@@ -225,19 +222,16 @@ int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op,
 
 /* The root's element i for the salt-th row: 0..60 (unsigned types) or -30..30, exact in
  * every type and never the sentinel (PT_POISON bytes) the other ranks start from. */
-static int64_t pt_bcast_value(enum pt_dtype t, int root, size_t i, uint64_t salt)
-{
+static int64_t pt_bcast_value(enum pt_dtype t, int root, size_t i, uint64_t salt) {
   uint64_t v = ((uint64_t)i * 7 + (uint64_t)root * 13 + salt * 5) % PT_BCAST_PERIOD;
   return pt_is_unsigned(t) ? (int64_t)v : (int64_t)v - 30;
 }
 
-int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t)
-{
+int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t) {
   return pt_pattern_alloc(pat, t, PT_SUM, PT_BCAST_PERIOD, true);
 }
 
-void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt)
-{
+void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt) {
   for (size_t i = 0; i < pat->period; i++) {
     int64_t v = pt_bcast_value(pat->dtype, root, i, salt);
     pt_store(pat->dtype, pat->ref + i * pat->esize, v, (double)v);
@@ -248,16 +242,13 @@ void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt)
     memset(pat->input, PT_POISON, pat->period * pat->esize);
 }
 
-void pt_pattern_free(struct pt_pattern *pat)
-{
+void pt_pattern_free(struct pt_pattern *pat) {
   free(pat->input);
   free(pat->ref);
   pat->input = pat->ref = NULL;
 }
 
-void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period,
-             size_t count)
-{
+void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period, size_t count) {
   unsigned char *p = buf;
   for (size_t i = 0; i < count; i += period) {
     size_t n = count - i < period ? count - i : period;
@@ -267,8 +258,7 @@ void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period,
 
 /* How many elements of buf[0..count) differ (bitwise) from the periodic block. */
 static uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t esize,
-                               size_t period, size_t count)
-{
+                               size_t period, size_t count) {
   const unsigned char *p = buf;
   uint64_t wrong = 0;
   for (size_t i = 0; i < count; i += period) {
@@ -281,8 +271,7 @@ static uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t
 }
 
 /* Element-sized slots of the PT_GUARD bytes after the vector that lost the poison. */
-static uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count)
-{
+static uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count) {
   const unsigned char *g = (const unsigned char *)buf + count * esize;
   uint64_t wrong = 0;
   for (size_t s = 0; s < PT_GUARD; s += esize) {
@@ -296,9 +285,8 @@ static uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count)
   return wrong;
 }
 
-void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf,
-                  unsigned char *recvbuf, size_t count)
-{
+void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf, unsigned char *recvbuf,
+                  size_t count) {
   unsigned char *in = sendbuf ? sendbuf : recvbuf;
   pt_fill(in, pat->input, pat->esize, pat->period, count);
   memset(in + count * pat->esize, PT_POISON, PT_GUARD);
@@ -306,21 +294,19 @@ void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf,
 }
 
 uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendbuf,
-                        const unsigned char *recvbuf, size_t count)
-{
+                        const unsigned char *recvbuf, size_t count) {
   const size_t es = pat->esize, per = pat->period;
-  uint64_t wrong =
-      pt_count_wrong(recvbuf, pat->ref, es, per, count) + pt_guard_wrong(recvbuf, es, count);
+  uint64_t wrong = pt_count_wrong(recvbuf, pat->ref, es, per, count) +
+                   pt_guard_wrong(recvbuf, es, count);
   if (sendbuf)
-    wrong +=
-        pt_count_wrong(sendbuf, pat->input, es, per, count) + pt_guard_wrong(sendbuf, es, count);
+    wrong += pt_count_wrong(sendbuf, pat->input, es, per, count) +
+             pt_guard_wrong(sendbuf, es, count);
   return wrong;
 }
 
 /* ---- AVG for peers that have none: the sum, then this division ---------------- */
 
-static float pt_f16_to_f32(uint16_t h)
-{
+static float pt_f16_to_f32(uint16_t h) {
   int e = (h >> 10) & 0x1f, m = h & 0x3ff;
   float v;
   if (e == 0)
@@ -332,14 +318,13 @@ static float pt_f16_to_f32(uint16_t h)
   return (h & 0x8000) ? -v : v;
 }
 
-#define DIVIDE(type, buf, count, p)                                                       \
-  do {                                                                                    \
-    type *x_ = (type *)(buf);                                                             \
-    for (size_t i_ = 0; i_ < (count); i_++) x_[i_] = (type)(x_[i_] / (p));                \
+#define DIVIDE(type, buf, count, p)                                        \
+  do {                                                                     \
+    type *x_ = (type *)(buf);                                              \
+    for (size_t i_ = 0; i_ < (count); i_++) x_[i_] = (type)(x_[i_] / (p)); \
   } while (0)
 
-void pt_divide(void *buf, size_t count, enum pt_dtype t, int p)
-{
+void pt_divide(void *buf, size_t count, enum pt_dtype t, int p) {
   switch (t) {
   case PT_INT8: DIVIDE(int8_t, buf, count, p); break;
   case PT_UINT8: DIVIDE(uint8_t, buf, count, p); break;
@@ -356,4 +341,3 @@ void pt_divide(void *buf, size_t count, enum pt_dtype t, int p)
   default: break;
   }
 }
-

@@ -25,9 +25,7 @@
 /* One placement (c->sendbuf NULL: in place): timed, then one more run on fresh buffers
  * checked, made the way the timed ones were (non-blocking with -z 0). */
 static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
-                      const struct pt_pattern *pat, const struct pt_call *c,
-                      struct pt_cell *cell)
-{
+                      const struct pt_pattern *pat, const struct pt_call *c, struct pt_cell *cell) {
   pt_fill(c->sendbuf ? c->sendbuf : c->recvbuf, pat->input, pat->esize, pat->period, c->count);
   if (pt_time_one(o, be, c, cell)) return -1;
   cell->wrong = 0;
@@ -38,9 +36,7 @@ static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
   return 0;
 }
 
-static const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c,
-                                int *rc)
-{
+static const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c, int *rc) {
   const char *algo = NULL;
   *rc = be->algorithm ? be->algorithm(be->ctx, c->coll, c->count, c->t, c->op, c->root, &algo) : 0;
   return algo ? algo : "-";
@@ -49,9 +45,7 @@ static const char *pt_algorithm(const struct pt_backend *be, const struct pt_cal
 /* -v: every rank's own times (out of place, in place; c[] before -a combined them) and
  * the collectives its timed loops issued, gathered (each rank fills its entries, the
  * others are 0, one sum each) and printed by rank 0 under the row. */
-static int pt_rank_times(const struct pt_backend *be, const struct pt_cell c[2],
-                         bool first_na)
-{
+static int pt_rank_times(const struct pt_backend *be, const struct pt_cell c[2], bool first_na) {
   const size_t p = (size_t)be->nranks, me = (size_t)be->rank;
   double *v = calloc(2 * p, sizeof *v);
   uint64_t *n = calloc(2 * p, sizeof *n);
@@ -68,11 +62,12 @@ static int pt_rank_times(const struct pt_backend *be, const struct pt_cell c[2],
   rc = 0;
   for (size_t r = 0; be->rank == 0 && r < p; r++) {
     printf("#   rank %3zu: time", r);
-    if (first_na) printf(" N/A");
-    else printf(" %.3f", v[2 * r]);
+    if (first_na)
+      printf(" N/A");
+    else
+      printf(" %.3f", v[2 * r]);
     printf(" %.3f us (out of place, in place)", v[2 * r + 1]);
-    if (be->collectives)
-      printf(", timed collectives %" PRIu64 " %" PRIu64, n[2 * r], n[2 * r + 1]);
+    if (be->collectives) printf(", timed collectives %" PRIu64 " %" PRIu64, n[2 * r], n[2 * r + 1]);
     printf("\n");
   }
 out:
@@ -85,8 +80,7 @@ out:
  * broadcast has one buffer: only its in-place cell is measured, the other says N/A. */
 static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                         const struct pt_pattern *pat, const struct pt_call *call,
-                        struct pt_totals *tot)
-{
+                        struct pt_totals *tot) {
   const struct pt_reducer red = pt_reducer_of(be);
   const bool bcast = call->coll == PT_COLL_BROADCAST;
   const int first = bcast ? 1 : 0; /* the first cell measured: 0 out of place, 1 in place */
@@ -144,8 +138,7 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
 /* One row of the overlap table. */
 static int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
                           const struct pt_pattern *pat, struct pt_compute *cp,
-                          const struct pt_call *c, struct pt_totals *tot)
-{
+                          const struct pt_call *c, struct pt_totals *tot) {
   struct pt_overlap_row r;
   if (pt_overlap_size(o, be, pat, cp, c, &r)) return -1;
   int rc;
@@ -167,8 +160,7 @@ static int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
 /* The section's pattern: an allreduce's for its dtype and op, a broadcast's for its dtype
  * (renewed for every row by pt_run_section). */
 static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *be,
-                              struct pt_pattern *pat, enum pt_dtype t, enum pt_op op)
-{
+                              struct pt_pattern *pat, enum pt_dtype t, enum pt_op op) {
   int rc = o->coll == PT_COLL_BROADCAST
                ? pt_pattern_init_bcast(pat, t)
                : pt_pattern_init(pat, t, op, be->rank, be->nranks, o->check != 0);
@@ -179,8 +171,7 @@ static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *
 /* One table section: every size for one dtype and op (a broadcast: for one dtype). */
 static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
                           unsigned char *sendbuf, unsigned char *recvbuf, enum pt_dtype t,
-                          enum pt_op op, struct pt_compute *cp, struct pt_totals *tot)
-{
+                          enum pt_op op, struct pt_compute *cp, struct pt_totals *tot) {
   struct pt_pattern pat;
   if (pt_section_pattern(o, be, &pat, t, op)) return -1;
   int rc = 0;
@@ -201,8 +192,7 @@ static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
   return rc;
 }
 
-void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, bool algo_column)
-{
+void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, bool algo_column) {
   if (cycle + d + k > 1) printf("#\n");
   if (o->cycles == 0 && d + k == 0) printf("# cycle %ld (until interrupted)\n", cycle);
   if (o->cycles > 1 && d + k == 0) printf("# cycle %ld of %ld\n", cycle, o->cycles);
@@ -215,9 +205,8 @@ void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, b
 /* Every dtype x op section, once per cycle, a table each. A broadcast ignores -o: one
  * section per dtype. */
 static int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
-                         unsigned char *sendbuf, unsigned char *recvbuf,
-                         struct pt_compute *cp, struct pt_totals *tot)
-{
+                         unsigned char *sendbuf, unsigned char *recvbuf, struct pt_compute *cp,
+                         struct pt_totals *tot) {
   const int nops = o->coll == PT_COLL_BROADCAST ? 1 : o->nops;
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
     for (int d = 0; d < o->ndtypes; d++) {
@@ -233,8 +222,7 @@ static int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
 /* -F: rank 0 creates the file and writes the header; every rank learns whether it could
  * (one sum), so that all stop before timing anything. Returns 0, or -2 after rank 0's
  * message (a bad command line: exit 2), -1 if the sum failed. */
-static int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FILE **csv)
-{
+static int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FILE **csv) {
   *csv = NULL;
   if (!o->csv || o->overlap) return 0;
   uint64_t failed = 0;
@@ -252,8 +240,7 @@ static int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FIL
   return failed ? -2 : 0;
 }
 
-int pt_run(const struct pt_opts *o, const struct pt_backend *be)
-{
+int pt_run(const struct pt_opts *o, const struct pt_backend *be) {
   size_t bytes = (o->maxbytes > 8 ? o->maxbytes : 8) + PT_ALIGN; /* room for the guard */
   void *sendbuf = NULL, *recvbuf = NULL;
   int err = posix_memalign(&sendbuf, PT_ALIGN, bytes);

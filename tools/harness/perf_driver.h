@@ -17,7 +17,7 @@ struct pt_totals {
   uint64_t wrong;
   double sum; /* of busbw, or of the overlap with --overlap */
   long n;
-  FILE *csv;  /* -F, on rank 0: the rows go there too */
+  FILE *csv;   /* -F, on rank 0: the rows go there too */
   int csv_err; /* the errno that ended writing them */
 };
 

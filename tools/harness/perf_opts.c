@@ -16,12 +16,13 @@ static const char *const pt_average_names[4] = {"rank 0's", "mean over ranks", "
                                                 "max over ranks"};
 
 /* Returns the dtype, or -1. Accepts nccl-tests' names and zcoll's. */
-static int pt_parse_dtype(const char *s)
-{
-  static const struct { const char *name; enum pt_dtype t; } alias[] = {
-      {"int", PT_INT32}, {"float16", PT_FLOAT16}, {"fp16", PT_FLOAT16},
-      {"bf16", PT_BFLOAT16}, {"float32", PT_FLOAT32}, {"fp32", PT_FLOAT32},
-      {"float64", PT_FLOAT64}, {"fp64", PT_FLOAT64}};
+static int pt_parse_dtype(const char *s) {
+  static const struct {
+    const char *name;
+    enum pt_dtype t;
+  } alias[] = {{"int", PT_INT32},       {"float16", PT_FLOAT16}, {"fp16", PT_FLOAT16},
+               {"bf16", PT_BFLOAT16},   {"float32", PT_FLOAT32}, {"fp32", PT_FLOAT32},
+               {"float64", PT_FLOAT64}, {"fp64", PT_FLOAT64}};
   for (int i = 0; i < PT_DTYPE_COUNT; i++)
     if (strcmp(s, pt_dtype_names[i]) == 0) return i;
   for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
@@ -29,15 +30,13 @@ static int pt_parse_dtype(const char *s)
   return -1;
 }
 
-static int pt_parse_op(const char *s)
-{
+static int pt_parse_op(const char *s) {
   for (int i = 0; i < PT_OP_COUNT; i++)
     if (strcmp(s, pt_op_names[i]) == 0) return i;
   return -1;
 }
 
-int pt_parse_size(const char *s, size_t *out)
-{
+int pt_parse_size(const char *s, size_t *out) {
   if (s == NULL || *s < '0' || *s > '9') return -1; /* no sign, no blank, not empty */
   errno = 0;
   char *end;
@@ -45,9 +44,21 @@ int pt_parse_size(const char *s, size_t *out)
   if (errno != 0) return -1;
   unsigned shift = 0;
   switch (*end) {
-  case 'k': case 'K': shift = 10; end++; break;
-  case 'm': case 'M': shift = 20; end++; break;
-  case 'g': case 'G': shift = 30; end++; break;
+  case 'k':
+  case 'K':
+    shift = 10;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    shift = 20;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    shift = 30;
+    end++;
+    break;
   default: break;
   }
   if (*end == 'b' || *end == 'B') end++;
@@ -57,8 +68,7 @@ int pt_parse_size(const char *s, size_t *out)
   return 0;
 }
 
-int pt_parse_long(const char *s, long lo, long hi, long *out)
-{
+int pt_parse_long(const char *s, long lo, long hi, long *out) {
   if (s == NULL || *s == '\0') return -1;
   errno = 0;
   char *end;
@@ -68,8 +78,7 @@ int pt_parse_long(const char *s, long lo, long hi, long *out)
   return 0;
 }
 
-static void pt_usage(FILE *f, const struct pt_prog *p)
-{
+static void pt_usage(FILE *f, const struct pt_prog *p) {
   const bool nb = p->features & PT_HAS_NONBLOCKING;
   const bool bc = p->features & PT_HAS_BROADCAST;
   fprintf(f, "usage: %s [options]   (nccl-tests' all_reduce_perf%s flags, short or long)\n",
@@ -185,8 +194,7 @@ static void pt_usage(FILE *f, const struct pt_prog *p)
 }
 
 __attribute__((format(printf, 2, 3))) static int pt_opt_error(const char *prog, const char *fmt,
-                                                              ...)
-{
+                                                              ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, "%s: ", prog);
@@ -227,8 +235,7 @@ static const struct pt_num_opt pt_num_opts[] = {
 
 /* -t takes a collective's name or nccl-tests' thread count, --coll only a name and
  * --nthreads only a count; a count must be 1 (zcoll runs one thread per rank). */
-static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
-{
+static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg) {
   const char *opt = c == 't' ? "-t" : c == PT_OPT_COLL ? "--coll" : "--nthreads";
   for (int i = 0; c != PT_OPT_NTHREADS && i < PT_COLL_COUNT; i++) {
     if (strcmp(arg, pt_coll_names[i]) != 0) continue;
@@ -243,7 +250,7 @@ static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const 
                                  "count (nthreads) can only be 1",
                                  opt, arg, p->name);
   return pt_opt_error(p->name, "%s '%s': not %s", opt, arg,
-                      c == PT_OPT_COLL      ? "a collective (allreduce, broadcast)"
+                      c == PT_OPT_COLL       ? "a collective (allreduce, broadcast)"
                       : c == PT_OPT_NTHREADS ? "a thread count (only 1)"
                                              : "a collective (allreduce, broadcast) or 1 "
                                                "(nccl-tests' nthreads)");
@@ -251,8 +258,7 @@ static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const 
 
 /* -g and -G: nccl-tests' GPU counts. A whole number is checked against the only value
  * that means something without GPUs, and the message names the flag. */
-static int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
-{
+static int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg) {
   const long want = c == 'g' ? 1 : 0;
   long v;
   if (pt_parse_long(arg, 0, INT_MAX, &v) != 0)
@@ -269,8 +275,7 @@ static int pt_set_gpu(const struct pt_prog *p, struct pt_opts *o, int c, const c
 }
 
 /* Sets a whole-number option; 2 after a message if the value is not one. */
-static int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
-{
+static int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg) {
   for (size_t i = 0; i < sizeof pt_num_opts / sizeof pt_num_opts[0]; i++) {
     const struct pt_num_opt *n = &pt_num_opts[i];
     if (n->c != c) continue;
@@ -287,16 +292,17 @@ static int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const c
 }
 
 /* -d all / -o all, or one name. */
-static int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg)
-{
+static int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg) {
   const bool all = strcmp(arg, "all") == 0;
   const int n = c == 'd' ? PT_DTYPE_COUNT : PT_OP_COUNT;
   int v = all ? 0 : c == 'd' ? pt_parse_dtype(arg) : pt_parse_op(arg);
   if (v < 0)
     return pt_opt_error(p->name, "-%c: unknown %s '%s'", c, c == 'd' ? "dtype" : "op", arg);
   for (int i = 0; i < (all ? n : 1); i++) {
-    if (c == 'd') o->dtypes[i] = (enum pt_dtype)(all ? i : v);
-    else o->ops[i] = (enum pt_op)(all ? i : v);
+    if (c == 'd')
+      o->dtypes[i] = (enum pt_dtype)(all ? i : v);
+    else
+      o->ops[i] = (enum pt_op)(all ? i : v);
   }
   if (c == 'd') {
     o->all_dtypes = all;
@@ -309,8 +315,7 @@ static int pt_set_list(const struct pt_prog *p, struct pt_opts *o, int c, const 
 }
 
 /* The options the program has not got, and those that contradict each other. */
-static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool z_given)
-{
+static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool z_given) {
   if (o->minbytes > o->maxbytes)
     return pt_opt_error(p->name, "minbytes (-b %zu) is larger than maxbytes (-e %zu)", o->minbytes,
                         o->maxbytes);
@@ -330,18 +335,21 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
     return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t broadcast");
   if (o->verbose && o->overlap)
     return pt_opt_error(p->name, "-v: per-rank times are printed under the table of times; "
-                        "--overlap's table has none");
+                                 "--overlap's table has none");
   if (o->csv && o->overlap)
-    return pt_opt_error(p->name, "-F %s: the CSV file holds the table of times; --overlap's "
-                        "table is printed only", o->csv);
+    return pt_opt_error(p->name,
+                        "-F %s: the CSV file holds the table of times; --overlap's "
+                        "table is printed only",
+                        o->csv);
   if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
-    return pt_opt_error(p->name, "--overlap times one non-blocking collective at a time: "
-                        "it takes neither -m %ld nor -z 1", o->agg);
+    return pt_opt_error(p->name,
+                        "--overlap times one non-blocking collective at a time: "
+                        "it takes neither -m %ld nor -z 1",
+                        o->agg);
   return 0;
 }
 
-int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o)
-{
+int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts *o) {
   static const struct option longs[] = {{"minbytes", required_argument, NULL, 'b'},
                                         {"maxbytes", required_argument, NULL, 'e'},
                                         {"stepbytes", required_argument, NULL, 'i'},
@@ -396,18 +404,24 @@ int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     int rc = 0;
     switch (c) {
-    case 'b': case 'e': case 'i': {
+    case 'b':
+    case 'e':
+    case 'i': {
       size_t *dst = c == 'b' ? &o->minbytes : c == 'e' ? &o->maxbytes : &o->stepbytes;
       if (pt_parse_size(optarg, dst)) rc = pt_opt_error(p->name, "-%c: bad size '%s'", c, optarg);
     } break;
-    case 'd': case 'o': rc = pt_set_list(p, o, c, optarg); break;
+    case 'd':
+    case 'o': rc = pt_set_list(p, o, c, optarg); break;
     case 'A': o->algo = optarg; break;
     case 'F':
       o->csv = optarg;
       if (*optarg == '\0') rc = pt_opt_error(p->name, "-F: empty file name");
       break;
-    case 'g': case 'G': rc = pt_set_gpu(p, o, c, optarg); break;
-    case 't': case PT_OPT_COLL: case PT_OPT_NTHREADS: rc = pt_set_coll(p, o, c, optarg); break;
+    case 'g':
+    case 'G': rc = pt_set_gpu(p, o, c, optarg); break;
+    case 't':
+    case PT_OPT_COLL:
+    case PT_OPT_NTHREADS: rc = pt_set_coll(p, o, c, optarg); break;
     case PT_OPT_OVERLAP:
       o->overlap = true;
       o->idle = optarg && strcmp(optarg, "idle") == 0;
@@ -441,8 +455,7 @@ int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts
 
 /* nccl-tests' parameters line; graph is its CUDA-graph count, always 0 here, kept so that
  * what reads nccl-tests' output reads this too. */
-void pt_print_params(FILE *f, const struct pt_opts *o)
-{
+void pt_print_params(FILE *f, const struct pt_opts *o) {
   if (o->stepbytes)
     fprintf(f, "# minBytes %zu maxBytes %zu step: %zu(bytes)", o->minbytes, o->maxbytes,
             o->stepbytes);
@@ -453,8 +466,7 @@ void pt_print_params(FILE *f, const struct pt_opts *o)
           o->warmup, o->iters, o->agg, o->check);
 }
 
-void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
-{
+void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
   fprintf(f, "# %s: %s", prog,
           o->overlap ? (o->idle ? "overlap mode (idle: compute sleeps)"
                                 : "overlap mode (busy: compute computes)")
@@ -468,8 +480,7 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o)
                " busbw = algbw\n");
 }
 
-int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks)
-{
+int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks) {
   if (o->coll != PT_COLL_BROADCAST || o->root < nranks) return 0;
   if (rank == 0)
     fprintf(stderr, "%s: -r %ld: the root must be a rank of the job, 0..%d\n", prog, o->root,

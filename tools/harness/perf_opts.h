@@ -30,7 +30,7 @@ enum pt_feature {
 
 struct pt_prog {
   const char *name;
-  unsigned features;  /* enum pt_feature */
+  unsigned features;    /* enum pt_feature */
   const char *algo_doc; /* PT_HAS_ALGO: what -A takes and its default, one line */
 };
 
@@ -39,7 +39,7 @@ enum pt_average { PT_AVG_RANK0, PT_AVG_MEAN, PT_AVG_MIN, PT_AVG_MAX };
 
 struct pt_opts {
   size_t minbytes, maxbytes;
-  size_t stepbytes;  /* > 0: add this; 0: multiply by stepfactor */
+  size_t stepbytes; /* > 0: add this; 0: multiply by stepfactor */
   long stepfactor;
   long iters, warmup, check;
   long agg;      /* -m: collectives per timed iteration */
@@ -55,10 +55,10 @@ struct pt_opts {
   bool all_dtypes, all_ops;
   enum pt_dtype dtypes[PT_DTYPE_COUNT];
   enum pt_op ops[PT_OP_COUNT];
-  const char *algo; /* -A, or NULL */
-  const char *csv;  /* -F: rank 0 also writes the table there as CSV, or NULL */
+  const char *algo;                  /* -A, or NULL */
+  const char *csv;                   /* -F: rank 0 also writes the table there as CSV, or NULL */
   long ngpus, parallel_init, graphs; /* -g, -p, -G: nccl-tests' GPU options, checked only */
-  bool verbose; /* -v: each rank's own times (and collectives) under each row */
+  bool verbose;      /* -v: each rank's own times (and collectives) under each row */
   enum pt_coll coll; /* -t NAME, --coll NAME */
   long root;         /* -r: a broadcast's root; checked against the ranks by pt_check_root */
 };

@@ -26,8 +26,7 @@
 
 #define PT_COMPUTE_N 1024 /* doubles: 8 KiB stays in L1, so a pass costs the same at any size */
 
-int pt_compute_init(struct pt_compute *c)
-{
+int pt_compute_init(struct pt_compute *c) {
   c->x = malloc(PT_COMPUTE_N * sizeof *c->x);
   if (c->x == NULL) return -1;
   for (size_t i = 0; i < PT_COMPUTE_N; i++) c->x[i] = (double)i;
@@ -36,15 +35,13 @@ int pt_compute_init(struct pt_compute *c)
   return 0;
 }
 
-void pt_compute_free(struct pt_compute *c)
-{
+void pt_compute_free(struct pt_compute *c) {
   free(c->x);
   c->x = NULL;
 }
 
 /* x = 0.999 x + 0.25 tends to 250: no overflow, no subnormal slowing it down. */
-static void pt_compute_run(struct pt_compute *c, long units)
-{
+static void pt_compute_run(struct pt_compute *c, long units) {
   if (c->idle) {
     struct timespec ts = {units / 1000000, (units % 1000000) * 1000};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -59,25 +56,20 @@ static void pt_compute_run(struct pt_compute *c, long units)
 }
 
 /* The mean time of reps runs of units. */
-static double pt_compute_time(struct pt_compute *c, long units, long reps)
-{
+static double pt_compute_time(struct pt_compute *c, long units, long reps) {
   double t0 = pt_now_us();
   for (long r = 0; r < reps; r++) pt_compute_run(c, units);
   return (pt_now_us() - t0) / (double)reps;
 }
 
 /* A positive count, rounded (no libm: the MPI program links without -lm). */
-static long pt_units(double v)
-{
-  return v < 1.0 ? 1 : v > 1e12 ? (long)1e12 : (long)(v + 0.5);
-}
+static long pt_units(double v) { return v < 1.0 ? 1 : v > 1e12 ? (long)1e12 : (long)(v + 0.5); }
 
 /* The units that last about target_us, here and now: an estimate from the last measured
  * cost (the first from a run of at least 1 ms), corrected by one timed run at that
  * length (repeated up to 1 ms for short ones), which catches caches, the clock frequency
  * and a busy machine at this size. */
-static long pt_compute_calibrate(struct pt_compute *c, double target_us)
-{
+static long pt_compute_calibrate(struct pt_compute *c, double target_us) {
   if (c->idle) return pt_units(target_us);
   if (c->unit_us <= 0.0) {
     long n = 1;
@@ -94,8 +86,7 @@ static long pt_compute_calibrate(struct pt_compute *c, double target_us)
 
 /* Post, compute, wait. */
 static int pt_overlapped(const struct pt_backend *be, struct pt_compute *cp, long units,
-                         const struct pt_call *c)
-{
+                         const struct pt_call *c) {
   struct pt_window w = {{NULL}, 0, 0};
   if (pt_post(be, &w, c)) return -1;
   pt_compute_run(cp, units);
@@ -104,8 +95,7 @@ static int pt_overlapped(const struct pt_backend *be, struct pt_compute *cp, lon
 
 int pt_overlap_size(const struct pt_opts *o, const struct pt_backend *be,
                     const struct pt_pattern *pat, struct pt_compute *cp, const struct pt_call *c,
-                    struct pt_overlap_row *row)
-{
+                    struct pt_overlap_row *row) {
   const struct pt_reducer red = pt_reducer_of(be);
   const double n = (double)o->iters;
   double cpu_unused;
@@ -142,8 +132,9 @@ int pt_overlap_size(const struct pt_opts *o, const struct pt_backend *be,
   row->compute_us = v[0];
   row->overall_us = v[1];
   row->cpu_us = v[2];
-  double ov =
-      row->comm_us > 0.0 ? 100.0 * (1.0 - (row->overall_us - row->compute_us) / row->comm_us) : 0.0;
+  double ov = row->comm_us > 0.0
+                  ? 100.0 * (1.0 - (row->overall_us - row->compute_us) / row->comm_us)
+                  : 0.0;
   row->overlap = ov < 0.0 ? 0.0 : ov > 100.0 ? 100.0 : ov;
   return 0;
 }

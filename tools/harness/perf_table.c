@@ -23,26 +23,22 @@ size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
 /* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce (each rank sends and
  * receives that share of the vector), 1 for a broadcast (each byte crosses a link once
  * per receiving rank, and the slowest link carries the whole vector). */
-double pt_bus_factor(enum pt_coll coll, int nranks)
-{
+double pt_bus_factor(enum pt_coll coll, int nranks) {
   if (coll == PT_COLL_BROADCAST) return 1.0;
   return nranks > 0 ? 2.0 * (nranks - 1) / nranks : 0.0;
 }
 
-double pt_algbw(size_t bytes, double time_us)
-{
+double pt_algbw(size_t bytes, double time_us) {
   return time_us > 0.0 ? (double)bytes / time_us / 1.0e3 : 0.0;
 }
 
 /* A time or CPU time in a 7-wide column, with fewer decimals as it grows. */
-static const char *pt_fmt_us(char buf[32], double us)
-{
+static const char *pt_fmt_us(char buf[32], double us) {
   snprintf(buf, 32, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
   return buf;
 }
 
-void pt_print_header(FILE *f, bool algo_column, bool cpu)
-{
+void pt_print_header(FILE *f, bool algo_column, bool cpu) {
   const char *c = cpu ? "  %7s" : "%.0s"; /* the cpu column, or nothing */
   char fmt[160];
   fprintf(f, "# %10s  %12s  %8s  %6s  %6s  %*sout-of-place%*sin-place\n", "", "", "", "", "",
@@ -60,15 +56,13 @@ void pt_print_header(FILE *f, bool algo_column, bool cpu)
           "(us)", "(GB/s)", "(GB/s)");
 }
 
-void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                        const char *redop, int root)
-{
+void pt_print_row_start(FILE *f, size_t bytes, size_t count, enum pt_dtype t, const char *redop,
+                        int root) {
   fprintf(f, "%12zu  %12zu  %8s  %6s  %6i", bytes, count, pt_dtype_names[t], redop, root);
 }
 
-void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, double bus_factor,
-                   bool cpu, bool checked)
-{
+void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, double bus_factor, bool cpu,
+                   bool checked) {
   char tbuf[32], cbuf[32];
   double algbw = pt_algbw(bytes, c->time_us);
   fprintf(f, "  %7s", pt_fmt_us(tbuf, c->time_us));
@@ -80,13 +74,11 @@ void pt_print_cell(FILE *f, const struct pt_cell *c, size_t bytes, double bus_fa
     fprintf(f, "  %5s", "N/A");
 }
 
-void pt_print_na_cell(FILE *f, bool cpu)
-{
+void pt_print_na_cell(FILE *f, bool cpu) {
   fprintf(f, "  %7s%s  %6s  %6s  %5s", "N/A", cpu ? "      N/A" : "", "N/A", "N/A", "N/A");
 }
 
-void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name, double avg)
-{
+void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name, double avg) {
   fprintf(f, "# %-20s : %" PRIu64 " %s\n", "Out of bounds values", wrong, wrong ? "FAILED" : "OK");
   fprintf(f, "# %-20s : %g\n#\n", avg_name, avg);
 }
@@ -95,8 +87,7 @@ void pt_print_footer(FILE *f, uint64_t wrong, const char *avg_name, double avg)
 
 /* Three header rows, as the printed table's: the column group (out-of-place, in-place),
  * the name, the unit; pandas reads them with read_csv(f, header=[0, 1, 2]). */
-void pt_csv_header(FILE *f, bool algo_column, bool cpu)
-{
+void pt_csv_header(FILE *f, bool algo_column, bool cpu) {
   static const char *const group_cols[] = {"time", "cpu", "algbw", "busbw", "#wrong"};
   static const char *const group_units[] = {"(us)", "(us)", "(GB/s)", "(GB/s)", ""};
   fputs(",,,,", f);
@@ -116,11 +107,9 @@ void pt_csv_header(FILE *f, bool algo_column, bool cpu)
   fputs(algo_column ? ",\n" : "\n", f);
 }
 
-void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                const char *redop, int root, const struct pt_cell c[2],
-                const bool measured[2], double bus_factor, bool cpu, bool checked,
-                const char *algo)
-{
+void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t, const char *redop, int root,
+                const struct pt_cell c[2], const bool measured[2], double bus_factor, bool cpu,
+                bool checked, const char *algo) {
   fprintf(f, "%zu,%zu,%s,%s,%d", bytes, count, pt_dtype_names[t], redop, root);
   for (int k = 0; k < 2; k++) {
     if (!measured[k]) {
@@ -139,8 +128,7 @@ void pt_csv_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
 
 /* ---- the overlap table (--overlap) ------------------------------------------------ */
 
-void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, bool idle)
-{
+void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, bool idle) {
   fprintf(f, "# %10s  %12s  %8s  %6s  out-of-place, overlapped with %s\n", "", "", "", "",
           idle ? "an idle wait (compute = sleep)" : "computation");
   fprintf(f, "# %10s  %12s  %8s  %6s  %7s  %7s  %7s%s  %7s  %6s%s\n", "size", "count", "type",
@@ -150,10 +138,8 @@ void pt_print_overlap_header(FILE *f, bool algo_column, bool cpu, bool idle)
           "(us)", "(us)", cpu ? "     (us)" : "", "(%)");
 }
 
-void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t,
-                          enum pt_op op, const struct pt_overlap_row *r, bool cpu,
-                          bool checked)
-{
+void pt_print_overlap_row(FILE *f, size_t bytes, size_t count, enum pt_dtype t, enum pt_op op,
+                          const struct pt_overlap_row *r, bool cpu, bool checked) {
   char b[4][32];
   fprintf(f, "%12zu  %12zu  %8s  %6s  %7s  %7s  %7s", bytes, count, pt_dtype_names[t],
           pt_op_names[op], pt_fmt_us(b[0], r->comm_us), pt_fmt_us(b[1], r->compute_us),

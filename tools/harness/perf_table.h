@@ -21,8 +21,17 @@
 #include <stdio.h>
 
 enum pt_dtype {
-  PT_INT8, PT_UINT8, PT_INT32, PT_UINT32, PT_INT64, PT_UINT64,
-  PT_FLOAT16, PT_BFLOAT16, PT_FLOAT32, PT_FLOAT64, PT_DTYPE_COUNT
+  PT_INT8,
+  PT_UINT8,
+  PT_INT32,
+  PT_UINT32,
+  PT_INT64,
+  PT_UINT64,
+  PT_FLOAT16,
+  PT_BFLOAT16,
+  PT_FLOAT32,
+  PT_FLOAT64,
+  PT_DTYPE_COUNT
 };
 enum pt_op { PT_SUM, PT_PROD, PT_MIN, PT_MAX, PT_AVG, PT_OP_COUNT };
 /* The collectives a benchmark may time (-t NAME). */

@@ -20,7 +20,7 @@
 struct zcoll_tl {
   int rank, size;
   int efd;
-  pthread_mutex_t lock; /* guards the event queue: peers push into it */
+  pthread_mutex_t lock;  /* guards the event queue: peers push into it */
   struct zcoll__evq evq; /* events raised by callbacks, harvested by poll */
   zcoll_status_t failed;
   struct zcoll_ep **eps;
@@ -40,7 +40,7 @@ struct zcoll_ep {
 struct zcoll_tl_mr {
   char *base;
   size_t len;
-  int remote; /* peers may write into it: only such regions have a key */
+  int remote;  /* peers may write into it: only such regions have a key */
   uint64_t id; /* remote: its number in the registry of live regions (mr.c) */
 };
 

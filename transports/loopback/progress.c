@@ -37,11 +37,11 @@ zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_
                          "loopback: put source of %zu bytes is not inside its registration", len);
     if (!rkey || roff > rkey->len || len > rkey->len - roff)
       return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                         "loopback: put of %zu bytes at offset %llu overruns rank %d's region",
-                         len, (unsigned long long)roff, ep->peer);
+                         "loopback: put of %zu bytes at offset %llu overruns rank %d's region", len,
+                         (unsigned long long)roff, ep->peer);
   }
-  struct zcoll_tl_event arrived = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->tl->rank, .imm = imm,
-                                   .len = (uint32_t)len};
+  struct zcoll_tl_event arrived = {
+      .kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->tl->rank, .imm = imm, .len = (uint32_t)len};
   struct zcoll_tl_event done = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = cookie};
   struct zcoll_tl *peer = ep->peer_tl;
   pthread_mutex_lock(&peer->lock);

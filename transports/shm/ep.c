@@ -106,8 +106,8 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
                        "shm: rank %d is on another host or PID namespace (%s, here %s); the "
                        "shm transport needs every rank on one host",
                        rank, a.node, tl->node);
-  if (a.inbox_bytes != sizeof(struct zcoll__shm_inbox) +
-                           (size_t)tl->size * sizeof(struct zcoll__shm_ring))
+  if (a.inbox_bytes !=
+      sizeof(struct zcoll__shm_inbox) + (size_t)tl->size * sizeof(struct zcoll__shm_ring))
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's inbox has an unexpected size", rank);
 
   struct zcoll_ep *ep = calloc(1, sizeof(*ep));

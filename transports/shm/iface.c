@@ -73,7 +73,9 @@ static void check_pidfd(zcoll_transport_detail_t *d) {
     set(d, "pidfd_getfd", 1, "works: peers take each other's memfds directly");
   else
     set(d, "pidfd_getfd", -1, "%s (%s%s%s): peers reopen memfds through /proc instead",
-        fd < 0 ? "no memfd to try it on" : pidfd < 0 ? "pidfd_open failed" : "refused",
+        fd < 0      ? "no memfd to try it on"
+        : pidfd < 0 ? "pidfd_open failed"
+                    : "refused",
         strerror(err), yama[0] ? ", Yama ptrace_scope " : "", yama);
   if (got >= 0) close(got);
   if (pidfd >= 0) close(pidfd);
@@ -113,8 +115,10 @@ static int shm_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out
   check_pidfd(&d[n++]);
   char node[128];
   zcoll__node_id(node, sizeof(node), cfg->rank);
-  set(&d[n++], "host id", -1, "%s (boot id/PID namespace/user): ranks with the same id share "
-      "memory", node);
+  set(&d[n++], "host id", -1,
+      "%s (boot id/PID namespace/user): ranks with the same id share "
+      "memory",
+      node);
   for (int i = 0; i < n && i < max; i++) out[i] = d[i];
   return n;
 }
@@ -182,8 +186,7 @@ static zcoll_status_t shm_open_tl(const struct zcoll_tl_params *p, struct zcoll_
     goto fail;
   void *m = mmap(NULL, tl->inbox_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, tl->inbox_fd, 0);
   if (m == MAP_FAILED) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot map a %zu-byte inbox: %m",
-                     tl->inbox_bytes);
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "shm: cannot map a %zu-byte inbox: %m", tl->inbox_bytes);
     goto fail;
   }
   tl->inbox = m;

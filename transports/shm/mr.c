@@ -66,7 +66,8 @@ zcoll_status_t zcoll__shm_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *l
 zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size_t len,
                                       struct zcoll_tl_rkey **out) {
   struct zcoll__shm_rkey_blob b;
-  if (len < sizeof(b)) return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's key is short", ep->peer);
+  if (len < sizeof(b))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's key is short", ep->peer);
   memcpy(&b, buf, sizeof(b));
   if (b.magic != ZCOLL_SHM_MAGIC || b.off > SIZE_MAX - b.len)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d sent a malformed key", ep->peer);

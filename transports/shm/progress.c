@@ -55,8 +55,7 @@ static zcoll_status_t notify(struct zcoll_ep *ep, uint64_t ent) {
   zcoll_status_t st = ZCOLL_OK;
   int pushed = ep->backlog ? 0 : ring_push(ep->out, ent);
   if (pushed < 0) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's notification ring is corrupt",
-                     ep->peer);
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "shm: rank %d's notification ring is corrupt", ep->peer);
   } else if (pushed) {
     moved = 1;
   } else {
@@ -86,14 +85,13 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
                        (unsigned long long)roff, ep->peer);
   if (ep->tl->failed) return ep->tl->failed;
   if (ep->dead) /* its ring may still be draining here, but nothing more will read ours */
-    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer,
-                       (int)ep->pid);
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer, (int)ep->pid);
   if (len) zcoll__copy(rkey->base + roff, src, len);
   zcoll_status_t st = notify(ep, (uint64_t)imm | (uint64_t)len << 32);
   if (st != ZCOLL_OK) return st;
   /* The copy is done: src may be reused at once. */
-  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = cookie,
-                              .status = ZCOLL_OK};
+  struct zcoll_tl_event ev = {
+      .kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = cookie, .status = ZCOLL_OK};
   return zcoll__evq_push(&ep->tl->evq, &ev);
 }
 

@@ -50,8 +50,8 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
                "the shm transport needs lock-free 32- and 64-bit atomics");
 
 struct zcoll__shm_ring {
-  _Alignas(64) _Atomic uint64_t tail; /* next entry the sender writes */
-  _Alignas(64) _Atomic uint64_t head; /* next entry the receiver reads */
+  _Alignas(64) _Atomic uint64_t tail;        /* next entry the sender writes */
+  _Alignas(64) _Atomic uint64_t head;        /* next entry the receiver reads */
   _Alignas(64) uint64_t ent[ZCOLL_SHM_RING]; /* imm | (uint64_t)len << 32 */
 };
 
@@ -59,7 +59,7 @@ struct zcoll__shm_inbox {
   uint64_t magic;
   uint32_t size; /* ranks in the job: one ring per possible sender */
   uint32_t pad;
-  _Alignas(64) _Atomic uint32_t sleeping; /* the owner is (about to be) asleep on its pipe */
+  _Alignas(64) _Atomic uint32_t sleeping;     /* the owner is (about to be) asleep on its pipe */
   _Alignas(64) struct zcoll__shm_ring ring[]; /* indexed by the sender's rank */
 };
 
@@ -100,9 +100,9 @@ struct zcoll_tl {
   int wake[2]; /* pipe: peers write into [1] */
   int epfd;    /* our event_fd: wake[0] and every peer's pidfd */
   uint64_t token;
-  unsigned polls; /* since the last check for dead peers */
-  int ndead;      /* peers known dead whose rings may still hold notifications */
-  int armed;   /* we set inbox->sleeping; poll clears it and drains the pipe */
+  unsigned polls;        /* since the last check for dead peers */
+  int ndead;             /* peers known dead whose rings may still hold notifications */
+  int armed;             /* we set inbox->sleeping; poll clears it and drains the pipe */
   zcoll_status_t failed; /* once poll failed: put and poll keep failing (transport.h) */
   struct zcoll__evq evq; /* PUT_DONE events (puts complete at once) */
   struct zcoll_ep **eps; /* connected peers, in connect order */
@@ -116,8 +116,8 @@ struct zcoll_ep {
   struct zcoll_tl *tl;
   int peer;
   pid_t pid;
-  int pidfd;    /* readable once the peer has died; -1 if the kernel has no pidfds */
-  int dead;     /* its pidfd fired: what it published before dying is still delivered */
+  int pidfd; /* readable once the peer has died; -1 if the kernel has no pidfds */
+  int dead;  /* its pidfd fired: what it published before dying is still delivered */
   uint64_t token;
   struct zcoll__shm_inbox *peer_inbox; /* mapped */
   size_t peer_inbox_bytes;
@@ -131,15 +131,15 @@ struct zcoll_tl_mr {
   struct zcoll_tl *tl;
   char *base;
   size_t len;
-  int fd;  /* the memfd behind a remote region (-1: a source only) */
+  int fd;     /* the memfd behind a remote region (-1: a source only) */
   size_t off; /* base's offset in that memfd */
   int remote;
 };
 
 struct zcoll_tl_rkey {
-  char *map;    /* the peer's memfd, mapped from its start */
+  char *map; /* the peer's memfd, mapped from its start */
   size_t maplen;
-  char *base;   /* the region within it */
+  char *base; /* the region within it */
   size_t len;
 };
 

@@ -25,8 +25,7 @@ struct sym {
 
 /* A library's functions into a table; the library once loaded stays (its constructor
  * ran, unloading would undo nothing). */
-static int load_syms(const char *lib, const struct sym *syms, size_t n, char *err,
-                     size_t err_len) {
+static int load_syms(const char *lib, const struct sym *syms, size_t n, char *err, size_t err_len) {
   void *h = zcoll__ucx_dlopen(lib, err, err_len);
   if (!h) return -1;
   for (size_t i = 0; i < n; i++) {
@@ -56,10 +55,18 @@ struct once {
   char error[256];
 };
 
-static struct once ucp_once = {"libucp.so.0", ucp_syms, sizeof(ucp_syms) / sizeof(ucp_syms[0]),
-                               PTHREAD_MUTEX_INITIALIZER, 0, ""};
-static struct once uct_once = {"libuct.so.0", uct_syms, sizeof(uct_syms) / sizeof(uct_syms[0]),
-                               PTHREAD_MUTEX_INITIALIZER, 0, ""};
+static struct once ucp_once = {"libucp.so.0",
+                               ucp_syms,
+                               sizeof(ucp_syms) / sizeof(ucp_syms[0]),
+                               PTHREAD_MUTEX_INITIALIZER,
+                               0,
+                               ""};
+static struct once uct_once = {"libuct.so.0",
+                               uct_syms,
+                               sizeof(uct_syms) / sizeof(uct_syms[0]),
+                               PTHREAD_MUTEX_INITIALIZER,
+                               0,
+                               ""};
 
 static zcoll_status_t load(struct once *o, char *why, size_t why_len) {
   pthread_mutex_lock(&o->lock);

@@ -50,13 +50,12 @@ zcoll_status_t zcoll__ucx_connect(struct zcoll_tl *tl, int n, const int *ranks,
     ep->tl = tl;
     ep->peer = ranks[i];
     ep->local = memcmp(h.node, tl->node, sizeof(h.node)) == 0;
-    ucp_ep_params_t p = {.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                                       UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                                       UCP_EP_PARAM_FIELD_ERR_HANDLER,
-                         .address = (const ucp_address_t *)((const char *)addrs[i] + sizeof(h)),
-                         .err_mode = ep->local ? UCP_ERR_HANDLING_MODE_NONE
-                                               : UCP_ERR_HANDLING_MODE_PEER,
-                         .err_handler = {.cb = zcoll__ucx_ep_error, .arg = ep}};
+    ucp_ep_params_t p = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .address = (const ucp_address_t *)((const char *)addrs[i] + sizeof(h)),
+        .err_mode = ep->local ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER,
+        .err_handler = {.cb = zcoll__ucx_ep_error, .arg = ep}};
     ucs_status_t s = zcoll__ucp.ep_create(tl->worker, &p, &ep->ep);
     if (s != UCS_OK) {
       free(ep);

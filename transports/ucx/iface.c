@@ -12,19 +12,19 @@
 
 zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
   switch (s) {
-    case UCS_OK: return ZCOLL_OK;
-    case UCS_ERR_NO_MEMORY: return ZCOLL_ERR_NO_MEMORY;
-    case UCS_ERR_UNSUPPORTED:
-    case UCS_ERR_NO_DEVICE: return ZCOLL_ERR_UNSUPPORTED;
-    case UCS_ERR_TIMED_OUT: return ZCOLL_ERR_TIMEOUT;
-    /* UCX's keepalive gave up on the peer: it is lost, as with a reset (transport.h keeps
+  case UCS_OK: return ZCOLL_OK;
+  case UCS_ERR_NO_MEMORY: return ZCOLL_ERR_NO_MEMORY;
+  case UCS_ERR_UNSUPPORTED:
+  case UCS_ERR_NO_DEVICE: return ZCOLL_ERR_UNSUPPORTED;
+  case UCS_ERR_TIMED_OUT: return ZCOLL_ERR_TIMEOUT;
+  /* UCX's keepalive gave up on the peer: it is lost, as with a reset (transport.h keeps
      * TIMEOUT for our own waits). Over TCP a killed peer shows either way, by timing. */
-    case UCS_ERR_ENDPOINT_TIMEOUT:
-    case UCS_ERR_CONNECTION_RESET:
-    case UCS_ERR_UNREACHABLE:
-    case UCS_ERR_REJECTED:
-    case UCS_ERR_NOT_CONNECTED: return ZCOLL_ERR_PEER_FAILED;
-    default: return ZCOLL_ERR_TRANSPORT;
+  case UCS_ERR_ENDPOINT_TIMEOUT:
+  case UCS_ERR_CONNECTION_RESET:
+  case UCS_ERR_UNREACHABLE:
+  case UCS_ERR_REJECTED:
+  case UCS_ERR_NOT_CONNECTED: return ZCOLL_ERR_PEER_FAILED;
+  default: return ZCOLL_ERR_TRANSPORT;
   }
 }
 
@@ -59,8 +59,8 @@ static int describe_md(uct_component_h comp, const char *md_name, zcoll_transpor
       snprintf(out[n].what, sizeof(out[n].what), "%s/%s", res[i].tl_name, res[i].dev_name);
       out[n].ok = 1;
       snprintf(out[n].detail, sizeof(out[n].detail), "%s, memory domain %s",
-               (unsigned)res[i].dev_type < sizeof(types) / sizeof(types[0])
-                   ? types[res[i].dev_type] : "device",
+               (unsigned)res[i].dev_type < sizeof(types) / sizeof(types[0]) ? types[res[i].dev_type]
+                                                                            : "device",
                md_name);
     }
     zcoll__uct.release_tl_resource_list(res);
@@ -135,10 +135,13 @@ static double ucx_value(uct_iface_config_t *ic, const char *name, double dflt) {
   double x = strtod(v, &end);
   if (end == v || !(x >= 0)) return dflt;
   switch (*end) {
-    case 'k': case 'K': x *= 1024.0; break;
-    case 'm': case 'M': x *= 1048576.0; break;
-    case 'g': case 'G': x *= 1073741824.0; break;
-    default: break;
+  case 'k':
+  case 'K': x *= 1024.0; break;
+  case 'm':
+  case 'M': x *= 1048576.0; break;
+  case 'g':
+  case 'G': x *= 1073741824.0; break;
+  default: break;
   }
   return x;
 }
@@ -194,7 +197,8 @@ static uint64_t posix_file_bytes(void) {
 static zcoll_status_t check_fsize(void) {
   if (zcoll__fsize_limit() == UINT64_MAX) return ZCOLL_OK;
   uint64_t need = posix_file_bytes();
-  return need ? zcoll__fsize_check(need, "UCX (not zcoll itself: its posix shared-memory "
+  return need ? zcoll__fsize_check(need,
+                                   "UCX (not zcoll itself: its posix shared-memory "
                                    "transport, under /dev/shm)",
                                    "; or keep UCX off it with UCX_TLS=^posix")
               : ZCOLL_OK;
@@ -296,8 +300,7 @@ static zcoll_status_t ucx_address(struct zcoll_tl *tl, void *buf, size_t *len) {
   memcpy(h.node, tl->node, sizeof(h.node));
   zcoll_status_t st = ZCOLL_OK;
   if (alen > *len || *len - alen < sizeof(h))
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: worker address of %zu bytes is too long",
-                     alen);
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ucx: worker address of %zu bytes is too long", alen);
   else {
     memcpy(buf, &h, sizeof(h));
     memcpy((char *)buf + sizeof(h), a, alen);

@@ -11,8 +11,8 @@ zcoll_status_t zcoll__ucx_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, i
   uint32_t id = 0;
   while (id < tl->nregions && tl->regions[id]) id++;
   if (id == tl->nregions) {
-    struct zcoll_tl_mr **r =
-        realloc(tl->regions, sizeof(struct zcoll_tl_mr *) * (tl->nregions + 1));
+    struct zcoll_tl_mr **r = realloc(tl->regions,
+                                     sizeof(struct zcoll_tl_mr *) * (tl->nregions + 1));
     if (!r) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
     tl->regions = r;
     tl->regions[tl->nregions++] = NULL;

@@ -38,8 +38,8 @@ void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op) {
 }
 
 static void put_completed(struct zcoll__ucx_op *op, ucs_status_t s) {
-  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = op->peer,
-                              .cookie = op->cookie, .status = ZCOLL_OK};
+  struct zcoll_tl_event ev = {
+      .kind = ZCOLL_TL_EV_PUT_DONE, .peer = op->peer, .cookie = op->cookie, .status = ZCOLL_OK};
   if (s == UCS_OK && op->ep) op->ep->wired = 1;
   if (s != UCS_OK && op->tl->quiesced) /* cancelled after an error: not news */
     ev.status = zcoll__ucx_status(s);
@@ -69,16 +69,14 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
                        (unsigned long long)roff, ep->peer);
   if (tl->failed) return tl->failed;
   if (ep->failed || !ep->ep)
-    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "ucx: the connection to rank %d is closed",
-                       ep->peer);
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "ucx: the connection to rank %d is closed", ep->peer);
   struct zcoll__ucx_op *op = zcoll__ucx_op_get(tl);
   if (!op) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "ucx: out of memory");
   op->hdr = (struct zcoll__ucx_hdr){roff, rkey ? rkey->id : UINT32_MAX, imm, tl->rank, 0};
   op->cookie = cookie;
   op->peer = ep->peer;
   op->ep = ep;
-  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                           UCP_OP_ATTR_FIELD_USER_DATA,
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.send = send_cb,
                            .user_data = op};
   /* Active before the call: UCX may complete a request (and run send_cb, which frees it
@@ -86,8 +84,8 @@ zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll
    * one. Recording that pointer afterwards would make quiesce free it a second time. */
   op->active = 1;
   op->req = NULL;
-  ucs_status_ptr_t r = zcoll__ucp.am_send_nbx(ep->ep, ZCOLL_UCX_AM_ID, &op->hdr, sizeof(op->hdr), src,
-                                       len, &p);
+  ucs_status_ptr_t r = zcoll__ucp.am_send_nbx(ep->ep, ZCOLL_UCX_AM_ID, &op->hdr, sizeof(op->hdr),
+                                              src, len, &p);
   if (!op->active) return ZCOLL_OK; /* completed in the call: send_cb reported it */
   if (UCS_PTR_IS_ERR(r)) {
     ucs_status_t s = UCS_PTR_STATUS(r);
@@ -119,10 +117,10 @@ static void release_held(struct zcoll_tl *tl, int peer) {
 /* An arrival from peer, in the order the handler saw it (the order of the peer's puts):
  * reported at once if nothing of peer's is held; else queued, done or not. NULL and the
  * instance failed if that takes memory there is none of. */
-static struct zcoll__ucx_arrival *arrived(struct zcoll_tl *tl, int peer, uint32_t imm,
-                                          uint32_t len, int placed, int done) {
-  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = peer, .imm = imm, .len = len,
-                              .placed = (uint8_t)placed};
+static struct zcoll__ucx_arrival *arrived(struct zcoll_tl *tl, int peer, uint32_t imm, uint32_t len,
+                                          int placed, int done) {
+  struct zcoll_tl_event ev = {
+      .kind = ZCOLL_TL_EV_ARRIVED, .peer = peer, .imm = imm, .len = len, .placed = (uint8_t)placed};
   struct zcoll__ucx_held *q = &tl->held[peer];
   if (done && !q->head) {
     zcoll__ucx_push(tl, &ev);
@@ -134,8 +132,10 @@ static struct zcoll__ucx_arrival *arrived(struct zcoll_tl *tl, int peer, uint32_
     return NULL;
   }
   *a = (struct zcoll__ucx_arrival){ev, done, NULL};
-  if (q->tail) q->tail->next = a;
-  else q->head = a;
+  if (q->tail)
+    q->tail->next = a;
+  else
+    q->head = a;
   q->tail = a;
   return a;
 }
@@ -166,8 +166,8 @@ static void rndv_cb(void *request, ucs_status_t s, size_t length, void *user_dat
   zcoll__ucp.request_free(request);
 }
 
-ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length,
-                                   void *data, size_t length, const ucp_am_recv_param_t *param) {
+ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ucp_am_recv_param_t *param) {
   struct zcoll_tl *tl = arg;
   struct zcoll__ucx_hdr h;
   int rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
@@ -205,13 +205,12 @@ ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_
   op->peer = h.src;
   op->len = (uint32_t)length;
   op->writes = 1;
-  op->placed = (uint8_t)final;
+  op->placed = (uint8_t) final;
   if (!(op->arrival = arrived(tl, h.src, h.imm, (uint32_t)length, final, 0))) {
     zcoll__ucx_op_put(tl, op);
     return UCS_OK; /* out of memory: the instance failed */
   }
-  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                                           UCP_OP_ATTR_FIELD_USER_DATA,
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
                            .cb.recv_am = rndv_cb,
                            .user_data = op};
   /* Straight into the slot: the credit protocol guarantees it is free. Active before the

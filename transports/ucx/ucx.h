@@ -23,27 +23,27 @@
 
 /* Every UCX function the transport calls, reached through zcoll__ucp once
  * zcoll__ucx_load() succeeded (api.c says why UCX is not linked). X(field, symbol). */
-#define ZCOLL_UCP_SYMS(X)                                   \
-  X(config_read, ucp_config_read)                           \
-  X(config_release, ucp_config_release)                     \
-  X(init_version, ucp_init_version)                         \
-  X(cleanup, ucp_cleanup)                                   \
-  X(worker_create, ucp_worker_create)                       \
-  X(worker_destroy, ucp_worker_destroy)                     \
+#define ZCOLL_UCP_SYMS(X)                                       \
+  X(config_read, ucp_config_read)                               \
+  X(config_release, ucp_config_release)                         \
+  X(init_version, ucp_init_version)                             \
+  X(cleanup, ucp_cleanup)                                       \
+  X(worker_create, ucp_worker_create)                           \
+  X(worker_destroy, ucp_worker_destroy)                         \
   X(worker_set_am_recv_handler, ucp_worker_set_am_recv_handler) \
-  X(worker_get_efd, ucp_worker_get_efd)                     \
-  X(worker_arm, ucp_worker_arm)                             \
-  X(worker_get_address, ucp_worker_get_address)             \
-  X(worker_release_address, ucp_worker_release_address)     \
-  X(worker_progress, ucp_worker_progress)                   \
-  X(ep_create, ucp_ep_create)                               \
-  X(ep_close_nbx, ucp_ep_close_nbx)                         \
-  X(am_send_nbx, ucp_am_send_nbx)                           \
-  X(am_recv_data_nbx, ucp_am_recv_data_nbx)                 \
-  X(request_check_status, ucp_request_check_status)         \
-  X(request_cancel, ucp_request_cancel)                     \
-  X(request_free, ucp_request_free)                         \
-  X(status_string, ucs_status_string)                       \
+  X(worker_get_efd, ucp_worker_get_efd)                         \
+  X(worker_arm, ucp_worker_arm)                                 \
+  X(worker_get_address, ucp_worker_get_address)                 \
+  X(worker_release_address, ucp_worker_release_address)         \
+  X(worker_progress, ucp_worker_progress)                       \
+  X(ep_create, ucp_ep_create)                                   \
+  X(ep_close_nbx, ucp_ep_close_nbx)                             \
+  X(am_send_nbx, ucp_am_send_nbx)                               \
+  X(am_recv_data_nbx, ucp_am_recv_data_nbx)                     \
+  X(request_check_status, ucp_request_check_status)             \
+  X(request_cancel, ucp_request_cancel)                         \
+  X(request_free, ucp_request_free)                             \
+  X(status_string, ucs_status_string)                           \
   X(get_version_string, ucp_get_version_string)
 
 /* field is a declarator, not an expression: it cannot take parentheses. */
@@ -117,15 +117,15 @@ struct zcoll__ucx_held { /* per sending rank, oldest first */
   struct zcoll__ucx_arrival *head, *tail;
 };
 
-struct zcoll__ucx_op { /* one put or rendezvous receive in flight */
+struct zcoll__ucx_op {       /* one put or rendezvous receive in flight */
   struct zcoll__ucx_hdr hdr; /* UCX may read the header until the send completes */
   struct zcoll_tl *tl;
   uint64_t cookie;
   int peer;
   uint32_t len;
   uint8_t placed;
-  uint8_t active;  /* a UCX request is in flight for it */
-  uint8_t writes;  /* a rendezvous receive: UCX writes into our memory until it ends */
+  uint8_t active;      /* a UCX request is in flight for it */
+  uint8_t writes;      /* a rendezvous receive: UCX writes into our memory until it ends */
   struct zcoll_ep *ep; /* a put: its endpoint */
   struct zcoll__ucx_arrival *arrival; /* a rendezvous receive: its place in the order */
   void *req;
@@ -155,11 +155,11 @@ struct zcoll_tl {
 
 struct zcoll_ep {
   struct zcoll_tl *tl;
-  ucp_ep_h ep;    /* NULL once closed */
+  ucp_ep_h ep; /* NULL once closed */
   int peer;
-  int failed;     /* UCX reported the connection broken: only a forced close remains */
-  int local;      /* on our host: no peer error handling (see ep.c) */
-  int wired;      /* a put on it completed: UCX's wireup with the peer is done */
+  int failed;      /* UCX reported the connection broken: only a forced close remains */
+  int local;       /* on our host: no peer error handling (see ep.c) */
+  int wired;       /* a put on it completed: UCX's wireup with the peer is done */
   void *close_req; /* a close UCX has not finished */
 };
 
@@ -181,8 +181,8 @@ void zcoll__ucx_free_held(struct zcoll_tl *tl);
 struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl);
 void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op);
 zcoll_status_t zcoll__ucx_status(ucs_status_t s);
-ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length,
-                                   void *data, size_t length, const ucp_am_recv_param_t *param);
+ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length, void *data,
+                                   size_t length, const ucp_am_recv_param_t *param);
 void zcoll__ucx_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status);
 
 /* The ops, one file each by concern (ep.c, mr.c, progress.c). */

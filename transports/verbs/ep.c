@@ -69,51 +69,51 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
                                   int *done, struct rdma_cm_id **rejected) {
   struct zcoll_ep *ep = e->event == RDMA_CM_EVENT_CONNECT_REQUEST ? NULL : e->id->context;
   switch (e->event) {
-    case RDMA_CM_EVENT_ADDR_RESOLVED:
-      if (rdma_resolve_route(e->id, 5000))
-        return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: route to rank %d: %m", ep->peer);
-      return ZCOLL_OK;
-    case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-      zcoll_status_t st = create_qp(tl, ep, e->id);
-      if (st != ZCOLL_OK) return st;
-      struct zcoll__verbs_conn c = {tl->rank, 0, 0};
-      for (int i = 0; i < n; i++)
-        if (eps[i] == ep) c.nonce = pa[i].nonce;
-      struct rdma_conn_param p = conn_param(&c);
-      if (rdma_connect(e->id, &p))
-        return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: connect to rank %d: %m", ep->peer);
-      return ZCOLL_OK;
-    }
-    case RDMA_CM_EVENT_CONNECT_REQUEST: {
-      struct zcoll__verbs_conn c;
-      const void *pd = e->param.conn.private_data;
-      if (!pd || e->param.conn.private_data_len < sizeof(c)) goto reject;
-      memcpy(&c, pd, sizeof(c));
-      ep = ep_of_rank(eps, n, c.rank);
-      /* Only our expected, higher-ranked peers, naming this instance, get in. */
-      if (c.nonce != tl->nonce || !ep || ep->id || c.rank <= tl->rank) goto reject;
-      zcoll_status_t st = create_qp(tl, ep, e->id);
-      if (st != ZCOLL_OK) return st;
-      struct zcoll__verbs_conn mine = {tl->rank, 0, tl->nonce};
-      struct rdma_conn_param p = conn_param(&mine);
-      if (rdma_accept(e->id, &p))
-        return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: accept from rank %d: %m", ep->peer);
-      return ZCOLL_OK;
-    reject:
-      zcoll_log_warn("verbs: rejected an unexpected connection request");
-      rdma_reject(e->id, NULL, 0);
-      *rejected = e->id; /* destroyed once the event is acknowledged */
-      return ZCOLL_OK;
-    }
-    case RDMA_CM_EVENT_ESTABLISHED:
-      if (!ep->established) (*done)++;
-      ep->established = 1;
-      return ZCOLL_OK;
-    default:
-      return zcoll__fail(e->event == RDMA_CM_EVENT_REJECTED ? ZCOLL_ERR_PEER_FAILED
-                                                            : ZCOLL_ERR_TRANSPORT,
-                         "verbs: connecting to rank %d: %s (status %d)", ep ? ep->peer : -1,
-                         rdma_event_str(e->event), e->status);
+  case RDMA_CM_EVENT_ADDR_RESOLVED:
+    if (rdma_resolve_route(e->id, 5000))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: route to rank %d: %m", ep->peer);
+    return ZCOLL_OK;
+  case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+    zcoll_status_t st = create_qp(tl, ep, e->id);
+    if (st != ZCOLL_OK) return st;
+    struct zcoll__verbs_conn c = {tl->rank, 0, 0};
+    for (int i = 0; i < n; i++)
+      if (eps[i] == ep) c.nonce = pa[i].nonce;
+    struct rdma_conn_param p = conn_param(&c);
+    if (rdma_connect(e->id, &p))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: connect to rank %d: %m", ep->peer);
+    return ZCOLL_OK;
+  }
+  case RDMA_CM_EVENT_CONNECT_REQUEST: {
+    struct zcoll__verbs_conn c;
+    const void *pd = e->param.conn.private_data;
+    if (!pd || e->param.conn.private_data_len < sizeof(c)) goto reject;
+    memcpy(&c, pd, sizeof(c));
+    ep = ep_of_rank(eps, n, c.rank);
+    /* Only our expected, higher-ranked peers, naming this instance, get in. */
+    if (c.nonce != tl->nonce || !ep || ep->id || c.rank <= tl->rank) goto reject;
+    zcoll_status_t st = create_qp(tl, ep, e->id);
+    if (st != ZCOLL_OK) return st;
+    struct zcoll__verbs_conn mine = {tl->rank, 0, tl->nonce};
+    struct rdma_conn_param p = conn_param(&mine);
+    if (rdma_accept(e->id, &p))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: accept from rank %d: %m", ep->peer);
+    return ZCOLL_OK;
+  reject:
+    zcoll_log_warn("verbs: rejected an unexpected connection request");
+    rdma_reject(e->id, NULL, 0);
+    *rejected = e->id; /* destroyed once the event is acknowledged */
+    return ZCOLL_OK;
+  }
+  case RDMA_CM_EVENT_ESTABLISHED:
+    if (!ep->established) (*done)++;
+    ep->established = 1;
+    return ZCOLL_OK;
+  default:
+    return zcoll__fail(e->event == RDMA_CM_EVENT_REJECTED ? ZCOLL_ERR_PEER_FAILED
+                                                          : ZCOLL_ERR_TRANSPORT,
+                       "verbs: connecting to rank %d: %s (status %d)", ep ? ep->peer : -1,
+                       rdma_event_str(e->event), e->status);
   }
 }
 
@@ -177,8 +177,8 @@ zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks
     struct pollfd p = {tl->cm_ch->fd, POLLIN, 0};
     int64_t left = deadline == INT64_MAX ? 1000 : deadline - zcoll__now_ms();
     if (left <= 0) {
-      st = zcoll__fail(ZCOLL_ERR_TIMEOUT, "verbs: only %d of %d peers connected in %.0f s", done,
-                       n, tl->cfg->timeout);
+      st = zcoll__fail(ZCOLL_ERR_TIMEOUT, "verbs: only %d of %d peers connected in %.0f s", done, n,
+                       tl->cfg->timeout);
       break;
     }
     if (poll(&p, 1, left > 1000 ? 1000 : (int)left) <= 0) {

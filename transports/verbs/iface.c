@@ -39,8 +39,8 @@ static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out, int
     if (!ok || sscanf(line, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &d) != 4)
       continue;
     char type[32];
-    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev,
-             port, i);
+    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev, port,
+             i);
     zcoll__read_line(path, type, sizeof(type));
     uint32_t addr = htonl(a << 24 | b << 16 | c << 8 | d);
     /* The first address; its v2 entry if a later one is, and then no further look. */
@@ -154,11 +154,9 @@ static double port_gbps(uint8_t speed, uint8_t width) {
   static const struct {
     uint8_t code;
     double gbps;
-  } lane[] = {{1, 2.5}, {2, 5}, {4, 10}, {8, 10.3125}, {16, 14.0625}, {32, 25.78125},
-              {64, 50}, {128, 100}};
-  static const struct {
-    uint8_t code, lanes;
-  } wid[] = {{1, 1}, {2, 4}, {4, 8}, {8, 12}, {16, 2}};
+  } lane[] = {{1, 2.5},      {2, 5},         {4, 10},  {8, 10.3125},
+              {16, 14.0625}, {32, 25.78125}, {64, 50}, {128, 100}};
+  static const struct { uint8_t code, lanes; } wid[] = {{1, 1}, {2, 4}, {4, 8}, {8, 12}, {16, 2}};
   double g = 0;
   int lanes = 0;
   for (size_t i = 0; i < sizeof(lane) / sizeof(lane[0]); i++)
@@ -171,19 +169,19 @@ static double port_gbps(uint8_t speed, uint8_t width) {
 /* As ibv_devinfo spells the states (ibv_port_state_str's are lowercase). */
 static const char *port_state(enum ibv_port_state st) {
   switch (st) {
-    case IBV_PORT_DOWN: return "DOWN";
-    case IBV_PORT_INIT: return "INIT";
-    case IBV_PORT_ARMED: return "ARMED";
-    case IBV_PORT_ACTIVE: return "ACTIVE";
-    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
-    default: return "NOP";
+  case IBV_PORT_DOWN: return "DOWN";
+  case IBV_PORT_INIT: return "INIT";
+  case IBV_PORT_ARMED: return "ARMED";
+  case IBV_PORT_ACTIVE: return "ACTIVE";
+  case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+  default: return "NOP";
   }
 }
 
 /* One entry per port of every device: what ibv_devinfo shows that matters to zcoll, the
  * GID index RDMA CM will use (port_ipv4), and which port this rank takes (pick_device). */
-static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx,
-                          const char *name, uint8_t p, const char *mine, uint8_t mine_port) {
+static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, const char *name,
+                          uint8_t p, const char *mine, uint8_t mine_port) {
   struct ibv_port_attr pa;
   snprintf(d->what, sizeof(d->what), "%s port %u", name, p);
   if (ibv_query_port(ctx, p, &pa)) {
@@ -204,14 +202,13 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx,
     snprintf(gids, sizeof(gids), "no GID with an IPv4 address");
   int active = pa.state == IBV_PORT_ACTIVE;
   d->ok = active && has_ip;
-  snprintf(d->detail, sizeof(d->detail), "%s, %s, MTU %d, %.4g Gb/s, %s%s",
-           port_state(pa.state),
+  snprintf(d->detail, sizeof(d->detail), "%s, %s, MTU %d, %.4g Gb/s, %s%s", port_state(pa.state),
            pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
            128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), gids,
            !strcmp(name, mine) && p == mine_port ? "; zcoll uses this port"
-           : !active                            ? "; not usable: not ACTIVE"
-           : !has_ip                            ? "; not usable: RDMA CM needs an IPv4 address"
-                                                : "");
+           : !active                             ? "; not usable: not ACTIVE"
+           : !has_ip                             ? "; not usable: RDMA CM needs an IPv4 address"
+                                                 : "");
 }
 
 static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
@@ -264,8 +261,7 @@ static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *o
 static void verbs_version(char *buf, size_t len) {
   Dl_info di;
   char real[PATH_MAX] = "";
-  if (!dladdr((void *)ibv_get_device_list, &di) || !di.dli_fname ||
-      !realpath(di.dli_fname, real))
+  if (!dladdr((void *)ibv_get_device_list, &di) || !di.dli_fname || !realpath(di.dli_fname, real))
     snprintf(real, sizeof(real), "libibverbs (file unknown)");
   const char *base = strrchr(real, '/');
   snprintf(buf, len, "%s (built against libibverbs %s)", base ? base + 1 : real,
@@ -308,8 +304,8 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
   tl->alive = p->alive;
   tl->alive_arg = p->alive_arg;
   tl->epfd = -1;
-  zcoll_status_t st = zcoll__verbs_pick_device(p->cfg, p->rank, tl->dev_name,
-                                               sizeof(tl->dev_name), &tl->port, &tl->ip);
+  zcoll_status_t st = zcoll__verbs_pick_device(p->cfg, p->rank, tl->dev_name, sizeof(tl->dev_name),
+                                               &tl->port, &tl->ip);
   if (st != ZCOLL_OK) goto fail;
   if (getrandom(&tl->nonce, sizeof(tl->nonce), 0) != sizeof(tl->nonce)) tl->nonce ^= (uint64_t)tl;
   char ipstr[INET_ADDRSTRLEN];
@@ -335,8 +331,10 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
     goto fail;
   }
   if (!(tl->pd = ibv_alloc_pd(tl->ctx)) || !(tl->comp_ch = ibv_create_comp_channel(tl->ctx))) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot allocate a protection domain or "
-                     "completion channel on %s: %m", tl->dev_name);
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                     "verbs: cannot allocate a protection domain or "
+                     "completion channel on %s: %m",
+                     tl->dev_name);
     goto fail;
   }
   /* One descriptor to sleep on: completions, asynchronous device events, CM events. */

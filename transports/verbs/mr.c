@@ -19,7 +19,8 @@ zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
     free(mr);
     return zcoll__fail(e == ENOMEM ? ZCOLL_ERR_NO_MEMORY : ZCOLL_ERR_TRANSPORT,
                        "verbs: cannot register %zu bytes on %s: %s%s", len, tl->dev_name,
-                       strerror(e), e == ENOMEM ? " (raise the locked-memory limit: ulimit -l)" : "");
+                       strerror(e),
+                       e == ENOMEM ? " (raise the locked-memory limit: ulimit -l)" : "");
   }
   *out = mr;
   return ZCOLL_OK;

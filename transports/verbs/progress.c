@@ -14,12 +14,12 @@
 
 zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s) {
   switch (s) {
-    case IBV_WC_SUCCESS: return ZCOLL_OK;
-    case IBV_WC_RETRY_EXC_ERR:    /* the peer's NIC stopped acknowledging: it is gone */
-    case IBV_WC_RNR_RETRY_EXC_ERR:
-    case IBV_WC_WR_FLUSH_ERR:     /* the queue pair broke earlier */
-    case IBV_WC_REM_ABORT_ERR: return ZCOLL_ERR_PEER_FAILED;
-    default: return ZCOLL_ERR_TRANSPORT;
+  case IBV_WC_SUCCESS: return ZCOLL_OK;
+  case IBV_WC_RETRY_EXC_ERR: /* the peer's NIC stopped acknowledging: it is gone */
+  case IBV_WC_RNR_RETRY_EXC_ERR:
+  case IBV_WC_WR_FLUSH_ERR: /* the queue pair broke earlier */
+  case IBV_WC_REM_ABORT_ERR: return ZCOLL_ERR_PEER_FAILED;
+  default: return ZCOLL_ERR_TRANSPORT;
   }
 }
 
@@ -69,16 +69,16 @@ static zcoll_status_t post_write(struct zcoll_ep *ep, struct ibv_send_wr *wr, ui
   int rc = ibv_post_send(ep->qp, wr, &bad);
   if (rc) {
     if (wr->send_flags & IBV_SEND_SIGNALED) ep->signal_pending--;
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
-                       "verbs: cannot post a write to rank %d: %s", ep->peer, strerror(rc));
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post a write to rank %d: %s", ep->peer,
+                       strerror(rc));
   }
   ep->wr_count++;
   return ZCOLL_OK;
 }
 
 zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
-                                struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len,
-                                uint32_t imm, uint64_t cookie) {
+                                struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                                uint64_t cookie) {
   struct zcoll_tl *tl = ep->tl;
   /* The caller's mistakes first (INVALID_ARG), then the instance's state (transport.h). */
   if (len > UINT32_MAX || (len && (!rkey || roff > rkey->len || len > rkey->len - roff)))
@@ -116,8 +116,8 @@ static void retire(struct zcoll_ep *ep, uint32_t slot) {
     uint32_t s = ep->wr_head;
     struct zcoll__verbs_wr *w = &ep->wrs[s];
     if (w->report) {
-      struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer,
-                                  .cookie = w->cookie, .status = ZCOLL_OK};
+      struct zcoll_tl_event ev = {
+          .kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = w->cookie, .status = ZCOLL_OK};
       zcoll__verbs_push(tl, &ev);
     }
     ep->wr_head = (ep->wr_head + 1) % (uint32_t)tl->sq_depth;
@@ -129,12 +129,11 @@ static void retire(struct zcoll_ep *ep, uint32_t slot) {
 static void fail_wc(struct zcoll_tl *tl, const struct ibv_wc *wc, struct zcoll_ep *ep) {
   if (ep) ep->failed = 1;
   if (tl->failed) return;
-  tl->failed = zcoll__fail(zcoll__verbs_wc_status(wc->status),
-                           "verbs: %s with rank %d failed: %s%s",
-                           wc->wr_id & WR_RECV ? "a receive" : "a write", ep ? ep->peer : -1,
-                           ibv_wc_status_str(wc->status),
-                           wc->status == IBV_WC_RETRY_EXC_ERR ? " (the peer stopped answering)"
-                                                              : "");
+  tl->failed = zcoll__fail(
+      zcoll__verbs_wc_status(wc->status), "verbs: %s with rank %d failed: %s%s",
+      wc->wr_id & WR_RECV ? "a receive" : "a write", ep ? ep->peer : -1,
+      ibv_wc_status_str(wc->status),
+      wc->status == IBV_WC_RETRY_EXC_ERR ? " (the peer stopped answering)" : "");
 }
 
 /* Drains the completion queue into events; returns how many completions it saw. */
@@ -144,8 +143,7 @@ static int drain_cq(struct zcoll_tl *tl, size_t want) {
   while (tl->evq.len < want) {
     int n = ibv_poll_cq(tl->cq, 32, wc);
     if (n < 0) {
-      if (!tl->failed)
-        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_poll_cq failed");
+      if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_poll_cq failed");
       break;
     }
     for (int i = 0; i < n; i++) {
@@ -157,8 +155,10 @@ static int drain_cq(struct zcoll_tl *tl, size_t want) {
         continue;
       }
       if (wc[i].wr_id & WR_RECV) {
-        struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->peer,
-                                    .imm = ntohl(wc[i].imm_data), .len = wc[i].byte_len};
+        struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED,
+                                    .peer = ep->peer,
+                                    .imm = ntohl(wc[i].imm_data),
+                                    .len = wc[i].byte_len};
         zcoll__verbs_push(tl, &ev);
         if (--ep->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth &&
             zcoll__verbs_post_recvs(ep, ZCOLL_VERBS_RECV_BATCH) != ZCOLL_OK && !tl->failed)

@@ -78,7 +78,7 @@ struct zcoll_ep {
   /* send queue bookkeeping: a ring of posted writes, oldest at head */
   struct zcoll__verbs_wr *wrs;
   uint32_t wr_head, wr_count;
-  uint32_t since_signal;  /* posted since the last signalled write */
+  uint32_t since_signal;   /* posted since the last signalled write */
   uint32_t signal_pending; /* signalled writes not yet completed */
   uint32_t recv_posted;
 };
@@ -112,8 +112,8 @@ zcoll_status_t zcoll__verbs_rkey_unpack(struct zcoll_ep *ep, const void *buf, si
                                         struct zcoll_tl_rkey **rkey);
 void zcoll__verbs_rkey_release(struct zcoll_tl_rkey *rkey);
 zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
-                                struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len,
-                                uint32_t imm, uint64_t cookie);
+                                struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
+                                uint64_t cookie);
 zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
 int zcoll__verbs_event_fd(struct zcoll_tl *tl);
 void zcoll__verbs_quiesce(struct zcoll_tl *tl);

@@ -7,12 +7,16 @@ cd "$(dirname "$0")/.."
 # mpirun and a one-host Slurm: the launcher tests start jobs with them (tests/launch_pmix.sh)
 # clang-14 and its runtime: the libFuzzer targets (ci/fuzz.sh), built in the background below,
 # where no package may be installed.
-ci/deps.sh openmpi-bin slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev
+# clang-format-14 and clang-tidy-14: the formatting check and clang-tidy (ci/format.sh, ci/tidy.sh).
+ci/deps.sh openmpi-bin slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev \
+  clang-format-14 clang-tidy-14
 jobs=$(nproc)
 t0=$SECONDS
 # Each stage says when it starts, so a slow CI run shows where its time went.
 stage() { echo "== $* [$((SECONDS - t0)) s]"; }
 
+stage "formatting: clang-format --dry-run -Werror on every C file (ci/format.sh check)"
+ci/format.sh check
 stage "build (warnings are errors)"
 cmake -S . -B build/ci -DZCOLL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/ci -j"$jobs"
@@ -24,11 +28,11 @@ ci/slurm.sh start
 bg=
 trap 'ci/slurm.sh stop; [ -z "$bg" ] || kill -- -"$bg" 2>/dev/null || true' EXIT
 
-# The sanitizer, ThreadSanitizer and fuzzer builds take ~7 of CI's minutes on 2 cores but need
-# nothing from the suite: they run beside it, at idle priority (SCHED_IDLE), so they take only
-# the cores the suite leaves idle while its ranks sleep, and do not slow it. Their log is
-# build/background.log; CI waits for them after the suite.
-stage "background: ASan+UBSan, TSan and fuzz builds at idle priority (build/background.log)"
+# The sanitizer, ThreadSanitizer and fuzzer builds and clang-tidy take ~9 of CI's minutes on 2
+# cores but need nothing from the suite: they run beside it, at idle priority (SCHED_IDLE), so
+# they take only the cores the suite leaves idle while its ranks sleep, and do not slow it.
+# Their log is build/background.log; CI waits for them after the suite.
+stage "background: ASan+UBSan, TSan, fuzz builds, clang-tidy at idle priority (build/background.log)"
 set -m # its own process group, so that the trap can stop all of it
 chrt --idle 0 nice -n 19 sh -c '
   set -e
@@ -36,7 +40,8 @@ chrt --idle 0 nice -n 19 sh -c '
   cmake --build build/asan -j'"$jobs"'
   cmake -S . -B build/tsan -DZCOLL_WERROR=ON -DZCOLL_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build build/tsan -j'"$jobs"' --target requests_tsan
-  ci/fuzz.sh 0 build/fuzz --build-only' >build/background.log 2>&1 &
+  ci/fuzz.sh 0 build/fuzz --build-only
+  ci/tidy.sh build/tidy' >build/background.log 2>&1 &
 bg=$!
 set +m
 
@@ -48,7 +53,7 @@ stage "test suite"
 # pass below does not, so each case runs once per CI run.
 ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci --output-on-failure --timeout 1200
 
-stage "waiting for the background builds"
+stage "waiting for the background builds and clang-tidy"
 if ! wait "$bg"; then
   bg=
   tail -60 build/background.log

@@ -25,8 +25,8 @@ ci/layers.py
 ci/cycles.py build/ci 8
 stage "one-host Slurm for the srun tests (ci/slurm.sh)"
 ci/slurm.sh start
-bg=
-trap 'ci/slurm.sh stop; [ -z "$bg" ] || kill -- -"$bg" 2>/dev/null || true' EXIT
+bg= faults=
+trap 'ci/slurm.sh stop; for g in $bg $faults; do kill -- -"$g" 2>/dev/null || true; done' EXIT
 
 # The sanitizer, ThreadSanitizer and fuzzer builds and clang-tidy take ~9 of CI's minutes on 2
 # cores but need nothing from the suite: they run beside it, at idle priority (SCHED_IDLE), so
@@ -51,7 +51,9 @@ stage "test suite"
 # this build (cpack -G DEB) installed on this machine, used with pkg-config, and purged.
 # ZCOLL_TEST_SAMPLE=rest (tests/sample.h): the large matrices run the cases the sanitizer
 # pass below does not, so each case runs once per CI run.
-ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci --output-on-failure --timeout 1200
+# The fault matrix (test_faults) runs later, beside the soft-RoCE guest.
+ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci --output-on-failure --timeout 1200 \
+  -E '^test_faults$'
 
 stage "waiting for the background builds and clang-tidy"
 if ! wait "$bg"; then
@@ -62,6 +64,24 @@ if ! wait "$bg"; then
 fi
 bg=
 
+# The sanitizers' options, for the ASan+UBSan steps below (not the guest's plain build, not
+# the fuzzers, which run as before without them).
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp
+
+# The fault matrix mostly waits (for timeouts, for stopped and killed ranks: 70-90% of the
+# cores idle while it runs) and the emulated guest mostly computes, so they run side by
+# side: the matrix (plain, then under ASan+UBSan) in the background, the guest at nice 10,
+# so that a fault's rank that wakes gets a core at once and its time bounds hold.
+stage "fault matrix, plain then ASan+UBSan (tests/test_faults.c), beside the guest below"
+set -m
+{ ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci -R '^test_faults$' --output-on-failure \
+    --timeout 1200 &&
+  ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan -R '^test_faults$' --output-on-failure \
+    --timeout 2400; } >build/faults.log 2>&1 &
+faults=$!
+set +m
+
 stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # Inside the harness a missing device is a failure, not a skip.
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
@@ -70,7 +90,8 @@ stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # tests/test_verbs.c: each algorithm at an even and an odd p).
 # Then the fault matrix over verbs, in the same guest: under TCG a job takes 10-20 s, so
 # CI samples 12 of the 24 faults, one per phase and kind (all 24: drop ZCOLL_FAULTS_ONLY).
-ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
+(unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+ exec nice -n 10 ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
   ZCOLL_TEST_TRANSPORTS=verbs build/ci/tests/test_transport_conformance --jobs=1 -S --verbose=1 &&
   env ZCOLL_TEST_REQUIRE_RDMA=1 ZCOLL_TEST_SAMPLE=rest \
   build/ci/tests/test_verbs --jobs=1 -S --verbose=1 &&
@@ -78,7 +99,14 @@ ci/rxe.sh --rw build/ci --timeout 1800 -- sh -c 'env ZCOLL_TEST_REQUIRE_RDMA=1 \
   rm -f build/ci/fault_matrix_verbs.md &&
   env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \
   ZCOLL_FAULTS_ONLY=kill-init,kill-mid,mismatch-op,invalid-arg,abort-thread,revoke-signal,sigstop,exit-idle,fork,cycles,abort-destroy,leave-early \
-  build/ci/tests/test_faults --jobs=1 -S'
+  build/ci/tests/test_faults --jobs=1 -S')
+
+stage "waiting for the fault matrix (build/faults.log)"
+status=0
+wait "$faults" || status=$?
+faults=
+cat build/faults.log
+[ "$status" -eq 0 ] || { echo "== the fault matrix failed"; exit 1; }
 
 stage "zcoll_perf -c 1 on 4 ranks"
 build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
@@ -90,15 +118,14 @@ stage "test suite under ASan+UBSan"
 # transport x algorithm x rank count); the loopback algorithm matrix 28 of 84
 # (tests/test_algorithms.c); the 3 MiB loopback matrix 6 of 11 (test_allreduce_loopback.c);
 # broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp \
-  ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan --output-on-failure --timeout 2400
+# The fault matrix ran above.
+ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan --output-on-failure --timeout 2400 \
+  -E '^test_faults$'
 
 stage "verbs under ASan+UBSan on soft-RoCE (registered-buffer matrix, device errors, peer death)"
 # The whole verbs matrix under the sanitizers in an emulated guest takes ~11 min; this
 # subset covers every dtype x op over verbs (p = 3) and the error paths in ~1 min.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ci/rxe.sh --rw build/asan --timeout 900 --env ASAN_OPTIONS --env UBSAN_OPTIONS -- \
+ci/rxe.sh --rw build/asan --timeout 900 --env ASAN_OPTIONS --env UBSAN_OPTIONS -- \
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/asan/tests/test_verbs --jobs=1 -S --verbose=1 \
   --filter 'verbs/[rbap]*'
 
@@ -108,6 +135,6 @@ stage "ThreadSanitizer: requests and progress threads over rank threads (request
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build/tsan/tests/requests_tsan
 
 stage "libFuzzer: rendezvous frames and wire placement, 45 s each (ci/fuzz.sh, built above)"
-ci/fuzz.sh 45 build/fuzz
+env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS ci/fuzz.sh 45 build/fuzz
 
 echo "== all passed in $((SECONDS - t0)) s"

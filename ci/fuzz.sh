@@ -26,13 +26,20 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 [ "$build_only" = --build-only ] && exit 0
 out="$build/fuzz"
 mkdir -p "$out"
-status=0
+# The targets run side by side, one per core: each is one process.
+pids=()
 for t in "${targets[@]}"; do
   corpus="$out/$t.corpus"
   mkdir -p "$corpus"
   echo "ci/fuzz.sh: $t for ${secs}s" >&2
-  if ! "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix="$out/$t-" -print_final_stats=1 "$corpus" >"$out/$t.log" 2>&1; then
+  "$build/tests/fuzz/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$out/$t-" -print_final_stats=1 "$corpus" >"$out/$t.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for i in "${!targets[@]}"; do
+  t=${targets[$i]}
+  if ! wait "${pids[$i]}"; then
     echo "ci/fuzz.sh: $t FAILED; see $out/$t.log and $out/$t-*" >&2
     tail -40 "$out/$t.log" >&2
     status=1

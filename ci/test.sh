@@ -134,7 +134,7 @@ stage "ThreadSanitizer: requests and progress threads over rank threads (request
 # request tests' scenarios with ZCOLL_PROGRESS=thread and caller.
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build/tsan/tests/requests_tsan
 
-stage "libFuzzer: rendezvous frames and wire placement, 45 s each (ci/fuzz.sh, built above)"
+stage "libFuzzer: rendezvous frames and wire placement, 45 s each, side by side (ci/fuzz.sh)"
 env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS ci/fuzz.sh 45 build/fuzz
 
 echo "== all passed in $((SECONDS - t0)) s"

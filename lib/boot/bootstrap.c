@@ -329,7 +329,7 @@ fail:
 
 /* Our send to rank 0 failed: it is gone, but may have said why first (a rank that fails
  * init aborts, then closes), and that news is still ours to read. */
-static zcoll_status_t lost_root(struct zcoll__bootstrap *bs) {
+zcoll_status_t lost_root(struct zcoll__bootstrap *bs, const char *what) {
   struct pollfd p = {.fd = bs->fd, .events = POLLIN};
   while (poll(&p, 1, 0) > 0) {
     uint16_t type;
@@ -342,7 +342,7 @@ static zcoll_status_t lost_root(struct zcoll__bootstrap *bs) {
     free(payload);
     if (st != ZCOLL_OK) return st;
   }
-  return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost the connection to rank 0");
+  return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "%s", what);
 }
 
 /* A rank other than 0 in a round: its contribution to rank 0, then rank 0's reply
@@ -350,7 +350,7 @@ static zcoll_status_t lost_root(struct zcoll__bootstrap *bs) {
 static zcoll_status_t leaf_round(struct zcoll__bootstrap *bs, const void *mine, size_t len,
                                  int64_t deadline, void **reply, uint32_t *got) {
   zcoll_status_t st = zcoll__sock_send_msg(bs->fd, MSG_GATHER, mine, (uint32_t)len, deadline);
-  if (st != ZCOLL_OK) return lost_root(bs);
+  if (st != ZCOLL_OK) return lost_root(bs, "lost the connection to rank 0");
   uint16_t type;
   void *payload;
   st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, got);

@@ -80,6 +80,9 @@ void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin, zcoll
                  const char *text);
 /* An abort received from `from`: relayed (rank 0), and the sticky failure. */
 zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload, uint32_t len);
+/* A rank other than 0 whose send to rank 0 failed: rank 0's abort, if it sent one before
+ * it went (it names the rank that failed), else PEER_FAILED with `what`. */
+zcoll_status_t lost_root(struct zcoll__bootstrap *bs, const char *what);
 /* Rank 0: reads what has arrived until every rank has a message of `want` filed (0: do
  * not wait), or the deadline, or a revoke (bootstrap_leave.c's cancel). */
 zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline);

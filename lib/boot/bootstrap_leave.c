@@ -112,8 +112,10 @@ static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs, uint64_t ncoll
       if (st != ZCOLL_OK) return st;
     }
     /* Rank 0 answers once everyone has said goodbye: a final barrier. */
+    /* A refused goodbye: rank 0 may have given up on another rank and closed since the
+     * look above; its abort, still to be read, names that rank. */
     if (zcoll__sock_send_msg(bs->fd, MSG_BYE, bye, sizeof(bye), deadline) != ZCOLL_OK)
-      return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "lost rank 0 while leaving");
+      return lost_root(bs, "lost rank 0 while leaving");
     return leaf_await_ack(bs, deadline);
   }
   /* The others hear that rank 0 is leaving: one still in a collective rank 0 did not

@@ -25,15 +25,17 @@ static void matrix_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   if (st.failures) rt_fail(job, rank, st.first);
 }
 
-/* ZCOLL_TEST_SAMPLE=1 (CI's sanitizer pass): the first 6 cases below, p = 2, 3, 4, 6, 9
- * and one registered; CI's plain pass runs the other 5 (sample.h). */
+/* ZCOLL_TEST_SAMPLE=1 (CI's sanitizer pass): the first 3 cases below -- an even p, the
+ * smallest chunks (most pieces in flight) and the registered path at an odd p; a case
+ * costs about p threads' work, 2-3 times more under ASan. CI's plain pass runs the other
+ * 8 (sample.h). */
 ParameterizedTestParameters(loopback, matrix) {
   static struct matrix_case cases[] = {
-      {2, 4096, 4}, {3, 4096, 2}, {4, 65536, 8}, {6, 1024, 2}, {9, 4096, 4},    {5, 65536, 4, 1},
-      {1, 4096, 4}, {5, 4096, 3}, {7, 65536, 8}, {8, 8192, 4}, {3, 4096, 3, 1},
+      {2, 4096, 4}, {6, 1024, 2}, {5, 65536, 4, 1}, {3, 4096, 2}, {4, 65536, 8},   {9, 4096, 4},
+      {1, 4096, 4}, {5, 4096, 3}, {7, 65536, 8},    {8, 8192, 4}, {3, 4096, 3, 1},
   };
-  return cr_make_param_array(struct matrix_case, cases + zt_from(6),
-                             zt_count(6, sizeof(cases) / sizeof(cases[0])));
+  return cr_make_param_array(struct matrix_case, cases + zt_from(3),
+                             zt_count(3, sizeof(cases) / sizeof(cases[0])));
 }
 
 ParameterizedTest(struct matrix_case *c, loopback, matrix, .timeout = 600) {

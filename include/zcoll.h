@@ -486,12 +486,12 @@ ZCOLL_API zcoll_status_t zcoll_op_free(zcoll_op_t op);
 /* Called by an op's function (only there, on the thread that runs it) that cannot
  * combine what it was given: nothing it wrote leaves this rank, the collective fails
  * (ZCOLL_ERR_INVALID_ARG here, "rank R: why (the function of op N failed)"; the peers
- * are told, as after any error) and the communicator is broken. A blocking allreduce with
- * a function ends with a one-byte agreement among the ranks, so that no rank returns OK
- * from it once a function failed anywhere: the peers get ZCOLL_ERR_PEER_FAILED. In a
- * request or a vector's round a peer whose result did not need this rank's combination
- * may still complete it (its data is right) and fail from its next call on. In
- * zcoll_vec_commit's local fold the commit fails and so does the key. */
+ * are told, as after any error) and the communicator is broken. An allreduce with a
+ * function -- blocking, a request, a persistent request's every start, a vector's round --
+ * ends with a one-byte agreement among the ranks (it takes the next collective number),
+ * so that no rank completes it OK once a function failed anywhere: the peers get
+ * ZCOLL_ERR_PEER_FAILED. In zcoll_vec_commit's local fold the commit fails and so does
+ * the key. */
 ZCOLL_API void zcoll_op_fail(const char *why);
 
 /* Size in bytes of one element; 0 for an unknown dtype. */

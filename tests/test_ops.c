@@ -237,6 +237,53 @@ static void failing_fn(const void *in, void *inout, size_t n, zcoll_dtype_t dt, 
   }
 }
 
+/* How failing_body calls the collective: each form ends with the agreement. */
+enum { CALL_BLOCKING, CALL_NONBLOCKING, CALL_PERSISTENT, CALL_TWO_IN_FLIGHT, CALL_FORMS };
+static const char *const call_names[] = {"blocking", "non-blocking", "persistent (2nd start)",
+                                         "two requests in flight"};
+static int call_form;
+
+/* The collective with op over v, in call_form's way; a persistent request first runs
+ * once with no rank failing (its agreement's word must start clean each time). */
+static zcoll_status_t call_failing(zcoll_comm_t *comm, int64_t *v, int n, zcoll_op_t op) {
+  zcoll_request_t *q = NULL, *other = NULL;
+  zcoll_status_t st = ZCOLL_OK;
+  int64_t one = 1;
+  switch (call_form) {
+  case CALL_BLOCKING: return zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, n, ZCOLL_INT64, op);
+  case CALL_NONBLOCKING:
+    if ((st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, v, n, ZCOLL_INT64, op, &q)) != ZCOLL_OK)
+      return st;
+    break;
+  case CALL_PERSISTENT: {
+    static _Thread_local int64_t w[64];
+    int f = fails_here;
+    fails_here = 0;
+    if ((st = zcoll_allreduce_init(comm, ZCOLL_IN_PLACE, w, 64, ZCOLL_INT64, op, &q)) ||
+        (st = zcoll_start(q)) || (st = zcoll_wait(q)))
+      return st;
+    fails_here = f;
+    zcoll_request_free(q);
+    if ((st = zcoll_allreduce_init(comm, ZCOLL_IN_PLACE, v, n, ZCOLL_INT64, op, &q)) ||
+        (st = zcoll_start(q)) != ZCOLL_OK)
+      return st;
+    break;
+  }
+  default: /* a second request queued behind the first: the fenced agreement between */
+    if ((st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, v, n, ZCOLL_INT64, op, &q)) != ZCOLL_OK)
+      return st;
+    st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, &one, 1, ZCOLL_INT64, ZCOLL_SUM, &other);
+    break;
+  }
+  zcoll_status_t end = zcoll_wait(q);
+  if (other) {
+    zcoll_wait(other);
+    zcoll_request_free(other);
+  }
+  zcoll_request_free(q);
+  return end != ZCOLL_OK ? end : st;
+}
+
 /* Rank 1's function fails (where rank 1 combines anything: not a tree's leaf or a
  * folded rank): it gets the error with the reason, nobody gets ZCOLL_OK from that
  * collective (the agreement that ends it), and the next call fails everywhere. */
@@ -249,7 +296,7 @@ static void failing_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   fails_here = rank == 1;
   zcoll_op_t op = (zcoll_op_t)(intptr_t)job->arg;
   called = 0;
-  zcoll_status_t st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, N, ZCOLL_INT64, op);
+  zcoll_status_t st = call_failing(comm, v, N, op);
   first_st[rank] = st;
   if (rank == 1 && called) {
     atomic_store(&rank1_failed, 1);
@@ -268,22 +315,27 @@ static void failing_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     rt_fail(job, rank, "the communicator still works after an op failed");
 }
 
+/* Every form of call, every algorithm. (Not with the progress thread: the function would
+ * run there, where failing_fn's thread-local switch is off.) */
 Test(ops, function_fails, .timeout = 300) {
   zcoll_op_t op;
   cr_assert_eq(zcoll_op_create(failing_fn, NULL, 1, 0, &op), ZCOLL_OK);
   static const char *const algos[] = {"ring", "butterfly", "tree", "rhd"};
-  for (int a = 0; a < 4; a++) {
-    atomic_store(&rank1_failed, 0);
-    struct rt_job job = {.size = 3, .body = failing_body, .arg = (void *)(intptr_t)op};
-    job.settings[0][0] = "ALGO", job.settings[0][1] = algos[a];
-    job.settings[1][0] = "CHUNK_BYTES", job.settings[1][1] = "4096";
-    cr_expect_eq(rt_run(&job), 0, "%s: %s", algos[a], job.first);
-    cr_expect(a >= 2 || atomic_load(&rank1_failed), "%s: rank 1 never combined", algos[a]);
-    for (int r = 0; r < 3 && atomic_load(&rank1_failed); r++)
-      cr_expect_neq(first_st[r], ZCOLL_OK,
-                    "%s: rank %d got ZCOLL_OK from the collective in "
-                    "which rank 1's function failed",
-                    algos[a], r);
-  }
+  for (int form = 0; form < CALL_FORMS; form++)
+    for (int a = 0; a < 4; a++) {
+      call_form = form;
+      atomic_store(&rank1_failed, 0);
+      struct rt_job job = {.size = 3, .body = failing_body, .arg = (void *)(intptr_t)op};
+      job.settings[0][0] = "ALGO", job.settings[0][1] = algos[a];
+      job.settings[1][0] = "CHUNK_BYTES", job.settings[1][1] = "4096";
+      cr_expect_eq(rt_run(&job), 0, "%s, %s: %s", call_names[form], algos[a], job.first);
+      cr_expect(a >= 2 || atomic_load(&rank1_failed), "%s, %s: rank 1 never combined",
+                call_names[form], algos[a]);
+      for (int r = 0; r < 3 && atomic_load(&rank1_failed); r++)
+        cr_expect_neq(first_st[r], ZCOLL_OK,
+                      "%s, %s: rank %d got ZCOLL_OK from the collective in "
+                      "which rank 1's function failed",
+                      call_names[form], algos[a], r);
+    }
   zcoll_op_free(op);
 }

@@ -163,13 +163,24 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
  * other's contribution: a rank whose function failed has broken the communicator and
  * told the peers, who hear it here (ZCOLL_ERR_PEER_FAILED). It takes the next number on
  * every rank, and a kind of its own, so that no user call pairs with it. */
+zcoll_status_t zcoll__agree_plan(zcoll_comm_t *comm, uint8_t *word, struct zcoll__plan *pl) {
+  *word = 0;
+  zcoll_status_t st = zcoll__allreduce_plan(comm, ZCOLL_IN_PLACE, word, 1, ZCOLL_UINT8, ZCOLL_MAX,
+                                            pl);
+  if (st == ZCOLL_OK) pl->desc.kind = ZCOLL_COLL_AGREE;
+  return st;
+}
+
+int zcoll__plan_agrees(const zcoll_comm_t *comm, const struct zcoll__plan *pl) {
+  /* Built-in ops and premul sums cannot fail in the middle: no agreement for them. */
+  return pl->op && pl->op->kind == ZCOLL_OPK_USER && comm->size > 1;
+}
+
 static zcoll_status_t agree(zcoll_comm_t *comm) {
-  uint8_t word = 0;
+  uint8_t word;
   struct zcoll__plan pl;
-  zcoll_status_t st = zcoll__allreduce_plan(comm, ZCOLL_IN_PLACE, &word, 1, ZCOLL_UINT8, ZCOLL_MAX,
-                                            &pl);
+  zcoll_status_t st = zcoll__agree_plan(comm, &word, &pl);
   if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
-  pl.desc.kind = ZCOLL_COLL_AGREE;
   st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
   zcoll__plan_release(&pl);
   return st;
@@ -183,10 +194,9 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
   if ((st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &pl)) != ZCOLL_OK)
     return zcoll__plan_failed(comm, st);
   st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
-  /* Built-in ops and premul sums cannot fail in the middle: no agreement for them. */
-  int fn = pl.op && pl.op->kind == ZCOLL_OPK_USER;
+  int fn = zcoll__plan_agrees(comm, &pl);
   zcoll__plan_release(&pl);
-  if (fn && st == ZCOLL_OK && comm->size > 1) st = agree(comm);
+  if (fn && st == ZCOLL_OK) st = agree(comm);
   return st;
 }
 

@@ -25,6 +25,11 @@ struct zcoll__plan {
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                      struct zcoll__plan *pl);
+/* A created op's function may fail on one rank after the others have all they need from
+ * it (allreduce.c): does pl's collective end with an agreement -- one byte, a kind of its
+ * own, every rank needing every other's word? And that agreement's plan, over *word. */
+int zcoll__plan_agrees(const zcoll_comm_t *comm, const struct zcoll__plan *pl);
+zcoll_status_t zcoll__agree_plan(zcoll_comm_t *comm, uint8_t *word, struct zcoll__plan *pl);
 /* The same for a broadcast (broadcast.c). */
 zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count,
                                      zcoll_dtype_t dtype, int root, struct zcoll__plan *pl);

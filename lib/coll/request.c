@@ -37,12 +37,26 @@ struct zcoll_request {
   struct zcoll__exec_state *e;
   struct zcoll__grant_src grant; /* persistent: the result, registered for peers; mr NULL */
   struct zcoll__run run;         /* run.status: ZCOLL_IN_PROGRESS while in flight */
-  int wait_ms;                   /* zcoll_wait_timeout's bound, for its body */
-  struct zcoll__idle idle;       /* zcoll_wait_timeout: the wait so far, kept across its calls */
+  /* A created op's function may fail on one rank after the others have all they need
+   * from it: the collective then ends with an agreement (allreduce.c's), a run of its own
+   * fenced behind the data, so that no rank's request ends OK from a failed collective. */
+  int agrees;
+  uint8_t word;
+  struct zcoll__plan agree_plan;
+  struct zcoll__exec_state *agree_e;
+  struct zcoll__run agree_run;
+  int wait_ms;             /* zcoll_wait_timeout's bound, for its body */
+  struct zcoll__idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
 };
 
+/* How q's collective stands: in progress until its last run has ended; the data run's
+ * error before the agreement's. */
+static zcoll_status_t status_of(const struct zcoll_request *q) {
+  return q->run.status != ZCOLL_OK || !q->agrees ? q->run.status : q->agree_run.status;
+}
+
 static int in_flight(const struct zcoll_request *q) {
-  return q->started && q->run.status == ZCOLL_IN_PROGRESS;
+  return q->started && status_of(q) == ZCOLL_IN_PROGRESS;
 }
 
 int zcoll__requests_active(const zcoll_comm_t *comm) {
@@ -64,6 +78,7 @@ static void request_free(struct zcoll_request *q) {
     comm->requests = q->next;
   if (q->next) q->next->prev = q->prev;
   zcoll__plan_release(&q->plan);
+  if (q->agrees) zcoll__plan_release(&q->agree_plan);
   zcoll__grant_revoke(comm, &q->grant);
   if (comm->request_pool_len < REQUEST_POOL_MAX) {
     q->pooled = 1;
@@ -74,6 +89,7 @@ static void request_free(struct zcoll_request *q) {
     return;
   }
   zcoll__exec_free(q->e);
+  zcoll__exec_free(q->agree_e);
   free(q);
 }
 
@@ -84,6 +100,7 @@ void zcoll__requests_release(zcoll_comm_t *comm) {
     struct zcoll_request *q = comm->request_pool;
     comm->request_pool = q->next;
     zcoll__exec_free(q->e);
+    zcoll__exec_free(q->agree_e);
     free(q);
   }
   comm->request_pool_len = 0;
@@ -119,9 +136,10 @@ static struct zcoll_request *request_alloc(zcoll_comm_t *comm) {
   if (!q) return calloc(1, sizeof(*q));
   comm->request_pool = q->next;
   comm->request_pool_len--;
-  struct zcoll__exec_state *e = q->e;
+  struct zcoll__exec_state *e = q->e, *agree_e = q->agree_e;
   memset(q, 0, sizeof(*q));
   q->e = e;
+  q->agree_e = agree_e;
   return q;
 }
 
@@ -149,9 +167,18 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
                                                         a->root, &q->plan);
   if (st == ZCOLL_OK)
     st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
+  if (st == ZCOLL_OK && !a->bcast && zcoll__plan_agrees(comm, &q->plan)) {
+    if ((st = zcoll__agree_plan(comm, &q->word, &q->agree_plan)) == ZCOLL_OK) {
+      q->agrees = 1;
+      const struct zcoll__sched *s = q->agree_plan.s;
+      st = zcoll__exec_reserve(&q->agree_e, s->nops, s->npeers, comm->nchans);
+    }
+  }
   if (st != ZCOLL_OK) {
     zcoll__plan_release(&q->plan);
+    if (q->agrees) zcoll__plan_release(&q->agree_plan);
     zcoll__exec_free(q->e);
+    zcoll__exec_free(q->agree_e);
     free(q);
     return st;
   }
@@ -162,16 +189,27 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
   return ZCOLL_OK;
 }
 
-/* Issues q's collective: the next ordinal, after everything in flight. */
+/* Issues q's collective: the next ordinal, after everything in flight (and its
+ * agreement the one after). */
 static zcoll_status_t request_start(struct zcoll_request *q) {
   zcoll_comm_t *comm = q->comm;
-  uint64_t ordinal = comm->ordinal++;
+  /* Both numbers are taken whatever happens next: ranks count calls, not successes. */
+  uint64_t ordinal = comm->ordinal;
+  comm->ordinal += 1 + (uint64_t)q->agrees;
   q->started = 1;
   q->idle = (struct zcoll__idle){0};
   zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
                                        q->plan.src, q->plan.dst);
+  if (st == ZCOLL_OK && q->agrees) {
+    q->word = 0;
+    st = zcoll__run_start(comm, &q->agree_run, q->agree_plan.s, q->agree_e, &q->agree_plan.desc,
+                          ordinal + 1, q->agree_plan.src, q->agree_plan.dst);
+    q->agree_run.fence = 1; /* listed, not yet stepped */
+  }
   if (st != ZCOLL_OK) {
-    q->run.status = st = zcoll__fail_runs(comm, st); /* never in flight */
+    st = zcoll__fail_runs(comm, st); /* ends what was listed */
+    q->run.status = q->agree_run.status = st;
+    atomic_store_explicit(&q->agree_run.ended, 1, memory_order_release);
   } else {
     if (q->grant.mr) {
       q->run.grant = &q->grant;
@@ -260,7 +298,8 @@ static zcoll_status_t on_request_how(struct zcoll_request *q, const char *fn,
   zcoll_comm_t *comm = q->comm;
   zcoll_status_t st = unless_busy ? zcoll__enter_unless_busy(comm, fn) : zcoll__enter(comm, fn);
   if (st == ZCOLL_IN_PROGRESS) {
-    if (!atomic_load_explicit(&q->run.ended, memory_order_acquire)) return st;
+    const struct zcoll__run *last = q->agrees ? &q->agree_run : &q->run;
+    if (!atomic_load_explicit(&last->ended, memory_order_acquire)) return st;
     st = zcoll__enter(comm, fn);
   }
   if (st != ZCOLL_OK) return st;
@@ -304,7 +343,7 @@ static zcoll_status_t test_end(struct zcoll_request *q) {
     zcoll_status_t st = zcoll__progress(q->comm, &progress);
     if (st != ZCOLL_OK) zcoll__fail_runs(q->comm, st);
   }
-  zcoll_status_t st = q->started ? q->run.status : ZCOLL_OK; /* never started: complete */
+  zcoll_status_t st = q->started ? status_of(q) : ZCOLL_OK; /* never started: complete */
   if (st != ZCOLL_IN_PROGRESS) q->open = 0;
   return st;
 }
@@ -312,8 +351,11 @@ static zcoll_status_t test_end(struct zcoll_request *q) {
 static zcoll_status_t wait_end(struct zcoll_request *q) {
   q->open = 0;
   if (!q->started) return ZCOLL_OK;
-  if (in_flight(q) && !ended_by_revoke(q)) return zcoll__run_wait(q->comm, &q->run);
-  return q->run.status;
+  if (in_flight(q) && !ended_by_revoke(q)) {
+    zcoll_status_t st = zcoll__run_wait(q->comm, &q->run);
+    return st == ZCOLL_OK && q->agrees ? zcoll__run_wait(q->comm, &q->agree_run) : st;
+  }
+  return status_of(q);
 }
 
 /* wait_end in slices: the same progress and the same idle waiting (so ZCOLL_TIMEOUT counts
@@ -324,7 +366,7 @@ static zcoll_status_t wait_end_for(struct zcoll_request *q) {
   if (!q->started || !in_flight(q) || ended_by_revoke(q)) return wait_end(q);
   zcoll_comm_t *comm = q->comm;
   int64_t until = zcoll__now_ms() + q->wait_ms;
-  while (q->run.status == ZCOLL_IN_PROGRESS) {
+  while (status_of(q) == ZCOLL_IN_PROGRESS) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, comm->active, &q->idle);

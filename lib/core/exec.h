@@ -66,6 +66,9 @@ struct zcoll__run {
   struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */
   uint64_t grant_base;            /* where the result starts in grant's region, in bytes */
   int ngkeys;                     /* peers' keys held in e->gkey */
+  /* 1: not stepped while a run issued before it is listed -- a created op's agreement
+   * (request.c), whose word must not leave before this rank's functions have all run. */
+  int fence;
 };
 
 struct zcoll__idle {

@@ -482,6 +482,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->started_ns = comm->trace.f ? zcoll__now_ns() : 0;
   r->grant = NULL;
   r->ngkeys = 0;
+  r->fence = 0;
   /* A result inside a zcoll_mem_register region may be written by the peers directly,
    * for any call (a persistent request sets its own after this). */
   if (comm->mrs) {
@@ -561,6 +562,8 @@ zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress) {
   }
   int done = 0;
   for (; r; r = r->next) {
+    /* A fenced run waits for those before it; the runs after it wait behind it. */
+    if (r->fence && r != comm->active) break;
     if ((st = run_step(r, block, progress)) != ZCOLL_OK) return st;
     done |= r->remaining == 0;
   }

@@ -93,6 +93,7 @@ static const char *kind_name(int kind) {
   case ZCOLL_COLL_ALLREDUCE: return "allreduce";
   case ZCOLL_COLL_BROADCAST: return "broadcast";
   case ZCOLL_COLL_VEC: return "vec_allreduce";
+  case ZCOLL_COLL_AGREE: return "agreement";
   default: return "unknown";
   }
 }

@@ -68,12 +68,15 @@ def test_exception_in_function_surfaces():
             in line, job.stdout
 
 
-@pytest.mark.parametrize("count,bad,how", [(4, 2, "raise"), (4096, 1, "raise"),
-                                           (4, 3, "return"), (1, 0, "raise")])
-def test_failed_function_fails_the_collective_everywhere(count, bad, how):
+@pytest.mark.parametrize("count,bad,how,form", [
+    (4, 2, "raise", "blocking"), (4096, 1, "raise", "blocking"), (4, 3, "return", "blocking"),
+    (1, 0, "raise", "blocking"), (4, 1, "raise", "request"), (4096, 2, "raise", "request"),
+    (4, 1, "raise", "thread")])
+def test_failed_function_fails_the_collective_everywhere(count, bad, how, form):
     """One rank of four fails in its function: no rank gets a result from that allreduce
-    (issue 20 #8: butterfly's ranks had theirs before the failing rank's news came)."""
-    job = run_job(4, "ops.py", "raise", count, bad, how)
+    (issue 20 #8: butterfly's ranks had theirs before the failing rank's news came), in
+    any form of the call."""
+    job = run_job(4, "ops.py", "raise", count, bad, how, form)
     assert job.returncode == 0, job.stdout
     if how == "raise":
         why = f"op main.boom raised ValueError: boom on rank {bad}"

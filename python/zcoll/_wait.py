@@ -8,8 +8,7 @@ the main thread (the only one Python runs signal handlers on), waits in slices i
 - a built-in collective is issued in its non-blocking form and waited for with
   zcoll_wait_timeout in 50 ms slices (the library's own waiting: spin, then sleep),
   between which Python runs its handlers;
-- a call that cannot be split (an allreduce with a created op, whose agreement step
-  only the blocking form has; Vec.get) runs on a waiter thread, while the main thread
+- a call that cannot be split (Vec.get) runs on a waiter thread, while the main thread
   waits for it in 50 ms slices.
 
 An exception from a handler (Ctrl-C's KeyboardInterrupt) revokes the communicator, so

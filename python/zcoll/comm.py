@@ -161,13 +161,16 @@ class Comm:
         detail = None
         if get_ident() != _MAIN:
             st = _allreduce(ptr, send, recv, count, code, value)
-        else:  # the blocking form: it alone ends with the agreement (zcoll_op_fail)
-            try:
-                st, detail = _wait.call(ptr, keep + (op,), _allreduce, ptr, send, recv, count,
-                                        code, value)
-            except BaseException:
-                op._take_error()
-                raise
+        else:  # in slices; the request ends with the agreement, as the blocking call does
+            st = _iallreduce(ptr, send, recv, count, code, value, self._req_ref)
+            if not st:
+                r = self._req.value
+                try:
+                    st, detail = _wait.end(ptr, r, keep + (op,))
+                except BaseException:
+                    op._take_error()
+                    raise
+                _free(r)
         raise_failed(op, self, "allreduce")
         if st:
             raise error(st, ptr, detail)

@@ -9,6 +9,7 @@ usage: ops.py check OUTDIR COUNT
 """
 import os
 import sys
+import threading
 
 import numpy as np
 import zcoll
@@ -50,9 +51,12 @@ def main():
     with zcoll.Comm() as comm:
         r, p = comm.rank, comm.size
         if mode == "raise":
-            # count (4096), the rank whose function fails (1), how: "raise" or "return"
+            # count (4096), the rank whose function fails (1), how: "raise" or "return",
+            # the call: "blocking" (on the main thread: in slices), "thread" (blocking on
+            # another thread: the C call itself) or "request" (iallreduce, then wait)
             count, bad, how = (int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]) \
                 if len(sys.argv) > 2 else (4096, 1, "raise")
+            form = sys.argv[5] if len(sys.argv) > 5 else "blocking"
 
             def boom(invec, inout):
                 if r == bad and how == "raise":
@@ -63,9 +67,28 @@ def main():
 
             op = zcoll.op_create(boom)
             x = np.ones(count, np.float32)
+            def call():
+                if form == "request":
+                    comm.iallreduce(x, op=op).wait()
+                elif form == "thread":
+                    err = []
+
+                    def body():
+                        try:
+                            comm.allreduce(x, op=op)
+                        except Exception as e:  # noqa: handed to the main thread
+                            err.append(e)
+                    t = threading.Thread(target=body)
+                    t.start()
+                    t.join()
+                    if err:
+                        raise err[0]
+                else:
+                    comm.allreduce(x, op=op)
+
             for _ in range(2):
                 try:
-                    comm.allreduce(x, op=op)
+                    call()
                     print("RESULT ok", flush=True)
                 except Exception as e:
                     notes = " | ".join(getattr(e, "__notes__", []))

@@ -8,8 +8,8 @@ the main thread (the only one Python runs signal handlers on), waits in slices i
 - a built-in collective is issued in its non-blocking form and waited for with
   zcoll_wait_timeout in 50 ms slices (the library's own waiting: spin, then sleep),
   between which Python runs its handlers;
-- a call that cannot be split (Vec.get) runs on a waiter thread, while the main thread
-  waits for it in 50 ms slices.
+- a call that cannot be split (Vec.get, Comm.close's zcoll_comm_destroy) runs on a
+  waiter thread, while the main thread waits for it in 50 ms slices.
 
 An exception from a handler (Ctrl-C's KeyboardInterrupt) revokes the communicator, so
 that the peers fail the collective with PeerFailed instead of waiting for this rank,
@@ -26,7 +26,7 @@ import threading
 from ._errors import IN_PROGRESS, _text
 from ._lib import lib
 
-__all__ = ["MAIN", "end", "call"]
+__all__ = ["MAIN", "end", "call", "destroy"]
 
 #: The thread Python delivers signals to.
 MAIN = threading.main_thread().ident
@@ -132,4 +132,20 @@ def call(comm_ptr, keep, fn, *args):
         return _join(job)
     except BaseException:
         _left(comm_ptr, job)
+        raise
+
+
+def destroy(comm_ptr, fn, refused, freed):
+    """fn(comm_ptr) -- zcoll_comm_destroy, which waits for every rank -- on the main
+    thread, as call() runs a call; returns (status, message). On an exception (Ctrl-C)
+    the communicator is revoked, so that destroy ends at once with PeerFailed, here and
+    at the peers; freed() is called before the exception goes on, unless destroy refused
+    (status `refused`: nothing was destroyed). A destroy that has not left within GRACE
+    frees the communicator on the waiter thread."""
+    job = _run(fn, (comm_ptr,), ())
+    try:
+        return _join(job)
+    except BaseException:
+        if not (_left(comm_ptr, job) and job.status == refused):
+            freed()
         raise

@@ -277,12 +277,16 @@ class Comm:
         if ptr is None:
             return
         self._finish_orphans()
-        st = lib.zcoll_comm_destroy(ptr)
+        detail = None
+        if get_ident() == _MAIN:  # in slices: Ctrl-C must not wait for the other ranks
+            st, detail = _wait.destroy(ptr, lib.zcoll_comm_destroy, _INVALID_ARG, self._closed)
+        else:
+            st = lib.zcoll_comm_destroy(ptr)
         if st == _INVALID_ARG:  # refused (requests in flight): nothing was destroyed
-            raise error(st, ptr)
+            raise error(st, ptr, detail)
         self._closed()
-        if st:  # destroyed all the same; the message is this thread's
-            raise error(st)
+        if st:  # destroyed all the same; the message is the call's
+            raise error(st, None, detail)
 
     def abort(self):
         """Tells every peer to give up (they get PeerFailed naming this rank) and frees

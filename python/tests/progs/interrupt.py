@@ -1,9 +1,9 @@
 """Ctrl-C on one rank blocked in a collective; every rank prints "RESULT ...".
 
-usage: interrupt.py MODE     (allreduce, broadcast, wait, created)
+usage: interrupt.py MODE     (allreduce, broadcast, wait, created, close)
 
 Rank 1 sends itself SIGINT 0.5 s into a collective that cannot end (the last rank joins
-it only 3 s later) and prints "RESULT KeyboardInterrupt after <seconds>". The others
+it only 3 s later; close: into zcoll_comm_destroy's final barrier) and prints "RESULT KeyboardInterrupt after <seconds>". The others
 print what their collective raised.
 """
 import os
@@ -45,6 +45,9 @@ try:
         comm.iallreduce(x).wait()
     elif mode == "created":
         comm.allreduce(x, op=op)
+    elif mode == "close":
+        op.free()
+        comm.close()
     print("RESULT ok", flush=True)
 except KeyboardInterrupt:
     print(f"RESULT KeyboardInterrupt after {time.monotonic() - sent[0]:.3f}", flush=True)

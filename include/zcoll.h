@@ -391,6 +391,16 @@ ZCOLL_API zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t 
 ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,
                                               zcoll_dtype_t dtype, int root, zcoll_request_t **req);
 
+/* ---- barrier -------------------------------------------------------------------------
+ * MPI_Barrier: no rank returns from zcoll_barrier before every rank of comm has called
+ * it. ceil(log2 p) rounds of one small message each, over the channels the allreduce has
+ * (no connection of its own); each message is checked like an allreduce's piece, so a
+ * rank in a barrier while another is in any other collective gets ZCOLL_ERR_MISMATCH.
+ * zcoll_ibarrier is its non-blocking form (every rule of zcoll_iallreduce: order,
+ * progress, freeing, errors): its request completes once every rank has entered. */
+ZCOLL_API zcoll_status_t zcoll_barrier(zcoll_comm_t *comm);
+ZCOLL_API zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **req);
+
 /* ---- the task-based vector interface ------------------------------------------------
  * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,
  * local_tasks, ...) on each rank that takes part (every rank of comm; ranks may host

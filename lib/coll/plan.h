@@ -30,6 +30,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
  * own, every rank needing every other's word? And that agreement's plan, over *word. */
 int zcoll__plan_agrees(const zcoll_comm_t *comm, const struct zcoll__plan *pl);
 zcoll_status_t zcoll__agree_plan(zcoll_comm_t *comm, uint8_t *word, struct zcoll__plan *pl);
+/* A barrier's plan (barrier.c), over the one byte at *token. */
+zcoll_status_t zcoll__barrier_plan(zcoll_comm_t *comm, uint8_t *token, struct zcoll__plan *pl);
 /* The same for a broadcast (broadcast.c). */
 zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count,
                                      zcoll_dtype_t dtype, int root, struct zcoll__plan *pl);

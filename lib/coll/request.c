@@ -42,6 +42,7 @@ struct zcoll_request {
    * fenced behind the data, so that no rank's request ends OK from a failed collective. */
   int agrees;
   uint8_t word;
+  uint8_t token; /* a barrier's byte */
   struct zcoll__plan agree_plan;
   struct zcoll__exec_state *agree_e;
   struct zcoll__run agree_run;
@@ -143,10 +144,10 @@ static struct zcoll_request *request_alloc(zcoll_comm_t *comm) {
   return q;
 }
 
-/* A request with its plan and executor arrays, not in flight. */
-/* What a call asks for: an allreduce, or a broadcast (recvbuf its buffer). */
+/* What a call asks for: an allreduce, a broadcast (recvbuf its buffer) or a barrier
+ * (ZCOLL_COLL_*). */
 struct coll_args {
-  int bcast;
+  int kind;
   const void *sendbuf;
   void *recvbuf;
   size_t count;
@@ -155,19 +156,23 @@ struct coll_args {
   int root;
 };
 
+/* A request with its plan and executor arrays, not in flight. */
 static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a, int persistent,
                                   struct zcoll_request **out) {
   struct zcoll_request *q = request_alloc(comm);
   if (!q) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a request");
   q->comm = comm;
   q->persistent = persistent;
-  zcoll_status_t st = !a->bcast ? zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count,
-                                                        a->dtype, a->op, &q->plan)
-                                : zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype,
-                                                        a->root, &q->plan);
+  zcoll_status_t st;
+  if (a->kind == ZCOLL_COLL_BROADCAST)
+    st = zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype, a->root, &q->plan);
+  else if (a->kind == ZCOLL_COLL_BARRIER)
+    st = zcoll__barrier_plan(comm, &q->token, &q->plan);
+  else
+    st = zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, &q->plan);
   if (st == ZCOLL_OK)
     st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
-  if (st == ZCOLL_OK && !a->bcast && zcoll__plan_agrees(comm, &q->plan)) {
+  if (st == ZCOLL_OK && a->kind == ZCOLL_COLL_ALLREDUCE && zcoll__plan_agrees(comm, &q->plan)) {
     if ((st = zcoll__agree_plan(comm, &q->word, &q->agree_plan)) == ZCOLL_OK) {
       q->agrees = 1;
       const struct zcoll__sched *s = q->agree_plan.s;
@@ -264,26 +269,31 @@ static zcoll_status_t prepare(zcoll_comm_t *comm, const struct coll_args *a, zco
 zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                 zcoll_request_t **req) {
-  struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
+  struct coll_args a = {ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1};
   return issue(comm, &a, req, "zcoll_iallreduce");
 }
 
 zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                     zcoll_request_t **req) {
-  struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
+  struct coll_args a = {ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1};
   return prepare(comm, &a, req, "zcoll_allreduce_init");
 }
 
 zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count, zcoll_dtype_t dtype,
                                 int root, zcoll_request_t **req) {
-  struct coll_args a = {1, buf, buf, count, dtype, ZCOLL_SUM, root};
+  struct coll_args a = {ZCOLL_COLL_BROADCAST, buf, buf, count, dtype, ZCOLL_SUM, root};
   return issue(comm, &a, req, "zcoll_ibroadcast");
+}
+
+zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **req) {
+  struct coll_args a = {ZCOLL_COLL_BARRIER, NULL, NULL, 0, ZCOLL_UINT8, ZCOLL_MAX, -1};
+  return issue(comm, &a, req, "zcoll_ibarrier");
 }
 
 zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,
                                     zcoll_dtype_t dtype, int root, zcoll_request_t **req) {
-  struct coll_args a = {1, buf, buf, count, dtype, ZCOLL_SUM, root};
+  struct coll_args a = {ZCOLL_COLL_BROADCAST, buf, buf, count, dtype, ZCOLL_SUM, root};
   return prepare(comm, &a, req, "zcoll_broadcast_init");
 }
 
@@ -411,7 +421,7 @@ zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
 zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                       int32_t key_tag, zcoll_request_t **req) {
-  struct coll_args a = {0, sendbuf, recvbuf, count, dtype, op, -1};
+  struct coll_args a = {ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1};
   zcoll_status_t st = request_new(comm, &a, 1, req);
   if (st != ZCOLL_OK) return st;
   /* A key's round is an allreduce that no other call may pair with: described as what

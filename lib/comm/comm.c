@@ -123,6 +123,7 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
   comm->tree_algo = zcoll__algo_find("tree");
   comm->chain_algo = zcoll__algo_find("chain");
+  comm->butterfly_algo = zcoll__algo_find("butterfly");
   comm->ring_algo = zcoll__algo_find("ring");
   comm->rhd_algo = zcoll__algo_find("rhd");
   comm->hier_algo = zcoll__algo_find("hier");

@@ -56,6 +56,10 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     snprintf(buf, len, "the agreement that ends a collective with a created op");
     return;
   }
+  if (d->kind == ZCOLL_COLL_BARRIER) {
+    snprintf(buf, len, "barrier");
+    return;
+  }
   if (d->kind != ZCOLL_COLL_ALLREDUCE && d->kind != ZCOLL_COLL_VEC) {
     snprintf(buf, len, "collective kind %u", d->kind);
     return;

@@ -111,12 +111,14 @@ struct zcoll__chan_grant {
 
 /* ZCOLL_COLL_VEC: a vector key's round (tasks.c), an allreduce whose root field holds a
  * hash of the key. ZCOLL_COLL_AGREE: the one-byte allreduce that follows a collective with
- * a created op's function (allreduce.c), which no user call may pair with. */
+ * a created op's function (allreduce.c), which no user call may pair with.
+ * ZCOLL_COLL_BARRIER: zcoll_barrier, a one-byte exchange of its own kind (barrier.c). */
 enum {
   ZCOLL_COLL_ALLREDUCE = 1,
   ZCOLL_COLL_BROADCAST = 2,
   ZCOLL_COLL_VEC = 3,
-  ZCOLL_COLL_AGREE = 4
+  ZCOLL_COLL_AGREE = 4,
+  ZCOLL_COLL_BARRIER = 5
 };
 
 /* What a collective is: ranks must agree on all of it. */

@@ -99,6 +99,7 @@ struct zcoll_comm {
   int forced_algo;       /* -1: auto */
   int tree_algo;         /* the tree's index: its arity is part of what ranks must agree on */
   int forced_bcast_algo; /* ZCOLL_BCAST_ALGO, -1 for auto */
+  int butterfly_algo;    /* a barrier's schedule (barrier.c) */
   int chain_algo;        /* the one that combines in rank order: non-commutative ops run on it */
   int ring_algo, rhd_algo, hier_algo;
   int hier_auto; /* auto picks hier for bandwidth: several hosts, more ranks than hosts */

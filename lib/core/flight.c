@@ -94,6 +94,7 @@ static const char *kind_name(int kind) {
   case ZCOLL_COLL_BROADCAST: return "broadcast";
   case ZCOLL_COLL_VEC: return "vec_allreduce";
   case ZCOLL_COLL_AGREE: return "agreement";
+  case ZCOLL_COLL_BARRIER: return "barrier";
   default: return "unknown";
   }
 }
@@ -137,9 +138,9 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
   int op = (int)(s->what >> 16 & 0xff), algo = (int)(s->what >> 24);
   int state = s->state & 0xff;
   const char *dname = zcoll_dtype_name((zcoll_dtype_t)dtype);
-  const char *oname = kind == ZCOLL_COLL_BROADCAST ? "-"
-                      : op < ZCOLL_OP_COUNT        ? zcoll_op_name((zcoll_op_t)op)
-                                                   : "user";
+  const char *oname = kind == ZCOLL_COLL_BROADCAST || kind == ZCOLL_COLL_BARRIER ? "-"
+                      : op < ZCOLL_OP_COUNT ? zcoll_op_name((zcoll_op_t)op)
+                                            : "user";
   char stname[40], word[24];
   if (state == ZCOLL_FLIGHT_RUNNING)
     snprintf(stname, sizeof(stname), "%s", s->await[0] >= 0 ? "waiting" : "running");

@@ -68,6 +68,8 @@ _PROTOTYPES = {
     "zcoll_wait_timeout": (_status, [_handle, c_int]),
     "zcoll_request_free": (_status, [_handle]),
     "zcoll_broadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int]),
+    "zcoll_barrier": (_status, [_handle]),
+    "zcoll_ibarrier": (_status, [_handle, POINTER(_handle)]),
     "zcoll_ibroadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, POINTER(_handle)]),
     "zcoll_broadcast_init": (_status, [_handle, c_void_p, c_size_t, c_int, c_int,
                                        POINTER(_handle)]),

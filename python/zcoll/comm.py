@@ -246,6 +246,27 @@ class Comm:
             raise error(st, self._ptr)
         return PersistentRequest(self, req.value, (a,), x)
 
+    def barrier(self):
+        """Returns once every rank has called barrier() (zcoll_barrier); a rank in another
+        collective meanwhile makes it raise Mismatch."""
+        if get_ident() == _MAIN:
+            self._sliced(lib.zcoll_ibarrier, ())
+            return
+        st = lib.zcoll_barrier(self._live(self._ptr))
+        if st:
+            raise error(st, self._ptr) if self._ptr else ValueError("the communicator is closed")
+
+    def ibarrier(self):
+        """Starts barrier() and returns a Request at once; its wait() returns None once
+        every rank has entered."""
+        if self._orphans:
+            self._reap()
+        req = c_void_p()
+        st = lib.zcoll_ibarrier(self._live(self._ptr), byref(req))
+        if st:
+            raise error(st, self._ptr)
+        return Request(self, req.value, (), None)
+
     def vec(self, key, local_tasks, shape, dtype, op=SUM):
         """A key of the task-based vector interface (zcoll.Vec): this rank's local_tasks
         tasks each commit an array of shape and dtype, and get() returns the reduction

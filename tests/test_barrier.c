@@ -29,9 +29,8 @@ static int one_barrier(zcoll_comm_t *comm, int it, int rank, int p, char *msg, s
     st = zcoll_barrier(comm);
   } else if ((st = zcoll_ibarrier(comm, &q)) == ZCOLL_OK && it % 3 == 1) {
     st = zcoll_wait(q);
-  } else if (st == ZCOLL_OK &&
-             (st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, &v, 1, ZCOLL_INT64, ZCOLL_SUM,
-                                    &other)) == ZCOLL_OK) {
+  } else if (st == ZCOLL_OK && (st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, &v, 1, ZCOLL_INT64,
+                                                      ZCOLL_SUM, &other)) == ZCOLL_OK) {
     while ((st = zcoll_test(q)) == ZCOLL_IN_PROGRESS) sched_yield();
     zcoll_status_t st2 = zcoll_wait(other);
     if (st == ZCOLL_OK) st = st2;
@@ -81,8 +80,9 @@ ParameterizedTest(int *p, barrier, loopback, .timeout = 120) {
  * rank fails, and whoever sees the difference names both calls. */
 static void mismatch_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   uint8_t b = 1;
-  zcoll_status_t st = rank == 0 ? zcoll_barrier(comm)
-                                : zcoll_allreduce(comm, ZCOLL_IN_PLACE, &b, 1, ZCOLL_UINT8, ZCOLL_MAX);
+  zcoll_status_t st = rank == 0
+                          ? zcoll_barrier(comm)
+                          : zcoll_allreduce(comm, ZCOLL_IN_PLACE, &b, 1, ZCOLL_UINT8, ZCOLL_MAX);
   const char *why = zcoll_comm_last_error(comm);
   if (st != ZCOLL_ERR_MISMATCH && st != ZCOLL_ERR_PEER_FAILED)
     rt_fail(job, rank, "a barrier against an allreduce did not fail");
@@ -114,8 +114,7 @@ static void check_times(const char *out, int np, int iters, const char *what) {
     if (min_out[it] < 0 || o < min_out[it]) min_out[it] = o;
   }
   for (int i = 0; i < iters; i++) {
-    cr_expect_eq(lines[i], np, "%s: barrier %d has %d lines of %d\n%s", what, i, lines[i], np,
-                 out);
+    cr_expect_eq(lines[i], np, "%s: barrier %d has %d lines of %d\n%s", what, i, lines[i], np, out);
     cr_expect(max_in[i] < min_out[i], "%s: barrier %d: a rank left %lld ns before the last entered",
               what, i, max_in[i] - min_out[i]);
   }

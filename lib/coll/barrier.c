@@ -35,7 +35,8 @@ static zcoll_status_t barrier(zcoll_comm_t *comm) {
   if (st != ZCOLL_OK) return st;
   uint8_t token;
   struct zcoll__plan pl;
-  if ((st = zcoll__barrier_plan(comm, &token, &pl)) != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+  if ((st = zcoll__barrier_plan(comm, &token, &pl)) != ZCOLL_OK)
+    return zcoll__plan_failed(comm, st);
   st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
   zcoll__plan_release(&pl);
   return st;

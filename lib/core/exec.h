@@ -76,6 +76,7 @@ struct zcoll__idle {
   int64_t last_check_ns;
   unsigned calls;  /* reading the clock costs more than a poll in a VM: not every time */
   int64_t spin_ns; /* this wait's spin phase (exec_wait.c) */
+  int64_t seen_ns; /* the last clock read of the calls' waits, 0: none (flight.h) */
 };
 
 /* Sets r up for collective `ordinal` (not yet in flight). */

@@ -131,6 +131,8 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct
     return ZCOLL_OK;
   }
   int64_t t = zcoll__now_ns();
+  id->seen_ns = t;
+  if (r && r->fl) zcoll__flight_seen(r->fl, r->ordinal, t);
   if (!id->since_ns) {
     id->since_ns = t;
     id->spin_ns = spin_for_wait(comm);

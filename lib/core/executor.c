@@ -509,7 +509,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
     e->chan[j] = ci;
     e->peer_of_chan[ci] = j;
   }
-  r->fl = zcoll__flight_start(&comm->flight, ordinal, desc);
+  r->fl = NULL; /* the caller opens its flight recorder entry */
   return ZCOLL_OK;
 }
 
@@ -589,8 +589,11 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   if (st == ZCOLL_OK) st = zcoll__run_init(comm, &r, s, comm->exec, desc, ordinal, src, dst);
   /* Whatever fails from here on, the peers are in this collective: break and tell them. */
   if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  /* A small one is stamped from the clock reads of its waits (flight.h). */
+  int lazy = desc->count * r.dsize <= ZCOLL_FLIGHT_LAZY_BYTES;
+  r.fl = zcoll__flight_start(&comm->flight, ordinal, desc, lazy);
   comm->active = comm->active_tail = &r; /* for the placement hook */
-  struct zcoll__idle id = {0};
+  struct zcoll__idle id = {0, 0, 0, 0, 0};
   /* A step that moved nothing moves nothing again until an event comes (an arrival, a
    * credit, a put done): while waiting, only poll -- a shorter loop notices the arrival
    * sooner. */
@@ -614,7 +617,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   comm->active = comm->active_tail = NULL;
   if (r.ngkeys) zcoll__run_drop_grants(&r);
   r.status = ZCOLL_OK;
-  zcoll__flight_end(r.fl, ordinal, ZCOLL_OK);
+  zcoll__flight_end(r.fl, ordinal, ZCOLL_OK, lazy && id.seen_ns ? id.seen_ns / 1000 : 0);
   if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__now_ns(), -1, 0);
   return ZCOLL_OK;

@@ -19,9 +19,11 @@
 zcoll_status_t zcoll__flight_open(struct zcoll__flight *f, unsigned n) {
   memset(f, 0, sizeof(*f));
   if (!n) return ZCOLL_OK;
-  /* calloc: stamp 0 marks an entry never written. */
-  if (!(f->ents = calloc(n, sizeof(*f->ents))))
+  /* One cache line each, not two: a collective writes one entry. Zeroed: stamp 0 marks
+   * an entry never written. */
+  if (!(f->ents = aligned_alloc(64, n * sizeof(*f->ents))))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for %u flight recorder entries", n);
+  memset(f->ents, 0, n * sizeof(*f->ents));
   f->n = n;
   return ZCOLL_OK;
 }
@@ -158,7 +160,11 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
   for (int k = 0; state == ZCOLL_FLIGHT_RUNNING && k < ZCOLL_FLIGHT_AWAIT && s->await[k] >= 0;
        k++, any = 1)
     put(t, "%s%d", any ? "," : "", s->await[k]);
-  put(t, "%s start_us=%lld end_us=", any ? "" : "-", (long long)s->start_us);
+  put(t, "%s start_us=", any ? "" : "-");
+  if (s->start_us) /* 0: running, not yet stamped (flight.h) */
+    put(t, "%lld end_us=", (long long)s->start_us);
+  else
+    put(t, "- end_us=");
   if (s->end_us && state != ZCOLL_FLIGHT_RUNNING)
     put(t, "%lld\n", (long long)s->end_us);
   else

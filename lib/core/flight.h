@@ -11,8 +11,14 @@
  * call) check each entry's stamp around their copy, seqlock style, and skip an entry
  * being rewritten. Every field is an atomic, stored with release and loaded with acquire
  * in place of fences (which ThreadSanitizer cannot check): a reader that sees any value of
- * a new occupant then sees its odd stamp. On x86 these are plain stores, so that a
- * collective costs a clock read and a dozen stores.
+ * a new occupant then sees its odd stamp. On x86 these are plain stores.
+ *
+ * Times are CLOCK_MONOTONIC microseconds, read where the executor reads the clock anyway
+ * when it can be: two clock reads cost 5% of an 8-byte allreduce. A blocking call's small
+ * collective (zcoll__execute) starts unstamped; the first clock read of its wait for a
+ * peer stamps its start (zcoll__flight_seen), the last its end; one that never waited is
+ * stamped once, when it ends. Every other collective reads the coarse clock (a few ms of
+ * resolution, cheaper) at its start and its end.
  */
 #ifndef ZCOLL_FLIGHT_H
 #define ZCOLL_FLIGHT_H
@@ -29,6 +35,10 @@
  * ring, one per round for the others). */
 #define ZCOLL_FLIGHT_AWAIT 4
 
+/* A blocking collective up to this many bytes is stamped lazily (see above); above it a
+ * clock read is nothing beside moving the data. */
+#define ZCOLL_FLIGHT_LAZY_BYTES 65536
+
 enum { ZCOLL_FLIGHT_RUNNING = 1, ZCOLL_FLIGHT_DONE, ZCOLL_FLIGHT_FAILED };
 
 /* One collective; a cache line. */
@@ -38,7 +48,7 @@ struct zcoll__flight_ent {
   atomic_uint_least64_t seq, count;
   atomic_uint_least32_t what; /* kind | dtype << 8 | op << 16 | algo << 24 (the desc's) */
   atomic_int state;           /* ZCOLL_FLIGHT_*, and the status when failed (<< 8) */
-  atomic_int_least64_t start_us, end_us; /* CLOCK_MONOTONIC_COARSE; end 0 while running */
+  atomic_int_least64_t start_us, end_us; /* 0: not yet stamped; end 0 while running */
   atomic_int await[ZCOLL_FLIGHT_AWAIT];  /* ranks last seen awaited; -1 ends the list */
 };
 
@@ -48,10 +58,13 @@ struct zcoll__flight {
   atomic_int dumped;              /* the failure that dumped (once a communicator), else ZCOLL_OK */
 };
 
-/* Collective seq, described by d, starts: its entry (NULL when off). */
+/* Collective seq, described by d, starts -- stamped now from the coarse clock, or later if
+ * lazy (see above): its entry (NULL when off). */
 static inline struct zcoll__flight_ent *zcoll__flight_start(struct zcoll__flight *f, uint64_t seq,
-                                                            const struct zcoll__coll_desc *d) {
+                                                            const struct zcoll__coll_desc *d,
+                                                            int lazy) {
   if (!f->ents) return NULL;
+  int64_t start_us = lazy ? 0 : zcoll__now_us_coarse();
   struct zcoll__flight_ent *e = &f->ents[f->next];
   f->next = f->next + 1 == f->n ? 0 : f->next + 1;
   const memory_order rel = memory_order_release; /* each after the odd stamp */
@@ -63,18 +76,32 @@ static inline struct zcoll__flight_ent *zcoll__flight_start(struct zcoll__flight
                             (uint32_t)d->algo << 24,
                         rel);
   atomic_store_explicit(&e->state, ZCOLL_FLIGHT_RUNNING, rel);
-  atomic_store_explicit(&e->start_us, zcoll__now_us_coarse(), rel);
+  atomic_store_explicit(&e->start_us, start_us, rel);
   atomic_store_explicit(&e->end_us, 0, rel);
   atomic_store_explicit(&e->await[0], -1, rel);
   atomic_store_explicit(&e->stamp, 2 * seq + 2, rel);
   return e;
 }
 
-/* Collective seq, in entry e (NULL: off), ended with st. The entry may have gone to a
- * later collective meanwhile (more than N started since): then it is left alone. */
-static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq, zcoll_status_t st) {
+/* Collective seq, in entry e (not NULL), waits, and the executor read the clock (now_ns,
+ * CLOCK_MONOTONIC): the start of an entry not yet stamped. */
+static inline void zcoll__flight_seen(struct zcoll__flight_ent *e, uint64_t seq, int64_t now_ns) {
+  if (atomic_load_explicit(&e->stamp, memory_order_relaxed) == 2 * seq + 2 &&
+      !atomic_load_explicit(&e->start_us, memory_order_relaxed))
+    atomic_store_explicit(&e->start_us, now_ns / 1000, memory_order_release);
+}
+
+/* Collective seq, in entry e (NULL: off), ended with st at end_us (0: the coarse clock's
+ * time now); an entry never stamped starts then too. The entry may have gone to a later
+ * collective meanwhile (more than N started since): then it is left alone. */
+static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq, zcoll_status_t st,
+                                     int64_t end_us) {
   if (!e || atomic_load_explicit(&e->stamp, memory_order_relaxed) != 2 * seq + 2) return;
-  atomic_store_explicit(&e->end_us, zcoll__now_us_coarse(), memory_order_release);
+  int64_t start_us = atomic_load_explicit(&e->start_us, memory_order_relaxed);
+  if (!end_us) end_us = zcoll__now_us_coarse();
+  if (end_us < start_us) end_us = start_us; /* the coarse clock lags the fine one */
+  if (!start_us) atomic_store_explicit(&e->start_us, end_us, memory_order_release);
+  atomic_store_explicit(&e->end_us, end_us, memory_order_release);
   /* Release: a reader that sees the end state sees the end time. */
   atomic_store_explicit(&e->state,
                         st == ZCOLL_OK ? ZCOLL_FLIGHT_DONE : ZCOLL_FLIGHT_FAILED | (int)st << 8,

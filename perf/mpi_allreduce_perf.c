@@ -150,6 +150,17 @@ static int mpi_barrier(void *ctx) {
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Barrier", err);
 }
 
+static int mpi_ibarrier(void *ctx, struct pt_req **req) {
+  struct mpi_ctx *c = ctx;
+  struct mpi_req *q = mpi_req_take(c, 0);
+  if (q == NULL) return -1;
+  int err = MPI_Ibarrier(MPI_COMM_WORLD, &q->r);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Ibarrier", err);
+  *q = (struct mpi_req){q->r, NULL, 0, PT_FLOAT32, false, true};
+  *req = (struct pt_req *)q;
+  return 0;
+}
+
 static int mpi_max_double(void *ctx, double *v, size_t n) {
   int err = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Allreduce (max of the times)", err);
@@ -166,7 +177,8 @@ static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST, NULL};
+  static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER,
+                                      NULL};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
@@ -209,6 +221,7 @@ int main(int argc, char **argv) {
       .wait = mpi_wait,
       .broadcast = mpi_broadcast,
       .ibroadcast = mpi_ibroadcast,
+      .ibarrier = mpi_ibarrier,
   };
   if (ctx.rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

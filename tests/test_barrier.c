@@ -140,3 +140,30 @@ static void run_procs(const char *tl) {
 /* ZCOLL_TEST_SAMPLE=1 (CI's sanitizer pass): p = 2, 5, 9; the plain pass the others. */
 Test(barrier, processes_shm, .timeout = 600) { run_procs("shm"); }
 Test(barrier, processes_ucx, .timeout = 600) { run_procs("ucx"); }
+
+/* zcoll_perf -t barrier times it between processes, blocking and not: one 0-byte row. */
+Test(barrier, zcoll_perf_table, .timeout = 300) {
+  static const char *const modes[] = {"0", "1"};
+  for (int m = 0; m < 2; m++) {
+    const char *argv[] = {SP_BIN("zcoll_run"),
+                          "-np",
+                          "3",
+                          SP_BIN("zcoll_perf"),
+                          "-t",
+                          "barrier",
+                          "-z",
+                          modes[m],
+                          "-n",
+                          "200",
+                          "-w",
+                          "10",
+                          NULL};
+    const char *env[] = {"ZCOLL_TRANSPORT=shm", NULL};
+    struct sp_result r = sp_run(argv, env, 240);
+    cr_expect_eq(r.status, 0, "-z %s: exit %d\n%s", modes[m], r.status, r.out);
+    cr_expect(strstr(r.out, "           0             0     float    none      -1      N/A") &&
+                  strstr(r.out, "  butterfly\n") && strstr(r.out, "Out of bounds values : 0 OK"),
+              "-z %s:\n%s", modes[m], r.out);
+    free(r.out);
+  }
+}

@@ -232,6 +232,7 @@ static const struct {
     {ARGS("--overlap=sleepy"), "--overlap=sleepy: busy or idle"},
     {ARGS("--coll"), "--coll"},
     {ARGS("-t", "broadcast", "--overlap"), "--overlap measures the allreduce only"},
+    {ARGS("-t", "barrier", "--overlap"), "--overlap measures the allreduce only, not -t barrier"},
     /* what needs GPUs or threads per process: refused, naming the flag */
     {ARGS("-g", "2"), "-g 2: zcoll_perf runs one rank per process on host memory"},
     {ARGS("--ngpus", "8"), "-g 8: "},
@@ -258,7 +259,7 @@ static const char *const bad_coll[][3] = {
     {"-t", "0", "one thread per rank"},
     {"--nthreads", "4", "one thread per rank"},
     {"--nthreads", "broadcast", "not a thread count"},
-    {"-t", "reduce_scatter", "'reduce_scatter': not a collective (allreduce, broadcast)"},
+    {"-t", "reduce_scatter", "'reduce_scatter': not a collective (allreduce, broadcast, barrier)"},
     {"--coll", "1", "--coll '1': not a collective"},
     {"-r", "-1", "-r: '-1' is not a rank number"},
     {"--root", "one", "'one' is not a rank number"},
@@ -363,6 +364,22 @@ Test(perf_cli, broadcast_forms_accepted) {
   run_perf(&r, ARGS("-t", "broadcast", "-o", "all", ONE_SIZE));
   const char *first = strstr(r.out, "#       size");
   cr_expect(first && strstr(first + 1, "#       size") == NULL, "not one table: %s", r.out);
+}
+
+/* -t barrier and --coll barrier: one table of one 0-byte row, in place, whatever -b, -e,
+ * -d and -o say; blocking and not; the algorithm column names the butterfly. */
+Test(perf_cli, barrier_forms_accepted) {
+  EXPECT_FORMS_OK(
+      ARGS("# zcoll_perf: barrier, blocking", "# note: a barrier moves no data",
+           "           0             0     float    none      -1      N/A     N/A     N/A    N/A",
+           "  butterfly\n"),
+      ARGS("-t", "barrier", ONE_SIZE), ARGS("--coll", "barrier", "-z", "1", ONE_SIZE),
+      ARGS("--coll=barrier", "-b", "1K", "-e", "1M", "-n", "3", "-w", "1"));
+  static struct result r;
+  run_perf(&r, ARGS("-t", "barrier", "-d", "all", "-o", "all", "-b", "8", "-e", "64K"));
+  const char *first = strstr(r.out, "#       size");
+  cr_expect(first && strstr(first + 1, "#       size") == NULL, "not one table: %s", r.out);
+  cr_expect(strstr(r.out, "\n           8 ") == NULL, "a sized row: %s", r.out);
 }
 
 /* A root that is no rank of the job: exit 2 once the job's size is known, before any

@@ -128,10 +128,17 @@ static int small(struct perf_ctx *c, void *v, size_t n, zcoll_dtype_t t, zcoll_o
   return check(c, st, "zcoll_allreduce (rank %d, %s)", c->rank, what);
 }
 
-/* zcoll has no barrier: a one-element allreduce is one. */
 static int perf_barrier(void *ctx) {
-  int32_t one = 1;
-  return small(ctx, &one, 1, ZCOLL_INT32, ZCOLL_SUM, "barrier");
+  struct perf_ctx *c = ctx;
+  return check(c, zcoll_barrier(c->comm), "zcoll_barrier (rank %d)", c->rank);
+}
+
+static int perf_ibarrier(void *ctx, struct pt_req **req) {
+  struct perf_ctx *c = ctx;
+  zcoll_request_t *r = NULL;
+  if (check(c, zcoll_ibarrier(c->comm, &r), "zcoll_ibarrier (rank %d)", c->rank)) return -1;
+  *req = (struct pt_req *)r;
+  return 0;
 }
 
 static int perf_max_double(void *ctx, double *v, size_t n) {
@@ -149,6 +156,10 @@ static int perf_sum_u64(void *ctx, uint64_t *v, size_t n) {
 static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dtype t,
                           enum pt_op op, int root, const char **name) {
   struct perf_ctx *c = ctx;
+  if (coll == PT_COLL_BARRIER) { /* lib/coll/barrier.c: the butterfly's schedule, one byte */
+    *name = "butterfly";
+    return 0;
+  }
   if (coll == PT_COLL_BROADCAST) {
     zcoll_status_t st = zcoll_broadcast_algorithm(c->comm, count, dtype_map[t], root, name);
     return check(c, st, "zcoll_broadcast_algorithm (rank %d, %zu x %s)", c->rank, count,
@@ -273,7 +284,8 @@ static int print_ranks(struct perf_ctx *c, int nranks) {
 int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
-      PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST,
+      PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST |
+          PT_HAS_BARRIER,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
       "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
       "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
@@ -314,6 +326,7 @@ int main(int argc, char **argv) {
       .wait = perf_wait,
       .broadcast = perf_broadcast,
       .ibroadcast = perf_ibroadcast,
+      .ibarrier = perf_ibarrier,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
       .collectives = perf_collectives,

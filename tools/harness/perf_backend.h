@@ -43,6 +43,9 @@ struct pt_backend {
   int (*broadcast)(void *ctx, void *buf, size_t count, enum pt_dtype t, int root);
   int (*ibroadcast)(void *ctx, void *buf, size_t count, enum pt_dtype t, int root,
                     struct pt_req **req);
+  /* optional: post one barrier, ended by wait (-t barrier times `barrier` above, or this
+   * with -z 0) */
+  int (*ibarrier)(void *ctx, struct pt_req **req);
   /* optional (PT_HAS_REGISTER): register [addr, addr + len) until deregister_all */
   int (*register_mem)(void *ctx, void *addr, size_t len);
   int (*deregister_all)(void *ctx);

@@ -1,7 +1,8 @@
 /*
  * perf_driver.c -- the benchmark driver shared by zcoll_perf and perf/mpi_allreduce_perf.
  * For every cycle (-N), dtype, op and size it times out-of-place and in-place runs of the
- * collective -t chose (a broadcast: in-place only, and -o does not apply),
+ * collective -t chose (a broadcast: in-place only, and -o does not apply; a barrier: one
+ * 0-byte row, in place, whatever the sizes, dtypes and ops),
  * checks one more run of each against perf_check.h's reference and prints perf_table.h's
  * row; with --overlap, perf_overlap.h's row instead. The library is reached only through
  * perf_backend.h's table.
@@ -77,13 +78,14 @@ out:
 }
 
 /* One row of the table: both placements, combined over the ranks, printed on rank 0. A
- * broadcast has one buffer: only its in-place cell is measured, the other says N/A. */
+ * broadcast has one buffer, a barrier none: only the in-place cell is measured, the other
+ * says N/A. */
 static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                         const struct pt_pattern *pat, const struct pt_call *call,
                         struct pt_totals *tot) {
   const struct pt_reducer red = pt_reducer_of(be);
-  const bool bcast = call->coll == PT_COLL_BROADCAST;
-  const int first = bcast ? 1 : 0; /* the first cell measured: 0 out of place, 1 in place */
+  const bool bcast = call->coll == PT_COLL_BROADCAST, reduces = call->coll == PT_COLL_ALLREDUCE;
+  const int first = reduces ? 0 : 1; /* the first cell measured: 0 out of place, 1 in place */
   struct pt_cell c[2] = {{0.0, 0.0, 0, 0}, {0.0, 0.0, 0, 0}};
   for (int k = first; k < 2; k++) {
     struct pt_call kc = *call;
@@ -109,8 +111,8 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
     tot->n++;
   }
   if (be->rank == 0) {
-    pt_print_row_start(stdout, bytes, call->count, call->t, bcast ? "none" : pt_op_names[call->op],
-                       bcast ? call->root : -1);
+    pt_print_row_start(stdout, bytes, call->count, call->t,
+                       reduces ? pt_op_names[call->op] : "none", bcast ? call->root : -1);
     if (first) pt_print_na_cell(stdout, o->cputime);
     for (int k = first; k < 2; k++)
       pt_print_cell(stdout, &c[k], bytes, factor, o->cputime, o->check);
@@ -121,7 +123,7 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
   if (o->verbose && pt_rank_times(be, own, first)) return -1;
   if (tot->csv) {
     const bool measured[2] = {!first, true};
-    pt_csv_row(tot->csv, bytes, call->count, call->t, bcast ? "none" : pt_op_names[call->op],
+    pt_csv_row(tot->csv, bytes, call->count, call->t, reduces ? pt_op_names[call->op] : "none",
                bcast ? call->root : -1, c, measured, factor, o->cputime, o->check,
                be->algorithm ? algo : NULL);
     /* Whole rows on disk as they come (-N 0 ends by a signal); a write error ends the run
@@ -161,7 +163,7 @@ static int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
  * (renewed for every row by pt_run_section). */
 static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *be,
                               struct pt_pattern *pat, enum pt_dtype t, enum pt_op op) {
-  int rc = o->coll == PT_COLL_BROADCAST
+  int rc = o->coll != PT_COLL_ALLREDUCE /* a barrier's: for 0 elements */
                ? pt_pattern_init_bcast(pat, t)
                : pt_pattern_init(pat, t, op, be->rank, be->nranks, o->check != 0);
   if (rc) fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
@@ -177,7 +179,7 @@ static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
   int rc = 0;
   size_t prev = SIZE_MAX;
   for (size_t s = o->minbytes; rc == 0;) {
-    size_t count = pt_count_for(s, pat.esize);
+    size_t count = o->coll == PT_COLL_BARRIER ? 0 : pt_count_for(s, pat.esize);
     if (count != prev) {
       prev = count;
       struct pt_call c = {o->coll, sendbuf, recvbuf, count, t, op, (int)o->root};
@@ -186,7 +188,7 @@ static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
       rc = o->overlap ? pt_overlap_row(o, be, &pat, cp, &c, tot)
                       : pt_table_row(o, be, &pat, &c, tot);
     }
-    if (!pt_next_size(o, &s)) break;
+    if (o->coll == PT_COLL_BARRIER || !pt_next_size(o, &s)) break;
   }
   pt_pattern_free(&pat);
   return rc;
@@ -203,13 +205,14 @@ void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, b
 }
 
 /* Every dtype x op section, once per cycle, a table each. A broadcast ignores -o: one
- * section per dtype. */
+ * section per dtype; a barrier -d too: one section. */
 static int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
                          unsigned char *sendbuf, unsigned char *recvbuf, struct pt_compute *cp,
                          struct pt_totals *tot) {
-  const int nops = o->coll == PT_COLL_BROADCAST ? 1 : o->nops;
+  const int nops = o->coll == PT_COLL_ALLREDUCE ? o->nops : 1;
+  const int ndtypes = o->coll == PT_COLL_BARRIER ? 1 : o->ndtypes;
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
-    for (int d = 0; d < o->ndtypes; d++) {
+    for (int d = 0; d < ndtypes; d++) {
       for (int k = 0; k < nops; k++) {
         if (be->rank == 0) pt_print_section_start(o, cycle, d, k, be->algorithm != NULL);
         if (pt_run_section(o, be, sendbuf, recvbuf, o->dtypes[d], o->ops[k], cp, tot)) return -1;

@@ -90,7 +90,9 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
           "                          so only -t 1 is accepted; --coll takes names only\n"
           "  -r, --root N            the broadcast's root rank (default 0; it must be a rank)\n",
           f);
-  else
+  if (p->features & PT_HAS_BARRIER)
+    fputs("  -t barrier              time the barrier instead: one 0-byte row, its latency\n", f);
+  if (!bc)
     fputs("  -t, --nthreads 1        nccl-tests' threads per process: one thread per rank\n"
           "                          here, only 1 is accepted (-t allreduce is too)\n"
           "  -r, --root N            accepted for nccl-tests' scripts; an allreduce has none\n",
@@ -250,10 +252,10 @@ static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const 
                                  "count (nthreads) can only be 1",
                                  opt, arg, p->name);
   return pt_opt_error(p->name, "%s '%s': not %s", opt, arg,
-                      c == PT_OPT_COLL       ? "a collective (allreduce, broadcast)"
+                      c == PT_OPT_COLL       ? "a collective (allreduce, broadcast, barrier)"
                       : c == PT_OPT_NTHREADS ? "a thread count (only 1)"
-                                             : "a collective (allreduce, broadcast) or 1 "
-                                               "(nccl-tests' nthreads)");
+                                             : "a collective (allreduce, broadcast, barrier) or "
+                                               "1 (nccl-tests' nthreads)");
 }
 
 /* -g and -G: nccl-tests' GPU counts. A whole number is checked against the only value
@@ -331,8 +333,11 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
     return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
   if (o->coll == PT_COLL_BROADCAST && !(p->features & PT_HAS_BROADCAST))
     return pt_opt_error(p->name, "-t broadcast: %s times the allreduce only", p->name);
-  if (o->coll == PT_COLL_BROADCAST && o->overlap)
-    return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t broadcast");
+  if (o->coll == PT_COLL_BARRIER && !(p->features & PT_HAS_BARRIER))
+    return pt_opt_error(p->name, "-t barrier: %s times the allreduce only", p->name);
+  if (o->coll != PT_COLL_ALLREDUCE && o->overlap)
+    return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t %s",
+                        pt_coll_names[o->coll]);
   if (o->verbose && o->overlap)
     return pt_opt_error(p->name, "-v: per-rank times are printed under the table of times; "
                                  "--overlap's table has none");
@@ -478,6 +483,9 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
   if (o->coll == PT_COLL_BROADCAST)
     fprintf(f, "# note: a broadcast has one buffer (in place): out-of-place columns are N/A;"
                " busbw = algbw\n");
+  if (o->coll == PT_COLL_BARRIER)
+    fprintf(f, "# note: a barrier moves no data: one 0-byte row (-b, -e, -d, -o do not apply),"
+               " in place; its time is the latency of a barrier\n");
 }
 
 int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks) {

@@ -26,6 +26,7 @@ enum pt_feature {
   PT_HAS_REGISTER = 1u << 2,      /* -R 1: explicit memory registration */
   PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
   PT_HAS_BROADCAST = 1u << 4,     /* -t broadcast, with -r ROOT */
+  PT_HAS_BARRIER = 1u << 5,       /* -t barrier: the backend's barrier, timed */
 };
 
 struct pt_prog {

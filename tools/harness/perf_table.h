@@ -35,7 +35,7 @@ enum pt_dtype {
 };
 enum pt_op { PT_SUM, PT_PROD, PT_MIN, PT_MAX, PT_AVG, PT_OP_COUNT };
 /* The collectives a benchmark may time (-t NAME). */
-enum pt_coll { PT_COLL_ALLREDUCE, PT_COLL_BROADCAST, PT_COLL_COUNT };
+enum pt_coll { PT_COLL_ALLREDUCE, PT_COLL_BROADCAST, PT_COLL_BARRIER, PT_COLL_COUNT };
 
 extern const char *const pt_dtype_names[PT_DTYPE_COUNT];
 extern const char *const pt_op_names[PT_OP_COUNT];

@@ -8,7 +8,8 @@
 # Every program is the same harness (tools/harness/) timing blocking calls (-z 1), each
 # rank's mean per call averaged over the ranks (-a 1): zcoll_perf -t barrier,
 # zcoll_perf -b 8 -e 8 (float sum, in place), and perf/build/mpi_allreduce_perf -t barrier
-# built against Open MPI (perf/build) and MPICH (perf/build-mpich, mpicc.mpich). A round
+# built here against Open MPI (perf/build: Debian's libopenmpi-dev, openmpi-bin) and MPICH
+# (perf/build-mpich with mpicc.mpich: mpich, libmpich-dev), where their compilers are. A round
 # runs the four one after the other, in an order that rotates; the table gives per rank
 # count the median over rounds of each (us) and the ratios to zcoll's barrier. The machine
 # is shared and noisy: only ratios from one run mean anything. A peer that is not built
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     -r) R=$2; shift 2 ;;
     -n) N=$2; shift 2 ;;
     -B) B=$2; shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "barrier_compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -33,6 +34,15 @@ done
 OMPI=$ROOT/perf/build/mpi_allreduce_perf MPICH=$ROOT/perf/build-mpich/mpi_allreduce_perf
 RES=$ROOT/perf/results/barrier-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RES"
+# The peers: perf/CMakeLists.txt, with the harness they link (a failed build: n/a).
+build_peer() { # DIR [cmake args]
+  local dir=$1
+  shift
+  { cmake -S "$ROOT/perf" -B "$dir" "$@" && cmake --build "$dir" --target mpi_allreduce_perf; } \
+    >>"$RES/build.log" 2>&1 || rm -f "$dir/mpi_allreduce_perf"
+}
+command -v mpicc >/dev/null && build_peer "$ROOT/perf/build"
+command -v mpicc.mpich >/dev/null && build_peer "$ROOT/perf/build-mpich" -DMPICC=mpicc.mpich
 iters() { if [ "$1" -le "$(nproc)" ]; then echo "$N"; else echo $((N / 50 > 200 ? N / 50 : 200)); fi; }
 
 # The in-place time (us) of a table's first row; the barrier's row has only that one.

@@ -57,4 +57,34 @@ int zcoll__bcast_algo_find(const char *name);
 /* "auto" or a broadcast algorithm's name: what ZCOLL_BCAST_ALGO accepts. */
 int zcoll__bcast_algo_name_valid(const char *name);
 
+/* Allgather and reduce-scatter (allgather.c, reduce_scatter.c): their schedules span
+ * s->count = size x the per-rank count, rank r's block being r's input (allgather) or
+ * result (reduce-scatter); the builders set the buffers' bases (schedule.h). Their
+ * index is their id on the wire. */
+extern const struct zcoll__algo *const zcoll__ag_algos[];
+extern const int zcoll__nag_algos;
+extern const struct zcoll__algo *const zcoll__rs_algos[];
+extern const int zcoll__nrs_algos;
+int zcoll__ag_algo_find(const char *name);
+int zcoll__rs_algo_find(const char *name);
+/* A reduce to s->root: allreduce algorithm `al` whose result, off the root, goes to
+ * scratch (reduce.c). */
+void zcoll__reduce_build(struct zcoll__sched *s, const struct zcoll__algo *al,
+                         const struct zcoll__algo_params *params);
+
+/* The halves the algorithms above share with the allreduces that are made of them. Ring:
+ * a reduce-scatter whose rank r ends with block r + 1 + shift complete, in final_buf
+ * (partial sums in `partial`, the first send from the input); an allgather starting from
+ * block r + 1 + shift, its first send from `first`. */
+void zcoll__ring_rs(struct zcoll__sched *s, int shift, int partial, int final_buf);
+void zcoll__ring_ag(struct zcoll__sched *s, int shift, int first);
+/* Recursive halving (virtual rank v ends with block v of f->p2, complete in final_buf;
+ * acc: its input's buffer) and doubling (from block v, its first send from `first`; a
+ * helper >= 0 gets every block as it completes) -- rhd.c. */
+struct zcoll__fold;
+void zcoll__rh_rs(struct zcoll__sched *s, const struct zcoll__fold *f, int v, int acc, int partial,
+                  int final_buf);
+void zcoll__rd_ag(struct zcoll__sched *s, const struct zcoll__fold *f, int v, int first,
+                  int helper);
+
 #endif

@@ -60,6 +60,28 @@ static void helper_build(struct zcoll__sched *s, const struct zcoll__fold *f, in
   }
 }
 
+void zcoll__rh_rs(struct zcoll__sched *s, const struct zcoll__fold *f, int v, int acc, int partial,
+                  int final_buf) {
+  for (int i = 0; i < f->steps; i++) {
+    struct halves h = halves_of(s->count, f, v, i);
+    int q = zcoll__fold_real(f, v ^ (f->p2 >> (i + 1))), last = i == f->steps - 1;
+    zcoll__sched_send(s, q, i ? partial : acc, h.give_off, h.give_len);
+    zcoll__sched_recv_reduce_to(s, q, last ? final_buf : partial, i ? partial : acc, h.keep_off,
+                                h.keep_len, last);
+  }
+}
+
+void zcoll__rd_ag(struct zcoll__sched *s, const struct zcoll__fold *f, int v, int first,
+                  int helper) {
+  for (int i = f->steps - 1; i >= 0; i--) {
+    struct halves h = halves_of(s->count, f, v, i);
+    int q = zcoll__fold_real(f, v ^ (f->p2 >> (i + 1)));
+    zcoll__sched_send(s, q, i == f->steps - 1 ? first : ZCOLL_BUF_DST, h.keep_off, h.keep_len);
+    zcoll__sched_recv_copy(s, q, h.give_off, h.give_len);
+    if (helper >= 0) zcoll__sched_send(s, helper, ZCOLL_BUF_DST, h.give_off, h.give_len);
+  }
+}
+
 static void rhd_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
   (void)params;
   struct zcoll__fold f = zcoll__fold_of(s->size);
@@ -84,22 +106,10 @@ static void rhd_build(struct zcoll__sched *s, const struct zcoll__algo_params *p
     zcoll__sched_recv_reduce(s, helper, ZCOLL_BUF_SRC, off, len, 0);
     acc = ZCOLL_BUF_DST;
   }
-  for (int i = 0; i < f.steps; i++) {
-    struct halves h = halves_of(s->count, &f, v, i);
-    int q = zcoll__fold_real(&f, v ^ (f.p2 >> (i + 1)));
-    zcoll__sched_send(s, q, i ? ZCOLL_BUF_DST : acc, h.give_off, h.give_len);
-    zcoll__sched_recv_reduce(s, q, i ? ZCOLL_BUF_DST : acc, h.keep_off, h.keep_len,
-                             i == f.steps - 1);
-  }
+  zcoll__rh_rs(s, &f, v, acc, ZCOLL_BUF_DST, ZCOLL_BUF_DST);
   zcoll__block(s->count, f.p2, v, &off, &len);
   if (helper >= 0) zcoll__sched_send(s, helper, ZCOLL_BUF_DST, off, len);
-  for (int i = f.steps - 1; i >= 0; i--) {
-    struct halves h = halves_of(s->count, &f, v, i);
-    int q = zcoll__fold_real(&f, v ^ (f.p2 >> (i + 1)));
-    zcoll__sched_send(s, q, ZCOLL_BUF_DST, h.keep_off, h.keep_len);
-    zcoll__sched_recv_copy(s, q, h.give_off, h.give_len);
-    if (helper >= 0) zcoll__sched_send(s, helper, ZCOLL_BUF_DST, h.give_off, h.give_len);
-  }
+  zcoll__rd_ag(s, &f, v, ZCOLL_BUF_DST, helper);
 }
 
 static int rhd_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,

@@ -13,27 +13,37 @@
 
 static int mod(int a, int p) { return ((a % p) + p) % p; }
 
+void zcoll__ring_rs(struct zcoll__sched *s, int shift, int partial, int final_buf) {
+  int p = s->size, r = s->rank, next = mod(r + 1, p), prev = mod(r - 1, p);
+  size_t off, len;
+  for (int step = 0; step < p - 1; step++) {
+    zcoll__block(s->count, p, mod(r + shift - step, p), &off, &len);
+    zcoll__sched_send(s, next, step == 0 ? ZCOLL_BUF_SRC : partial, off, len);
+    zcoll__block(s->count, p, mod(r + shift - step - 1, p), &off, &len);
+    zcoll__sched_recv_reduce_to(s, prev, step == p - 2 ? final_buf : partial, ZCOLL_BUF_SRC, off,
+                                len, step == p - 2);
+  }
+}
+
+void zcoll__ring_ag(struct zcoll__sched *s, int shift, int first) {
+  int p = s->size, r = s->rank, next = mod(r + 1, p), prev = mod(r - 1, p);
+  size_t off, len;
+  for (int step = 0; step < p - 1; step++) {
+    zcoll__block(s->count, p, mod(r + shift + 1 - step, p), &off, &len);
+    zcoll__sched_send(s, next, step == 0 ? first : ZCOLL_BUF_DST, off, len);
+    zcoll__block(s->count, p, mod(r + shift - step, p), &off, &len);
+    zcoll__sched_recv_copy(s, prev, off, len);
+  }
+}
+
 static void ring_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
   (void)params;
-  int p = s->size, r = s->rank;
-  if (p == 1) {
+  if (s->size == 1) {
     zcoll__sched_copy(s, 0, s->count);
     return;
   }
-  int next = mod(r + 1, p), prev = mod(r - 1, p);
-  size_t off, len;
-  for (int step = 0; step < p - 1; step++) {
-    zcoll__block(s->count, p, mod(r - step, p), &off, &len);
-    zcoll__sched_send(s, next, step == 0 ? ZCOLL_BUF_SRC : ZCOLL_BUF_DST, off, len);
-    zcoll__block(s->count, p, mod(r - step - 1, p), &off, &len);
-    zcoll__sched_recv_reduce(s, prev, ZCOLL_BUF_SRC, off, len, step == p - 2);
-  }
-  for (int step = 0; step < p - 1; step++) {
-    zcoll__block(s->count, p, mod(r + 1 - step, p), &off, &len);
-    zcoll__sched_send(s, next, ZCOLL_BUF_DST, off, len);
-    zcoll__block(s->count, p, mod(r - step, p), &off, &len);
-    zcoll__sched_recv_copy(s, prev, off, len);
-  }
+  zcoll__ring_rs(s, 0, ZCOLL_BUF_DST, ZCOLL_BUF_DST);
+  zcoll__ring_ag(s, 0, ZCOLL_BUF_DST);
 }
 
 static int ring_peers(int rank, int size, const struct zcoll__algo_params *params, int *out,

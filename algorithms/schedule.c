@@ -41,9 +41,9 @@ static int grow(struct zcoll__sched *s, void **p, size_t *cap, size_t need, size
   return 0;
 }
 
-/* The ranges of the result buffer an op reads and writes. The source buffer is never
- * written (in place it *is* the result buffer, which the builder maps to DST), so
- * only DST ranges can conflict. */
+/* The ranges of the result (or scratch) an op reads and writes. The source buffer is
+ * never written (in place it *is* the result buffer, which the builder maps to DST), so
+ * only DST and TMP ranges can conflict; they share coordinates (schedule.h). */
 struct dst_use {
   size_t rd_off, rd_len, wr_off, wr_len;
 };
@@ -52,10 +52,11 @@ static struct dst_use dst_use_of(const struct zcoll__sop *o) {
   struct dst_use u = {0, 0, 0, 0};
   switch (o->kind) {
   case ZCOLL_SOP_SEND:
-    if (o->buf == ZCOLL_BUF_DST) u.rd_off = o->off, u.rd_len = o->count;
+    if (o->buf != ZCOLL_BUF_SRC) u.rd_off = o->off, u.rd_len = o->count;
     break;
   case ZCOLL_SOP_RECV_REDUCE:
-    if (o->acc == ZCOLL_BUF_DST) u.rd_off = o->off, u.rd_len = o->count;
+  case ZCOLL_SOP_COPY:
+    if (o->acc != ZCOLL_BUF_SRC) u.rd_off = o->off, u.rd_len = o->count;
     u.wr_off = o->off, u.wr_len = o->count;
     break;
   default: u.wr_off = o->off, u.wr_len = o->count; break;
@@ -76,8 +77,13 @@ static int covers(size_t a, size_t alen, size_t b, size_t blen) {
  * everything o touches -- that write already waited for whatever came before it. */
 static void append(struct zcoll__sched *s, struct zcoll__sop o) {
   if (s->error) return;
+  if (s->remap_dst) { /* before in place maps SRC to DST: the input stays the input */
+    if (o.buf == ZCOLL_BUF_DST) o.buf = (uint8_t)s->remap_dst;
+    if (o.acc == ZCOLL_BUF_DST) o.acc = (uint8_t)s->remap_dst;
+  }
+  int has_acc = o.kind == ZCOLL_SOP_RECV_REDUCE || o.kind == ZCOLL_SOP_COPY;
   o.input = (o.kind == ZCOLL_SOP_SEND && o.buf == ZCOLL_BUF_SRC) ||
-            (o.kind == ZCOLL_SOP_RECV_REDUCE && o.acc == ZCOLL_BUF_SRC) || o.kind == ZCOLL_SOP_COPY;
+            (has_acc && o.acc == ZCOLL_BUF_SRC);
   if (s->in_place) {
     if (o.buf == ZCOLL_BUF_SRC) o.buf = ZCOLL_BUF_DST;
     if (o.acc == ZCOLL_BUF_SRC) o.acc = ZCOLL_BUF_DST;
@@ -113,9 +119,14 @@ void zcoll__sched_send(struct zcoll__sched *s, int peer, int buf, size_t off, si
 
 void zcoll__sched_recv_reduce(struct zcoll__sched *s, int peer, int acc, size_t off, size_t count,
                               int final) {
+  zcoll__sched_recv_reduce_to(s, peer, ZCOLL_BUF_DST, acc, off, count, final);
+}
+
+void zcoll__sched_recv_reduce_to(struct zcoll__sched *s, int peer, int to, int acc, size_t off,
+                                 size_t count, int final) {
   append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_RECV_REDUCE,
                                 .final = (uint8_t) !!final,
-                                .buf = ZCOLL_BUF_DST,
+                                .buf = (uint8_t)to,
                                 .acc = (uint8_t)acc,
                                 .peer = peer,
                                 .off = off,
@@ -135,6 +146,16 @@ void zcoll__sched_copy(struct zcoll__sched *s, size_t off, size_t count) {
   append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_COPY,
                                 .buf = ZCOLL_BUF_DST,
                                 .acc = ZCOLL_BUF_SRC,
+                                .peer = -1,
+                                .off = off,
+                                .count = count});
+}
+
+void zcoll__sched_move(struct zcoll__sched *s, int from, int to, size_t off, size_t count) {
+  if (count == 0) return;
+  append(s, (struct zcoll__sop){.kind = ZCOLL_SOP_COPY,
+                                .buf = (uint8_t)to,
+                                .acc = (uint8_t)from,
                                 .peer = -1,
                                 .off = off,
                                 .count = count});

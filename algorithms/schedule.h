@@ -16,7 +16,13 @@
 #include <stdint.h>
 #include "zcoll.h"
 
-enum { ZCOLL_BUF_SRC, ZCOLL_BUF_DST };
+/* The buffers a schedule names. Ranges are in one coordinate space (the schedule's count
+ * elements): buffer k holds coordinates [base[k], ...) from its first element. An
+ * allreduce's buffers all start at 0; an allgather's input is block `rank` of its result,
+ * a reduce-scatter's result block `rank` of its input. TMP is scratch the executor owns
+ * (a reduce-scatter's partial sums). DST and TMP share the dependency tracking: a builder
+ * never uses one coordinate in both. */
+enum { ZCOLL_BUF_SRC, ZCOLL_BUF_DST, ZCOLL_BUF_TMP, ZCOLL_NBUFS };
 
 enum {
   ZCOLL_SOP_SEND,        /* buf[off, off+count) -> peer */
@@ -30,8 +36,8 @@ struct zcoll__sop {
   uint8_t final : 1; /* RECV_REDUCE: completes its range's reduction (AVG divides here) */
   uint8_t input : 1; /* reads this rank's input (SEND from SRC, acc SRC, COPY), as built:
                       * in place, buf and acc say DST, and a premul sum scales here */
-  uint8_t buf;       /* SEND: read from; others write ZCOLL_BUF_DST */
-  uint8_t acc;       /* RECV_REDUCE: buffer of the other operand, at the same offset */
+  uint8_t buf;       /* SEND: read from; others: written (DST, or TMP) */
+  uint8_t acc;       /* RECV_REDUCE, COPY: buffer of the other operand, at the same offset */
   int peer;          /* rank, -1 for local ops */
   size_t off, count;
   uint32_t dep_first, ndeps; /* into zcoll__sched.deps: ops that must progress first */
@@ -42,6 +48,12 @@ struct zcoll__sched {
   int root; /* a broadcast's; -1 for an allreduce */
   int in_place;
   size_t count;
+  size_t base[ZCOLL_NBUFS]; /* where each buffer starts, in coordinates (0 unless set) */
+  size_t tmp_count;         /* TMP's extent from base[TMP], in elements (0: no TMP) */
+  /* A reduce-scatter in place: at the end, DST's coordinates [post_off, post_off + post_count)
+   * move to its first element (MPI puts the block at the start of the buffer). */
+  size_t post_off, post_count;
+  int remap_dst; /* while building: ops the builder says write (or read) DST use this one */
   struct zcoll__sop *ops;
   int nops, ops_cap;
   uint32_t *deps;
@@ -66,8 +78,13 @@ void zcoll__sched_send(struct zcoll__sched *s, int peer, int buf, size_t off, si
 void zcoll__sched_recv_reduce(struct zcoll__sched *s, int peer, int acc, size_t off, size_t count,
                               int final);
 void zcoll__sched_recv_copy(struct zcoll__sched *s, int peer, size_t off, size_t count);
+/* The same, written into buffer `to` (DST or TMP). */
+void zcoll__sched_recv_reduce_to(struct zcoll__sched *s, int peer, int to, int acc, size_t off,
+                                 size_t count, int final);
 /* dst = src over a range; nothing when in place. */
 void zcoll__sched_copy(struct zcoll__sched *s, size_t off, size_t count);
+/* to = from over a range (TMP to DST), in place or not. */
+void zcoll__sched_move(struct zcoll__sched *s, int from, int to, size_t off, size_t count);
 
 /* The executor visits a schedule's peers in order, each step: a peer named here (at most
  * two) comes first -- the one on the critical path, whose forwards others wait for. */

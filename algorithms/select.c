@@ -273,3 +273,22 @@ int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t
   }
   return a;
 }
+
+/* Allgather and reduce-scatter move the same bytes per rank either way ((p - 1)/p of the
+ * result or input); recursive doubling or halving does it in log2 p steps instead of
+ * p - 1, which pays where latency counts. The ring keeps to neighbour links and the
+ * longest pipeline, which pays for big vectors; and it serves any p. */
+#define ZCOLL__SEL_LOG_STEPS_MAX ((size_t)256 << 10)
+
+static int pow2_ranks(int p) { return p > 1 && (p & (p - 1)) == 0; }
+
+int zcoll__select_gather(int coll_rs, int ranks, size_t bytes, char *why, size_t why_len) {
+  const char *log_algo = coll_rs ? "recursive_halving" : "recursive_doubling";
+  if (pow2_ranks(ranks) && bytes <= ZCOLL__SEL_LOG_STEPS_MAX) {
+    if (why) snprintf(why, why_len, "a power-of-two size, at most 256 KiB: %s", log_algo);
+    return coll_rs ? zcoll__rs_algo_find(log_algo) : zcoll__ag_algo_find(log_algo);
+  }
+  if (why)
+    snprintf(why, why_len, "%s: ring", pow2_ranks(ranks) ? "over 256 KiB" : "not a power of two");
+  return 0; /* the ring, first in both tables */
+}

@@ -52,6 +52,9 @@ struct zcoll__choice {
   int nhosts;          /* for the reason only */
   int ring, rhd, hier; /* the algorithms hier_auto replaces, and hier */
 };
+/* An allgather's (coll_rs 0) or reduce-scatter's (1) algorithm, an index of
+ * zcoll__ag_algos / zcoll__rs_algos, for `bytes` of result (input) on `ranks`, and why. */
+int zcoll__select_gather(int coll_rs, int ranks, size_t bytes, char *why, size_t why_len);
 /* The algorithm for an allreduce of `bytes`, and the rule that chose it in why. */
 int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t why_len);
 

@@ -401,6 +401,43 @@ ZCOLL_API zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, siz
 ZCOLL_API zcoll_status_t zcoll_barrier(zcoll_comm_t *comm);
 ZCOLL_API zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **req);
 
+/* ---- allgather, reduce-scatter, reduce -------------------------------------------------
+ * MPI's semantics (MPI_Allgather, MPI_Reduce_scatter_block, MPI_Reduce), over the
+ * allreduce's channels, executor and checks: every rank passes the same count, dtype, op
+ * (and root), or gets ZCOLL_ERR_MISMATCH, as between any two kinds of collective; an
+ * argument error breaks the communicator; counts are per rank.
+ * - zcoll_allgather: recvbuf gets size * sendcount elements, rank r's sendbuf at element
+ *   r * sendcount. ZCOLL_IN_PLACE as sendbuf: rank r's block is already there.
+ * - zcoll_reduce_scatter: sendbuf holds size * recvcount elements; rank r gets block r of
+ *   their reduction (op, every rank's block r) in recvbuf's recvcount elements.
+ *   ZCOLL_IN_PLACE: the input is recvbuf's size * recvcount elements, and block r goes to
+ *   its start. Every op, created ones included; a non-commutative one combines in rank
+ *   order (the chain), ZCOLL_AVG divides by size.
+ * - zcoll_reduce: the reduction of every rank's count elements into the root's recvbuf;
+ *   elsewhere recvbuf is not used (NULL is fine). ZCOLL_IN_PLACE is the root's only: its
+ *   input is then in recvbuf. Today a reduce runs the allreduce's schedule with the
+ *   non-roots' result in scratch: the same algorithms (rank order for non-commutative ops),
+ *   and up to twice a dedicated reduce's traffic on large vectors.
+ * Algorithms: recursive doubling (allgather) or halving (reduce-scatter) for a power-of-two
+ * size up to 256 KiB of result (input), the ring otherwise. The i-forms obey every rule of
+ * zcoll_iallreduce (order, progress, buffers, freeing, errors). */
+ZCOLL_API zcoll_status_t zcoll_allgather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t sendcount, zcoll_dtype_t dtype);
+ZCOLL_API zcoll_status_t zcoll_iallgather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                          size_t sendcount, zcoll_dtype_t dtype,
+                                          zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_reduce_scatter(zcoll_comm_t *comm, const void *sendbuf,
+                                              void *recvbuf, size_t recvcount, zcoll_dtype_t dtype,
+                                              zcoll_op_t op);
+ZCOLL_API zcoll_status_t zcoll_ireduce_scatter(zcoll_comm_t *comm, const void *sendbuf,
+                                               void *recvbuf, size_t recvcount, zcoll_dtype_t dtype,
+                                               zcoll_op_t op, zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_reduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root);
+ZCOLL_API zcoll_status_t zcoll_ireduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root,
+                                       zcoll_request_t **req);
+
 /* ---- the task-based vector interface ------------------------------------------------
  * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,
  * local_tasks, ...) on each rank that takes part (every rank of comm; ranks may host

@@ -16,8 +16,8 @@
 
 #define report zcoll__report
 
-static int pick_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
-                     size_t why_len) {
+int zcoll__pick_allreduce(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
+                          size_t why_len) {
   const struct zcoll__choice c = {&comm->selector, comm->size,     comm->forced_algo,
                                   comm->hier_auto, comm->nhosts,   comm->ring_algo,
                                   comm->rhd_algo,  comm->hier_algo};
@@ -73,31 +73,30 @@ static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
 
 /* A created op: referenced by the plan, checked against the dtype and count, and the
  * element the schedule moves (*n of them) widened to the op's. */
-static zcoll_status_t plan_created_op(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype,
-                                      zcoll_op_t op, struct zcoll__plan *pl, size_t *n) {
-  const struct zcoll__op_def *d = zcoll__op_get(op, "allreduce");
+zcoll_status_t zcoll__plan_op(zcoll_comm_t *comm, const char *fn, size_t count, zcoll_dtype_t dtype,
+                              zcoll_op_t op, struct zcoll__plan *pl, size_t *n) {
+  const struct zcoll__op_def *d = zcoll__op_get(op, fn);
   if (!d) return ZCOLL_ERR_INVALID_ARG;
   pl->op = d;
   size_t dsize = zcoll__dsize(dtype), elem = d->elem_bytes ? d->elem_bytes : dsize;
   zcoll_status_t st = ZCOLL_OK;
   if (d->kind == ZCOLL_OPK_PREMUL && dtype != ZCOLL_FLOAT16 && dtype != ZCOLL_BFLOAT16 &&
       dtype != ZCOLL_FLOAT32 && dtype != ZCOLL_FLOAT64)
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "allreduce: a premul sum needs a floating-point dtype, not %s",
-                     zcoll_dtype_name(dtype));
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: a premul sum needs a floating-point dtype, not %s",
+                     fn, zcoll_dtype_name(dtype));
   else if (elem < dsize)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "allreduce: op %d's elements (%zu bytes) are smaller than a %s element",
-                     (int)op, elem, zcoll_dtype_name(dtype));
+                     "%s: op %d's elements (%zu bytes) are smaller than a %s element", fn, (int)op,
+                     elem, zcoll_dtype_name(dtype));
   else if (elem > comm->slot_bytes)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "allreduce: op %d's elements (%zu bytes) exceed a pipeline chunk (%zu bytes; "
+                     "%s: op %d's elements (%zu bytes) exceed a pipeline chunk (%zu bytes; "
                      "ZCOLL_CHUNK_BYTES)",
-                     (int)op, elem, comm->slot_bytes);
+                     fn, (int)op, elem, comm->slot_bytes);
   else if (count * dsize % elem)
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "allreduce: %zu x %s is not a whole number of op %d's %zu-byte elements",
-                     count, zcoll_dtype_name(dtype), (int)op, elem);
+                     "%s: %zu x %s is not a whole number of op %d's %zu-byte elements", fn, count,
+                     zcoll_dtype_name(dtype), (int)op, elem);
   if (st != ZCOLL_OK) {
     zcoll__op_put(d);
     pl->op = NULL;
@@ -122,12 +121,13 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     memset(pl, 0, sizeof(*pl));
     if ((st = check_args(sendbuf, recvbuf, count, dtype, op)) != ZCOLL_OK) return st;
     size_t n = count; /* in the schedule's elements: a created op's may be wider */
-    if ((unsigned)op >= ZCOLL_OP_COUNT && (st = plan_created_op(comm, count, dtype, op, pl, &n)))
+    if ((unsigned)op >= ZCOLL_OP_COUNT &&
+        (st = zcoll__plan_op(comm, "allreduce", count, dtype, op, pl, &n)))
       return st;
     char why[256];
     why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
-    int algo = pick_algo(comm, count, dtype, zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL,
-                         sizeof(why));
+    int algo = zcoll__pick_allreduce(comm, count, dtype,
+                                     zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL, sizeof(why));
     if (pl->op && !pl->op->commutative && algo != comm->chain_algo) {
       algo = comm->chain_algo;
       snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
@@ -176,7 +176,7 @@ int zcoll__plan_agrees(const zcoll_comm_t *comm, const struct zcoll__plan *pl) {
   return pl->op && pl->op->kind == ZCOLL_OPK_USER && comm->size > 1;
 }
 
-static zcoll_status_t agree(zcoll_comm_t *comm) {
+zcoll_status_t zcoll__agree(zcoll_comm_t *comm) {
   uint8_t word;
   struct zcoll__plan pl;
   zcoll_status_t st = zcoll__agree_plan(comm, &word, &pl);
@@ -196,7 +196,7 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
   st = zcoll__execute(comm, pl.s, &pl.desc, pl.src, pl.dst);
   int fn = zcoll__plan_agrees(comm, &pl);
   zcoll__plan_release(&pl);
-  if (fn && st == ZCOLL_OK) st = agree(comm);
+  if (fn && st == ZCOLL_OK) st = zcoll__agree(comm);
   return st;
 }
 
@@ -218,7 +218,7 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
       ((unsigned)op >= ZCOLL_OP_COUNT && !zcoll_op_name(op)))
     return report(
         comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: unknown dtype or op"));
-  int algo = pick_algo(comm, count, dtype, NULL, 0);
+  int algo = zcoll__pick_allreduce(comm, count, dtype, NULL, 0);
   const struct zcoll__op_def *d = (unsigned)op >= ZCOLL_OP_COUNT
                                       ? zcoll__op_get(op, "zcoll_allreduce_algorithm")
                                       : NULL;

@@ -30,6 +30,24 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
  * own, every rank needing every other's word? And that agreement's plan, over *word. */
 int zcoll__plan_agrees(const zcoll_comm_t *comm, const struct zcoll__plan *pl);
 zcoll_status_t zcoll__agree_plan(zcoll_comm_t *comm, uint8_t *word, struct zcoll__plan *pl);
+/* The allreduce algorithm for count x dtype (ZCOLL_ALGO, the table, hosts), and why. */
+int zcoll__pick_allreduce(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
+                          size_t why_len);
+/* A created op (fn names the call in messages): referenced by pl, checked against the
+ * dtype and count, and the element the schedule moves (*n of them) widened to the op's. */
+zcoll_status_t zcoll__plan_op(zcoll_comm_t *comm, const char *fn, size_t count, zcoll_dtype_t dtype,
+                              zcoll_op_t op, struct zcoll__plan *pl, size_t *n);
+/* Runs the agreement that follows a collective with a created op's function. */
+zcoll_status_t zcoll__agree(zcoll_comm_t *comm);
+/* Allgather, reduce-scatter and reduce plans (scatter_gather.c): MPI's arguments. */
+zcoll_status_t zcoll__allgather_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                     size_t sendcount, zcoll_dtype_t dtype, struct zcoll__plan *pl);
+zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                          size_t recvcount, zcoll_dtype_t dtype, zcoll_op_t op,
+                                          struct zcoll__plan *pl);
+zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root,
+                                  struct zcoll__plan *pl);
 /* A barrier's plan (barrier.c), over the one byte at *token. */
 zcoll_status_t zcoll__barrier_plan(zcoll_comm_t *comm, uint8_t *token, struct zcoll__plan *pl);
 /* The same for a broadcast (broadcast.c). */

@@ -168,11 +168,19 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
     st = zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype, a->root, &q->plan);
   else if (a->kind == ZCOLL_COLL_BARRIER)
     st = zcoll__barrier_plan(comm, &q->token, &q->plan);
+  else if (a->kind == ZCOLL_COLL_ALLGATHER)
+    st = zcoll__allgather_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, &q->plan);
+  else if (a->kind == ZCOLL_COLL_REDUCE_SCATTER)
+    st = zcoll__reduce_scatter_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
+                                    &q->plan);
+  else if (a->kind == ZCOLL_COLL_REDUCE)
+    st = zcoll__reduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, a->root,
+                            &q->plan);
   else
     st = zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, &q->plan);
   if (st == ZCOLL_OK)
     st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
-  if (st == ZCOLL_OK && a->kind == ZCOLL_COLL_ALLREDUCE && zcoll__plan_agrees(comm, &q->plan)) {
+  if (st == ZCOLL_OK && zcoll__plan_agrees(comm, &q->plan)) { /* created ops only */
     if ((st = zcoll__agree_plan(comm, &q->word, &q->agree_plan)) == ZCOLL_OK) {
       q->agrees = 1;
       const struct zcoll__sched *s = q->agree_plan.s;
@@ -289,6 +297,25 @@ zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count, zco
 zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **req) {
   struct coll_args a = {ZCOLL_COLL_BARRIER, NULL, NULL, 0, ZCOLL_UINT8, ZCOLL_MAX, -1};
   return issue(comm, &a, req, "zcoll_ibarrier");
+}
+
+zcoll_status_t zcoll_iallgather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                size_t sendcount, zcoll_dtype_t dtype, zcoll_request_t **req) {
+  struct coll_args a = {ZCOLL_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZCOLL_SUM, -1};
+  return issue(comm, &a, req, "zcoll_iallgather");
+}
+
+zcoll_status_t zcoll_ireduce_scatter(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                     size_t recvcount, zcoll_dtype_t dtype, zcoll_op_t op,
+                                     zcoll_request_t **req) {
+  struct coll_args a = {ZCOLL_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1};
+  return issue(comm, &a, req, "zcoll_ireduce_scatter");
+}
+
+zcoll_status_t zcoll_ireduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                             zcoll_dtype_t dtype, zcoll_op_t op, int root, zcoll_request_t **req) {
+  struct coll_args a = {ZCOLL_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
+  return issue(comm, &a, req, "zcoll_ireduce");
 }
 
 zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,

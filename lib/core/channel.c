@@ -60,20 +60,34 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     snprintf(buf, len, "barrier");
     return;
   }
-  if (d->kind != ZCOLL_COLL_ALLREDUCE && d->kind != ZCOLL_COLL_VEC) {
+  if (d->kind == ZCOLL_COLL_ALLGATHER) {
+    snprintf(buf, len, "allgather(count %llu, %s, %s)", (unsigned long long)d->count, dt,
+             d->algo < zcoll__nag_algos ? zcoll__ag_algos[d->algo]->name : "?");
+    return;
+  }
+  if (d->kind != ZCOLL_COLL_ALLREDUCE && d->kind != ZCOLL_COLL_VEC &&
+      d->kind != ZCOLL_COLL_REDUCE_SCATTER && d->kind != ZCOLL_COLL_REDUCE) {
     snprintf(buf, len, "collective kind %u", d->kind);
     return;
   }
-  snprintf(algo, sizeof(algo), "%s", d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?");
+  if (d->kind == ZCOLL_COLL_REDUCE_SCATTER)
+    snprintf(algo, sizeof(algo), "%s",
+             d->algo < zcoll__nrs_algos ? zcoll__rs_algos[d->algo]->name : "?");
+  else
+    snprintf(algo, sizeof(algo), "%s", d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?");
   if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
   char op[64];
   zcoll__op_describe(op, sizeof(op), d->op, d->op_tag);
   if (d->kind == ZCOLL_COLL_VEC)
     snprintf(buf, len, "a vector key's round (key hash %08x; count %llu, %s, %s, %s)",
              (unsigned)d->root, (unsigned long long)d->count, dt, op, algo);
+  else if (d->kind == ZCOLL_COLL_REDUCE)
+    snprintf(buf, len, "reduce(count %llu, %s, %s, root %d, %s)", (unsigned long long)d->count, dt,
+             op, d->root, algo);
   else
-    snprintf(buf, len, "allreduce(count %llu, %s, %s, %s)", (unsigned long long)d->count, dt, op,
-             algo);
+    snprintf(buf, len, "%s(count %llu, %s, %s, %s)",
+             d->kind == ZCOLL_COLL_REDUCE_SCATTER ? "reduce_scatter" : "allreduce",
+             (unsigned long long)d->count, dt, op, algo);
 }
 
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,

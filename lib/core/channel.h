@@ -118,7 +118,10 @@ enum {
   ZCOLL_COLL_BROADCAST = 2,
   ZCOLL_COLL_VEC = 3,
   ZCOLL_COLL_AGREE = 4,
-  ZCOLL_COLL_BARRIER = 5
+  ZCOLL_COLL_BARRIER = 5,
+  ZCOLL_COLL_ALLGATHER = 6,
+  ZCOLL_COLL_REDUCE_SCATTER = 7,
+  ZCOLL_COLL_REDUCE = 8
 };
 
 /* What a collective is: ranks must agree on all of it. */

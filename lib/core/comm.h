@@ -50,6 +50,9 @@ struct zcoll__plan_memo {
 
 #define ZCOLL_SCHED_CACHE 8
 #define ZCOLL_SCHED_BCAST 64
+#define ZCOLL_SCHED_AG 80      /* + an allgather algorithm */
+#define ZCOLL_SCHED_RS 96      /* + a reduce-scatter algorithm */
+#define ZCOLL_SCHED_REDUCE 112 /* + an allreduce algorithm, result on the root */
 
 /* A transport instance of the communicator: the peers it reaches have their channels
  * over it (chan->t). */

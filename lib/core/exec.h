@@ -30,6 +30,8 @@ struct zcoll__exec_state {
   int *grant_cur;              /* per schedule peer: the next receive to consider granting */
   struct zcoll_tl_rkey **gkey; /* per schedule peer: its result's key, for this run; NULL */
   uint64_t *gbase;             /* per schedule peer: where its result starts in gkey */
+  char *tmp;                   /* the runs' ZCOLL_BUF_TMP, grown on demand */
+  size_t tmp_cap;
 };
 
 /* A region registered for peers to write results into (a persistent request's result,
@@ -52,7 +54,7 @@ struct zcoll__run {
   zcoll_comm_t *comm;
   const struct zcoll__sched *s;
   struct zcoll__exec_state *e;
-  char *buf[2];
+  char *buf[ZCOLL_NBUFS]; /* where each starts: coordinate s->base[k] (zcoll__at) */
   size_t dsize, chunk;
   zcoll_dtype_t dtype;
   zcoll_op_t op;
@@ -92,6 +94,11 @@ void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st);
 #define ZCOLL_BLOCK_RECV 2
 /* Takes finished runs off comm->active (any position: a later run may finish first). */
 void zcoll__reap(zcoll_comm_t *comm);
+
+/* Buffer k's element at coordinate a (schedule.h). */
+static inline char *zcoll__at(const struct zcoll__run *r, int k, size_t a) {
+  return r->buf[k] + (a - r->s->base[k]) * r->dsize;
+}
 
 static inline size_t zcoll__op_end(const struct zcoll__sop *o) { return o->off + o->count; }
 

@@ -24,6 +24,7 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->grant_cur);
   free(e->gkey); /* the keys themselves went with their run */
   free(e->gbase);
+  free(e->tmp);
   free(e);
 }
 

@@ -21,10 +21,19 @@
 #define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
 
+/* A reduce-scatter in place ends with its block moved to the buffer's start (MPI's
+ * place), once nothing reads or writes the buffer any more: after its last op. */
+static void post_move(const struct zcoll__run *r) {
+  const struct zcoll__sched *s = r->s;
+  if (s->post_off != s->base[ZCOLL_BUF_DST])
+    memmove(r->buf[ZCOLL_BUF_DST], zcoll__at(r, ZCOLL_BUF_DST, s->post_off),
+            s->post_count * r->dsize);
+}
+
 static void finish_op(struct zcoll__run *r, int i) {
   if (!r->e->finished[i]) {
     r->e->finished[i] = 1;
-    r->remaining--;
+    if (--r->remaining == 0 && r->s->post_count) post_move(r);
   }
 }
 
@@ -111,7 +120,7 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
       continue;
     }
     if (!zcoll__deps_ready(r, o, a, b)) break;
-    const char *src = r->buf[o->buf] + a * r->dsize;
+    const char *src = zcoll__at(r, o->buf, a);
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
     /* A premul sum scales the input on its way out: into staging, never as it is. */
@@ -335,14 +344,14 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
                          c->peer, (unsigned long long)r->ordinal, sl->len - sl->data_off,
                          zcoll__imm_ord(sl->imm), len);
     const char *data = c->recv + (size_t)slot * comm->slot_bytes + sl->data_off;
-    char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+    char *dst = zcoll__at(r, o->buf, a);
     int64_t t0 = comm->trace.f ? zcoll__now_ns() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
       zcoll_status_t st0;
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
       if (!r->uop)
-        zcoll__reduce(r->dtype, r->op, dst, r->buf[o->acc] + a * r->dsize, data, b - a, divisor);
-      else if ((st0 = op_reduce(r, o->input, dst, r->buf[o->acc] + a * r->dsize, data, b - a)) !=
+        zcoll__reduce(r->dtype, r->op, dst, zcoll__at(r, o->acc, a), data, b - a, divisor);
+      else if ((st0 = op_reduce(r, o->input, dst, zcoll__at(r, o->acc, a), data, b - a)) !=
                ZCOLL_OK)
         return st0; /* before this piece counts: nothing made from it leaves this rank */
     } else if (sl->placed) {
@@ -413,9 +422,9 @@ static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
     const struct zcoll__sop *o = &s->ops[i];
     size_t a = r->e->pos[i], b = zcoll__piece_end(r, o, a);
     if (!zcoll__deps_ready(r, o, a, b)) break;
-    char *dst = r->buf[ZCOLL_BUF_DST] + a * r->dsize;
-    const char *src = r->buf[o->acc] + a * r->dsize;
-    if (r->uop && r->uop->kind == ZCOLL_OPK_PREMUL) /* p == 1: the input, scaled */
+    char *dst = zcoll__at(r, o->buf, a);
+    const char *src = zcoll__at(r, o->acc, a);
+    if (o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL) /* p == 1: the input, scaled */
       zcoll__scale_copy(r->dtype, dst, src, b - a, r->uop->scalar);
     else
       zcoll__copy(dst, src, (b - a) * r->dsize);
@@ -476,6 +485,19 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
     zcoll_status_t st = created_op(comm, r, s);
     if (st != ZCOLL_OK) return st;
   }
+  r->buf[ZCOLL_BUF_TMP] = NULL;
+  if (s->tmp_count) { /* the scratch lives with the executor state: one run uses it */
+    size_t bytes = s->tmp_count * r->dsize;
+    if (bytes > e->tmp_cap) {
+      char *t = malloc(bytes);
+      if (!t)
+        return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for %zu bytes of scratch", bytes);
+      free(e->tmp);
+      e->tmp = t;
+      e->tmp_cap = bytes;
+    }
+    r->buf[ZCOLL_BUF_TMP] = e->tmp;
+  }
   r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
   r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
   r->remaining = s->nops;
@@ -486,7 +508,9 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   /* A result inside a zcoll_mem_register region may be written by the peers directly,
    * for any call (a persistent request sets its own after this). */
   if (comm->mrs) {
-    size_t bytes = (size_t)desc->count * zcoll__dsize(dtype);
+    /* an allgather's result is every rank's block: the whole of its coordinates */
+    size_t n = desc->kind == ZCOLL_COLL_ALLGATHER ? s->count : (size_t)desc->count;
+    size_t bytes = n * zcoll__dsize(dtype);
     if (bytes > comm->slot_bytes && comm->slot_bytes >= ZCOLL_GRANT_MAX_BYTES && dst)
       r->grant = zcoll__mr_grant(comm, dst, bytes, &r->grant_base);
   }

@@ -97,6 +97,9 @@ static const char *kind_name(int kind) {
   case ZCOLL_COLL_VEC: return "vec_allreduce";
   case ZCOLL_COLL_AGREE: return "agreement";
   case ZCOLL_COLL_BARRIER: return "barrier";
+  case ZCOLL_COLL_ALLGATHER: return "allgather";
+  case ZCOLL_COLL_REDUCE_SCATTER: return "reduce_scatter";
+  case ZCOLL_COLL_REDUCE: return "reduce";
   default: return "unknown";
   }
 }
@@ -104,6 +107,10 @@ static const char *kind_name(int kind) {
 static const char *algo_name(int kind, int algo) {
   if (kind == ZCOLL_COLL_BROADCAST)
     return algo < zcoll__nbcast_algos ? zcoll__bcast_algos[algo]->name : "?";
+  if (kind == ZCOLL_COLL_ALLGATHER)
+    return algo < zcoll__nag_algos ? zcoll__ag_algos[algo]->name : "?";
+  if (kind == ZCOLL_COLL_REDUCE_SCATTER)
+    return algo < zcoll__nrs_algos ? zcoll__rs_algos[algo]->name : "?";
   return algo < zcoll__nalgos ? zcoll__algos[algo]->name : "?";
 }
 

@@ -48,7 +48,7 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
           !zcoll__deps_ready(r, o, a, b))
         return slot;
       *final = 1;
-      return r->buf[ZCOLL_BUF_DST] + a * r->dsize;
+      return zcoll__at(r, o->buf, a);
     }
     ahead--;
     if (b == zcoll__op_end(o)) {

@@ -245,3 +245,27 @@ Test(scatter_gather, bad_arguments, .timeout = 120) {
     cr_expect_eq(rt_run(&job), 0, "case %d: %s", which, job.first);
   }
 }
+
+/* ---- between processes ---- */
+
+/* p = 2 and 4 (a power of two: recursive doubling/halving below 256 KiB, the ring above)
+ * and 7 (the ring); ZCOLL_TEST_SAMPLE=1 (CI's sanitizer pass) runs p = 4, the plain pass
+ * the others. */
+static void run_procs(const char *tl) {
+  static const char *const sizes[] = {"2", "4", "7"};
+  for (int k = 0; k < 3; k++) {
+    if (!zt_keep(k == 1)) continue;
+    char transport[64];
+    snprintf(transport, sizeof(transport), "ZCOLL_TRANSPORT=%s", tl);
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", sizes[k], SP_PROG("sg_check"), NULL};
+    const char *env[] = {transport, NULL};
+    struct sp_result r = sp_run(argv, env, 240);
+    cr_expect_eq(r.status, 0, "%s p=%s: exit %d\n%s", tl, sizes[k], r.status, r.out);
+    cr_expect(strstr(r.out, "sg_check: 110 cases over") != NULL, "%s p=%s:\n%s", tl, sizes[k],
+              r.out);
+    free(r.out);
+  }
+}
+
+Test(scatter_gather, processes_shm, .timeout = 600) { run_procs("shm"); }
+Test(scatter_gather, processes_ucx, .timeout = 600) { run_procs("ucx"); }

@@ -1,5 +1,6 @@
 """The communicator: Comm, with allreduce and broadcast in their blocking, non-blocking
-and persistent forms, and the vector interface's keys (Comm.vec)."""
+and persistent forms, barrier, the vector interface's keys (Comm.vec), and (from
+collectives.py) allgather, reduce-scatter, reduce and the object collectives."""
 import atexit
 import sys
 import weakref
@@ -7,6 +8,7 @@ from ctypes import byref, c_char_p, c_void_p, sizeof
 from threading import get_ident
 
 from . import _buffers, _config, _wait
+from .collectives import Collectives
 from ._errors import IN_PROGRESS, error
 from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
@@ -36,7 +38,7 @@ def _close_at_exit():
         comm._release(abort=failed)
 
 
-class Comm:
+class Comm(Collectives):
     """A zcoll communicator over all the ranks of the job.
 
     Comm() reads the rank, the size and the rendezvous address from the environment

@@ -33,6 +33,7 @@ struct sg_case {
   int root;     /* reduce */
   int nonblocking;
   unsigned salt;
+  int reg; /* the result buffer zcoll_mem_register'ed: peers may write it (verbs grants) */
 };
 
 static inline int sg_guard_ok(const unsigned char *p) {
@@ -93,7 +94,13 @@ static inline int sg_run(zcoll_comm_t *comm, const struct sg_case *c, char *msg,
   void *recv = out;
   if (c->kind == SG_REDUCE && !is_root && c->salt % 2) recv = NULL; /* MPI: not used there */
   zcoll_request_t *q = NULL;
-  zcoll_status_t st;
+  zcoll_mr_t *mr = NULL;
+  zcoll_status_t st = ZCOLL_OK;
+  if (c->reg && out_n && (st = zcoll_mem_register(comm, out, out_n * ds, &mr)) != ZCOLL_OK) {
+    snprintf(msg, len, "zcoll_mem_register: %s", zcoll_comm_last_error(comm));
+    free(in), free(keep), free(out);
+    return 1;
+  }
   switch (c->kind) {
   case SG_ALLGATHER:
     st = c->nonblocking ? zcoll_iallgather(comm, send, recv, n, c->dt, &q)
@@ -110,6 +117,7 @@ static inline int sg_run(zcoll_comm_t *comm, const struct sg_case *c, char *msg,
   }
   if (st == ZCOLL_OK && q) st = zcoll_wait(q);
   if (q) zcoll_request_free(q);
+  if (mr) zcoll_mem_deregister(mr);
   char what[160];
   snprintf(what, sizeof(what), "%s%s%s %s %s count %zu root %d p %d", c->nonblocking ? "i" : "",
            sg_kind_names[c->kind], c->in_place ? " in place" : "", zcoll_dtype_name(c->dt),

@@ -253,6 +253,39 @@ Test(info, selection_is_the_selectors) {
   remove(path);
 }
 
+/* -t: the other collectives' choices, from the same code (select.c); an unknown one is a
+ * clear error. Allgather and reduce-scatter: recursive doubling / halving for a power of
+ * two up to 256 KiB, the ring otherwise; the reduce says it takes the allreduce's. */
+Test(info, selection_of_other_collectives) {
+  static const char *const colls[] = {"allgather", "reduce_scatter"};
+  static const char *const logs[] = {"recursive_doubling", "recursive_halving"};
+  for (int c = 0; c < 2; c++)
+    for (int p = 2; p <= 8; p++) {
+      char np[8];
+      snprintf(np, sizeof(np), "%d", p);
+      const char *args[] = {"-s", "-np", np, "-t", colls[c], "-b", "8", "-e", "64M", NULL};
+      char *out = info_run(args, NULL, 0);
+      struct row rows[32];
+      int n = parse_selection(out, rows, 32);
+      cr_assert_eq(n, 24, "%s p=%d: %d rows\n%s", colls[c], p, n, out);
+      for (int i = 0; i < n; i++) {
+        int pow2 = (p & (p - 1)) == 0;
+        const char *want = pow2 && rows[i].bytes <= (256u << 10) ? logs[c] : "ring";
+        cr_expect_str_eq(rows[i].algo, want, "%s p=%d %zu bytes", colls[c], p, rows[i].bytes);
+      }
+      free(out);
+    }
+  const char *reduce[] = {"-s", "-np", "4", "-t", "reduce", "-e", "8", NULL};
+  char *out = info_run(reduce, NULL, 0);
+  cr_expect(strstr(out, "# reduce of 4 ranks") && strstr(out, "the allreduce's choice: "), "%s",
+            out);
+  free(out);
+  const char *bad[] = {"-s", "-np", "4", "-t", "gather", NULL};
+  out = info_run(bad, NULL, 2);
+  cr_expect(strstr(out, "unknown collective 'gather'") && !strstr(out, "# gather"), "%s", out);
+  free(out);
+}
+
 /* The algorithm column of real jobs at p = 2..8, every power of two from 8 B to 64 MiB, and the
  * chunk and depth their ranks log, against zcoll_info -s for the same rank count and sweep. */
 Test(info, selection_is_what_zcoll_perf_runs, .timeout = 600) {

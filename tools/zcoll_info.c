@@ -10,8 +10,9 @@
  *   zcoll_info -d     devices: each transport's findings (RDMA ports, UCX's transports
  *                     and devices, shm's prerequisites), then per transport "usable" or
  *                     "not usable: <reason>"
- *   zcoll_info -s -np P [-b MIN] [-e MAX] [-f FACTOR]
- *                     the allreduce's algorithm, chunk, depth and deciding rule per size
+ *   zcoll_info -s -np P [-t COLL] [-b MIN] [-e MAX] [-f FACTOR]
+ *                     the allreduce's (or COLL's) algorithm, chunk, depth and deciding rule
+ *                     per size
  *   zcoll_info -b     build: transports, reduction kernels, library versions
  *
  * Exit status: 0; 1 if the configuration cannot be created (e.g. a bad ZCOLL_* value
@@ -30,7 +31,8 @@
 #define PROG "zcoll_info"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: " PROG " [-v] [-c] [-d] [-b] [-s -np P [-b MIN] [-e MAX] [-f FACTOR]] [-h]\n"
+  fprintf(f, "usage: " PROG
+             " [-v] [-c] [-d] [-b] [-s -np P [-t COLL] [-b MIN] [-e MAX] [-f FACTOR]] [-h]\n"
              "  -v          print the library version\n"
              "  -c          print every configuration variable: current value, default and doc\n"
              "  -d          print what each transport finds here (RDMA devices and ports, UCX's\n"
@@ -40,7 +42,9 @@ static void usage(FILE *f) {
              "  -s -np P    print, for P ranks on this host, the allreduce's algorithm, chunk\n"
              "              bytes, pipeline depth and the rule that chose it for each size from\n"
              "              -b MIN to -e MAX bytes (default 8 and 64M; K, M, G suffixes),\n"
-             "              multiplying by -f FACTOR (default 2), as zcoll_perf's sizes go\n"
+             "              multiplying by -f FACTOR (default 2), as zcoll_perf's sizes go;\n"
+             "              -t COLL explains another collective instead: broadcast, reduce,\n"
+             "              allgather, reduce_scatter (sizes: all ranks' blocks) or barrier\n"
              "  -h, --help  print this help\n"
              "With no option, prints the version and the configuration (-v -c).\n"
              "The ZCOLL_* environment applies throughout (ZCOLL_ALGO, ZCOLL_TUNING_FILE,\n"
@@ -144,7 +148,8 @@ static int print_config(void) {
 struct opts {
   int version, config, devices, build, select;
   int ranks;
-  int sweep; /* -np, -e or -f given */
+  int sweep;        /* -np, -e, -f or -t given */
+  const char *coll; /* -t: the collective -s explains (allreduce) */
   size_t min_bytes, max_bytes, factor;
 };
 
@@ -225,17 +230,22 @@ static int print_selection(zcoll_config_t *cfg, const void *arg) {
   char algo[64] = "", tuning[512] = "";
   zcoll_config_get(cfg, "ALGO", algo, sizeof algo);
   zcoll_config_get(cfg, "TUNING_FILE", tuning, sizeof tuning);
-  printf("#\n# allreduce of %d ranks on this host: ZCOLL_ALGO=%s, %s\n", o->ranks, algo,
+  zcoll_allreduce_plan_t first; /* an unknown -t: the error, before any heading */
+  if (zcoll_collective_explain(cfg, o->coll, o->ranks, o->min_bytes, &first) != ZCOLL_OK) {
+    fprintf(stderr, PROG ": %s\n", zcoll_last_error());
+    return 2;
+  }
+  printf("#\n# %s of %d ranks on this host: ZCOLL_ALGO=%s, %s\n", o->coll, o->ranks, algo,
          tuning[0] ? tuning : "built-in table");
-  printf("# %12s  %-10s %10s %6s  %s\n", "bytes", "algorithm", "chunk", "depth", "rule");
+  printf("# %12s  %-18s %10s %6s  %s\n", "bytes", "algorithm", "chunk", "depth", "rule");
   for (size_t b = o->min_bytes;; b *= o->factor) {
     zcoll_allreduce_plan_t p;
-    zcoll_status_t st = zcoll_allreduce_explain(cfg, o->ranks, b, &p);
+    zcoll_status_t st = zcoll_collective_explain(cfg, o->coll, o->ranks, b, &p);
     if (st != ZCOLL_OK) {
       fprintf(stderr, PROG ": %s: %s\n", zcoll_strerror(st), zcoll_last_error());
       return 1;
     }
-    printf("  %12zu  %-10s %10zu %6d  %s\n", b, p.algorithm, p.chunk_bytes, p.depth, p.reason);
+    printf("  %12zu  %-18s %10zu %6d  %s\n", b, p.algorithm, p.chunk_bytes, p.depth, p.reason);
     if (b > o->max_bytes / o->factor || b == 0) break;
   }
   return 0;
@@ -283,6 +293,10 @@ static int parse_args(int argc, char **argv, struct opts *o) {
         o->ranks = (int)v;
       o->sweep = 1;
       i++;
+    } else if (!strcmp(a, "-t") && next) {
+      o->coll = next;
+      o->sweep = 1;
+      i++;
     } else if (!strcmp(a, "-b") || !strcmp(a, "-e")) {
       /* Sizes as zcoll_perf reads them, so that one sweep means the same to both. */
       if (pt_parse_size(next, a[1] == 'b' ? &o->min_bytes : &o->max_bytes)) {
@@ -312,7 +326,7 @@ static int parse_args(int argc, char **argv, struct opts *o) {
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {0, 0, 0, 0, 0, 0, 0, 8, (size_t)64 << 20, 2};
+  struct opts o = {0, 0, 0, 0, 0, 0, 0, "allreduce", 8, (size_t)64 << 20, 2};
   int rc = parse_args(argc, argv, &o);
   if (rc) return rc;
   if (!o.devices && !o.build && !o.select && !o.version && !o.config) o.version = o.config = 1;

@@ -44,6 +44,46 @@ zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, siz
   return ZCOLL_OK;
 }
 
+zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *coll, int ranks,
+                                        size_t bytes, zcoll_allreduce_plan_t *plan) {
+  if (!coll || !plan)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_explain: NULL argument");
+  int ag = !strcmp(coll, "allgather"), rs = !strcmp(coll, "reduce_scatter");
+  int bc = !strcmp(coll, "broadcast"), ba = !strcmp(coll, "barrier");
+  if (!ag && !rs && !bc && !ba && strcmp(coll, "allreduce") && strcmp(coll, "reduce"))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_collective_explain: unknown collective '%s' (allreduce, broadcast, "
+                       "reduce, allgather, reduce_scatter, barrier)",
+                       coll);
+  /* The pipeline, and the allreduce's choice, which a reduce makes too. */
+  zcoll_status_t st = zcoll_allreduce_explain(cfg, ranks, bytes, plan);
+  if (st != ZCOLL_OK || !strcmp(coll, "allreduce")) return st;
+  if (!strcmp(coll, "reduce")) {
+    static const char as[] = "the allreduce's choice: "; /* its reason, shortened to fit */
+    size_t keep = sizeof(plan->reason) - sizeof(as);
+    memmove(plan->reason + sizeof(as) - 1, plan->reason, keep);
+    plan->reason[sizeof(plan->reason) - 1] = '\0';
+    memcpy(plan->reason, as, sizeof(as) - 1);
+  } else if (ag || rs) {
+    int a = zcoll__select_gather(rs, ranks, bytes, plan->reason, sizeof(plan->reason));
+    plan->algorithm = rs ? zcoll__rs_algos[a]->name : zcoll__ag_algos[a]->name;
+  } else if (ba) {
+    plan->algorithm = "butterfly";
+    snprintf(plan->reason, sizeof(plan->reason),
+             "always: one byte, ceil(log2 p) rounds of one message");
+  } else if (cfg->bcast_algo[0] && strcmp(cfg->bcast_algo, "auto")) {
+    plan->algorithm = zcoll__bcast_algos[zcoll__bcast_algo_find(cfg->bcast_algo)]->name;
+    snprintf(plan->reason, sizeof(plan->reason), "forced by ZCOLL_BCAST_ALGO");
+  } else {
+    struct zcoll__selector sel;
+    if ((st = zcoll__selector_init(&sel, cfg->tuning_file)) != ZCOLL_OK) return st;
+    int a = zcoll__select_bcast(&sel, ranks, bytes, plan->reason, sizeof(plan->reason));
+    plan->algorithm = zcoll__bcast_algos[a]->name;
+    zcoll__selector_free(&sel);
+  }
+  return ZCOLL_OK;
+}
+
 void zcoll_build_info(zcoll_build_info_t *info) {
   if (!info) return;
   zcoll__reduce_isas_built(info->kernels_built, sizeof(info->kernels_built));

@@ -5,14 +5,19 @@
  * at p >= 4, so the ring) and blocking or not varying across them; the root moves.
  * Prints "sg_check: N cases over TRANSPORT" and exits 0 when all are right.
  *
- *   sg_check
- */
+ *   sg_check [MAX_COUNT [register]]
+ *
+ * MAX_COUNT caps the counts (the emulated RDMA guest is slow); `register` registers each
+ * result buffer (zcoll_mem_register), so that over verbs the peers write results into it
+ * directly (grants). */
 #include <stdio.h>
 
 #include "../sg_check.h"
 
-int main(void) {
+int main(int argc, char **argv) {
   static const size_t counts[] = {0, 1, 7, 300, 70000};
+  size_t max = argc > 1 ? strtoull(argv[1], NULL, 10) : 70000;
+  int reg = argc > 2 && strcmp(argv[2], "register") == 0;
   zcoll_comm_t *comm;
   if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) {
     fprintf(stderr, "sg_check: init: %s\n", zcoll_last_error());
@@ -28,6 +33,8 @@ int main(void) {
         struct sg_case c = {kind,  (zcoll_dtype_t)dt, (zcoll_op_t)op, (dt + op) % 2, counts[v % 5],
                             v % p, v % 3 == 0,        (unsigned)v};
         if (c.kind == SG_REDUCE && c.in_place && rank != c.root) c.in_place = 0;
+        if (c.count > max) c.count = max;
+        c.reg = reg;
         if (sg_run(comm, &c, msg, sizeof(msg))) {
           fprintf(stderr, "sg_check: rank %d: %s\n", rank, msg);
           return 1;

@@ -441,6 +441,12 @@ ZCOLL_API zcoll_status_t zcoll_ireduce_scatter(zcoll_comm_t *comm, const void *s
                                                zcoll_op_t op, zcoll_request_t **req);
 ZCOLL_API zcoll_status_t zcoll_reduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root);
+/* The algorithm comm would run for a collective of these arguments (count per rank, as in
+ * the call; op and root where the collective has them): coll is "allreduce", "broadcast",
+ * "reduce", "allgather", "reduce_scatter" or "barrier". Local. */
+ZCOLL_API zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll,
+                                                    size_t count, zcoll_dtype_t dtype,
+                                                    zcoll_op_t op, int root, const char **name);
 ZCOLL_API zcoll_status_t zcoll_ireduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                        size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root,
                                        zcoll_request_t **req);

@@ -145,6 +145,58 @@ static int mpi_wait(void *ctx, struct pt_req *req) {
   return 0;
 }
 
+/* MPI_Allgather's in-place form has the rank's block in recvbuf already. */
+static int mpi_allgather(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                         enum pt_dtype t) {
+  struct mpi_ctx *c = ctx;
+  if (mpi_count(count * (size_t)c->nranks)) return -1;
+  int err = sendbuf ? MPI_Allgather(sendbuf, (int)count, mpi_dtype(t), recvbuf, (int)count,
+                                    mpi_dtype(t), MPI_COMM_WORLD)
+                    : MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, (int)count,
+                                    mpi_dtype(t), MPI_COMM_WORLD);
+  return err == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Allgather", err);
+}
+
+static int mpi_iallgather(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                          enum pt_dtype t, struct pt_req **req) {
+  struct mpi_ctx *c = ctx;
+  struct mpi_req *q = mpi_req_take(c, count * (size_t)c->nranks);
+  if (q == NULL) return -1;
+  int err = sendbuf ? MPI_Iallgather(sendbuf, (int)count, mpi_dtype(t), recvbuf, (int)count,
+                                     mpi_dtype(t), MPI_COMM_WORLD, &q->r)
+                    : MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recvbuf, (int)count,
+                                     mpi_dtype(t), MPI_COMM_WORLD, &q->r);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Iallgather", err);
+  *q = (struct mpi_req){q->r, recvbuf, 0, t, false, true};
+  *req = (struct pt_req *)q;
+  return 0;
+}
+
+/* MPI_Reduce_scatter_block: in place, the input is recvbuf and the block lands at its start. */
+static int mpi_reduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                              enum pt_dtype t, enum pt_op op) {
+  struct mpi_ctx *c = ctx;
+  if (mpi_count(count * (size_t)c->nranks)) return -1;
+  int err = MPI_Reduce_scatter_block(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count,
+                                     mpi_dtype(t), mpi_op(op), MPI_COMM_WORLD);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Reduce_scatter_block", err);
+  if (op == PT_AVG) pt_divide(recvbuf, count, t, c->nranks);
+  return 0;
+}
+
+static int mpi_ireduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                               enum pt_dtype t, enum pt_op op, struct pt_req **req) {
+  struct mpi_ctx *c = ctx;
+  struct mpi_req *q = mpi_req_take(c, count * (size_t)c->nranks);
+  if (q == NULL) return -1;
+  int err = MPI_Ireduce_scatter_block(sendbuf ? sendbuf : MPI_IN_PLACE, recvbuf, (int)count,
+                                      mpi_dtype(t), mpi_op(op), MPI_COMM_WORLD, &q->r);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Ireduce_scatter_block", err);
+  *q = (struct mpi_req){q->r, recvbuf, count, t, op == PT_AVG, true};
+  *req = (struct pt_req *)q;
+  return 0;
+}
+
 static int mpi_barrier(void *ctx) {
   int err = MPI_Barrier(MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Barrier", err);
@@ -177,8 +229,8 @@ static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  static const struct pt_prog prog = {PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER,
-                                      NULL};
+  static const struct pt_prog prog = {
+      PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER, NULL};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
@@ -222,6 +274,10 @@ int main(int argc, char **argv) {
       .broadcast = mpi_broadcast,
       .ibroadcast = mpi_ibroadcast,
       .ibarrier = mpi_ibarrier,
+      .allgather = mpi_allgather,
+      .iallgather = mpi_iallgather,
+      .reduce_scatter = mpi_reduce_scatter,
+      .ireduce_scatter = mpi_ireduce_scatter,
   };
   if (ctx.rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -269,3 +269,48 @@ static void run_procs(const char *tl) {
 
 Test(scatter_gather, processes_shm, .timeout = 600) { run_procs("shm"); }
 Test(scatter_gather, processes_ucx, .timeout = 600) { run_procs("ucx"); }
+
+/* zcoll_perf -t allgather / reduce_scatter: nccl-tests' all_gather_perf and
+ * reduce_scatter_perf tables (size: all ranks' blocks, count: one rank's), every result
+ * checked by the harness, blocking and not, at p = 3 (the ring) and 4 (recursive
+ * doubling / halving below 256 KiB, the ring above). */
+Test(scatter_gather, zcoll_perf_tables, .timeout = 300) {
+  static const char *const colls[] = {"allgather", "reduce_scatter"};
+  static const char *const algos[] = {"recursive_doubling", "recursive_halving"};
+  for (int c = 0; c < 2; c++)
+    for (int np = 3; np <= 4; np++) {
+      char nps[8];
+      snprintf(nps, sizeof(nps), "%d", np);
+      const char *argv[] = {SP_BIN("zcoll_run"),
+                            "-np",
+                            nps,
+                            SP_BIN("zcoll_perf"),
+                            "-t",
+                            colls[c],
+                            "-b",
+                            "96",
+                            "-e",
+                            "1536K",
+                            "-f",
+                            "16",
+                            "-n",
+                            "5",
+                            "-w",
+                            "1",
+                            "-z",
+                            np == 3 ? "0" : "1",
+                            NULL};
+      const char *env[] = {"ZCOLL_TRANSPORT=shm", NULL};
+      struct sp_result r = sp_run(argv, env, 240);
+      cr_expect_eq(r.status, 0, "%s np=%d: exit %d\n%s", colls[c], np, r.status, r.out);
+      /* 96 B of float: 24 elements, np=3: 8 each; np=4: 6 each (4-byte floats) */
+      char row[96];
+      snprintf(row, sizeof(row), "          96  %12d     float  %6s      -1", 24 / np,
+               c ? "sum" : "none");
+      cr_expect(strstr(r.out, row) != NULL, "%s np=%d: no row '%s'\n%s", colls[c], np, row, r.out);
+      cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "%s\n%s", colls[c], r.out);
+      cr_expect(strstr(r.out, np == 3 ? "  ring\n" : algos[c]) != NULL, "%s np=%d\n%s", colls[c],
+                np, r.out);
+      free(r.out);
+    }
+}

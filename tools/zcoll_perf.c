@@ -1,5 +1,6 @@
 /* zcoll_perf: the allreduce benchmark, in the manner of nccl-tests' all_reduce_perf, and
- * with -t broadcast the broadcast's, in the manner of its broadcast_perf.
+ * with -t broadcast the broadcast's, in the manner of its broadcast_perf (-t allgather,
+ * -t reduce_scatter: its all_gather_perf and reduce_scatter_perf; -t barrier).
  *
  *   zcoll_run -np 4 zcoll_perf -b 8 -e 64M -f 2 -d float -o sum
  *   zcoll_run -np 4 zcoll_perf -t broadcast -r 1 -b 8 -e 64M
@@ -111,6 +112,50 @@ static int perf_ibroadcast(void *ctx, void *buf, size_t count, enum pt_dtype t, 
   return 0;
 }
 
+static int perf_allgather(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                          enum pt_dtype t) {
+  struct perf_ctx *c = ctx;
+  zcoll_status_t st = zcoll_allgather(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf, count,
+                                      dtype_map[t]);
+  return check(c, st, "zcoll_allgather (rank %d, %zu x %s, %s)", c->rank, count, pt_dtype_names[t],
+               placement(sendbuf));
+}
+
+static int perf_iallgather(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                           enum pt_dtype t, struct pt_req **req) {
+  struct perf_ctx *c = ctx;
+  zcoll_request_t *r = NULL;
+  zcoll_status_t st = zcoll_iallgather(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf, count,
+                                       dtype_map[t], &r);
+  if (check(c, st, "zcoll_iallgather (rank %d, %zu x %s, %s)", c->rank, count, pt_dtype_names[t],
+            placement(sendbuf)))
+    return -1;
+  *req = (struct pt_req *)r;
+  return 0;
+}
+
+static int perf_reduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                               enum pt_dtype t, enum pt_op op) {
+  struct perf_ctx *c = ctx;
+  zcoll_status_t st = zcoll_reduce_scatter(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf,
+                                           count, dtype_map[t], op_map[op]);
+  return check(c, st, "zcoll_reduce_scatter (rank %d, %zu x %s, %s, %s)", c->rank, count,
+               pt_dtype_names[t], pt_op_names[op], placement(sendbuf));
+}
+
+static int perf_ireduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                                enum pt_dtype t, enum pt_op op, struct pt_req **req) {
+  struct perf_ctx *c = ctx;
+  zcoll_request_t *r = NULL;
+  zcoll_status_t st = zcoll_ireduce_scatter(c->comm, sendbuf ? sendbuf : ZCOLL_IN_PLACE, recvbuf,
+                                            count, dtype_map[t], op_map[op], &r);
+  if (check(c, st, "zcoll_ireduce_scatter (rank %d, %zu x %s, %s, %s)", c->rank, count,
+            pt_dtype_names[t], pt_op_names[op], placement(sendbuf)))
+    return -1;
+  *req = (struct pt_req *)r;
+  return 0;
+}
+
 /* A request that ended, well or not, is freed here: completion does not free it. */
 static int perf_wait(void *ctx, struct pt_req *req) {
   struct perf_ctx *c = ctx;
@@ -164,6 +209,11 @@ static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dt
     zcoll_status_t st = zcoll_broadcast_algorithm(c->comm, count, dtype_map[t], root, name);
     return check(c, st, "zcoll_broadcast_algorithm (rank %d, %zu x %s)", c->rank, count,
                  pt_dtype_names[t]);
+  }
+  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER) {
+    zcoll_status_t st = zcoll_collective_algorithm(c->comm, pt_coll_names[coll], count,
+                                                   dtype_map[t], op_map[op], root, name);
+    return check(c, st, "zcoll_collective_algorithm (rank %d, %s)", c->rank, pt_coll_names[coll]);
   }
   zcoll_status_t st = zcoll_allreduce_algorithm(c->comm, count, dtype_map[t], op_map[op], name);
   return check(c, st, "zcoll_allreduce_algorithm (rank %d, %zu x %s, %s)", c->rank, count,
@@ -285,7 +335,7 @@ int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
       PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST |
-          PT_HAS_BARRIER,
+          PT_HAS_BARRIER | PT_HAS_GATHER,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
       "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
       "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
@@ -327,6 +377,10 @@ int main(int argc, char **argv) {
       .broadcast = perf_broadcast,
       .ibroadcast = perf_ibroadcast,
       .ibarrier = perf_ibarrier,
+      .allgather = perf_allgather,
+      .iallgather = perf_iallgather,
+      .reduce_scatter = perf_reduce_scatter,
+      .ireduce_scatter = perf_ireduce_scatter,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
       .collectives = perf_collectives,

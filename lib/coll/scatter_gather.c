@@ -215,3 +215,35 @@ zcoll_status_t zcoll_reduce(zcoll_comm_t *comm, const void *sendbuf, void *recvb
   st = zcoll__reduce_plan(comm, sendbuf, recvbuf, count, dtype, op, root, &pl);
   return leave(comm, run(comm, st, &pl));
 }
+
+zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll, size_t count,
+                                          zcoll_dtype_t dtype, zcoll_op_t op, int root,
+                                          const char **name) {
+  if (!comm || !coll || !name)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_algorithm: NULL argument");
+  int ag = !strcmp(coll, "allgather"), rs = !strcmp(coll, "reduce_scatter");
+  if (!strcmp(coll, "allreduce") || !strcmp(coll, "reduce"))
+    return zcoll_allreduce_algorithm(comm, count, dtype, op, name);
+  if (!strcmp(coll, "broadcast")) return zcoll_broadcast_algorithm(comm, count, dtype, root, name);
+  if (!strcmp(coll, "barrier")) {
+    *name = zcoll__algos[comm->butterfly_algo]->name;
+    return ZCOLL_OK;
+  }
+  if ((!ag && !rs) || (unsigned)dtype >= ZCOLL_DTYPE_COUNT)
+    return zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                           "zcoll_collective_algorithm: unknown collective '%s' "
+                                           "or dtype %d",
+                                           coll, (int)dtype));
+  const struct zcoll__op_def *d = rs && (unsigned)op >= ZCOLL_OP_COUNT
+                                      ? zcoll__op_get(op, "zcoll_collective_algorithm")
+                                      : NULL;
+  size_t bytes = count * (size_t)comm->size * zcoll__dsize(dtype);
+  if (d && !d->commutative)
+    *name = "chain";
+  else if (rs)
+    *name = zcoll__rs_algos[zcoll__select_gather(1, comm->size, bytes, NULL, 0)]->name;
+  else
+    *name = zcoll__ag_algos[zcoll__select_gather(0, comm->size, bytes, NULL, 0)]->name;
+  zcoll__op_put(d);
+  return ZCOLL_OK;
+}

@@ -16,14 +16,20 @@ static inline int pt_call_blocking(const struct pt_backend *be, const struct pt_
   if (c->coll == PT_COLL_BROADCAST)
     return be->broadcast(be->ctx, c->recvbuf, c->count, c->t, c->root);
   if (c->coll == PT_COLL_BARRIER) return be->barrier(be->ctx);
+  if (c->coll == PT_COLL_ALLGATHER)
+    return be->allgather(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t);
+  if (c->coll == PT_COLL_REDUCE_SCATTER)
+    return be->reduce_scatter(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
   return be->allreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
 }
 
 /* Whether the backend can post this collective non-blocking. */
 static inline bool pt_has_nonblocking(const struct pt_backend *be, enum pt_coll coll) {
-  return coll == PT_COLL_BROADCAST ? be->ibroadcast != NULL
-         : coll == PT_COLL_BARRIER ? be->ibarrier != NULL
-                                   : be->iallreduce != NULL;
+  return coll == PT_COLL_BROADCAST        ? be->ibroadcast != NULL
+         : coll == PT_COLL_BARRIER        ? be->ibarrier != NULL
+         : coll == PT_COLL_ALLGATHER      ? be->iallgather != NULL
+         : coll == PT_COLL_REDUCE_SCATTER ? be->ireduce_scatter != NULL
+                                          : be->iallreduce != NULL;
 }
 
 static inline int pt_wait_oldest(const struct pt_backend *be, struct pt_window *w) {
@@ -46,8 +52,11 @@ static inline int pt_post_one(const struct pt_backend *be, struct pt_window *w,
   struct pt_req *r;
   int rc = c->coll == PT_COLL_BROADCAST
                ? be->ibroadcast(be->ctx, c->recvbuf, c->count, c->t, c->root, &r)
-           : c->coll == PT_COLL_BARRIER
-               ? be->ibarrier(be->ctx, &r)
+           : c->coll == PT_COLL_BARRIER ? be->ibarrier(be->ctx, &r)
+           : c->coll == PT_COLL_ALLGATHER
+               ? be->iallgather(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, &r)
+           : c->coll == PT_COLL_REDUCE_SCATTER
+               ? be->ireduce_scatter(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r)
                : be->iallreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r);
   if (rc) return -1;
   w->req[(w->head + w->n) % PT_WINDOW] = r;

@@ -46,6 +46,16 @@ struct pt_backend {
   /* optional: post one barrier, ended by wait (-t barrier times `barrier` above, or this
    * with -z 0) */
   int (*ibarrier)(void *ctx, struct pt_req **req);
+  /* optional (PT_HAS_GATHER): MPI_Allgather (sendbuf NULL: in place, rank's block of
+   * recvbuf) and MPI_Reduce_scatter_block (sendbuf NULL: the input in recvbuf, the block to
+   * its start), count per rank; their non-blocking forms, optional, ended by wait */
+  int (*allgather)(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t);
+  int (*iallgather)(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                    struct pt_req **req);
+  int (*reduce_scatter)(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                        enum pt_dtype t, enum pt_op op);
+  int (*ireduce_scatter)(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                         enum pt_dtype t, enum pt_op op, struct pt_req **req);
   /* optional (PT_HAS_REGISTER): register [addr, addr + len) until deregister_all */
   int (*register_mem)(void *ctx, void *addr, size_t len);
   int (*deregister_all)(void *ctx);
@@ -62,9 +72,9 @@ struct pt_call {
   enum pt_coll coll;
   unsigned char *sendbuf; /* NULL: in place, the data is in recvbuf (a broadcast: always) */
   unsigned char *recvbuf; /* a broadcast's only buffer */
-  size_t count;
+  size_t count;           /* an allgather's and a reduce-scatter's: per rank */
   enum pt_dtype t;
-  enum pt_op op; /* an allreduce's */
+  enum pt_op op; /* an allreduce's, a reduce-scatter's */
   int root;      /* a broadcast's */
 };
 

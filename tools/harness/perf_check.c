@@ -194,6 +194,9 @@ static int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op 
                             bool with_ref) {
   pat->dtype = t;
   pat->op = op;
+  pat->coll = PT_COLL_ALLREDUCE;
+  pat->rank = 0;
+  pat->nranks = 1;
   pat->esize = pt_dtype_size(t);
   pat->period = period;
   pat->input = malloc(pat->period * pat->esize);
@@ -242,6 +245,34 @@ void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt)
     memset(pat->input, PT_POISON, pat->period * pat->esize);
 }
 
+/* ---- an allgather's and a reduce-scatter's ------------------------------------------ */
+
+int pt_pattern_init_scatter(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank,
+                            int nranks, bool with_ref) {
+  if (pt_pattern_init(pat, t, op, rank, nranks, with_ref)) return -1;
+  pat->coll = PT_COLL_REDUCE_SCATTER;
+  pat->rank = rank;
+  pat->nranks = nranks;
+  return 0;
+}
+
+/* Rank q's allgather input: the broadcast's values with q as the root (never the poison). */
+static void pt_gather_block(enum pt_dtype t, int q, unsigned char *blk) {
+  for (size_t i = 0; i < PT_BCAST_PERIOD; i++) {
+    int64_t v = pt_bcast_value(t, q, i, 0);
+    pt_store(t, blk + i * pt_dtype_size(t), v, (double)v);
+  }
+}
+
+int pt_pattern_init_gather(struct pt_pattern *pat, enum pt_dtype t, int rank, int nranks) {
+  if (pt_pattern_alloc(pat, t, PT_SUM, PT_BCAST_PERIOD, true)) return -1;
+  pt_gather_block(t, rank, pat->input);
+  pat->coll = PT_COLL_ALLGATHER;
+  pat->rank = rank;
+  pat->nranks = nranks;
+  return 0;
+}
+
 void pt_pattern_free(struct pt_pattern *pat) {
   free(pat->input);
   free(pat->ref);
@@ -285,22 +316,75 @@ static uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count) {
   return wrong;
 }
 
+/* Where a run's input lies and how long it is, by the collective's layout. */
+static unsigned char *pt_input_at(const struct pt_pattern *pat, unsigned char *sendbuf,
+                                  unsigned char *recvbuf, size_t count, size_t *n) {
+  size_t p = (size_t)pat->nranks;
+  *n = pat->coll == PT_COLL_REDUCE_SCATTER ? count * p : count;
+  if (sendbuf) return sendbuf;
+  return pat->coll == PT_COLL_ALLGATHER ? recvbuf + (size_t)pat->rank * count * pat->esize
+                                        : recvbuf;
+}
+
+void pt_fill_input(const struct pt_pattern *pat, unsigned char *sendbuf, unsigned char *recvbuf,
+                   size_t count) {
+  size_t n;
+  unsigned char *in = pt_input_at(pat, sendbuf, recvbuf, count, &n);
+  pt_fill(in, pat->input, pat->esize, pat->period, n);
+}
+
+/* The result's length: an allgather's is every block; in place a reduce-scatter's buffer
+ * is its input's. */
+static size_t pt_result_len(const struct pt_pattern *pat, bool in_place, size_t count) {
+  if (pat->coll == PT_COLL_ALLGATHER || (pat->coll == PT_COLL_REDUCE_SCATTER && in_place))
+    return count * (size_t)pat->nranks;
+  return count;
+}
+
 void pt_check_arm(const struct pt_pattern *pat, unsigned char *sendbuf, unsigned char *recvbuf,
                   size_t count) {
-  unsigned char *in = sendbuf ? sendbuf : recvbuf;
-  pt_fill(in, pat->input, pat->esize, pat->period, count);
-  memset(in + count * pat->esize, PT_POISON, PT_GUARD);
-  if (sendbuf) memset(recvbuf, PT_POISON, count * pat->esize + PT_GUARD);
+  const size_t es = pat->esize, out = pt_result_len(pat, !sendbuf, count);
+  if (pat->coll == PT_COLL_ALLGATHER && !sendbuf) /* the other blocks are the result's */
+    memset(recvbuf, PT_POISON, out * es + PT_GUARD);
+  size_t n;
+  unsigned char *in = pt_input_at(pat, sendbuf, recvbuf, count, &n);
+  pt_fill(in, pat->input, es, pat->period, n);
+  if (sendbuf) {
+    memset(in + n * es, PT_POISON, PT_GUARD);
+    memset(recvbuf, PT_POISON, out * es + PT_GUARD);
+  } else {
+    memset(recvbuf + out * es, PT_POISON, PT_GUARD);
+  }
+}
+
+/* Elements of buf[0..count) that differ from the periodic block read from `offset` on. */
+static uint64_t pt_count_wrong_at(const unsigned char *buf, const unsigned char *blk, size_t esize,
+                                  size_t period, size_t offset, size_t count) {
+  uint64_t wrong = 0;
+  for (size_t j = 0; j < count; j++)
+    wrong += memcmp(buf + j * esize, blk + (offset + j) % period * esize, esize) != 0;
+  return wrong;
 }
 
 uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendbuf,
                         const unsigned char *recvbuf, size_t count) {
-  const size_t es = pat->esize, per = pat->period;
-  uint64_t wrong = pt_count_wrong(recvbuf, pat->ref, es, per, count) +
-                   pt_guard_wrong(recvbuf, es, count);
-  if (sendbuf)
-    wrong += pt_count_wrong(sendbuf, pat->input, es, per, count) +
-             pt_guard_wrong(sendbuf, es, count);
+  const size_t es = pat->esize, per = pat->period, out = pt_result_len(pat, !sendbuf, count);
+  uint64_t wrong = pt_guard_wrong(recvbuf, es, out);
+  if (pat->coll == PT_COLL_ALLGATHER) {
+    unsigned char blk[PT_BCAST_PERIOD * 8];
+    for (int q = 0; q < pat->nranks; q++) {
+      pt_gather_block(pat->dtype, q, blk);
+      wrong += pt_count_wrong(recvbuf + (size_t)q * count * es, blk, es, per, count);
+    }
+  } else if (pat->coll == PT_COLL_REDUCE_SCATTER) {
+    wrong += pt_count_wrong_at(recvbuf, pat->ref, es, per, (size_t)pat->rank * count % per, count);
+  } else {
+    wrong += pt_count_wrong(recvbuf, pat->ref, es, per, count);
+  }
+  if (sendbuf) {
+    size_t n = pat->coll == PT_COLL_REDUCE_SCATTER ? count * (size_t)pat->nranks : count;
+    wrong += pt_count_wrong(sendbuf, pat->input, es, per, n) + pt_guard_wrong(sendbuf, es, n);
+  }
   return wrong;
 }
 

@@ -18,11 +18,25 @@ struct pt_pattern {
   enum pt_op op;
   size_t esize, period;
   unsigned char *input, *ref;
+  enum pt_coll coll; /* whose buffers arm and check lay out (an allreduce's by default) */
+  int rank, nranks;
 };
 
 /* An allreduce's, for one dtype and op; 0, or -1 out of memory. */
 int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank, int nranks,
                     bool with_ref);
+
+/* An allgather's: rank q's input is its own function of q, the reference every rank's in
+ * rank order (built at the check). A reduce-scatter's: pt_pattern_init's, the result
+ * block `rank` of the allreduce's reference. */
+int pt_pattern_init_gather(struct pt_pattern *pat, enum pt_dtype t, int rank, int nranks);
+int pt_pattern_init_scatter(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank,
+                            int nranks, bool with_ref);
+
+/* The input of a run of count elements (per rank for an allgather and a reduce-scatter):
+ * where it goes (sendbuf, or in place its place in recvbuf) and what it is. */
+void pt_fill_input(const struct pt_pattern *pat, unsigned char *sendbuf, unsigned char *recvbuf,
+                   size_t count);
 
 /* dtype t's broadcast pattern, reference included (call pt_pattern_bcast before use). */
 int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t);

@@ -27,7 +27,7 @@
  * checked, made the way the timed ones were (non-blocking with -z 0). */
 static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
                       const struct pt_pattern *pat, const struct pt_call *c, struct pt_cell *cell) {
-  pt_fill(c->sendbuf ? c->sendbuf : c->recvbuf, pat->input, pat->esize, pat->period, c->count);
+  pt_fill_input(pat, c->sendbuf, c->recvbuf, c->count);
   if (pt_time_one(o, be, c, cell)) return -1;
   cell->wrong = 0;
   if (!o->check) return 0;
@@ -35,6 +35,12 @@ static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
   if (pt_one(be, o->blocking == 0, c)) return -1;
   cell->wrong = pt_check_count(pat, c->sendbuf, c->recvbuf, c->count);
   return 0;
+}
+
+/* The size column: the vector, or (allgather, reduce-scatter) all ranks' blocks. */
+static size_t pt_row_bytes(const struct pt_call *c, size_t esize, int nranks) {
+  bool blocks = c->coll == PT_COLL_ALLGATHER || c->coll == PT_COLL_REDUCE_SCATTER;
+  return c->count * esize * (blocks ? (size_t)nranks : 1);
 }
 
 static const char *pt_algorithm(const struct pt_backend *be, const struct pt_call *c, int *rc) {
@@ -84,8 +90,10 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                         const struct pt_pattern *pat, const struct pt_call *call,
                         struct pt_totals *tot) {
   const struct pt_reducer red = pt_reducer_of(be);
-  const bool bcast = call->coll == PT_COLL_BROADCAST, reduces = call->coll == PT_COLL_ALLREDUCE;
-  const int first = reduces ? 0 : 1; /* the first cell measured: 0 out of place, 1 in place */
+  const bool bcast = call->coll == PT_COLL_BROADCAST;
+  const bool reduces = call->coll == PT_COLL_ALLREDUCE || call->coll == PT_COLL_REDUCE_SCATTER;
+  /* the first cell measured: 0 out of place, 1 in place (one buffer, or none) */
+  const int first = bcast || call->coll == PT_COLL_BARRIER;
   struct pt_cell c[2] = {{0.0, 0.0, 0, 0}, {0.0, 0.0, 0, 0}};
   for (int k = first; k < 2; k++) {
     struct pt_call kc = *call;
@@ -100,7 +108,7 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
   int rc;
   const char *algo = pt_algorithm(be, call, &rc);
   if (rc) return -1;
-  const size_t bytes = call->count * pat->esize;
+  const size_t bytes = pt_row_bytes(call, pat->esize, be->nranks);
   const double factor = pt_bus_factor(call->coll, be->nranks);
   for (int k = first; k < 2; k++) {
     c[k].time_us = v[k];
@@ -163,9 +171,12 @@ static int pt_overlap_row(const struct pt_opts *o, const struct pt_backend *be,
  * (renewed for every row by pt_run_section). */
 static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *be,
                               struct pt_pattern *pat, enum pt_dtype t, enum pt_op op) {
-  int rc = o->coll != PT_COLL_ALLREDUCE /* a barrier's: for 0 elements */
-               ? pt_pattern_init_bcast(pat, t)
-               : pt_pattern_init(pat, t, op, be->rank, be->nranks, o->check != 0);
+  int rc = o->coll == PT_COLL_ALLREDUCE
+               ? pt_pattern_init(pat, t, op, be->rank, be->nranks, o->check != 0)
+           : o->coll == PT_COLL_REDUCE_SCATTER
+               ? pt_pattern_init_scatter(pat, t, op, be->rank, be->nranks, o->check != 0)
+           : o->coll == PT_COLL_ALLGATHER ? pt_pattern_init_gather(pat, t, be->rank, be->nranks)
+                                          : pt_pattern_init_bcast(pat, t); /* a barrier too */
   if (rc) fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
   return rc;
 }
@@ -180,6 +191,9 @@ static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
   size_t prev = SIZE_MAX;
   for (size_t s = o->minbytes; rc == 0;) {
     size_t count = o->coll == PT_COLL_BARRIER ? 0 : pt_count_for(s, pat.esize);
+    /* nccl-tests' sizes: all ranks' blocks, each the same whole number of elements */
+    if (o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER)
+      count /= (size_t)be->nranks;
     if (count != prev) {
       prev = count;
       struct pt_call c = {o->coll, sendbuf, recvbuf, count, t, op, (int)o->root};
@@ -209,7 +223,7 @@ void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, b
 static int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
                          unsigned char *sendbuf, unsigned char *recvbuf, struct pt_compute *cp,
                          struct pt_totals *tot) {
-  const int nops = o->coll == PT_COLL_ALLREDUCE ? o->nops : 1;
+  const int nops = o->coll == PT_COLL_ALLREDUCE || o->coll == PT_COLL_REDUCE_SCATTER ? o->nops : 1;
   const int ndtypes = o->coll == PT_COLL_BARRIER ? 1 : o->ndtypes;
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
     for (int d = 0; d < ndtypes; d++) {

@@ -92,6 +92,11 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
           f);
   if (p->features & PT_HAS_BARRIER)
     fputs("  -t barrier              time the barrier instead: one 0-byte row, its latency\n", f);
+  if (p->features & PT_HAS_GATHER)
+    fputs("  -t allgather, -t reduce_scatter\n"
+          "                          time those instead (nccl-tests' all_gather_perf and\n"
+          "                          reduce_scatter_perf: sizes are all ranks' blocks)\n",
+          f);
   if (!bc)
     fputs("  -t, --nthreads 1        nccl-tests' threads per process: one thread per rank\n"
           "                          here, only 1 is accepted (-t allreduce is too)\n"
@@ -251,11 +256,13 @@ static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const 
                                  "%s %s: %s runs one thread per rank, so nccl-tests' thread "
                                  "count (nthreads) can only be 1",
                                  opt, arg, p->name);
-  return pt_opt_error(p->name, "%s '%s': not %s", opt, arg,
-                      c == PT_OPT_COLL       ? "a collective (allreduce, broadcast, barrier)"
-                      : c == PT_OPT_NTHREADS ? "a thread count (only 1)"
-                                             : "a collective (allreduce, broadcast, barrier) or "
-                                               "1 (nccl-tests' nthreads)");
+  return pt_opt_error(
+      p->name, "%s '%s': not %s", opt, arg,
+      c == PT_OPT_COLL ? "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter)"
+      : c == PT_OPT_NTHREADS
+          ? "a thread count (only 1)"
+          : "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter) or "
+            "1 (nccl-tests' nthreads)");
 }
 
 /* -g and -G: nccl-tests' GPU counts. A whole number is checked against the only value
@@ -335,6 +342,10 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
     return pt_opt_error(p->name, "-t broadcast: %s times the allreduce only", p->name);
   if (o->coll == PT_COLL_BARRIER && !(p->features & PT_HAS_BARRIER))
     return pt_opt_error(p->name, "-t barrier: %s times the allreduce only", p->name);
+  if ((o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER) &&
+      !(p->features & PT_HAS_GATHER))
+    return pt_opt_error(p->name, "-t %s: %s has no such collective", pt_coll_names[o->coll],
+                        p->name);
   if (o->coll != PT_COLL_ALLREDUCE && o->overlap)
     return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t %s",
                         pt_coll_names[o->coll]);
@@ -483,6 +494,8 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
   if (o->coll == PT_COLL_BROADCAST)
     fprintf(f, "# note: a broadcast has one buffer (in place): out-of-place columns are N/A;"
                " busbw = algbw\n");
+  if (o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER)
+    fprintf(f, "# note: size is all ranks' blocks, count one rank's; busbw = algbw * (p-1)/p\n");
   if (o->coll == PT_COLL_BARRIER)
     fprintf(f, "# note: a barrier moves no data: one 0-byte row (-b, -e, -d, -o do not apply),"
                " in place; its time is the latency of a barrier\n");

@@ -27,6 +27,7 @@ enum pt_feature {
   PT_HAS_STALL_TIMEOUT = 1u << 3, /* -T is the library's own deadline, else alarm() */
   PT_HAS_BROADCAST = 1u << 4,     /* -t broadcast, with -r ROOT */
   PT_HAS_BARRIER = 1u << 5,       /* -t barrier: the backend's barrier, timed */
+  PT_HAS_GATHER = 1u << 6,        /* -t allgather and -t reduce_scatter */
 };
 
 struct pt_prog {

@@ -13,7 +13,8 @@
 const char *const pt_dtype_names[PT_DTYPE_COUNT] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
 const char *const pt_op_names[PT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
-const char *const pt_coll_names[PT_COLL_COUNT] = {"allreduce", "broadcast", "barrier"};
+const char *const pt_coll_names[PT_COLL_COUNT] = {"allreduce", "broadcast", "barrier", "allgather",
+                                                  "reduce_scatter"};
 static const size_t pt_dtype_sizes[PT_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 
 size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
@@ -21,11 +22,16 @@ size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
 /* ---- the table ------------------------------------------------------------------- */
 
 /* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce (each rank sends and
- * receives that share of the vector), 1 for a broadcast (each byte crosses a link once
- * per receiving rank, and the slowest link carries the whole vector). */
+ * receives that share of the vector), (p-1)/p for an allgather and a reduce-scatter
+ * (their size is all ranks' blocks, of which each rank receives all but its own), 1 for
+ * a broadcast (each byte crosses a link once per receiving rank, and the slowest link
+ * carries the whole vector). */
 double pt_bus_factor(enum pt_coll coll, int nranks) {
+  if (nranks <= 0) return 0.0;
+  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER)
+    return (double)(nranks - 1) / nranks;
   if (coll != PT_COLL_ALLREDUCE) return 1.0; /* a barrier moves no bytes: 0 either way */
-  return nranks > 0 ? 2.0 * (nranks - 1) / nranks : 0.0;
+  return 2.0 * (nranks - 1) / nranks;
 }
 
 double pt_algbw(size_t bytes, double time_us) {

@@ -35,7 +35,14 @@ enum pt_dtype {
 };
 enum pt_op { PT_SUM, PT_PROD, PT_MIN, PT_MAX, PT_AVG, PT_OP_COUNT };
 /* The collectives a benchmark may time (-t NAME). */
-enum pt_coll { PT_COLL_ALLREDUCE, PT_COLL_BROADCAST, PT_COLL_BARRIER, PT_COLL_COUNT };
+enum pt_coll {
+  PT_COLL_ALLREDUCE,
+  PT_COLL_BROADCAST,
+  PT_COLL_BARRIER,
+  PT_COLL_ALLGATHER,      /* count: each rank's block; size: all of them (nccl-tests) */
+  PT_COLL_REDUCE_SCATTER, /* count: each rank's block of the result; size: the input */
+  PT_COLL_COUNT
+};
 
 extern const char *const pt_dtype_names[PT_DTYPE_COUNT];
 extern const char *const pt_op_names[PT_OP_COUNT];
@@ -43,7 +50,8 @@ extern const char *const pt_coll_names[PT_COLL_COUNT];
 
 size_t pt_dtype_size(enum pt_dtype t);
 
-/* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce, 1 for a broadcast. */
+/* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce, (p-1)/p for an allgather
+ * and a reduce-scatter, 1 for a broadcast. */
 double pt_bus_factor(enum pt_coll coll, int nranks);
 
 /* bytes per microsecond / 1e3 = GB/s (1e9 B/s). */

@@ -31,18 +31,12 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$B/zcoll_run" ] && [ -x "$B/zcoll_perf" ] ||
   { echo "barrier_compare.sh: $B has no zcoll_run and zcoll_perf (-B DIR)" >&2; exit 2; }
-OMPI=$ROOT/perf/build/mpi_allreduce_perf MPICH=$ROOT/perf/build-mpich/mpi_allreduce_perf
 RES=$ROOT/perf/results/barrier-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RES"
-# The peers: perf/CMakeLists.txt, with the harness they link (a failed build: n/a).
-build_peer() { # DIR [cmake args]
-  local dir=$1
-  shift
-  { cmake -S "$ROOT/perf" -B "$dir" "$@" && cmake --build "$dir" --target mpi_allreduce_perf; } \
-    >>"$RES/build.log" 2>&1 || rm -f "$dir/mpi_allreduce_perf"
-}
-command -v mpicc >/dev/null && build_peer "$ROOT/perf/build"
-command -v mpicc.mpich >/dev/null && build_peer "$ROOT/perf/build-mpich" -DMPICC=mpicc.mpich
+# The peers (compare_lib.sh; a failed build: n/a).
+# shellcheck source=perf/compare_lib.sh
+source "$ROOT/perf/compare_lib.sh"
+build_peers
 iters() { if [ "$1" -le "$(nproc)" ]; then echo "$N"; else echo $((N / 50 > 200 ? N / 50 : 200)); fi; }
 
 # The in-place time (us) of a table's first row; the barrier's row has only that one.
@@ -60,9 +54,6 @@ run() { # name np round -> prints the time, or n/a
   esac >"$out" 2>&1 || { echo n/a; return; }
   time_of "$out"
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 NAMES=(barrier allreduce8 ompi mpich)
 printf "# %s rounds of blocking calls (%s each; more ranks than cores: fewer), rotating order;\n# median us per call (ratio to zcoll_barrier)\n" "$R" "$N"

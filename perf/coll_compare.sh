@@ -45,17 +45,11 @@ esac
 [ "$COLL" = broadcast ] && COL=10 # one buffer: in place only
 [ -x "$B/zcoll_run" ] && [ -x "$B/zcoll_perf" ] ||
   { echo "coll_compare.sh: $B has no zcoll_run and zcoll_perf (-B DIR)" >&2; exit 2; }
-OMPI=$ROOT/perf/build/mpi_allreduce_perf MPICH=$ROOT/perf/build-mpich/mpi_allreduce_perf
 RES=$ROOT/perf/results/$COLL-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RES"
-build_peer() { # DIR [cmake args]
-  local dir=$1
-  shift
-  { cmake -S "$ROOT/perf" -B "$dir" "$@" && cmake --build "$dir" --target mpi_allreduce_perf; } \
-    >>"$RES/build.log" 2>&1 || rm -f "$dir/mpi_allreduce_perf"
-}
-command -v mpicc >/dev/null && build_peer "$ROOT/perf/build"
-command -v mpicc.mpich >/dev/null && build_peer "$ROOT/perf/build-mpich" -DMPICC=mpicc.mpich
+# shellcheck source=perf/compare_lib.sh
+source "$ROOT/perf/compare_lib.sh"
+build_peers
 # More ranks than cores: MPI's ranks spin and wait for time slices; fewer calls then.
 iters() { if [ "$1" -le "$(nproc)" ]; then echo "$N"; else echo $((N / 10 > 20 ? N / 10 : 20)); fi; }
 
@@ -73,8 +67,6 @@ run() { # name np round -> the table in $RES/name-npNP-ROUND.txt; status 0 if it
 
 # "size time" per data row of a table (time: column COL)
 times_of() { awk -v c="$COL" '!/^#/ && NF >= 10 { print $1, $c }' "$1"; }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a"; else print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
 NAMES=(zcoll ompi mpich)
 {

@@ -70,6 +70,7 @@ int zcoll__requests_active(const zcoll_comm_t *comm) {
  * request and its arrays are some fourteen allocations, the better part of a microsecond
  * against an 8-byte collective's half. Bounded: a burst of frees keeps no more. */
 #define REQUEST_POOL_MAX 64
+#define REQUEST_POOL_TMP_MAX ((size_t)1 << 20)
 
 static void request_free(struct zcoll_request *q) {
   zcoll_comm_t *comm = q->comm;
@@ -81,6 +82,12 @@ static void request_free(struct zcoll_request *q) {
   zcoll__plan_release(&q->plan);
   if (q->agrees) zcoll__plan_release(&q->agree_plan);
   zcoll__grant_revoke(comm, &q->grant);
+  /* A reduce-scatter's scratch is its input's size: a pooled request keeps a small one. */
+  if (q->e && q->e->tmp_cap > REQUEST_POOL_TMP_MAX) {
+    free(q->e->tmp);
+    q->e->tmp = NULL;
+    q->e->tmp_cap = 0;
+  }
   if (comm->request_pool_len < REQUEST_POOL_MAX) {
     q->pooled = 1;
     q->prev = NULL;

@@ -20,8 +20,10 @@
  * elements): buffer k holds coordinates [base[k], ...) from its first element. An
  * allreduce's buffers all start at 0; an allgather's input is block `rank` of its result,
  * a reduce-scatter's result block `rank` of its input. TMP is scratch the executor owns
- * (a reduce-scatter's partial sums). DST and TMP share the dependency tracking: a builder
- * never uses one coordinate in both. */
+ * (a reduce-scatter's partial sums). DST and TMP share the dependency tracking, as if one
+ * buffer: an op on a coordinate of either waits for every earlier op on that coordinate of
+ * both, which only adds waits (recursive halving keeps block r's partial sum in TMP and
+ * writes its result in DST) and never misses one. */
 enum { ZCOLL_BUF_SRC, ZCOLL_BUF_DST, ZCOLL_BUF_TMP, ZCOLL_NBUFS };
 
 enum {

@@ -286,7 +286,7 @@ static zcoll_status_t op_reduce(const struct zcoll__run *r, int input, char *dst
   size_t bytes = n * r->dsize;
   /* MPI's form, inout = in (op) inout: in is the peer's (in rank order: the ranks before
    * this one, on the chain), inout this rank's operand. */
-  if (dst != acc) memcpy(dst, acc, bytes);
+  if (dst != acc && bytes) memcpy(dst, acc, bytes);
   return zcoll__op_call(d, data, dst, bytes / zcoll__dsize(r->dtype), r->dtype, r->comm->rank);
 }
 
@@ -485,7 +485,9 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
     zcoll_status_t st = created_op(comm, r, s);
     if (st != ZCOLL_OK) return st;
   }
-  r->buf[ZCOLL_BUF_TMP] = NULL;
+  /* A schedule of nothing (count 0) may still name TMP, at offset 0: never NULL. */
+  static char no_tmp;
+  r->buf[ZCOLL_BUF_TMP] = &no_tmp;
   if (s->tmp_count) { /* the scratch lives with the executor state: one run uses it */
     size_t bytes = s->tmp_count * r->dsize;
     if (bytes > e->tmp_cap) {

@@ -147,7 +147,9 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
   int op = (int)(s->what >> 16 & 0xff), algo = (int)(s->what >> 24);
   int state = s->state & 0xff;
   const char *dname = zcoll_dtype_name((zcoll_dtype_t)dtype);
-  const char *oname = kind == ZCOLL_COLL_BROADCAST || kind == ZCOLL_COLL_BARRIER ? "-"
+  const char *oname = kind == ZCOLL_COLL_BROADCAST || kind == ZCOLL_COLL_BARRIER ||
+                              kind == ZCOLL_COLL_ALLGATHER
+                          ? "-"
                       : op < ZCOLL_OP_COUNT ? zcoll_op_name((zcoll_op_t)op)
                                             : "user";
   char stname[40], word[24];

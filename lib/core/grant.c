@@ -54,8 +54,9 @@ zcoll_status_t zcoll__grants_give(struct zcoll__run *r, int j, int *progress) {
     size_t a = e->gfrom[i] == SIZE_MAX ? e->pos[i] : e->gto[i];
     /* Copies of two pieces or more: for one the grant costs a message as much as the
      * copy it saves. */
-    if (o->kind != ZCOLL_SOP_RECV_COPY || o->buf != ZCOLL_BUF_DST || a >= end ||
-        end - a <= r->chunk) {
+    /* The peer writes at its grant's base + the coordinate: a result starting at 0. */
+    if (o->kind != ZCOLL_SOP_RECV_COPY || o->buf != ZCOLL_BUF_DST || s->base[ZCOLL_BUF_DST] ||
+        a >= end || end - a <= r->chunk) {
       e->grant_cur[j]++;
       continue;
     }

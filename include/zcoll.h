@@ -148,6 +148,25 @@ ZCOLL_API int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry
  * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT).
  * Collective over all ranks. */
 ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config_t *cfg);
+
+/* A communicator from an id the application moves itself (NCCL's ncclGetUniqueId and
+ * ncclCommInitRank): the process that will be rank 0 makes the id, the application sends
+ * it to every process (MPI_Bcast, a file, a key-value store), and each inits with its
+ * rank and the size. The id is 128 opaque bytes: rank 0's rendezvous address (ZCOLL_ROOT's
+ * host if set, else this host's first address other hosts reach, else 127.0.0.1; a fresh
+ * port) and a fresh secret key, the job key that every rank proves it knows; treat it
+ * as a secret. Making it already listens there. zcoll_comm_init_rank ignores
+ * ZCOLL_RANK, ZCOLL_SIZE, ZCOLL_ROOT and ZCOLL_JOB_KEY (and cfg's); everything else
+ * applies. Rank 0 must init in the process that made the id. Single use: once every rank
+ * has joined, or after ZCOLL_TIMEOUT, the rendezvous closes; a rank that comes later, an
+ * id used twice, and a forged one get an error saying so (ZCOLL_ERR_BOOTSTRAP,
+ * ZCOLL_ERR_INVALID_ARG). Collective over the size ranks. */
+typedef struct {
+  unsigned char bytes[128];
+} zcoll_unique_id_t;
+ZCOLL_API zcoll_status_t zcoll_get_unique_id(zcoll_unique_id_t *id);
+ZCOLL_API zcoll_status_t zcoll_comm_init_rank(zcoll_comm_t **comm, const zcoll_unique_id_t *id,
+                                              int rank, int size, const zcoll_config_t *cfg);
 /* Several communicators in one process: create them one at a time, in the same order on
  * every rank. While one thread of this process creates a communicator as rank r of a job
  * (the same ZCOLL_ROOT and ZCOLL_JOB_ID), a second creation as that rank of that job is

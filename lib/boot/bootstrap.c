@@ -217,9 +217,9 @@ out:
 
 /* Every rank but 0: connect and prove that we belong to the job. */
 static zcoll_status_t leaf_join(struct zcoll__bootstrap *bs, const struct zcoll__bs_who *who,
-                                const char *root) {
+                                const char *root, int root_listens) {
   int64_t deadline = zcoll__deadline(bs->timeout);
-  zcoll_status_t st = zcoll__sock_connect(root, deadline, &bs->fd);
+  zcoll_status_t st = zcoll__sock_connect(root, deadline, root_listens, &bs->fd);
   if (st != ZCOLL_OK) return st;
   zcoll__sock_tune(bs->fd, bs->timeout);
   return zcoll__bs_join(who, bs->fd, root, deadline);
@@ -315,7 +315,7 @@ zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
       st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_ROOT (host:port of rank 0) is not set");
       goto fail;
     }
-    if ((st = leaf_join(bs, &who, p->root)) != ZCOLL_OK) goto fail;
+    if ((st = leaf_join(bs, &who, p->root, p->root_listens)) != ZCOLL_OK) goto fail;
     goto done;
   }
   if ((st = root_accept(bs, p, &who)) != ZCOLL_OK) goto fail;

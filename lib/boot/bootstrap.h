@@ -27,6 +27,8 @@ struct zcoll__bootstrap_params {
   int require_key;     /* no key is an error, not a warning */
   const char *job_id;  /* public; "" : the launcher's job id, if any */
   int close_root_fd;   /* rank 0: root_fd is ours to close once every rank joined (PMIx) */
+  int root_listens;    /* rank 0 listened before this rank started (a unique id): a
+                        * refused connection is final */
 };
 
 /* Largest contribution of one rank to an allgather. */

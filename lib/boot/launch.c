@@ -153,15 +153,9 @@ static zcoll_status_t reachable_address(char *out, size_t len) {
                      "interfaces are up): set ZCOLL_ROOT=host:port");
 }
 
-/* Rank 0: a listening socket on a free port; "host:port" of it in root. */
-static zcoll_status_t listen_any_port(const zcoll_config_t *cfg, char *root, size_t len, int *fd) {
-  char host[256];
-  zcoll_status_t st = ZCOLL_OK;
-  if (cfg->local_size > 0 && cfg->local_size >= cfg->size)
-    snprintf(host, sizeof(host), "127.0.0.1:0"); /* every rank is on this host */
-  else if ((st = reachable_address(host, sizeof(host))) != ZCOLL_OK)
-    return st;
-  if ((st = zcoll__sock_listen(host, fd)) != ZCOLL_OK) return st;
+zcoll_status_t zcoll__listen_at(const char *hostport, char *root, size_t len, int *fd) {
+  zcoll_status_t st = zcoll__sock_listen(hostport, fd);
+  if (st != ZCOLL_OK) return st;
   struct sockaddr_storage ss = {0};
   socklen_t sl = sizeof(ss);
   if (getsockname(*fd, (struct sockaddr *)&ss, &sl) != 0) {
@@ -172,12 +166,31 @@ static zcoll_status_t listen_any_port(const zcoll_config_t *cfg, char *root, siz
   /* NOLINTNEXTLINE(clang-analyzer-core.CallAndMessage) */
   unsigned port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
                                                 : ((struct sockaddr_in6 *)&ss)->sin6_port);
-  host[strlen(host) - 2] = '\0'; /* ":0" */
+  char host[256];
+  snprintf(host, sizeof(host), "%s", hostport);
+  char *colon = strrchr(host, ':');
+  if (colon) *colon = '\0'; /* the port: the one bound, whatever was asked */
   snprintf(root, len, "%s:%u", host, port);
   return ZCOLL_OK;
 }
 
-static zcoll_status_t fresh_key(char *out, size_t len) {
+zcoll_status_t zcoll__listen_reachable(int local_only, char *root, size_t len, int *fd) {
+  char host[256];
+  zcoll_status_t st = ZCOLL_OK;
+  if (local_only)
+    snprintf(host, sizeof(host), "127.0.0.1:0"); /* every rank is on this host */
+  else if ((st = reachable_address(host, sizeof(host))) != ZCOLL_OK)
+    return st;
+  return zcoll__listen_at(host, root, len, fd);
+}
+
+/* Rank 0: a listening socket on a free port; "host:port" of it in root. */
+static zcoll_status_t listen_any_port(const zcoll_config_t *cfg, char *root, size_t len, int *fd) {
+  return zcoll__listen_reachable(cfg->local_size > 0 && cfg->local_size >= cfg->size, root, len,
+                                 fd);
+}
+
+zcoll_status_t zcoll__fresh_key(char *out, size_t len) {
   unsigned char k[32];
   size_t got = 0;
   while (got < sizeof(k)) {
@@ -197,7 +210,7 @@ static zcoll_status_t root_offer(zcoll_config_t *cfg, struct zcoll__launch *l, c
   char root[256] = "-", key[80] = "-";
   zcoll_status_t st = ZCOLL_OK;
   int fd = -1;
-  if (!cfg->job_key[0] && (st = fresh_key(key, sizeof(key))) != ZCOLL_OK) return st;
+  if (!cfg->job_key[0] && (st = zcoll__fresh_key(key, sizeof(key))) != ZCOLL_OK) return st;
   if (!cfg->root[0] && cfg->root_fd < 0) {
     if ((st = listen_any_port(cfg, root, sizeof(root), &fd)) != ZCOLL_OK) return st;
     snprintf(cfg->root, sizeof(cfg->root), "%s", root);

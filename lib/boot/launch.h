@@ -13,6 +13,7 @@ struct zcoll__launch {
   const char *name;  /* "ZCOLL_RANK", "PMIx", "Open MPI", "PMI", "Slurm" or "none" */
   int pmix;          /* rank and size from PMIx: the rendezvous's address and key too */
   int close_root_fd; /* cfg->root_fd is a socket zcoll__launch_rendezvous opened */
+  int root_listens;  /* rank 0 listened before any rank started (a unique id) */
 };
 
 /* Sets cfg's rank and size (and local rank and size where the launcher says). */
@@ -23,5 +24,13 @@ zcoll_status_t zcoll__launch_resolve(zcoll_config_t *cfg, struct zcoll__launch *
  * rank through PMIx only, into cfg's root (root_fd on rank 0) and job_key, unless they
  * were set explicitly. Does nothing under the other launchers. */
 zcoll_status_t zcoll__launch_rendezvous(zcoll_config_t *cfg, struct zcoll__launch *l);
+
+/* A listening socket on hostport (port 0: any free one), its "host:port" in root. */
+zcoll_status_t zcoll__listen_at(const char *hostport, char *root, size_t len, int *fd);
+/* The same on a free port of 127.0.0.1 (local_only) or of an address ranks on other hosts
+ * reach (the first non-loopback interface up; none: an error saying to set ZCOLL_ROOT). */
+zcoll_status_t zcoll__listen_reachable(int local_only, char *root, size_t len, int *fd);
+/* A fresh secret job key: 64 hex digits (len >= 65) from getrandom. */
+zcoll_status_t zcoll__fresh_key(char *out, size_t len);
 
 #endif

@@ -150,7 +150,8 @@ static int connect_within(int fd, const struct sockaddr *a, socklen_t len, int64
   return rc;
 }
 
-zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *out) {
+zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int refused_is_final,
+                                   int *out) {
   struct addrinfo *res;
   zcoll_status_t st = resolve(hostport, 0, &res);
   if (st != ZCOLL_OK) return st;
@@ -169,6 +170,14 @@ zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *
       }
       last_errno = errno;
       close(fd);
+    }
+    if (refused_is_final && last_errno == ECONNREFUSED) {
+      freeaddrinfo(res);
+      return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                         "cannot connect to rank 0 at %s: nobody listens there any more (the "
+                         "unique id's rendezvous closes once its ranks have joined, or after "
+                         "ZCOLL_TIMEOUT: a late, reused or foreign id?)",
+                         hostport);
     }
     if (last_errno != ECONNREFUSED && last_errno != ENETUNREACH && last_errno != EHOSTUNREACH &&
         last_errno != ETIMEDOUT && last_errno != ECONNRESET && last_errno != EAGAIN)

@@ -18,8 +18,10 @@
 zcoll_status_t zcoll__sock_parse_hostport(const char *s, char *host, size_t hostlen, char *port,
                                           size_t portlen);
 /* Connects, retrying refused or unreachable attempts until the deadline, since rank 0
- * may not be listening yet. */
-zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int *fd);
+ * may not be listening yet -- unless it is known to listen already (a unique id's
+ * rendezvous): then a refusal is final, the listener gone. */
+zcoll_status_t zcoll__sock_connect(const char *hostport, int64_t deadline, int refused_is_final,
+                                   int *fd);
 /* Listens on the address ZCOLL_ROOT names (127.0.0.1: loopback only); on every
  * interface only when asked for by name: "*:port", "0.0.0.0:port" or "[::]:port". */
 zcoll_status_t zcoll__sock_listen(const char *hostport, int *fd);

@@ -14,6 +14,7 @@
 #include "coll/progress_thread.h"
 #include "coll/request.h"
 #include "coll/tasks.h"
+#include "init.h"
 #include "wire.h"
 #include "core/exec.h"
 #include "core/mr.h"
@@ -92,17 +93,28 @@ static void release(zcoll_comm_t *comm, int local) {
 zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   zcoll__clear_error();
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
-  int token = 0; /* this creation's, in the registry */
+  zcoll_config_t *own;
+  zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &own) : zcoll_config_create(&own);
+  return st == ZCOLL_OK ? zcoll__comm_init(out, own, NULL) : st;
+}
+
+zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
+                                const struct zcoll__launch *given) {
+  int token = 0, bs_tried = 0; /* this creation's, in the registry */
   zcoll_comm_t *comm = comm_alloc();
-  if (!comm) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
+  if (!comm) {
+    if (given && given->close_root_fd && cfg->root_fd >= 0) close(cfg->root_fd);
+    zcoll_config_free(cfg);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
+  }
   comm->wake_fd = -1;
   comm->fork_gen = zcoll__guard_fork_gen();
-  zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &comm->cfg) : zcoll_config_create(&comm->cfg);
-  if (st != ZCOLL_OK) {
-    comm_retire(comm);
-    return st;
-  }
-  if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
+  comm->cfg = cfg;
+  zcoll_status_t st = ZCOLL_OK;
+  if (given)
+    comm->launch = *given;
+  else if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK)
+    goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
   /* Two threads creating as the same rank of the same job would pair with the other
@@ -140,7 +152,9 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
                                        comm->cfg->timeout,
                                        comm->cfg->require_key,
                                        comm->cfg->job_id,
-                                       comm->launch.close_root_fd};
+                                       comm->launch.close_root_fd,
+                                       comm->launch.root_listens};
+  bs_tried = 1; /* from here the bootstrap owns (and closes) a root_fd it was handed */
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
   if ((st = zcoll__comm_wire(comm)) != ZCOLL_OK) goto fail_abort;
   comm->hier_auto = comm->nhosts > 1 && comm->nhosts < comm->size && !comm->cfg->tuning_file[0];
@@ -167,6 +181,7 @@ fail_abort:
    * time out. */
   zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
 fail:
+  if (!bs_tried && comm->launch.close_root_fd && comm->cfg->root_fd >= 0) close(comm->cfg->root_fd);
   if (token) zcoll__registry_created(token, NULL);
   zcoll__bootstrap_destroy(comm->bs);
   release(comm, 0);

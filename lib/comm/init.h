@@ -1,0 +1,18 @@
+/*
+ * init.h -- creating a communicator (comm.c), for the ways in beyond zcoll_comm_init:
+ * a unique id (unique_id.c).
+ */
+#ifndef ZCOLL_COMM_INIT_H
+#define ZCOLL_COMM_INIT_H
+
+#include "base/config.h"
+#include "boot/launch.h"
+#include "zcoll.h"
+
+/* Creates a communicator from cfg, which it takes (freed on every path). given: who this
+ * process is and where its rendezvous is, already decided (cfg's rank, size, root,
+ * root_fd and job_key say it); NULL: from the launcher (zcoll__launch_resolve). */
+zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
+                                const struct zcoll__launch *given);
+
+#endif

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 # clang-14 and its runtime: the libFuzzer targets (ci/fuzz.sh), built in the background below,
 # where no package may be installed.
 # clang-format-14 and clang-tidy-14: the formatting check and clang-tidy (ci/format.sh, ci/tidy.sh).
-ci/deps.sh openmpi-bin slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev \
+# python3-mpi4py: examples/mpi4py_init.py, a zcoll job started from a unique id inside an MPI
+# job (python/tests/test_unique_id.py).
+ci/deps.sh openmpi-bin python3-mpi4py slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev \
   clang-format-14 clang-tidy-14
 jobs=$(nproc)
 t0=$SECONDS

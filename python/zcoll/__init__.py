@@ -17,14 +17,14 @@ from ._dtypes import DType
 from ._errors import (BootstrapError, Error, InvalidArgument, Mismatch, NoMemory, PeerFailed,
                       Timeout, TransportError, Unsupported)
 from ._lib import lib as _clib
-from .comm import Comm
+from .comm import Comm, get_unique_id
 from .memory import MemoryRegion
 from .op import AVG, MAX, MIN, PROD, SUM, CreatedOp, Op, op_create, premul_sum
 from .request import PersistentRequest, Request
 from .vec import Vec
 
 __all__ = [
-    "Comm", "Request", "PersistentRequest", "MemoryRegion", "Vec", "Op", "CreatedOp", "DType",
+    "Comm", "get_unique_id", "Request", "PersistentRequest", "MemoryRegion", "Vec", "Op", "CreatedOp", "DType",
     "SUM", "PROD", "MIN", "MAX", "AVG", "op_create", "premul_sum",
     "Error", "InvalidArgument", "NoMemory", "Unsupported", "BootstrapError",
     "TransportError", "Timeout", "PeerFailed", "Mismatch",

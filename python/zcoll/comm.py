@@ -4,7 +4,7 @@ collectives.py) allgather, reduce-scatter, reduce and the object collectives."""
 import atexit
 import sys
 import weakref
-from ctypes import byref, c_char_p, c_void_p, sizeof
+from ctypes import byref, c_char_p, c_void_p, create_string_buffer, sizeof
 from threading import get_ident
 
 from . import _buffers, _config, _wait
@@ -14,7 +14,7 @@ from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
 from .request import PersistentRequest, Request
 
-__all__ = ["Comm"]
+__all__ = ["Comm", "get_unique_id"]
 
 _operands = _buffers.operands
 _allreduce = lib.zcoll_allreduce
@@ -38,12 +38,34 @@ def _close_at_exit():
         comm._release(abort=failed)
 
 
+def get_unique_id():
+    """A fresh id for a job (zcoll_get_unique_id), as 128 bytes: made by the process that
+    will be rank 0, moved by the application (an MPI bcast, a file, a store) to every
+    process, which then creates Comm(unique_id=..., rank=..., size=...). It holds rank 0's
+    address and the job's secret key: treat it as a secret. Single use."""
+    buf = create_string_buffer(128)
+    st = lib.zcoll_get_unique_id(buf)
+    if st:
+        raise error(st)
+    return buf.raw
+
+
+def _check_unique_id(uid, rank, size):
+    if not isinstance(uid, (bytes, bytearray, memoryview)) or len(bytes(uid)) != 128:
+        raise TypeError("unique_id must be the 128 bytes zcoll.get_unique_id() returned")
+    if not isinstance(rank, int) or not isinstance(size, int):
+        raise TypeError("unique_id= needs rank= and size= (ints): this process's rank and the "
+                        "number of ranks")
+
+
 class Comm(Collectives):
     """A zcoll communicator over all the ranks of the job.
 
     Comm() reads the rank, the size and the rendezvous address from the environment
     (zcoll_run, mpirun, srun set them); Comm(config={"ALGO": "ring", "TIMEOUT": 5})
-    overrides ZCOLL_* settings from code. Creating and closing are collective.
+    overrides ZCOLL_* settings from code. Comm(unique_id=zcoll.get_unique_id() moved from
+    rank 0, rank=r, size=p) starts from an id instead (zcoll_comm_init_rank), whatever
+    the environment says of ranks. Creating and closing are collective.
 
     Use it as a context manager (`with zcoll.Comm() as comm:`) or call close(); a Comm
     never closed is destroyed when it is collected, at the latest at interpreter exit
@@ -61,11 +83,19 @@ class Comm(Collectives):
     abort() it then, as the with block does.
     """
 
-    def __init__(self, config=None):
+    def __init__(self, config=None, unique_id=None, rank=None, size=None):
         ptr = c_void_p()
+        if unique_id is not None:
+            _check_unique_id(unique_id, rank, size)
+        elif rank is not None or size is not None:
+            raise ValueError("rank= and size= go with unique_id= (zcoll.get_unique_id()); "
+                             "without it they come from the launcher")
         cfg = _config.create(config) if config else None
         try:
-            st = lib.zcoll_comm_init(byref(ptr), cfg)
+            if unique_id is None:
+                st = lib.zcoll_comm_init(byref(ptr), cfg)
+            else:
+                st = lib.zcoll_comm_init_rank(byref(ptr), bytes(unique_id), rank, size, cfg)
         finally:
             if cfg is not None:
                 lib.zcoll_config_free(cfg)

@@ -1,0 +1,56 @@
+"""A communicator from zcoll.get_unique_id(): moved through a file (progs/uid.py), and
+through MPI inside an mpirun job (examples/mpi4py_init.py, Debian's python3-mpi4py);
+and the misuse that must raise."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import zcoll
+
+from conftest import HERE
+
+EXAMPLE = os.path.join(HERE, "..", "..", "examples", "mpi4py_init.py")
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_from_a_file(tmp_path, size):
+    env = dict(os.environ, ZCOLL_RANK="5", ZCOLL_SIZE="9")  # not this job's: ignored
+    procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "progs", "uid.py"),
+                               str(tmp_path), str(r), str(size)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(size)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    for r, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and f"OK {r} {size}" in out, out
+
+
+def test_under_mpirun_with_mpi4py():
+    pytest.importorskip("mpi4py", reason="python3-mpi4py (ci/deps.sh installs it)")
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        pytest.skip("no mpirun (openmpi-bin)")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(zcoll.__file__)))
+    job = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3", "--mca",
+                          "pml", "ob1", "--mca", "btl", "self,vader", sys.executable, EXAMPLE,
+                          "--elements", "50000", "--iters", "3"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert job.returncode == 0, job.stdout
+    for r in range(3):
+        assert f"rank {r} of 3: zcoll's average equals MPI's" in job.stdout, job.stdout
+
+
+def test_misuse():
+    with pytest.raises(ValueError, match="go with unique_id"):
+        zcoll.Comm(rank=0, size=1)
+    with pytest.raises(TypeError, match="128 bytes"):
+        zcoll.Comm(unique_id=b"short", rank=0, size=1)
+    with pytest.raises(zcoll.InvalidArgument, match="not a unique id"):
+        zcoll.Comm(unique_id=bytes(128), rank=0, size=2)
+    uid = zcoll.get_unique_id()
+    assert isinstance(uid, bytes) and len(uid) == 128 and uid != zcoll.get_unique_id()
+    with zcoll.Comm(unique_id=uid, rank=0, size=1) as comm:
+        assert comm.size == 1
+    with pytest.raises(zcoll.InvalidArgument, match="used already"):
+        zcoll.Comm(unique_id=uid, rank=0, size=1)

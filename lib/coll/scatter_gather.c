@@ -48,8 +48,17 @@ static zcoll_status_t check_bufs(const char *fn, const void *sendbuf, size_t in_
   return ZCOLL_OK;
 }
 
-static void log_choice(const zcoll_comm_t *comm, const char *fn, size_t count, zcoll_dtype_t dtype,
-                       const char *algo, const char *why) {
+/* Once per schedule built: the choice and the rule that made it (coll_rs as
+ * zcoll__select_gather's, -1: the chain, for a non-commutative op). Formatted only then:
+ * a loop of small calls must not pay for the words. */
+static void log_choice(const zcoll_comm_t *comm, const char *fn, int coll_rs, size_t count,
+                       zcoll_dtype_t dtype, size_t bytes, const char *algo) {
+  if (zcoll__log_level < ZCOLL_LOG_INFO) return;
+  char why[160];
+  if (coll_rs < 0)
+    snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
+  else
+    zcoll__select_gather(coll_rs, comm->size, bytes, why, sizeof(why));
   zcoll_log_info("%s of %zu x %s on %d ranks: %s (%s)", fn, count, zcoll_dtype_name(dtype),
                  comm->size, algo, why);
 }
@@ -66,11 +75,10 @@ zcoll_status_t zcoll__allgather_plan(zcoll_comm_t *comm, const void *sendbuf, vo
   if ((st = check_bufs(fn, sendbuf, sendcount * dsize, recvbuf, total * dsize)) != ZCOLL_OK)
     return st;
   int in_place = sendbuf == ZCOLL_IN_PLACE, built = 0;
-  char why[160] = {0};
-  int algo = zcoll__select_gather(0, comm->size, total * dsize, why, sizeof(why));
+  int algo = zcoll__select_gather(0, comm->size, total * dsize, NULL, 0);
   if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_AG + algo, total, in_place, -1, pl, &built)))
     return st;
-  if (built) log_choice(comm, fn, sendcount, dtype, zcoll__ag_algos[algo]->name, why);
+  if (built) log_choice(comm, fn, 0, sendcount, dtype, total * dsize, zcoll__ag_algos[algo]->name);
   pl->desc = (struct zcoll__coll_desc){
       ZCOLL_COLL_ALLGATHER, (uint8_t)dtype, 0, (uint8_t)algo, 0, -1, 0, sendcount};
   pl->src = in_place ? recvbuf : sendbuf;
@@ -94,19 +102,16 @@ zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbu
   if ((unsigned)op >= ZCOLL_OP_COUNT &&
       (st = zcoll__plan_op(comm, fn, recvcount, dtype, op, pl, &n)))
     return st;
-  char why[160] = {0};
-  int algo, built = 0;
-  if (pl->op && !pl->op->commutative) {
-    algo = zcoll__rs_algo_find("chain");
-    snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
-  } else {
-    algo = zcoll__select_gather(1, comm->size, recvcount * p * dsize, why, sizeof(why));
-  }
+  int chain = pl->op && !pl->op->commutative, built = 0;
+  int algo = chain ? zcoll__rs_algo_find("chain")
+                   : zcoll__select_gather(1, comm->size, recvcount * p * dsize, NULL, 0);
   if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_RS + algo, n * p, in_place, -1, pl, &built))) {
     zcoll__plan_release(pl);
     return st;
   }
-  if (built) log_choice(comm, fn, recvcount, dtype, zcoll__rs_algos[algo]->name, why);
+  if (built)
+    log_choice(comm, fn, chain ? -1 : 1, recvcount, dtype, recvcount * p * dsize,
+               zcoll__rs_algos[algo]->name);
   pl->desc = (struct zcoll__coll_desc){
       ZCOLL_COLL_REDUCE_SCATTER,          (uint8_t)dtype, (uint8_t)op, (uint8_t)algo, 0, -1,
       pl->op ? zcoll__op_tag(pl->op) : 0, recvcount};
@@ -138,17 +143,19 @@ zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void 
   if (st != ZCOLL_OK) return st;
   if ((unsigned)op >= ZCOLL_OP_COUNT && (st = zcoll__plan_op(comm, fn, count, dtype, op, pl, &n)))
     return st;
-  char why[256] = {0};
-  int algo = zcoll__pick_allreduce(comm, count, dtype, why, sizeof(why)), built = 0;
-  if (pl->op && !pl->op->commutative && algo != comm->chain_algo) {
-    algo = comm->chain_algo;
-    snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
-  }
+  int algo = zcoll__pick_allreduce(comm, count, dtype, NULL, 0), built = 0;
+  int chain = pl->op && !pl->op->commutative && algo != comm->chain_algo;
+  if (chain) algo = comm->chain_algo;
   if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_REDUCE + algo, n, in_place, root, pl, &built))) {
     zcoll__plan_release(pl);
     return st;
   }
-  if (built) log_choice(comm, fn, count, dtype, zcoll__algos[algo]->name, why);
+  if (built && zcoll__log_level >= ZCOLL_LOG_INFO) {
+    char why[256] = "a non-commutative op combines in rank order";
+    if (!chain) zcoll__pick_allreduce(comm, count, dtype, why, sizeof(why));
+    zcoll_log_info("%s of %zu x %s to rank %d on %d ranks: %s (%s)", fn, count,
+                   zcoll_dtype_name(dtype), root, comm->size, zcoll__algos[algo]->name, why);
+  }
   pl->desc = (struct zcoll__coll_desc){
       ZCOLL_COLL_REDUCE,
       (uint8_t)dtype,

@@ -161,6 +161,19 @@ ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config
  * has joined, or after ZCOLL_TIMEOUT, the rendezvous closes; a rank that comes later, an
  * id used twice, and a forged one get an error saying so (ZCOLL_ERR_BOOTSTRAP,
  * ZCOLL_ERR_INVALID_ARG). Collective over the size ranks. */
+/* MPI_Comm_split: collective over comm; the ranks that pass the same color (>= 0) form a
+ * new communicator, ranked by key, then by rank in comm; ZCOLL_UNDEFINED gets NULL (and
+ * ZCOLL_OK). The new one is a communicator like any other: its own collectives, numbers,
+ * failures (a member's failure breaks the communicators it is in, not the others) and
+ * lifetime (destroy it, collectively, before or after comm); it and comm may be used at
+ * once from different threads. It starts as a job of its own from a unique id its rank 0
+ * makes and comm's ranks exchange (two allgathers over comm), so it opens connections of
+ * its own; its settings are comm's. A color < 0 other than ZCOLL_UNDEFINED on any rank
+ * is ZCOLL_ERR_INVALID_ARG on every rank. */
+#define ZCOLL_UNDEFINED (-1)
+ZCOLL_API zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key,
+                                          zcoll_comm_t **newcomm);
+
 typedef struct {
   unsigned char bytes[128];
 } zcoll_unique_id_t;

@@ -89,3 +89,24 @@ Test(examples, tasks_three_ranks, .timeout = 300) {
     free(r.out);
   }
 }
+
+/* examples/split_hosts: hosts of 2 ranks made up on 5 ranks (hosts of 2, 2 and 1), and the
+ * real host name (one host): the two-level sum equals the allreduce on every rank. */
+Test(examples, split_hosts, .timeout = 120) {
+  static const char *const per[] = {"2", "0"};
+  for (int k = 0; k < 2; k++) {
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np",  "5", SP_BIN("split_hosts"),
+                          "--ranks-per-host",  per[k], NULL};
+    const char *env[] = {"ZCOLL_TRANSPORT=shm", NULL};
+    struct sp_result r = sp_run(argv, env, 100);
+    cr_expect_eq(r.status, 0, "-k %s: exit %d\n%s", per[k], r.status, r.out);
+    for (int q = 0; q < 5; q++) {
+      char want[128];
+      snprintf(want, sizeof(want), "split_hosts: rank %d: host %d (rank %d of %d", q,
+               k ? 0 : q / 2 * 2, k ? q : q % 2, k ? 5 : (q == 4 ? 1 : 2));
+      cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
+    }
+    cr_expect(!strstr(r.out, "DIFFERS"), "%s", r.out);
+    free(r.out);
+  }
+}

@@ -15,4 +15,11 @@
 zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
                                 const struct zcoll__launch *given);
 
+/* A unique id (unique_id.c) for a communicator made inside the library (a split): on
+ * 127.0.0.1 (local_only) or this host's address others reach; expiring after timeout s. */
+zcoll_status_t zcoll__uid_make(int local_only, double timeout, zcoll_unique_id_t *id);
+/* zcoll_comm_init_rank's body, with cfg taken (freed on every path). */
+zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
+                                    int size, zcoll_config_t *cfg);
+
 #endif

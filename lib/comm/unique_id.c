@@ -75,34 +75,26 @@ static zcoll_status_t random_bytes(void *buf, size_t len) {
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll_get_unique_id(zcoll_unique_id_t *id) {
-  zcoll__clear_error();
-  if (!id) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_get_unique_id: id is NULL");
-  zcoll_config_t *cfg;
-  zcoll_status_t st = zcoll_config_create(&cfg); /* ZCOLL_ROOT and ZCOLL_TIMEOUT */
-  if (st != ZCOLL_OK) return st;
+/* Makes an id listening on host (":0": any port), or where zcoll_get_unique_id says. */
+static zcoll_status_t make(const char *host, double timeout, zcoll_unique_id_t *id) {
   struct uid_wire w;
   memset(&w, 0, sizeof(w));
   memcpy(w.magic, UID_MAGIC, 4);
   w.version = UID_VERSION;
   int fd = -1;
-  if ((st = random_bytes(w.nonce, sizeof(w.nonce))) == ZCOLL_OK)
-    st = random_bytes(w.key, sizeof(w.key));
-  /* Where the ranks reach it: ZCOLL_ROOT's host, else this host's first address others
+  zcoll_status_t st = random_bytes(w.nonce, sizeof(w.nonce));
+  if (st == ZCOLL_OK) st = random_bytes(w.key, sizeof(w.key));
+  /* Where the ranks reach it: the host given, else this host's first address others
    * reach, else (only loopback is up: nobody else could) 127.0.0.1; always a fresh port,
-   * since an id serves one job (and ZCOLL_ROOT's port may be a launcher's own). */
-  char host[sizeof(cfg->root) + 2], *colon = strrchr(cfg->root, ':');
-  if (st == ZCOLL_OK && cfg->root[0] && colon) {
-    snprintf(host, sizeof(host), "%.*s:0", (int)(colon - cfg->root), cfg->root);
+   * since an id serves one job. */
+  if (st == ZCOLL_OK && host)
     st = zcoll__listen_at(host, w.root, sizeof(w.root), &fd);
-  } else if (st == ZCOLL_OK &&
-             zcoll__listen_reachable(0, w.root, sizeof(w.root), &fd) != ZCOLL_OK) {
+  else if (st == ZCOLL_OK && zcoll__listen_reachable(0, w.root, sizeof(w.root), &fd) != ZCOLL_OK) {
     zcoll_log_debug("unique id: %s; listening on 127.0.0.1", zcoll__last_error());
     st = zcoll__listen_reachable(1, w.root, sizeof(w.root), &fd);
   }
-  int64_t expires = cfg->timeout > 0 ? zcoll__now_ns() + (int64_t)(cfg->timeout * 1e9) : 0;
-  zcoll_config_free(cfg);
   if (st != ZCOLL_OK) return st;
+  int64_t expires = timeout > 0 ? zcoll__now_ns() + (int64_t)(timeout * 1e9) : 0;
   pthread_mutex_lock(&table_mu);
   table_init();
   table_expire(zcoll__now_ns());
@@ -129,6 +121,25 @@ zcoll_status_t zcoll_get_unique_id(zcoll_unique_id_t *id) {
   return ZCOLL_OK;
 }
 
+zcoll_status_t zcoll_get_unique_id(zcoll_unique_id_t *id) {
+  zcoll__clear_error();
+  if (!id) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_get_unique_id: id is NULL");
+  zcoll_config_t *cfg;
+  zcoll_status_t st = zcoll_config_create(&cfg); /* ZCOLL_ROOT and ZCOLL_TIMEOUT */
+  if (st != ZCOLL_OK) return st;
+  /* ZCOLL_ROOT's host, a fresh port (ZCOLL_ROOT's may be a launcher's own). */
+  char host[sizeof(cfg->root) + 2], *colon = strrchr(cfg->root, ':');
+  if (cfg->root[0] && colon)
+    snprintf(host, sizeof(host), "%.*s:0", (int)(colon - cfg->root), cfg->root);
+  st = make(cfg->root[0] && colon ? host : NULL, cfg->timeout, id);
+  zcoll_config_free(cfg);
+  return st;
+}
+
+zcoll_status_t zcoll__uid_make(int local_only, double timeout, zcoll_unique_id_t *id) {
+  return make(local_only ? "127.0.0.1:0" : NULL, timeout, id);
+}
+
 /* Rank 0: the listening socket of the id made in this process, taken out of the table. */
 static int table_take(const uint8_t nonce[16]) {
   int fd = -1;
@@ -143,31 +154,23 @@ static int table_take(const uint8_t nonce[16]) {
   return fd;
 }
 
-zcoll_status_t zcoll_comm_init_rank(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
-                                    int size, const zcoll_config_t *cfg) {
-  zcoll__clear_error();
-  if (!out || !id)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init_rank: %s is NULL",
-                       out ? "id" : "comm");
+zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
+                                    int size, zcoll_config_t *c) {
   *out = NULL;
   struct uid_wire w;
   memcpy(&w, id, sizeof(w));
+  zcoll_status_t st = ZCOLL_OK;
   if (memcmp(w.magic, UID_MAGIC, 4) || w.version != UID_VERSION ||
-      !memchr(w.root, '\0', sizeof(w.root)) || !w.root[0]) {
-    explicit_bzero(&w, sizeof(w));
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "zcoll_comm_init_rank: not a unique id (made by zcoll_get_unique_id of "
-                       "this version, moved unchanged)");
-  }
-  if (size < 1 || rank < 0 || rank >= size) {
-    explicit_bzero(&w, sizeof(w));
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "zcoll_comm_init_rank: rank %d of size %d is not a valid rank", rank, size);
-  }
-  zcoll_config_t *c;
-  zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &c) : zcoll_config_create(&c);
+      !memchr(w.root, '\0', sizeof(w.root)) || !w.root[0])
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "zcoll_comm_init_rank: not a unique id (made by zcoll_get_unique_id of "
+                     "this version, moved unchanged)");
+  else if (size < 1 || rank < 0 || rank >= size)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "zcoll_comm_init_rank: rank %d of size %d is not a valid rank", rank, size);
   if (st != ZCOLL_OK) {
     explicit_bzero(&w, sizeof(w));
+    zcoll_config_free(c);
     return st;
   }
   /* The id says it all: the environment's (and cfg's) rank, size, root and key do not
@@ -191,4 +194,16 @@ zcoll_status_t zcoll_comm_init_rank(zcoll_comm_t **out, const zcoll_unique_id_t 
   given.close_root_fd = rank == 0;
   explicit_bzero(&w, sizeof(w));
   return zcoll__comm_init(out, c, &given);
+}
+
+zcoll_status_t zcoll_comm_init_rank(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
+                                    int size, const zcoll_config_t *cfg) {
+  zcoll__clear_error();
+  if (!out || !id)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init_rank: %s is NULL",
+                       out ? "id" : "comm");
+  *out = NULL;
+  zcoll_config_t *c;
+  zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &c) : zcoll_config_create(&c);
+  return st == ZCOLL_OK ? zcoll__comm_init_uid(out, id, rank, size, c) : st;
 }

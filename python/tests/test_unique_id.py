@@ -1,6 +1,6 @@
 """A communicator from zcoll.get_unique_id(): moved through a file (progs/uid.py), and
 through MPI inside an mpirun job (examples/mpi4py_init.py, Debian's python3-mpi4py);
-and the misuse that must raise."""
+and the misuse that must raise. Communicators from a split (progs/split.py)."""
 import os
 import shutil
 import subprocess
@@ -9,7 +9,7 @@ import sys
 import pytest
 import zcoll
 
-from conftest import HERE
+from conftest import HERE, rank_lines, run_job
 
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "mpi4py_init.py")
 
@@ -54,3 +54,11 @@ def test_misuse():
         assert comm.size == 1
     with pytest.raises(zcoll.InvalidArgument, match="used already"):
         zcoll.Comm(unique_id=uid, rank=0, size=1)
+
+
+@pytest.mark.parametrize("np_", [1, 3, 4])
+def test_split(np_):
+    job = run_job(np_, "split.py")
+    assert job.returncode == 0, job.stdout
+    for r in range(np_):
+        assert f"OK {r}" in rank_lines(job.stdout, r), job.stdout

@@ -28,8 +28,11 @@ __all__ = [
     "SUM", "PROD", "MIN", "MAX", "AVG", "op_create", "premul_sum",
     "Error", "InvalidArgument", "NoMemory", "Unsupported", "BootstrapError",
     "TransportError", "Timeout", "PeerFailed", "Mismatch",
-    "algorithms", "__version__",
+    "algorithms", "__version__", "UNDEFINED",
 ]
+
+#: The color of zcoll_comm_split's ranks that want no communicator (Comm.split's None).
+UNDEFINED = -1
 
 #: The library's version ("0.1.0"); the binding is versioned with it.
 __version__ = _clib.zcoll_version_string().decode()

@@ -73,6 +73,7 @@ _PROTOTYPES = {
     "zcoll_ibroadcast": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, POINTER(_handle)]),
     "zcoll_broadcast_init": (_status, [_handle, c_void_p, c_size_t, c_int, c_int,
                                        POINTER(_handle)]),
+    "zcoll_comm_split": (_status, [_handle, c_int, c_int, POINTER(_handle)]),
     "zcoll_get_unique_id": (_status, [c_char_p]),
     "zcoll_comm_init_rank": (_status, [POINTER(_handle), c_char_p, c_int, c_int, c_void_p]),
     "zcoll_allgather": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int]),

@@ -101,7 +101,11 @@ class Comm(Collectives):
                 lib.zcoll_config_free(cfg)
         if st:
             raise error(st)
-        self._ptr = ptr.value
+        self._adopt(ptr.value)
+
+    def _adopt(self, ptr):
+        """Takes the communicator at ptr (zcoll_comm_init's, or a split's)."""
+        self._ptr = ptr
         self._orphans = []  # (request, buffers) dropped in flight; see request.py
         self._req = c_void_p()  # where a blocking call's request goes (_sliced)
         self._req_ref = byref(self._req)
@@ -298,6 +302,25 @@ class Comm(Collectives):
         if st:
             raise error(st, self._ptr)
         return Request(self, req.value, (), None)
+
+    def split(self, color, key=0):
+        """The communicator of the ranks that pass the same color (an int >= 0), ranked by
+        key then by rank here (zcoll_comm_split, MPI_Comm_split); None for color None (or
+        zcoll.UNDEFINED). Collective over this communicator. The new one is independent:
+        close it (collectively) before or after this one; both may be used at once from
+        different threads."""
+        c = -1 if color is None else color
+        if not isinstance(c, int) or not isinstance(key, int):
+            raise TypeError("color and key are ints (color None: no communicator)")
+        ptr = c_void_p()
+        st = lib.zcoll_comm_split(self._live(self._ptr), c, key, byref(ptr))
+        if st:
+            raise error(st, self._ptr)
+        if not ptr.value:
+            return None
+        comm = Comm.__new__(Comm)
+        comm._adopt(ptr.value)
+        return comm
 
     def vec(self, key, local_tasks, shape, dtype, op=SUM):
         """A key of the task-based vector interface (zcoll.Vec): this rank's local_tasks

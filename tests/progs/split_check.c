@@ -1,0 +1,75 @@
+/*
+ * split_check -- zcoll_comm_split between processes.
+ *
+ *   split_check          parity groups ranked by descending parent rank (key -rank), each
+ *                        checked by an allreduce and an allgather; then the parent is
+ *                        destroyed and the child used again. "split_check: rank R ok".
+ *   split_check kill     parent rank 1 dies (exits without a word) just after the split:
+ *                        its child (the odd ranks) must fail with ZCOLL_ERR_PEER_FAILED,
+ *                        the even ranks' child must go on working. Each survivor prints
+ *                        "split_check: rank R: odd child failed: ..." or
+ *                        "split_check: rank R: even child ok after rank 1 died".
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zcoll.h"
+
+static int child_check(zcoll_comm_t *child, int rank, int p) {
+  /* members: parent ranks of rank's parity, by descending parent rank */
+  int want[64], n = 0;
+  for (int r = p - 1; r >= 0; r--)
+    if (r % 2 == rank % 2) want[n++] = r;
+  int64_t sum = rank, want_sum = 0;
+  int32_t mine = rank, got[64];
+  for (int i = 0; i < n; i++) want_sum += want[i];
+  if (zcoll_comm_size(child) != n || want[zcoll_comm_rank(child)] != rank ||
+      zcoll_allreduce(child, ZCOLL_IN_PLACE, &sum, 1, ZCOLL_INT64, ZCOLL_SUM) != ZCOLL_OK ||
+      zcoll_allgather(child, &mine, got, 1, ZCOLL_INT32) != ZCOLL_OK || sum != want_sum) {
+    fprintf(stderr, "split_check: rank %d: child wrong: %s\n", rank, zcoll_comm_last_error(child));
+    return 1;
+  }
+  for (int i = 0; i < n; i++)
+    if (got[i] != want[i]) return 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int kill_mode = argc > 1 && !strcmp(argv[1], "kill");
+  zcoll_comm_t *comm, *child = NULL;
+  if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) return 1;
+  int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
+  if (zcoll_comm_split(comm, rank % 2, -rank, &child) != ZCOLL_OK || !child) {
+    fprintf(stderr, "split_check: rank %d: split: %s\n", rank, zcoll_last_error());
+    return 1;
+  }
+  if (!kill_mode) {
+    if (child_check(child, rank, p) || zcoll_comm_destroy(comm) != ZCOLL_OK ||
+        child_check(child, rank, p) || zcoll_comm_destroy(child) != ZCOLL_OK)
+      return 1;
+    printf("split_check: rank %d ok\n", rank);
+    return 0;
+  }
+  if (rank == 1) _exit(0); /* no goodbye to anyone */
+  zcoll_status_t st = ZCOLL_OK;
+  for (int i = 0; i < 20 && st == ZCOLL_OK; i++) {
+    float v = 1.0f;
+    st = zcoll_allreduce(child, ZCOLL_IN_PLACE, &v, 1, ZCOLL_FLOAT32, ZCOLL_SUM);
+    if (st == ZCOLL_OK && v != (float)zcoll_comm_size(child))
+      st = ZCOLL_ERR_MISMATCH; /* a wrong sum */
+    usleep(20000);             /* time for the news of rank 1 to reach every survivor */
+  }
+  if (rank % 2)
+    printf("split_check: rank %d: odd child failed: %s: %s\n", rank, zcoll_strerror(st),
+           zcoll_comm_last_error(child));
+  else if (st == ZCOLL_OK)
+    printf("split_check: rank %d: even child ok after rank 1 died\n", rank);
+  else
+    printf("split_check: rank %d: even child FAILED: %s\n", rank, zcoll_comm_last_error(child));
+  fflush(stdout);
+  zcoll_comm_abort(child);
+  zcoll_comm_abort(comm); /* it lost rank 1 too */
+  return 0;
+}

@@ -1,0 +1,218 @@
+/*
+ * zcoll_comm_split as threads over the loopback transport: even/odd at p = 1..6 (ranks
+ * ordered by key, then parent rank; every member's allreduce and allgather checked), keys
+ * that reverse the order, every rank but one ZCOLL_UNDEFINED, nested splits, a child used
+ * on a second thread while the parent runs collectives on the first, the parent destroyed
+ * before its child, and a bad color. Between processes (progs/split_check.c): a member
+ * killed in one child breaks that child, not the other.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <pthread.h>
+
+#include "rank_threads.h"
+#include "spawn.h"
+
+/* The child's collectives against what the parent ranks in it make: an allreduce of their
+ * parent ranks and an allgather in child rank order. want: parent ranks by child rank. */
+static int check_child(zcoll_comm_t *child, const int *want, int n, int prank, char *msg,
+                       size_t len) {
+  if (zcoll_comm_size(child) != n || zcoll_comm_rank(child) < 0 ||
+      want[zcoll_comm_rank(child)] != prank) {
+    snprintf(msg, len, "parent rank %d is child rank %d of %d; want size %d", prank,
+             zcoll_comm_rank(child), zcoll_comm_size(child), n);
+    return 1;
+  }
+  int64_t sum = prank, want_sum = 0;
+  int32_t mine = prank, got[64];
+  for (int i = 0; i < n; i++) want_sum += want[i];
+  if (zcoll_allreduce(child, ZCOLL_IN_PLACE, &sum, 1, ZCOLL_INT64, ZCOLL_SUM) != ZCOLL_OK ||
+      zcoll_allgather(child, &mine, got, 1, ZCOLL_INT32) != ZCOLL_OK) {
+    snprintf(msg, len, "child collective: %s", zcoll_comm_last_error(child));
+    return 1;
+  }
+  int bad = sum != want_sum;
+  for (int i = 0; i < n; i++) bad |= got[i] != want[i];
+  if (bad)
+    snprintf(msg, len, "child results wrong (sum %lld, want %lld)", (long long)sum,
+             (long long)want_sum);
+  return bad;
+}
+
+/* The parent ranks of a color, ordered by key then rank: keys are given per parent rank. */
+static int members(int p, const int *colors, const int *keys, int color, int *out) {
+  int n = 0;
+  for (int k = -64; k <= 64; k++)
+    for (int r = 0; r < p; r++)
+      if (colors[r] == color && keys[r] == k) out[n++] = r;
+  return n;
+}
+
+struct split_case {
+  int mode; /* 0 even/odd, 1 reversed keys, 2 all undefined but one */
+};
+
+static void split_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  int p = job->size, mode = *(int *)job->arg, colors[64], keys[64];
+  for (int r = 0; r < p; r++) {
+    colors[r] = mode == 2 ? (r == p / 2 ? 7 : ZCOLL_UNDEFINED) : r % 2;
+    keys[r] = mode == 1 ? -r : 0;
+  }
+  zcoll_comm_t *child = NULL;
+  char msg[300];
+  zcoll_status_t st = zcoll_comm_split(comm, colors[rank], keys[rank], &child);
+  if (st != ZCOLL_OK) {
+    snprintf(msg, sizeof(msg), "split: %s", zcoll_last_error());
+    rt_fail(job, rank, msg);
+    return;
+  }
+  if (colors[rank] == ZCOLL_UNDEFINED) {
+    if (child) rt_fail(job, rank, "ZCOLL_UNDEFINED got a communicator");
+    return;
+  }
+  int want[64], n = members(p, colors, keys, colors[rank], want);
+  if (!child)
+    rt_fail(job, rank, "no communicator");
+  else if (check_child(child, want, n, rank, msg, sizeof(msg)))
+    rt_fail(job, rank, msg);
+  if (child && zcoll_comm_destroy(child) != ZCOLL_OK) rt_fail(job, rank, "child destroy failed");
+}
+
+ParameterizedTestParameters(split, loopback) {
+  static int sizes[] = {1, 2, 3, 4, 5, 6};
+  return cr_make_param_array(int, sizes, sizeof(sizes) / sizeof(sizes[0]));
+}
+
+ParameterizedTest(int *p, split, loopback, .timeout = 300) {
+  for (int mode = 0; mode < 3; mode++) {
+    struct rt_job job = {.size = *p, .body = split_body, .arg = &mode};
+    cr_expect_eq(rt_run(&job), 0, "p=%d mode %d: %s", *p, mode, job.first);
+  }
+}
+
+/* Split by parity, then each half by child rank / 2: grandchildren of one or two ranks. */
+static void nested_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_comm_t *child = NULL, *grand = NULL;
+  char msg[300];
+  if (zcoll_comm_split(comm, rank % 2, 0, &child) != ZCOLL_OK ||
+      zcoll_comm_split(child, zcoll_comm_rank(child) / 2, 0, &grand) != ZCOLL_OK) {
+    snprintf(msg, sizeof(msg), "split: %s", zcoll_last_error());
+    rt_fail(job, rank, msg);
+  } else {
+    /* grandchild g of parity c: parent ranks c + 2 * (2g), c + 2 * (2g + 1), if < p */
+    int c = rank % 2, g = zcoll_comm_rank(child) / 2, want[2], n = 0;
+    for (int k = 0; k < 2; k++)
+      if (c + 2 * (2 * g + k) < job->size) want[n++] = c + 2 * (2 * g + k);
+    if (check_child(grand, want, n, rank, msg, sizeof(msg))) rt_fail(job, rank, msg);
+  }
+  zcoll_comm_destroy(grand);
+  zcoll_comm_destroy(child);
+}
+
+Test(split, nested, .timeout = 300) {
+  for (int p = 1; p <= 7; p++) {
+    struct rt_job job = {.size = p, .body = nested_body};
+    cr_expect_eq(rt_run(&job), 0, "p=%d: %s", p, job.first);
+  }
+}
+
+/* The child on a thread of its own, the parent on the rank's: both busy at once. */
+struct side {
+  zcoll_comm_t *child;
+  int n, ok;
+};
+
+static void *child_side(void *arg) {
+  struct side *s = arg;
+  s->ok = 1;
+  for (int i = 0; i < 200; i++) {
+    float v = 1.0f;
+    if (zcoll_allreduce(s->child, ZCOLL_IN_PLACE, &v, 1, ZCOLL_FLOAT32, ZCOLL_SUM) != ZCOLL_OK ||
+        v != (float)s->n)
+      s->ok = 0;
+  }
+  return NULL;
+}
+
+static void concurrent_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  int p = job->size;
+  zcoll_comm_t *child = NULL;
+  if (zcoll_comm_split(comm, rank % 2, 0, &child) != ZCOLL_OK) {
+    rt_fail(job, rank, zcoll_last_error());
+    return;
+  }
+  struct side s = {child, zcoll_comm_size(child), 0};
+  pthread_t t;
+  pthread_create(&t, NULL, child_side, &s);
+  int ok = 1;
+  for (int i = 0; i < 200; i++) {
+    int64_t v = rank;
+    if (zcoll_allreduce(comm, ZCOLL_IN_PLACE, &v, 1, ZCOLL_INT64, ZCOLL_SUM) != ZCOLL_OK ||
+        v != (int64_t)p * (p - 1) / 2)
+      ok = 0;
+  }
+  pthread_join(t, NULL);
+  if (!ok || !s.ok)
+    rt_fail(job, rank, ok ? "the child's allreduces failed" : "the parent's failed");
+  /* The parent goes first (collectively); the child still works after. */
+  if (zcoll_comm_destroy(comm) != ZCOLL_OK) rt_fail(job, rank, "the parent's destroy failed");
+  job->released[rank] = 1;
+  s.ok = 0;
+  child_side(&s);
+  if (!s.ok) rt_fail(job, rank, "the child failed after the parent's destroy");
+  if (zcoll_comm_destroy(child) != ZCOLL_OK) rt_fail(job, rank, "the child's destroy failed");
+}
+
+Test(split, child_and_parent_at_once_from_two_threads, .timeout = 300) {
+  for (int p = 2; p <= 5; p++) {
+    struct rt_job job = {.size = p, .body = concurrent_body};
+    cr_expect_eq(rt_run(&job), 0, "p=%d: %s", p, job.first);
+  }
+}
+
+/* A color below 0 other than ZCOLL_UNDEFINED, on one rank: every rank refuses. */
+static void bad_color_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_comm_t *child = (zcoll_comm_t *)1;
+  zcoll_status_t st = zcoll_comm_split(comm, rank == 1 ? -5 : 0, 0, &child);
+  if (st != ZCOLL_ERR_INVALID_ARG || child || !strstr(zcoll_last_error(), "rank 1 passed color -5"))
+    rt_fail(job, rank, "a bad color was not refused everywhere");
+}
+
+Test(split, bad_color_is_refused_everywhere, .timeout = 60) {
+  struct rt_job job = {.size = 3, .body = bad_color_body};
+  cr_expect_eq(rt_run(&job), 0, "%s", job.first);
+}
+
+/* Between processes over shm and UCX, and a member killed in one child. */
+static void procs(const char *tl, const char *np) {
+  char transport[64];
+  snprintf(transport, sizeof(transport), "ZCOLL_TRANSPORT=%s", tl);
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("split_check"), NULL};
+  const char *env[] = {transport, NULL};
+  struct sp_result r = sp_run(argv, env, 120);
+  cr_expect_eq(r.status, 0, "%s np=%s: exit %d\n%s", tl, np, r.status, r.out);
+  for (int k = 0; k < atoi(np); k++) {
+    char want[64];
+    snprintf(want, sizeof(want), "split_check: rank %d ok", k);
+    cr_expect(strstr(r.out, want) != NULL, "%s: no '%s'\n%s", tl, want, r.out);
+  }
+  free(r.out);
+}
+
+Test(split, processes_shm, .timeout = 200) { procs("shm", "5"); }
+Test(split, processes_ucx, .timeout = 200) { procs("ucx", "4"); }
+
+Test(split, member_killed_breaks_its_child_only, .timeout = 200) {
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "5", SP_PROG("split_check"), "kill", NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=shm", "ZCOLL_TIMEOUT=30", NULL};
+  struct sp_result r = sp_run(argv, env, 180);
+  cr_expect_eq(r.status, 0, "exit %d\n%s", r.status, r.out);
+  cr_expect(strstr(r.out, "rank 3: odd child failed: a peer failed or aborted") != NULL, "%s",
+            r.out);
+  for (int k = 0; k < 5; k += 2) {
+    char want[80];
+    snprintf(want, sizeof(want), "split_check: rank %d: even child ok after rank 1 died", k);
+    cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
+  }
+  free(r.out);
+}

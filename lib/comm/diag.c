@@ -50,7 +50,7 @@ zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *c
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_explain: NULL argument");
   int ag = !strcmp(coll, "allgather"), rs = !strcmp(coll, "reduce_scatter");
   int bc = !strcmp(coll, "broadcast"), ba = !strcmp(coll, "barrier");
-  if (!ag && !rs && !bc && !ba && strcmp(coll, "allreduce") && strcmp(coll, "reduce"))
+  if (!ag && !rs && !bc && !ba && strcmp(coll, "allreduce") != 0 && strcmp(coll, "reduce") != 0)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "zcoll_collective_explain: unknown collective '%s' (allreduce, broadcast, "
                        "reduce, allgather, reduce_scatter, barrier)",
@@ -71,7 +71,7 @@ zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *c
     plan->algorithm = "butterfly";
     snprintf(plan->reason, sizeof(plan->reason),
              "always: one byte, ceil(log2 p) rounds of one message");
-  } else if (cfg->bcast_algo[0] && strcmp(cfg->bcast_algo, "auto")) {
+  } else if (cfg->bcast_algo[0] && strcmp(cfg->bcast_algo, "auto") != 0) {
     plan->algorithm = zcoll__bcast_algos[zcoll__bcast_algo_find(cfg->bcast_algo)]->name;
     snprintf(plan->reason, sizeof(plan->reason), "forced by ZCOLL_BCAST_ALGO");
   } else {

@@ -160,7 +160,7 @@ zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t 
   struct uid_wire w;
   memcpy(&w, id, sizeof(w));
   zcoll_status_t st = ZCOLL_OK;
-  if (memcmp(w.magic, UID_MAGIC, 4) || w.version != UID_VERSION ||
+  if (memcmp(w.magic, UID_MAGIC, 4) != 0 || w.version != UID_VERSION ||
       !memchr(w.root, '\0', sizeof(w.root)) || !w.root[0])
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "zcoll_comm_init_rank: not a unique id (made by zcoll_get_unique_id of "

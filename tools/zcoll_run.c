@@ -339,13 +339,16 @@ static void check_ranks(struct launcher *L) {
     L->alive--;
     bool sig = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED;
     if ((!sig && si.si_status == 0) || L->terminating) continue;
+    /* One line, one write: the ranks write to the same stderr, and a line of theirs
+     * must not land inside this one. */
+    char what[160];
     if (sig)
-      fprintf(stderr, "zcoll_run: rank %d (pid %d) was killed by signal %d (%s)", r, (int)rk->pid,
-              si.si_status, strsignal(si.si_status));
+      snprintf(what, sizeof what, "was killed by signal %d (%s)", si.si_status,
+               strsignal(si.si_status));
     else
-      fprintf(stderr, "zcoll_run: rank %d (pid %d) exited with status %d", r, (int)rk->pid,
-              si.si_status);
-    fputs(L->alive > 0 ? "; terminating the other ranks\n" : "\n", stderr);
+      snprintf(what, sizeof what, "exited with status %d", si.si_status);
+    fprintf(stderr, "zcoll_run: rank %d (pid %d) %s%s\n", r, (int)rk->pid, what,
+            L->alive > 0 ? "; terminating the other ranks" : "");
     begin_terminate(L, sig ? 128 + si.si_status : si.si_status, SIGTERM);
   }
 }

@@ -1,5 +1,6 @@
 /*
- * test_algorithms.c -- every algorithm, twice over.
+ * test_algorithms.c -- every algorithm, twice over (the allgather, reduce-scatter and
+ * reduce schedules symbolically too).
  *
  * Statically, with no transport: every rank's schedule for p = 1..17 is built and run
  * symbolically, in program order with unbounded buffers (the order the executor's
@@ -43,7 +44,7 @@ struct sim {
   int p;
   size_t count;
   struct zcoll__sched s[SIM_MAXP];
-  struct val *src[SIM_MAXP], *dst[SIM_MAXP];
+  struct val *src[SIM_MAXP], *dst[SIM_MAXP], *tmp[SIM_MAXP];
   struct msg *head[SIM_MAXP][SIM_MAXP], *tail[SIM_MAXP][SIM_MAXP]; /* [from][to] */
   int pc[SIM_MAXP];
   char why[300];
@@ -60,6 +61,11 @@ static struct val combine(struct val a, struct val b, int final) {
   return c;
 }
 
+/* Rank r's buffer k, indexed by coordinate (the bases only place coordinates in memory). */
+static struct val *buf_of(struct sim *m, int r, int k) {
+  return k == ZCOLL_BUF_SRC ? m->src[r] : k == ZCOLL_BUF_TMP ? m->tmp[r] : m->dst[r];
+}
+
 /* Runs rank r until it blocks on an empty channel. Returns -1 on error, else the
  * number of ops executed. */
 static int sim_step(struct sim *m, int r) {
@@ -67,14 +73,13 @@ static int sim_step(struct sim *m, int r) {
   int done = 0;
   for (; m->pc[r] < s->nops; m->pc[r]++, done++) {
     const struct zcoll__sop *o = &s->ops[m->pc[r]];
-    struct val *buf = o->buf == ZCOLL_BUF_SRC ? m->src[r] : m->dst[r];
-    struct val *acc = o->acc == ZCOLL_BUF_SRC ? m->src[r] : m->dst[r];
+    struct val *buf = buf_of(m, r, o->buf), *acc = buf_of(m, r, o->acc);
     if (o->off + o->count > m->count) {
       snprintf(m->why, sizeof(m->why), "rank %d op %d: range past the end", r, m->pc[r]);
       return -1;
     }
     if (o->kind == ZCOLL_SOP_COPY) {
-      for (size_t i = 0; i < o->count; i++) m->dst[r][o->off + i] = m->src[r][o->off + i];
+      for (size_t i = 0; i < o->count; i++) buf[o->off + i] = acc[o->off + i];
       continue;
     }
     int q = o->peer;
@@ -112,7 +117,7 @@ static int sim_step(struct sim *m, int r) {
     }
     if (!(m->head[q][r] = g->next)) m->tail[q][r] = NULL;
     for (size_t i = 0; i < o->count; i++) {
-      struct val *d = &m->dst[r][o->off + i];
+      struct val *d = &buf[o->off + i];
       *d = o->kind == ZCOLL_SOP_RECV_COPY ? g->v[i] : combine(acc[o->off + i], g->v[i], o->final);
       if (!d->valid) {
         snprintf(m->why, sizeof(m->why), "rank %d op %d reduces unwritten element %zu", r, m->pc[r],
@@ -186,27 +191,9 @@ static int check_pairs(struct sim *m) {
   return 0;
 }
 
-/* Builds and runs one allreduce of every rank; 0 if it is right. */
-static int sim_run(struct sim *m, const struct zcoll__algo *a, const struct zcoll__algo_params *pa,
-                   int p, size_t count, int in_place) {
-  memset(m, 0, sizeof(*m));
-  m->p = p;
-  m->count = count;
-  int rc = 0;
-  for (int r = 0; r < p; r++) {
-    zcoll__sched_init(&m->s[r], r, p, count, in_place);
-    a->build(&m->s[r], pa);
-    if (zcoll__sched_finish(&m->s[r]) != ZCOLL_OK) {
-      snprintf(m->why, sizeof(m->why), "rank %d: building failed", r);
-      rc = -1;
-    }
-    m->dst[r] = calloc(count + 1, sizeof(struct val));
-    /* In place the input is the result buffer (the builder never names SRC then). */
-    m->src[r] = in_place ? m->dst[r] : calloc(count + 1, sizeof(struct val));
-    for (size_t i = 0; i < count; i++) m->src[r][i] = (struct val){tag(r, i), 0, 1};
-  }
-  if (!rc) rc = check_peers(m, a, pa);
-  if (!rc) rc = check_pairs(m);
+/* Every send matched in order and size, then every rank run to its end: 0, or -1 (why). */
+static int sim_drive(struct sim *m) {
+  int rc = check_pairs(m), p = m->p;
   for (int progress = 1; !rc && progress;) {
     progress = 0;
     for (int r = 0; r < p && !rc; r++) {
@@ -226,6 +213,44 @@ static int sim_run(struct sim *m, const struct zcoll__algo *a, const struct zcol
         snprintf(m->why, sizeof(m->why), "%d sent %d a message nobody received", r, q);
         rc = -1;
       }
+  }
+  return rc;
+}
+
+static void sim_free(struct sim *m, int in_place) {
+  for (int r = 0; r < m->p; r++) {
+    zcoll__sched_free(&m->s[r]);
+    if (!in_place) free(m->src[r]);
+    free(m->dst[r]);
+    free(m->tmp[r]);
+    for (int q = 0; q < m->p; q++)
+      for (struct msg *g = m->head[r][q], *nx; g; g = nx) nx = g->next, free(g);
+  }
+}
+
+/* Builds and runs one allreduce of every rank; 0 if it is right. */
+static int sim_run(struct sim *m, const struct zcoll__algo *a, const struct zcoll__algo_params *pa,
+                   int p, size_t count, int in_place) {
+  memset(m, 0, sizeof(*m));
+  m->p = p;
+  m->count = count;
+  int rc = 0;
+  for (int r = 0; r < p; r++) {
+    zcoll__sched_init(&m->s[r], r, p, count, in_place);
+    a->build(&m->s[r], pa);
+    if (zcoll__sched_finish(&m->s[r]) != ZCOLL_OK) {
+      snprintf(m->why, sizeof(m->why), "rank %d: building failed", r);
+      rc = -1;
+    }
+    m->dst[r] = calloc(count + 1, sizeof(struct val));
+    m->tmp[r] = calloc(count + 1, sizeof(struct val));
+    /* In place the input is the result buffer (the builder never names SRC then). */
+    m->src[r] = in_place ? m->dst[r] : calloc(count + 1, sizeof(struct val));
+    for (size_t i = 0; i < count; i++) m->src[r][i] = (struct val){tag(r, i), 0, 1};
+  }
+  if (!rc) rc = check_peers(m, a, pa);
+  if (!rc) rc = sim_drive(m);
+  for (int r = 0; r < p && !rc; r++) {
     for (size_t i = 0; i < count && !rc; i++) {
       uint64_t want = 0;
       for (int q = 0; q < p; q++) want += tag(q, i);
@@ -239,13 +264,7 @@ static int sim_run(struct sim *m, const struct zcoll__algo *a, const struct zcol
       }
     }
   }
-  for (int r = 0; r < p; r++) {
-    zcoll__sched_free(&m->s[r]);
-    if (!in_place) free(m->src[r]);
-    free(m->dst[r]);
-    for (int q = 0; q < p; q++)
-      for (struct msg *g = m->head[r][q], *nx; g; g = nx) nx = g->next, free(g);
-  }
+  sim_free(m, in_place);
   return rc;
 }
 
@@ -299,6 +318,119 @@ Test(algorithms, hier_host_layouts) {
                     "hier layout %d p=%d (%d hosts) count %zu %s: %s", layout, p, nhosts, counts[c],
                     in_place ? "in place" : "out of place", m.why);
     }
+}
+
+/* ---- allgather, reduce-scatter, reduce, symbolically ---- */
+
+enum { SIM_AG, SIM_RS, SIM_REDUCE };
+
+/* Rank r's schedule of kind over n elements per rank (a reduce: of n elements, to root). */
+static void build_kind(struct zcoll__sched *s, int kind, int a, int root,
+                       const struct zcoll__algo_params *pa) {
+  s->root = root;
+  if (kind == SIM_AG)
+    zcoll__ag_algos[a]->build(s, pa);
+  else if (kind == SIM_RS)
+    zcoll__rs_algos[a]->build(s, pa);
+  else
+    zcoll__reduce_build(s, zcoll__algos[a], pa);
+}
+
+/* What rank r must hold at coordinate i afterwards (*need 0: nothing -- a reduce-scatter's
+ * other blocks, scratch; a non-root's result must then never have been written). */
+static struct val expect(int kind, int r, int p, size_t n, size_t i, int root, int *need) {
+  uint64_t all = 0;
+  for (int q = 0; q < p; q++) all += tag(q, i);
+  *need = kind == SIM_AG || (kind == SIM_RS && i / n == (size_t)r) ||
+          (kind == SIM_REDUCE && r == root);
+  if (kind == SIM_AG) return (struct val){tag((int)(i / n), i), 0, 1};
+  return (struct val){all, p > 1, 1};
+}
+
+/* The talk of every op stays on channels some allreduce algorithm opened (the union of
+ * their peers(): what a communicator connects). */
+static int check_channels(struct sim *m, const struct zcoll__algo_params *pa) {
+  for (int r = 0; r < m->p; r++)
+    for (int i = 0; i < m->s[r].nops; i++) {
+      int q = m->s[r].ops[i].peer, ok = q < 0;
+      for (int a = 0; a < zcoll__nalgos && !ok; a++) {
+        int l[SIM_MAXP], n = zcoll__algos[a]->peers(r, m->p, pa, l, SIM_MAXP);
+        ok = in_list(l, n, q);
+      }
+      if (!ok) {
+        snprintf(m->why, sizeof(m->why), "rank %d talks to %d: no algorithm's channel", r, q);
+        return -1;
+      }
+    }
+  return 0;
+}
+
+static int sim_kind(struct sim *m, int kind, int a, const struct zcoll__algo_params *pa, int p,
+                    size_t n, int in_place, int root) {
+  memset(m, 0, sizeof(*m));
+  size_t count = kind == SIM_REDUCE ? n : n * (size_t)p;
+  m->p = p;
+  m->count = count;
+  int rc = 0;
+  for (int r = 0; r < p; r++) {
+    zcoll__sched_init(&m->s[r], r, p, count, in_place && (kind != SIM_REDUCE || r == root));
+    build_kind(&m->s[r], kind, a, root, pa);
+    if (zcoll__sched_finish(&m->s[r]) != ZCOLL_OK) {
+      snprintf(m->why, sizeof(m->why), "rank %d: building failed", r);
+      rc = -1;
+    }
+    m->dst[r] = calloc(count + 1, sizeof(struct val));
+    m->tmp[r] = calloc(count + 1, sizeof(struct val));
+    m->src[r] = m->s[r].in_place ? m->dst[r] : calloc(count + 1, sizeof(struct val));
+    for (size_t i = 0; i < count; i++) /* an allgather's input: its own block only */
+      if (kind != SIM_AG || i / n == (size_t)r) m->src[r][i] = (struct val){tag(r, i), 0, 1};
+  }
+  if (!rc) rc = check_channels(m, pa);
+  if (!rc) rc = sim_drive(m);
+  for (int r = 0; r < p && !rc; r++)
+    for (size_t i = 0; i < count && !rc; i++) {
+      int need;
+      struct val w = expect(kind, r, p, n, i, root, &need), v = m->dst[r][i];
+      if (need ? !v.valid || v.sum != w.sum || v.divs != w.divs : kind == SIM_REDUCE && v.valid) {
+        snprintf(m->why, sizeof(m->why), "rank %d coordinate %zu: %s%s, divided %d times", r, i,
+                 need ? (v.valid ? "written" : "never written") : "written, but not its to write",
+                 need && v.valid && v.sum != w.sum ? ", wrong sum" : "", v.divs);
+        rc = -1;
+      }
+    }
+  for (int r = 0; r < p; r++) { /* sim_free's in-place rule, rank by rank */
+    if (!m->s[r].in_place) free(m->src[r]);
+    m->src[r] = m->dst[r];
+  }
+  sim_free(m, 1);
+  return rc;
+}
+
+Test(algorithms, allgather_reduce_scatter_reduce_schedules) {
+  static struct sim m;
+  struct zcoll__algo_params pa = {4};
+  for (int p = 1; p <= SIM_MAXP; p++) {
+    size_t counts[] = {0, 1, 2, 3, 7, 64};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+      for (int in_place = 0; in_place < 2; in_place++) {
+        for (int a = 0; a < zcoll__nag_algos; a++)
+          cr_assert(!sim_kind(&m, SIM_AG, a, &pa, p, counts[c], in_place, -1),
+                    "allgather %s p=%d count %zu%s: %s", zcoll__ag_algos[a]->name, p, counts[c],
+                    in_place ? " in place" : "", m.why);
+        for (int a = 0; a < zcoll__nrs_algos; a++)
+          cr_assert(!sim_kind(&m, SIM_RS, a, &pa, p, counts[c], in_place, -1),
+                    "reduce_scatter %s p=%d count %zu%s: %s", zcoll__rs_algos[a]->name, p,
+                    counts[c], in_place ? " in place" : "", m.why);
+        for (int a = 0; a < zcoll__nalgos; a++) {
+          if (!strcmp(zcoll__algos[a]->name, "hier"))
+            continue; /* needs hosts: the allreduce's test */
+          for (int root = 0; root < p; root += (p > 3 ? p / 3 : 1))
+            cr_assert(!sim_kind(&m, SIM_REDUCE, a, &pa, p, counts[c], in_place, root),
+                      "reduce %s p=%d count %zu root %d%s: %s", zcoll__algos[a]->name, p, counts[c],
+                      root, in_place ? " in place" : "", m.why);
+        }
+      }
+  }
 }
 
 Test(algorithms, names) {

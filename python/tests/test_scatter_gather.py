@@ -37,3 +37,35 @@ def test_argument_errors(solo):
         solo.allgather(np.zeros((4, 4), np.float32)[:, 1])
     with pytest.raises(ValueError, match="overlap"):
         solo.allgather(x[1:], out=x[:3])
+
+
+class DLPackOnly:
+    """An object that exports its memory through DLPack only (as a torch tensor does):
+    no buffer protocol, no ndarray."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_dlpack_objects_are_reduced_where_they_lie(solo):
+    base = np.arange(8, dtype=np.float32)
+    x = DLPackOnly(base)
+    assert np.array_equal(solo.allreduce(x), base)
+    with zcoll.premul_sum(2.0) as twice:  # in place: written into the exporter's memory
+        res = solo.allreduce(x, out=x, op=twice)
+    assert res is x and np.array_equal(base, 2 * np.arange(8, dtype=np.float32))
+    out = DLPackOnly(np.zeros(8, np.float32))
+    solo.allgather(x, out=out)
+    assert np.array_equal(out.a, base)
+    assert np.array_equal(solo.reduce_scatter(x), base)
+    with pytest.raises(TypeError, match="not in host memory"):
+        class OnDevice(DLPackOnly):
+            def __dlpack_device__(self):
+                return (2, 0)  # kDLCUDA
+        solo.allreduce(OnDevice(base))

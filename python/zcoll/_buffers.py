@@ -25,6 +25,28 @@ _code_of = _dtypes.code_of
 _from_buffer = c_char.from_buffer
 
 
+_KDLCPU = 1  # DLPack's device type of host memory
+
+
+def _from_dlpack(obj, name):
+    """A writable ndarray over the memory of an object that exports DLPack (a torch tensor,
+    a JAX or CuPy host array): numpy's own import is read-only, so the array is rebuilt
+    over the same address, holding the import (and with it the exporter's memory) alive."""
+    device = obj.__dlpack_device__()
+    if device[0] != _KDLCPU:
+        raise TypeError(f"{name} lives on DLPack device {tuple(device)}, not in host memory: "
+                        "zcoll reduces host memory")
+    try:
+        ro = np.from_dlpack(obj)
+    except (TypeError, ValueError, BufferError, RuntimeError) as e:
+        raise TypeError(f"{name}: numpy cannot import it through DLPack: {e}") from None
+    if not ro.flags.c_contiguous or not ro.nbytes:
+        return ro  # refused later as strided, or nothing to write
+    raw = (c_char * ro.nbytes).from_address(ro.ctypes.data)
+    raw._zcoll_owner = ro  # the import keeps the exporter's memory: as long as this view
+    return np.frombuffer(raw, ro.dtype).reshape(ro.shape)
+
+
 def as_array(obj, name):
     """obj as an ndarray over the same memory."""
     if isinstance(obj, _ndarray):
@@ -32,8 +54,10 @@ def as_array(obj, name):
     try:
         view = memoryview(obj)
     except TypeError:
-        raise TypeError(f"{name} must be a numpy array or an object with the buffer "
-                        f"protocol, not {type(obj).__name__}") from None
+        if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            return _from_dlpack(obj, name)
+        raise TypeError(f"{name} must be a numpy array, an object with the buffer protocol "
+                        f"or one that exports DLPack, not {type(obj).__name__}") from None
     try:
         return np.asarray(view)
     except (ValueError, TypeError) as e:

@@ -67,10 +67,14 @@ extern const struct zcoll__algo *const zcoll__rs_algos[];
 extern const int zcoll__nrs_algos;
 int zcoll__ag_algo_find(const char *name);
 int zcoll__rs_algo_find(const char *name);
-/* A reduce to s->root: allreduce algorithm `al` whose result, off the root, goes to
- * scratch (reduce.c). */
+/* A reduce to s->root (reduce.c): allreduce algorithm `al` (zcoll__reduce_tree: the tree
+ * folded toward the root) whose result, off the root, goes to scratch. Its id on the wire
+ * is the allreduce algorithm's, or ZCOLL_REDUCE_TREE. */
+#define ZCOLL_REDUCE_TREE 63
+extern const struct zcoll__algo zcoll__reduce_tree;
 void zcoll__reduce_build(struct zcoll__sched *s, const struct zcoll__algo *al,
                          const struct zcoll__algo_params *params);
+const char *zcoll__reduce_algo_name(int algo);
 
 /* The halves the algorithms above share with the allreduces that are made of them. Ring:
  * a reduce-scatter whose rank r ends with block r + 1 + shift complete, in final_buf

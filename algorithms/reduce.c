@@ -1,13 +1,19 @@
 /*
- * reduce.c -- a reduce to a root: an allreduce schedule whose result, on every rank but
- * the root, lands in scratch and stays there.
+ * reduce.c -- reduce schedules: every rank's vector reduced into the root's.
  *
- * Every allreduce algorithm serves, so a reduce has what they have (the chain's rank order
- * for non-commutative ops, the tree's latency, the ring's bandwidth, zero-copy, pipelining);
- * what it costs is the result's way back to the non-roots, up to twice a true reduce's
- * traffic for big vectors (a reduce-scatter and a gather to the root would not move it).
+ * Where the allreduce is latency-bound (its choice is the butterfly or the tree), a reduce
+ * is the k-nomial tree walked toward the root: the tree broadcast's edges entered at the
+ * root (broadcast.c), so no channel is added for any root. A rank folds in what its
+ * neighbours away from the root send (small subtrees first), then passes the sum on toward
+ * the root and is done: half the messages of the allreduce's tree, and no rank but the root
+ * waits for the result. Elsewhere a reduce is the allreduce's schedule (ring, halving-
+ * doubling, hierarchical, the chain's rank order for non-commutative ops) whose result, on
+ * every rank but the root, lands in scratch and stays there: up to twice a dedicated
+ * reduce's traffic on big vectors (a reduce-scatter and a gather to the root would not move
+ * the result back). Either way a non-root's result buffer is never touched.
  */
 #include "algorithms.h"
+#include "knomial.h"
 
 void zcoll__reduce_build(struct zcoll__sched *s, const struct zcoll__algo *al,
                          const struct zcoll__algo_params *params) {
@@ -17,4 +23,40 @@ void zcoll__reduce_build(struct zcoll__sched *s, const struct zcoll__algo *al,
   }
   al->build(s, params);
   s->remap_dst = 0;
+}
+
+static void tree_build(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
+  int kids[ZCOLL_KNOMIAL_MAX_CHILDREN], from[ZCOLL_KNOMIAL_MAX_CHILDREN + 1], parent;
+  int k = zcoll__knomial_arity(params), nf = 0, to = -1;
+  int nkids = zcoll__knomial_family(s->rank, s->size, k, &parent, kids);
+  size_t n = s->count;
+  if (s->size == 1) {
+    zcoll__sched_copy(s, 0, n);
+    return;
+  }
+  if (s->rank !=
+      s->root) { /* the neighbour toward the root: a child whose subtree holds it, or up */
+    to = parent;
+    for (int c = 0; c < nkids; c++)
+      if (s->root >= kids[c] && s->root < kids[c] + zcoll__knomial_span(s->rank, kids[c], k))
+        to = kids[c];
+  }
+  for (int c = 0; c < nkids; c++)
+    if (kids[c] != to) from[nf++] = kids[c];
+  if (parent >= 0 && parent != to) from[nf++] = parent; /* the rest of the tree: last */
+  int acc = ZCOLL_BUF_SRC;
+  for (int i = 0; i < nf; i++) {
+    zcoll__sched_recv_reduce(s, from[i], acc, 0, n, s->rank == s->root && i == nf - 1);
+    acc = ZCOLL_BUF_DST;
+  }
+  if (to >= 0) zcoll__sched_send(s, to, acc, 0, n);
+}
+
+const struct zcoll__algo zcoll__reduce_tree = {
+    "tree", "the k-nomial tree entered at the root, folded toward it (ZCOLL_TREE_ARITY)",
+    tree_build, NULL};
+
+const char *zcoll__reduce_algo_name(int algo) {
+  if (algo == ZCOLL_REDUCE_TREE) return zcoll__reduce_tree.name;
+  return algo >= 0 && algo < zcoll__nalgos ? zcoll__algos[algo]->name : "?";
 }

@@ -454,9 +454,12 @@ ZCOLL_API zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **re
  *   order (the chain), ZCOLL_AVG divides by size.
  * - zcoll_reduce: the reduction of every rank's count elements into the root's recvbuf;
  *   elsewhere recvbuf is not used (NULL is fine). ZCOLL_IN_PLACE is the root's only: its
- *   input is then in recvbuf. Today a reduce runs the allreduce's schedule with the
- *   non-roots' result in scratch: the same algorithms (rank order for non-commutative ops),
- *   and up to twice a dedicated reduce's traffic on large vectors.
+ *   input is then in recvbuf. Where the allreduce would be latency-bound (small vectors)
+ *   it runs the k-nomial tree toward the root: a rank folds its subtrees in, sends the sum
+ *   up and returns (a leaf that only sends may return before a mismatch is seen at the
+ *   root; the failure then reaches it at its next call). Elsewhere it runs the allreduce's
+ *   schedule with the non-roots' result in scratch (rank order for non-commutative ops):
+ *   up to twice a dedicated reduce's traffic on large vectors.
  * Algorithms: recursive doubling (allgather) or halving (reduce-scatter) for a power-of-two
  * size up to 256 KiB of result (input), the ring otherwise. The i-forms obey every rule of
  * zcoll_iallreduce (order, progress, buffers, freeing, errors). */

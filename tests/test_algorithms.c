@@ -333,7 +333,7 @@ static void build_kind(struct zcoll__sched *s, int kind, int a, int root,
   else if (kind == SIM_RS)
     zcoll__rs_algos[a]->build(s, pa);
   else
-    zcoll__reduce_build(s, zcoll__algos[a], pa);
+    zcoll__reduce_build(s, a < 0 ? &zcoll__reduce_tree : zcoll__algos[a], pa);
 }
 
 /* What rank r must hold at coordinate i afterwards (*need 0: nothing -- a reduce-scatter's
@@ -421,13 +421,12 @@ Test(algorithms, allgather_reduce_scatter_reduce_schedules) {
           cr_assert(!sim_kind(&m, SIM_RS, a, &pa, p, counts[c], in_place, -1),
                     "reduce_scatter %s p=%d count %zu%s: %s", zcoll__rs_algos[a]->name, p,
                     counts[c], in_place ? " in place" : "", m.why);
-        for (int a = 0; a < zcoll__nalgos; a++) {
-          if (!strcmp(zcoll__algos[a]->name, "hier"))
-            continue; /* needs hosts: the allreduce's test */
+        for (int a = -1; a < zcoll__nalgos; a++) { /* -1: the tree folded toward the root */
+          if (a >= 0 && !strcmp(zcoll__algos[a]->name, "hier")) continue; /* needs hosts */
           for (int root = 0; root < p; root += (p > 3 ? p / 3 : 1))
             cr_assert(!sim_kind(&m, SIM_REDUCE, a, &pa, p, counts[c], in_place, root),
-                      "reduce %s p=%d count %zu root %d%s: %s", zcoll__algos[a]->name, p, counts[c],
-                      root, in_place ? " in place" : "", m.why);
+                      "reduce %s p=%d count %zu root %d%s: %s", zcoll__reduce_algo_name(a), p,
+                      counts[c], root, in_place ? " in place" : "", m.why);
         }
       }
   }

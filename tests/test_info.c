@@ -255,7 +255,8 @@ Test(info, selection_is_the_selectors) {
 
 /* -t: the other collectives' choices, from the same code (select.c); an unknown one is a
  * clear error. Allgather and reduce-scatter: recursive doubling / halving for a power of
- * two up to 256 KiB, the ring otherwise; the reduce says it takes the allreduce's. */
+ * two up to 256 KiB, the ring otherwise; the reduce, the tree toward the root where the
+ * allreduce's choice is latency-bound. */
 Test(info, selection_of_other_collectives) {
   static const char *const colls[] = {"allgather", "reduce_scatter"};
   static const char *const logs[] = {"recursive_doubling", "recursive_halving"};
@@ -277,8 +278,10 @@ Test(info, selection_of_other_collectives) {
     }
   const char *reduce[] = {"-s", "-np", "4", "-t", "reduce", "-e", "8", NULL};
   char *out = info_run(reduce, NULL, 0);
-  cr_expect(strstr(out, "# reduce of 4 ranks") && strstr(out, "the allreduce's choice: "), "%s",
-            out);
+  cr_expect(strstr(out, "# reduce of 4 ranks") && strstr(out, "  tree ") &&
+                strstr(out, "the tree toward the root, where the allreduce's choice is latency-"
+                            "bound: built-in table rule 1"),
+            "%s", out);
   free(out);
   const char *bad[] = {"-s", "-np", "4", "-t", "gather", NULL};
   out = info_run(bad, NULL, 2);

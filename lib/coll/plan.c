@@ -16,7 +16,9 @@ static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, in
                                   size_t count, int in_place, int root) {
   zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
   s->root = root;
-  if (algo >= ZCOLL_SCHED_REDUCE)
+  if (algo == ZCOLL_SCHED_REDUCE + ZCOLL_REDUCE_TREE)
+    zcoll__reduce_build(s, &zcoll__reduce_tree, &comm->algo_params);
+  else if (algo >= ZCOLL_SCHED_REDUCE)
     zcoll__reduce_build(s, zcoll__algos[algo - ZCOLL_SCHED_REDUCE], &comm->algo_params);
   else if (algo >= ZCOLL_SCHED_RS)
     zcoll__rs_algos[algo - ZCOLL_SCHED_RS]->build(s, &comm->algo_params);

@@ -120,6 +120,26 @@ zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbu
   return ZCOLL_OK;
 }
 
+/* A reduce's algorithm (an allreduce algorithm's index, or ZCOLL_REDUCE_TREE): the chain
+ * for a non-commutative op (rank order); the tree folded toward the root where the
+ * allreduce's choice is latency-bound (the butterfly or the tree); else the allreduce's. */
+static int reduce_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, int noncomm,
+                       char *why, size_t len) {
+  if (noncomm) {
+    if (why) snprintf(why, len, "a non-commutative op combines in rank order");
+    return comm->chain_algo;
+  }
+  char ar[256];
+  int algo = zcoll__pick_allreduce(comm, count, dtype, why ? ar : NULL, sizeof(ar));
+  int tree = algo == comm->butterfly_algo || algo == comm->tree_algo;
+  if (why)
+    snprintf(why, len, "%s%s: %s",
+             tree ? "the tree toward the root, where the allreduce's choice is "
+                  : "the allreduce's choice, ",
+             zcoll__algos[algo]->name, ar);
+  return tree ? ZCOLL_REDUCE_TREE : algo;
+}
+
 zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                   size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root,
                                   struct zcoll__plan *pl) {
@@ -143,28 +163,28 @@ zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void 
   if (st != ZCOLL_OK) return st;
   if ((unsigned)op >= ZCOLL_OP_COUNT && (st = zcoll__plan_op(comm, fn, count, dtype, op, pl, &n)))
     return st;
-  int algo = zcoll__pick_allreduce(comm, count, dtype, NULL, 0), built = 0;
-  int chain = pl->op && !pl->op->commutative && algo != comm->chain_algo;
-  if (chain) algo = comm->chain_algo;
+  int noncomm = pl->op && !pl->op->commutative, built = 0;
+  int algo = reduce_algo(comm, count, dtype, noncomm, NULL, 0);
   if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_REDUCE + algo, n, in_place, root, pl, &built))) {
     zcoll__plan_release(pl);
     return st;
   }
   if (built && zcoll__log_level >= ZCOLL_LOG_INFO) {
-    char why[256] = "a non-commutative op combines in rank order";
-    if (!chain) zcoll__pick_allreduce(comm, count, dtype, why, sizeof(why));
+    char why[320];
+    reduce_algo(comm, count, dtype, noncomm, why, sizeof(why));
     zcoll_log_info("%s of %zu x %s to rank %d on %d ranks: %s (%s)", fn, count,
-                   zcoll_dtype_name(dtype), root, comm->size, zcoll__algos[algo]->name, why);
+                   zcoll_dtype_name(dtype), root, comm->size, zcoll__reduce_algo_name(algo), why);
   }
-  pl->desc = (struct zcoll__coll_desc){
-      ZCOLL_COLL_REDUCE,
-      (uint8_t)dtype,
-      (uint8_t)op,
-      (uint8_t)algo,
-      algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0,
-      root,
-      pl->op ? zcoll__op_tag(pl->op) : 0,
-      count};
+  pl->desc = (struct zcoll__coll_desc){ZCOLL_COLL_REDUCE,
+                                       (uint8_t)dtype,
+                                       (uint8_t)op,
+                                       (uint8_t)algo,
+                                       algo == comm->tree_algo || algo == ZCOLL_REDUCE_TREE
+                                           ? (uint32_t)comm->algo_params.tree_arity
+                                           : 0,
+                                       root,
+                                       pl->op ? zcoll__op_tag(pl->op) : 0,
+                                       count};
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = is_root ? recvbuf : NULL;
   return ZCOLL_OK;
@@ -229,8 +249,13 @@ zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll, 
   if (!comm || !coll || !name)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_algorithm: NULL argument");
   int ag = !strcmp(coll, "allgather"), rs = !strcmp(coll, "reduce_scatter");
-  if (!strcmp(coll, "allreduce") || !strcmp(coll, "reduce"))
-    return zcoll_allreduce_algorithm(comm, count, dtype, op, name);
+  if (!strcmp(coll, "allreduce")) return zcoll_allreduce_algorithm(comm, count, dtype, op, name);
+  if (!strcmp(coll, "reduce")) {
+    zcoll_status_t st = zcoll_allreduce_algorithm(comm, count, dtype, op, name);
+    if (st == ZCOLL_OK && (!strcmp(*name, "butterfly") || !strcmp(*name, "tree")))
+      *name = zcoll__reduce_tree.name;
+    return st;
+  }
   if (!strcmp(coll, "broadcast")) return zcoll_broadcast_algorithm(comm, count, dtype, root, name);
   if (!strcmp(coll, "barrier")) {
     *name = zcoll__algos[comm->butterfly_algo]->name;

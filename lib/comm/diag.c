@@ -58,12 +58,16 @@ zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *c
   /* The pipeline, and the allreduce's choice, which a reduce makes too. */
   zcoll_status_t st = zcoll_allreduce_explain(cfg, ranks, bytes, plan);
   if (st != ZCOLL_OK || !strcmp(coll, "allreduce")) return st;
-  if (!strcmp(coll, "reduce")) {
-    static const char as[] = "the allreduce's choice: "; /* its reason, shortened to fit */
-    size_t keep = sizeof(plan->reason) - sizeof(as);
-    memmove(plan->reason + sizeof(as) - 1, plan->reason, keep);
+  if (!strcmp(coll, "reduce")) { /* as scatter_gather.c's reduce_algo */
+    int tree = !strcmp(plan->algorithm, "butterfly") || !strcmp(plan->algorithm, "tree");
+    const char *as = tree ? "the tree toward the root, where the allreduce's choice is latency-"
+                            "bound: "
+                          : "the allreduce's choice: ";
+    if (tree) plan->algorithm = zcoll__reduce_tree.name;
+    size_t alen = strlen(as), keep = sizeof(plan->reason) - alen - 1;
+    memmove(plan->reason + alen, plan->reason, keep);
     plan->reason[sizeof(plan->reason) - 1] = '\0';
-    memcpy(plan->reason, as, sizeof(as) - 1);
+    memcpy(plan->reason, as, alen);
   } else if (ag || rs) {
     int a = zcoll__select_gather(rs, ranks, bytes, plan->reason, sizeof(plan->reason));
     plan->algorithm = rs ? zcoll__rs_algos[a]->name : zcoll__ag_algos[a]->name;

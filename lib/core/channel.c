@@ -73,6 +73,8 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
   if (d->kind == ZCOLL_COLL_REDUCE_SCATTER)
     snprintf(algo, sizeof(algo), "%s",
              d->algo < zcoll__nrs_algos ? zcoll__rs_algos[d->algo]->name : "?");
+  else if (d->kind == ZCOLL_COLL_REDUCE)
+    snprintf(algo, sizeof(algo), "%s", zcoll__reduce_algo_name(d->algo));
   else
     snprintf(algo, sizeof(algo), "%s", d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?");
   if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);

@@ -111,6 +111,7 @@ static const char *algo_name(int kind, int algo) {
     return algo < zcoll__nag_algos ? zcoll__ag_algos[algo]->name : "?";
   if (kind == ZCOLL_COLL_REDUCE_SCATTER)
     return algo < zcoll__nrs_algos ? zcoll__rs_algos[algo]->name : "?";
+  if (kind == ZCOLL_COLL_REDUCE) return zcoll__reduce_algo_name(algo);
   return algo < zcoll__nalgos ? zcoll__algos[algo]->name : "?";
 }
 

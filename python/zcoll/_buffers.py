@@ -56,8 +56,8 @@ def as_array(obj, name):
     except TypeError:
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             return _from_dlpack(obj, name)
-        raise TypeError(f"{name} must be a numpy array, an object with the buffer protocol "
-                        f"or one that exports DLPack, not {type(obj).__name__}") from None
+        raise TypeError(f"{name} must be a numpy array, an object that exports DLPack or "
+                        f"one with the buffer protocol, not {type(obj).__name__}") from None
     try:
         return np.asarray(view)
     except (ValueError, TypeError) as e:

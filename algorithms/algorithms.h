@@ -75,6 +75,10 @@ extern const struct zcoll__algo zcoll__reduce_tree;
 void zcoll__reduce_build(struct zcoll__sched *s, const struct zcoll__algo *al,
                          const struct zcoll__algo_params *params);
 const char *zcoll__reduce_algo_name(int algo);
+/* Whether a reduce runs the tree toward the root where the allreduce would run the named
+ * algorithm: where that one is latency-bound (the butterfly, the tree). The one rule for the
+ * plan, zcoll_collective_algorithm and zcoll_collective_explain. */
+int zcoll__reduce_takes_tree(const char *allreduce_algo);
 
 /* The halves the algorithms above share with the allreduces that are made of them. Ring:
  * a reduce-scatter whose rank r ends with block r + 1 + shift complete, in final_buf

@@ -12,6 +12,8 @@
  * reduce's traffic on big vectors (a reduce-scatter and a gather to the root would not move
  * the result back). Either way a non-root's result buffer is never touched.
  */
+#include <string.h>
+
 #include "algorithms.h"
 #include "knomial.h"
 
@@ -55,6 +57,10 @@ static void tree_build(struct zcoll__sched *s, const struct zcoll__algo_params *
 const struct zcoll__algo zcoll__reduce_tree = {
     "tree", "the k-nomial tree entered at the root, folded toward it (ZCOLL_TREE_ARITY)",
     tree_build, NULL};
+
+int zcoll__reduce_takes_tree(const char *allreduce_algo) {
+  return !strcmp(allreduce_algo, "butterfly") || !strcmp(allreduce_algo, "tree");
+}
 
 const char *zcoll__reduce_algo_name(int algo) {
   if (algo == ZCOLL_REDUCE_TREE) return zcoll__reduce_tree.name;

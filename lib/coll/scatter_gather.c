@@ -131,7 +131,7 @@ static int reduce_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dty
   }
   char ar[256];
   int algo = zcoll__pick_allreduce(comm, count, dtype, why ? ar : NULL, sizeof(ar));
-  int tree = algo == comm->butterfly_algo || algo == comm->tree_algo;
+  int tree = zcoll__reduce_takes_tree(zcoll__algos[algo]->name);
   if (why)
     snprintf(why, len, "%s%s: %s",
              tree ? "the tree toward the root, where the allreduce's choice is "
@@ -252,8 +252,7 @@ zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll, 
   if (!strcmp(coll, "allreduce")) return zcoll_allreduce_algorithm(comm, count, dtype, op, name);
   if (!strcmp(coll, "reduce")) {
     zcoll_status_t st = zcoll_allreduce_algorithm(comm, count, dtype, op, name);
-    if (st == ZCOLL_OK && (!strcmp(*name, "butterfly") || !strcmp(*name, "tree")))
-      *name = zcoll__reduce_tree.name;
+    if (st == ZCOLL_OK && zcoll__reduce_takes_tree(*name)) *name = zcoll__reduce_tree.name;
     return st;
   }
   if (!strcmp(coll, "broadcast")) return zcoll_broadcast_algorithm(comm, count, dtype, root, name);

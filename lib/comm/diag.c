@@ -59,7 +59,7 @@ zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *c
   zcoll_status_t st = zcoll_allreduce_explain(cfg, ranks, bytes, plan);
   if (st != ZCOLL_OK || !strcmp(coll, "allreduce")) return st;
   if (!strcmp(coll, "reduce")) { /* as scatter_gather.c's reduce_algo */
-    int tree = !strcmp(plan->algorithm, "butterfly") || !strcmp(plan->algorithm, "tree");
+    int tree = zcoll__reduce_takes_tree(plan->algorithm);
     const char *as = tree ? "the tree toward the root, where the allreduce's choice is latency-"
                             "bound: "
                           : "the allreduce's choice: ";

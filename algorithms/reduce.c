@@ -17,13 +17,38 @@
 #include "algorithms.h"
 #include "knomial.h"
 
+static int mod(int a, int p) { return ((a % p) + p) % p; }
+
+/* After zcoll__ring_rs rank x holds the complete block x + 1. The rank d steps behind the
+ * root sends its own, then forwards the p - 1 - d it gets from behind, one by one. */
+static void ring_gather(struct zcoll__sched *s) {
+  int p = s->size, r = s->rank, d = mod(s->root - r, p);
+  size_t off, len;
+  int sends = d == 0 ? 0 : p - d, recvs = d == 0 ? p - 1 : p - 1 - d;
+  for (int step = 0; step < sends || step < recvs; step++) {
+    if (step < sends) {
+      zcoll__block(s->count, p, mod(r + 1 - step, p), &off, &len);
+      zcoll__sched_send(s, mod(r + 1, p), ZCOLL_BUF_DST, off, len);
+    }
+    if (step < recvs) {
+      zcoll__block(s->count, p, mod(r - step, p), &off, &len);
+      zcoll__sched_recv_copy(s, mod(r - 1, p), off, len);
+    }
+  }
+}
+
 void zcoll__reduce_build(struct zcoll__sched *s, const struct zcoll__algo *al,
                          const struct zcoll__algo_params *params) {
   if (s->rank != s->root) {
     s->tmp_count = s->count;
     s->remap_dst = ZCOLL_BUF_TMP;
   }
-  al->build(s, params);
+  if (al == &zcoll__algo_ring && s->size > 1) {
+    zcoll__ring_rs(s, 0, ZCOLL_BUF_DST, ZCOLL_BUF_DST);
+    ring_gather(s);
+  } else {
+    al->build(s, params);
+  }
   s->remap_dst = 0;
 }
 

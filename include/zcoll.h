@@ -457,9 +457,10 @@ ZCOLL_API zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **re
  *   input is then in recvbuf. Where the allreduce would be latency-bound (small vectors)
  *   it runs the k-nomial tree toward the root: a rank folds its subtrees in, sends the sum
  *   up and returns (a leaf that only sends may return before a mismatch is seen at the
- *   root; the failure then reaches it at its next call). Elsewhere it runs the allreduce's
- *   schedule with the non-roots' result in scratch (rank order for non-commutative ops):
- *   up to twice a dedicated reduce's traffic on large vectors.
+ *   root; the failure then reaches it at its next call). Where the allreduce is the ring,
+ *   it runs the ring's reduce-scatter and a gather along the ring to the root (half the
+ *   allreduce's bytes); elsewhere the allreduce's schedule (halving-doubling, rank order for
+ *   non-commutative ops) with the non-roots' result in scratch.
  * Algorithms: recursive doubling (allgather) or halving (reduce-scatter) for a power-of-two
  * size up to 256 KiB of result (input), the ring otherwise. The i-forms obey every rule of
  * zcoll_iallreduce (order, progress, buffers, freeing, errors). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One formatter for the tree: clang-format 14 (Debian 12's, installed by ci/deps.sh) with
-# the repository's .clang-format, over every tracked .c, .h and .cc file except those that
+# the repository's .clang-format, over every tracked .c, .h, .cc, .cpp and .hpp file except those that
 # .clang-format-ignore lists. The exact binary is pinned: another version lays some lines
 # out differently, and the check would flap between machines.
 # Usage: ci/format.sh check [files...]   fails (exit 1) listing the files it would change
@@ -34,7 +34,7 @@ while IFS= read -r -d '' f; do
     [[ $f == $pat ]] && continue 2
   done
   files+=("$f")
-done < <(if (($#)); then printf '%s\0' "$@"; else git ls-files -z -- '*.c' '*.h' '*.cc'; fi)
+done < <(if (($#)); then printf '%s\0' "$@"; else git ls-files -z -- '*.c' '*.h' '*.cc' '*.cpp' '*.hpp'; fi)
 ((${#files[@]})) || exit 0
 
 jobs=$(nproc)

@@ -1,0 +1,21 @@
+// module.cpp -- the Python module zcoll._zcoll_torch: ProcessGroupZcoll for torch.distributed
+// (zcoll/torch.py registers it as the backend "zcoll").
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "process_group.hpp"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_zcoll_torch, m) {
+  m.doc() = "torch.distributed's backend \"zcoll\" (import zcoll.torch to register it)";
+  // c10d::ProcessGroup's Python class comes from torch.distributed: it must exist first.
+  py::module::import("torch.distributed");
+  py::class_<zcoll_torch::ProcessGroupZcoll, c10d::ProcessGroup,
+             c10::intrusive_ptr<zcoll_torch::ProcessGroupZcoll>>(m, "ProcessGroupZcoll")
+      // Blocks until every member joined: without the GIL, so the process's other threads go on.
+      .def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, std::chrono::milliseconds>(),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("transport", &zcoll_torch::ProcessGroupZcoll::transport);
+}

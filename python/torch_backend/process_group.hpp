@@ -1,0 +1,120 @@
+// process_group.hpp -- torch.distributed's backend "zcoll": a c10d::ProcessGroup over one
+// zcoll communicator (torch 1.13's c10d API, the way torch_ucc and ProcessGroupGloo plug in).
+//
+// Every call checks its tensors on the caller's thread (a bad one raises there, naming the
+// call) and queues the collective; one worker thread per group runs the queue in order with
+// zcoll's blocking calls, so the communicator has one owner, as zcoll asks, and the caller
+// goes on (async_op, DDP's buckets overlapping backward). The Work's future completes with
+// the output tensors, or with the error, so that DDP's get_future() chains and wait() raises.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include "zcoll.h"
+
+namespace zcoll_torch {
+
+// One queued collective's handle: completed by the worker thread.
+class ZcollWork : public c10d::Work {
+public:
+  ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // The future first, as ProcessGroupGloo does: wait() returns after its callbacks ran.
+  void complete(std::exception_ptr error);
+
+private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroupZcoll : public c10d::ProcessGroup {
+public:
+  // Collective over the group's members: rank 0 makes a unique id and puts it in store,
+  // the others take it from there; every rank then joins (zcoll_comm_init_rank).
+  ProcessGroupZcoll(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
+                    std::chrono::milliseconds timeout);
+  // Runs what is queued, then destroys the communicator (collective, as zcoll's destroy).
+  ~ProcessGroupZcoll() override;
+
+  const std::string getBackendName() const override { return "zcoll"; }
+  // What zcoll_comm_transport says ("shm", "ucx", "verbs", ...).
+  std::string transport() const;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
+                                           const c10d::BroadcastOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
+                                           const c10d::AllreduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor> &tensors,
+                                        const c10d::ReduceOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
+                                           std::vector<at::Tensor> &inputs,
+                                           const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
+                                                 const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor> &outputs,
+                                                std::vector<std::vector<at::Tensor>> &inputs,
+                                                const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work>
+  _reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+                       const c10d::ReduceScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
+
+  // What zcoll has no collective for: a clear error naming the call.
+  c10::intrusive_ptr<c10d::Work>
+  allreduce_coalesced(std::vector<at::Tensor> &tensors,
+                      const c10d::AllreduceCoalescedOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
+                                                     std::vector<at::Tensor> &inputs,
+                                                     const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
+                                        std::vector<at::Tensor> &inputs,
+                                        const c10d::GatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor> &outputs,
+                                         std::vector<std::vector<at::Tensor>> &inputs,
+                                         const c10d::ScatterOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor &output, at::Tensor &input,
+                                               std::vector<int64_t> &output_split_sizes,
+                                               std::vector<int64_t> &input_split_sizes,
+                                               const c10d::AllToAllOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor> &outputs,
+                                          std::vector<at::Tensor> &inputs,
+                                          const c10d::AllToAllOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override;
+
+private:
+  using Job = std::function<zcoll_status_t(zcoll_comm_t *)>;
+  struct Item {
+    c10::intrusive_ptr<ZcollWork> work;
+    Job job;
+    std::function<void()> after; // on success, on the worker (copies out of scratch)
+    const char *call;
+  };
+  c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char *call,
+                                         std::vector<at::Tensor> outputs, Job job,
+                                         std::function<void()> after = nullptr);
+  void loop();
+
+  zcoll_comm_t *comm_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+} // namespace zcoll_torch

@@ -133,9 +133,13 @@ Reduction reduction(const at::Tensor &t, const c10d::ReduceOp &rop, const char *
   return r;
 }
 
-// Frees a created op once the call is over, whatever happened.
+// Frees a created op once the call is over, whatever happened. Made in place (make_shared):
+// a copy's destructor would free the op under the call.
 struct OpHolder {
   Reduction r;
+  explicit OpHolder(Reduction x) : r(x) {}
+  OpHolder(const OpHolder&) = delete;
+  OpHolder& operator=(const OpHolder&) = delete;
   ~OpHolder() {
     if (r.created) zcoll_op_free(r.op);
   }
@@ -258,7 +262,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::allreduce(std::vector<at::Tens
                                                             const c10d::AllreduceOptions &opts) {
   const char *call = "all_reduce";
   at::Tensor t = single(tensors, call);
-  auto op = std::make_shared<OpHolder>(OpHolder{reduction(t, opts.reduceOp, call)});
+  auto op = std::make_shared<OpHolder>(reduction(t, opts.reduceOp, call));
   return enqueue(c10d::OpType::ALLREDUCE, call, tensors, [t, op](zcoll_comm_t *c) {
     return zcoll_allreduce(c, ZCOLL_IN_PLACE, t.data_ptr(), op->r.count, op->r.dtype, op->r.op);
   });
@@ -270,7 +274,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::reduce(std::vector<at::Tensor>
   at::Tensor t = single(tensors, call);
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "zcoll: reduce: root ", opts.rootRank,
               " is not a rank of this group of ", size_);
-  auto op = std::make_shared<OpHolder>(OpHolder{reduction(t, opts.reduceOp, call)});
+  auto op = std::make_shared<OpHolder>(reduction(t, opts.reduceOp, call));
   const int root = static_cast<int>(opts.rootRank), me = rank_;
   return enqueue(c10d::OpType::REDUCE, call, tensors, [t, op, root, me](zcoll_comm_t *c) {
     // The root reduces in place; the others' tensors are only read.
@@ -342,7 +346,7 @@ ProcessGroupZcoll::_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
   TORCH_CHECK(input.numel() == output.numel() * size_, "zcoll: ", call, ": input has ",
               input.numel(), " elements; it needs the group's size (", size_,
               ") times the output's ", output.numel());
-  auto op = std::make_shared<OpHolder>(OpHolder{reduction(output, opts.reduceOp, call)});
+  auto op = std::make_shared<OpHolder>(reduction(output, opts.reduceOp, call));
   at::Tensor out = output, in = input;
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, call, {output},
                  [out, in, op](zcoll_comm_t *c) {
@@ -365,7 +369,7 @@ ProcessGroupZcoll::reduce_scatter(std::vector<at::Tensor> &outputs,
                 ": every input must be like the output (", out.numel(), " ", out.scalar_type(),
                 "), not ", i.numel(), " ", i.scalar_type());
   }
-  auto op = std::make_shared<OpHolder>(OpHolder{reduction(out, opts.reduceOp, call)});
+  auto op = std::make_shared<OpHolder>(reduction(out, opts.reduceOp, call));
   // The list's tensors are separate: they are copied into one buffer, here, in order.
   std::vector<at::Tensor> flat_in;
   for (const at::Tensor &i : inputs[0]) flat_in.push_back(i.view(-1));

@@ -138,8 +138,8 @@ Reduction reduction(const at::Tensor &t, const c10d::ReduceOp &rop, const char *
 struct OpHolder {
   Reduction r;
   explicit OpHolder(Reduction x) : r(x) {}
-  OpHolder(const OpHolder&) = delete;
-  OpHolder& operator=(const OpHolder&) = delete;
+  OpHolder(const OpHolder &) = delete;
+  OpHolder &operator=(const OpHolder &) = delete;
   ~OpHolder() {
     if (r.created) zcoll_op_free(r.op);
   }
@@ -153,12 +153,30 @@ ZcollWork::ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> output
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
 }
 
+// How long a thread spins for its next event before it sleeps: about what a wake-up costs.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+template <class Ready> static bool spin_until(Ready ready) {
+  const auto end = std::chrono::steady_clock::now() + kSpin;
+  do {
+    if (ready()) return true;
+    std::this_thread::yield(); // the peer's thread may need this core (oversubscribed hosts)
+  } while (std::chrono::steady_clock::now() < end);
+  return ready();
+}
+
+bool ZcollWork::wait(std::chrono::milliseconds timeout) {
+  spin_until([this] { return done_.load(std::memory_order_acquire); });
+  return Work::wait(timeout);
+}
+
 void ZcollWork::complete(std::exception_ptr error) {
   if (error)
     future_->setError(error);
   else
     future_->markCompleted(c10::IValue(outputs_));
   finish(error);
+  done_.store(true, std::memory_order_release);
 }
 
 ProcessGroupZcoll::ProcessGroupZcoll(const c10::intrusive_ptr<c10d::Store> &store, int rank,
@@ -213,12 +231,14 @@ std::string ProcessGroupZcoll::transport() const {
 void ProcessGroupZcoll::loop() {
   for (;;) {
     Item it;
+    spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; });
     {
       std::unique_lock<std::mutex> g(mu_);
       cv_.wait(g, [this] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return; // stopping, and everything queued has run
       it = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_release);
     }
     std::exception_ptr error;
     try {
@@ -241,6 +261,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::enqueue(c10d::OpType type, con
     std::lock_guard<std::mutex> g(mu_);
     TORCH_CHECK(!stop_, "zcoll: ", call, ": the process group is being destroyed");
     queue_.push_back(Item{work, std::move(job), std::move(after), call});
+    queued_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_one();
   return work;

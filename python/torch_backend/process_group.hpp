@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -31,11 +32,15 @@ class ZcollWork : public c10d::Work {
 public:
   ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
   std::vector<at::Tensor> result() override { return outputs_; }
+  // Spins briefly before blocking: a small collective ends within microseconds, sooner than
+  // a sleeping thread is woken.
+  bool wait(std::chrono::milliseconds timeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   // The future first, as ProcessGroupGloo does: wait() returns after its callbacks ran.
   void complete(std::exception_ptr error);
 
 private:
+  std::atomic<bool> done_{false};
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
@@ -113,6 +118,7 @@ private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_;
+  std::atomic<int> queued_{0}; // queue_.size(), read without the lock by the spinning worker
   bool stop_ = false;
   std::thread worker_;
 };

@@ -1,8 +1,8 @@
 /*
  * The correctness matrix as real processes over one transport (ZCOLL_TEST_TL: this
  * file is built once per transport, as test_allreduce_<tl>), launched with zcoll_run: every
- * dtype x op x placement, counts 0, 1, p-1, p+1, odd and large, misaligned buffers,
- * each element checked against the independent reference on every rank -- for the
+ * dtype x op x placement, counts 0, 1, p-1, p+1, odd and large (in one placement per
+ * dtype x op, alternating with p: check_matrix.h), misaligned buffers, each element checked against the independent reference on every rank -- for the
  * automatic choice (3 MiB vectors) and for every algorithm forced (1 MiB), p = 1..9.
  */
 #include <criterion/criterion.h>

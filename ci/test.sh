@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 # clang-format-14 and clang-tidy-14: the formatting check and clang-tidy (ci/format.sh, ci/tidy.sh).
 # python3-mpi4py: examples/mpi4py_init.py, a zcoll job started from a unique id inside an MPI
 # job (python/tests/test_unique_id.py).
+# python3-torch, libtorch-dev, pybind11-dev, python3-dev: zcoll.torch's C++ backend, built with
+# -DZCOLL_TORCH=ON below, and its tests (python_torch); python3-distributed: zcoll.dask
+# (python_dask).
 ci/deps.sh openmpi-bin python3-mpi4py slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev \
-  clang-format-14 clang-tidy-14
+  clang-format-14 clang-tidy-14 python3-torch libtorch-dev pybind11-dev python3-dev python3-distributed
 jobs=$(nproc)
 t0=$SECONDS
 # Each stage says when it starts, so a slow CI run shows where its time went.
@@ -20,7 +23,7 @@ stage() { echo "== $* [$((SECONDS - t0)) s]"; }
 stage "formatting: clang-format --dry-run -Werror on every C file (ci/format.sh check)"
 ci/format.sh check
 stage "build (warnings are errors)"
-cmake -S . -B build/ci -DZCOLL_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build/ci -DZCOLL_WERROR=ON -DZCOLL_TORCH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/ci -j"$jobs"
 stage "layers: includes by layer (ci/layers.py), circles of calls (ci/cycles.py)"
 ci/layers.py
@@ -125,9 +128,11 @@ stage "test suite under ASan+UBSan"
 # The fault matrix ran above. Not here: the checks of the source tree, docs, packaging and
 # scripts (install_and_link, readme, layers, tune, man_pages, commit_msg_hook), which ran in
 # the plain pass; the library paths they reach (2-rank example programs, the tools' option
-# parsing) run here under test_examples, test_perf_cli and test_zcoll_run.
+# parsing) run here under test_examples, test_perf_cli and test_zcoll_run. Nor zcoll.dask
+# (python_dask: Python over the same calls the python test makes here) or zcoll.torch (not
+# built: torch is not sanitized).
 ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan --output-on-failure --timeout 2400 \
-  -E '^(test_faults|install_and_link|readme|layers|tune|man_pages|commit_msg_hook)$'
+  -E '^(test_faults|install_and_link|readme|layers|tune|man_pages|commit_msg_hook|python_dask)$'
 
 stage "verbs under ASan+UBSan on soft-RoCE (registered-buffer matrix, device errors, peer death)"
 # The whole verbs matrix under the sanitizers in an emulated guest takes ~11 min; this

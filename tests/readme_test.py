@@ -16,6 +16,9 @@
    the options and stop at -h, zcoll_run starts `true` with them.
 3. README.md has at most README_MAX_LINES lines: it is the user's guide, and the details
    (fault matrix, figures, every option) live in docs/, linked from it.
+5. Every fenced block preceded by `<!-- doc-test file: PATH -->` is PATH's code as it is
+   (PATH relative to the source tree; its leading docstring or comment lines aside), and
+   PATH is an example a test runs: the page cannot show what the example no longer does.
 4. Every relative link of these pages ([text](path), [text](path#anchor), [text](#anchor))
    points to a file that exists and, for a .md file, to a heading of it (GitHub's slugs).
 
@@ -259,6 +262,47 @@ def check_page_flags(page, work):
 
 # ---- the README's length and the pages' links -----------------------------------------
 
+FILE_MARK = re.compile(r"<!-- doc-test file: (\S+) -->")
+
+
+def example_code(path):
+    """PATH's text without its leading docstring (Python) or comment lines."""
+    with open(os.path.join(SRC, path)) as f:
+        text = f.read()
+    if path.endswith(".py"):
+        import ast
+        body = ast.parse(text).body
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None),
+                                                                 ast.Constant):
+            text = "\n".join(text.split("\n")[body[0].end_lineno:])
+    return text.strip("\n")
+
+
+def check_file_blocks():
+    for page in pages():
+        lines = read(page).split("\n")
+        for i, line in enumerate(lines):
+            m = FILE_MARK.search(line)
+            if not m:
+                continue
+            j = i + 1
+            fence = re.match(r"^\s*(```+)\w*\s*$", lines[j]) if j < len(lines) else None
+            if not fence:
+                fail(f"{page}:{i + 1}: '{m.group(0)}' is not right before a fenced block")
+                continue
+            k = j + 1
+            while k < len(lines) and lines[k].strip() != fence.group(1):
+                k += 1
+            block = "\n".join(lines[j + 1:k]).strip("\n")
+            if not os.path.exists(os.path.join(SRC, m.group(1))):
+                fail(f"{page}:{i + 1}: {m.group(1)} does not exist")
+            elif block != example_code(m.group(1)):
+                fail(f"{page}:{j + 1}: the block differs from {m.group(1)} (its code after the "
+                     "docstring): copy the file's code into the page, or the page's into it")
+            else:
+                print(f"{page}:{j + 1}: the block is {m.group(1)}")
+
+
 def check_length():
     n = len(read("README.md").split("\n")) - 1  # the text ends with a newline
     if n > README_MAX_LINES:
@@ -335,6 +379,7 @@ def main():
     global WORK
     check_length()
     check_links()
+    check_file_blocks()
     with tempfile.TemporaryDirectory() as work:
         WORK = work
         prefix = os.path.join(work, "prefix")

@@ -39,6 +39,15 @@ def test_under_mpirun_with_mpi4py():
     assert job.returncode == 0, job.stdout
     for r in range(3):
         assert f"rank {r} of 3: zcoll's average equals MPI's" in job.stdout, job.stdout
+    # The README's short one (From mpi4py): the average of ranks 0 and 1 on both.
+    short = os.path.join(os.path.dirname(EXAMPLE), "mpi4py_average.py")
+    job = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca",
+                          "pml", "ob1", "--mca", "btl", "self,vader", sys.executable, short],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=120)
+    assert job.returncode == 0, job.stdout
+    for r in range(2):
+        assert f"rank {r}: 0.5 (MPI rank {r}, over " in job.stdout, job.stdout
 
 
 def test_misuse():

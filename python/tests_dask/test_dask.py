@@ -5,6 +5,8 @@ unless CI=true or ZCOLL_TEST_REQUIRE_DASK=1.
 """
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -88,3 +90,10 @@ def test_a_worker_killed_mid_run(client):
     # The nanny restarts the dead worker; once it is back the cluster runs again.
     client.wait_for_workers(3, timeout=60)
     assert [r for r, _, _ in zcoll.dask.run(client, average_and_gather, 7)] == [0, 1, 2]
+
+
+def test_the_readme_example():
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dask_average.py")
+    r = subprocess.run([sys.executable, example], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert r.returncode == 0 and "every rank's average: [1.0, 1.0, 1.0]" in r.stdout, r.stdout

@@ -50,6 +50,17 @@ def test_under_torchrun(what):
     assert all(int(n) > 10 for _, n in passed), out
 
 
+def test_the_readme_example():
+    exe = shutil.which("torchrun") or "/usr/bin/torchrun"
+    example = os.path.join(HERE, "..", "..", "examples", "torch_ddp.py")
+    r = subprocess.run([exe, "--standalone", "--nproc_per_node=2", "--redirects", "9:1", "--tee",
+                        "9:1", example], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stdout
+    for rank in (0, 1):
+        assert f"rank {rank}: the same model everywhere: True" in r.stdout, r.stdout
+
+
 def test_a_rank_killed_mid_step_fails_the_others():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

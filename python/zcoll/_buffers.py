@@ -7,7 +7,9 @@ everything. Nothing here ever copies the caller's data: a buffer zcoll cannot us
 is (strided, read-only where it must be written, of another dtype) is an error that says
 what to change.
 """
-from ctypes import addressof, c_char
+import ctypes
+from ctypes import POINTER, Structure, addressof, c_char, c_int32, c_int64, c_uint8, c_uint16
+from ctypes import c_uint64, c_void_p
 
 import numpy as np
 
@@ -26,6 +28,50 @@ _from_buffer = c_char.from_buffer
 
 
 _KDLCPU = 1  # DLPack's device type of host memory
+_KDLBFLOAT = 4  # DLPack's type code of bfloat16, which numpy has no dtype for
+
+
+class Bf16Bits(np.ndarray):
+    """bfloat16 elements seen as their raw bits (uint16), for numpy without ml_dtypes: what
+    a torch bfloat16 tensor becomes here, and what dtype="bfloat16" makes of a uint16 array.
+    zcoll reduces them as bfloat16."""
+
+
+class _DLTensor(Structure):
+    _fields_ = [("data", c_void_p), ("device_type", c_int32), ("device_id", c_int32),
+                ("ndim", c_int32), ("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16),
+                ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)),
+                ("byte_offset", c_uint64)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _bf16_from_dlpack(obj, name):
+    """A bfloat16 exporter's memory as Bf16Bits, read from its DLPack capsule (numpy cannot
+    import bfloat16). The capsule stays unconsumed and held by the array: when both are
+    gone, the capsule's destructor releases the exporter's memory."""
+    capsule = obj.__dlpack__()
+    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    if (t.code, t.bits, t.lanes) != (_KDLBFLOAT, 16, 1):
+        return None
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    n = int(np.prod(shape, dtype=np.int64))
+    if t.strides:
+        want = 1
+        for i in reversed(range(t.ndim)):
+            if shape[i] != 1 and t.strides[i] != want:
+                raise ValueError(f"{name} is not C-contiguous (shape {shape}): zcoll reduces "
+                                 "contiguous memory in place and never copies; pass "
+                                 f"{name}.contiguous()")
+            want *= shape[i]
+    raw = (c_char * (2 * n)).from_address((t.data or 0) + t.byte_offset) if n else bytearray()
+    a = np.frombuffer(raw, np.uint16).reshape(shape).view(Bf16Bits)
+    if n:
+        raw._zcoll_owner = capsule
+    return a
 
 
 def _from_dlpack(obj, name):
@@ -39,6 +85,9 @@ def _from_dlpack(obj, name):
     try:
         ro = np.from_dlpack(obj)
     except (TypeError, ValueError, BufferError, RuntimeError) as e:
+        bf16 = _bf16_from_dlpack(obj, name)
+        if bf16 is not None:
+            return bf16
         raise TypeError(f"{name}: numpy cannot import it through DLPack: {e}") from None
     if not ro.flags.c_contiguous or not ro.nbytes:
         return ro  # refused later as strided, or nothing to write
@@ -83,6 +132,22 @@ def _not_contiguous(a, name):
         "(a copy you choose to make) or a contiguous buffer")
 
 
+_BF16 = int(_dtypes.DType.BFLOAT16)
+
+
+def as_code(a, dtype):
+    """The dtype code an array's elements are reduced as: dtype= (a name, "bfloat16", or a
+    zcoll.DType) reinterprets elements of the same size (a uint16 array as bfloat16); a
+    Bf16Bits array is bfloat16; None: the array's own dtype decides (layout)."""
+    if dtype is None:
+        return _BF16 if type(a) is Bf16Bits else None
+    code = _dtypes.code_of_name(dtype)
+    if a.dtype.itemsize != _dtypes.SIZE[code] or a.dtype.kind not in "uif":
+        raise TypeError(f"dtype={dtype!r} reinterprets elements of {_dtypes.SIZE[code]} bytes; "
+                        f"x has dtype {a.dtype.name} ({a.dtype.itemsize} bytes)")
+    return code
+
+
 def layout(dtype, n, raw=None):
     """(dtype code, count) of n elements of a numpy dtype. raw: the element dtype of a
     created op (zcoll.op_create(..., dtype=)); n elements of it go as n * itemsize bytes
@@ -98,16 +163,18 @@ def layout(dtype, n, raw=None):
     return _code_of(dtype), n
 
 
-def operands(x, out, raw=None):
+def operands(x, out, raw=None, dtype=None):
     """(sendbuf, recvbuf, count, dtype code, result, keep) for reducing x into out.
 
     out None: a new array like x (an allocation, not a copy of x). out is x, or the same
     memory: in place. keep holds the arrays whose memory the call uses, for requests.
-    raw: as in layout()."""
+    raw: as in layout(); dtype: as in as_code()."""
     a = x if type(x) is _ndarray else as_array(x, "x")
     code = _dtype_cache.get(a.dtype)
     count = a.size
-    if code is None:
+    if dtype is not None or type(a) is Bf16Bits:
+        code = as_code(a, dtype)
+    elif code is None:
         code, count = layout(a.dtype, count, raw)
     if not a.flags.c_contiguous:
         raise _not_contiguous(a, "x")

@@ -57,6 +57,17 @@ def code_of(dtype):
     return code
 
 
+def code_of_name(name):
+    """The zcoll_dtype_t of a name ("bfloat16", "float32", ...) or a DType."""
+    if isinstance(name, DType):
+        return int(name)
+    try:
+        return int(DType[str(name).upper()])
+    except KeyError:
+        raise TypeError(f"dtype={name!r}: not a zcoll dtype (int8, uint8, int32, uint32, "
+                        "int64, uint64, float16, bfloat16, float32, float64)") from None
+
+
 #: Bytes per element, by code (zcoll_dtype_size).
 SIZE = (1, 1, 4, 4, 8, 8, 2, 2, 4, 8)
 

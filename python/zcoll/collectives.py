@@ -20,11 +20,15 @@ _MAIN = _wait.MAIN
 _free = lib.zcoll_request_free
 
 
-def _source(x, raw=None):
-    """(array, address, count, dtype code) of an input: C-contiguous, not copied."""
+def _source(x, raw=None, dtype=None):
+    """(array, address, count, dtype code) of an input: C-contiguous, not copied. dtype:
+    reinterpreted as that zcoll dtype (_buffers.as_code)."""
     a = x if type(x) is np.ndarray else _buffers.as_array(x, "x")
     if not a.flags.c_contiguous:
         raise _buffers._not_contiguous(a, "x")
+    code = _buffers.as_code(a, dtype)
+    if code is not None:
+        return a, _buffers.address(a), a.size, code
     code, count = _buffers.layout(a.dtype, a.size, raw)
     return a, _buffers.address(a), count, code
 
@@ -116,9 +120,9 @@ class Collectives:
 
     # ---- reduce-scatter ----
 
-    def _reduce_scatter_args(self, x, out, op):
+    def _reduce_scatter_args(self, x, out, op, dtype):
         created = op if op.__class__ is CreatedOp else None
-        a, send, count, code = _source(x, created and created.dtype)
+        a, send, count, code = _source(x, created and created.dtype, dtype)
         if not a.ndim or a.shape[0] % self.size:
             raise ValueError(f"x's first dimension ({a.shape[0] if a.ndim else 'none'}) must be "
                              f"a multiple of the size ({self.size})")
@@ -128,26 +132,27 @@ class Collectives:
                 int(op))
         return args, (a, o), o, created
 
-    def reduce_scatter(self, x, out=None, op=SUM):
+    def reduce_scatter(self, x, out=None, op=SUM, dtype=None):
         """Block `rank` of the reduction of every rank's x over its first dimension
         (zcoll_reduce_scatter): x.shape[0] a multiple of size, the result of shape
         (x.shape[0] // size, *x.shape[1:]). out=x[:x.shape[0] // size] reduces in place
-        (MPI's form: the block lands at x's start). Returns the result."""
-        args, keep, o, created = self._reduce_scatter_args(x, out, op)
+        (MPI's form: the block lands at x's start). dtype: as in allreduce. Returns the
+        result."""
+        args, keep, o, created = self._reduce_scatter_args(x, out, op, dtype)
         self._run("reduce_scatter", lib.zcoll_reduce_scatter, lib.zcoll_ireduce_scatter, args,
                   keep, created)
         return o
 
-    def ireduce_scatter(self, x, out=None, op=SUM):
+    def ireduce_scatter(self, x, out=None, op=SUM, dtype=None):
         """Starts reduce_scatter(x, out, op); the Request's wait() returns the result."""
-        args, keep, o, created = self._reduce_scatter_args(x, out, op)
+        args, keep, o, created = self._reduce_scatter_args(x, out, op, dtype)
         return self._start(lib.zcoll_ireduce_scatter, args, keep, o, created)
 
     # ---- reduce ----
 
-    def _reduce_args(self, x, root, out, op):
+    def _reduce_args(self, x, root, out, op, dtype):
         created = op if op.__class__ is CreatedOp else None
-        a, send, count, code = _source(x, created and created.dtype)
+        a, send, count, code = _source(x, created and created.dtype, dtype)
         if not isinstance(root, int) or not 0 <= root < self.size:
             raise ValueError(f"root {root!r} is not a rank (0..{self.size - 1})")
         if self.rank != root:
@@ -158,17 +163,18 @@ class Collectives:
         send = _send_address(a, send, o, 0)
         return (send, _buffers.address(o), count, code, int(op), root), (a, o), o, created
 
-    def reduce(self, x, root=0, out=None, op=SUM):
+    def reduce(self, x, root=0, out=None, op=SUM, dtype=None):
         """The reduction of every rank's x on root (zcoll_reduce): the result there (a new
-        array, or out; out=x reduces in place), None on the other ranks."""
-        args, keep, o, created = self._reduce_args(x, root, out, op)
+        array, or out; out=x reduces in place), None on the other ranks. dtype: as in
+        allreduce."""
+        args, keep, o, created = self._reduce_args(x, root, out, op, dtype)
         self._run("reduce", lib.zcoll_reduce, lib.zcoll_ireduce, args, keep, created)
         return o
 
-    def ireduce(self, x, root=0, out=None, op=SUM):
+    def ireduce(self, x, root=0, out=None, op=SUM, dtype=None):
         """Starts reduce(x, root, out, op); the Request's wait() returns the result on the
         root, None elsewhere."""
-        args, keep, o, created = self._reduce_args(x, root, out, op)
+        args, keep, o, created = self._reduce_args(x, root, out, op, dtype)
         return self._start(lib.zcoll_ireduce, args, keep, o, created)
 
     # ---- Python objects, by pickle ----

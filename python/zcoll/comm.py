@@ -152,7 +152,7 @@ class Comm(Collectives):
             raise error(st, self._ptr)
         return name.value.decode()
 
-    def allreduce(self, x, out=None, op=SUM):
+    def allreduce(self, x, out=None, op=SUM, dtype=None):
         """Reduces x over all ranks with op and returns the result.
 
         x: a C-contiguous numpy array or any object with the buffer protocol, of a
@@ -163,11 +163,14 @@ class Comm(Collectives):
         out=other: a writable C-contiguous buffer of x's dtype and element count.
         op: a zcoll.Op, or a created op (zcoll.op_create, zcoll.premul_sum); with an op
         created with dtype=, x may be an array of that dtype (a structured one too).
+        dtype: reduce x's elements as this zcoll dtype, of the same size ("bfloat16" for a
+        uint16 array of bfloat16 bits: no ml_dtypes needed). A torch bfloat16 tensor is
+        bfloat16 by itself; out=None then returns the result's bits as uint16.
         Returns the result: the new array, or out itself.
         """
         if op.__class__ is CreatedOp:
-            return self._allreduce_created(x, out, op)
-        send, recv, count, code, result, keep = _operands(x, out)
+            return self._allreduce_created(x, out, op, dtype)
+        send, recv, count, code, result, keep = _operands(x, out, None, dtype)
         if get_ident() != _MAIN:
             st = _allreduce(self._ptr, send, recv, count, code, op)
             if st:
@@ -190,9 +193,9 @@ class Comm(Collectives):
         if st:
             raise error(st, ptr, detail)
 
-    def _allreduce_created(self, x, out, op):
+    def _allreduce_created(self, x, out, op, dtype):
         value = int(op)
-        send, recv, count, code, result, keep = _operands(x, out, op.dtype)
+        send, recv, count, code, result, keep = _operands(x, out, op.dtype, dtype)
         ptr = self._live(self._ptr)
         detail = None
         if get_ident() != _MAIN:
@@ -212,27 +215,29 @@ class Comm(Collectives):
             raise error(st, ptr, detail)
         return result
 
-    def iallreduce(self, x, out=None, op=SUM):
+    def iallreduce(self, x, out=None, op=SUM, dtype=None):
         """Starts allreduce(x, out, op) and returns a Request at once; its wait()
         returns the result. x and out belong to the request until it has ended."""
         if self._orphans:
             self._reap()
         created = op if op.__class__ is CreatedOp else None
-        send, recv, count, code, result, keep = _operands(x, out, created and created.dtype)
+        send, recv, count, code, result, keep = _operands(x, out, created and created.dtype,
+                                                          dtype)
         req = c_void_p()
         st = _iallreduce(self._live(self._ptr), send, recv, count, code, int(op), byref(req))
         if st:
             raise error(st, self._ptr)
         return Request(self, req.value, keep + (created,), result, created)
 
-    def allreduce_init(self, x, out=None, op=SUM):
+    def allreduce_init(self, x, out=None, op=SUM, dtype=None):
         """Plans allreduce(x, out, op) once (local: nothing is sent) and returns a
         PersistentRequest; each start() reduces whatever x holds then into out. x and
         out belong to the request until it is freed."""
         if self._orphans:
             self._reap()
         created = op if op.__class__ is CreatedOp else None
-        send, recv, count, code, result, keep = _operands(x, out, created and created.dtype)
+        send, recv, count, code, result, keep = _operands(x, out, created and created.dtype,
+                                                          dtype)
         req = c_void_p()
         st = lib.zcoll_allreduce_init(self._live(self._ptr), send, recv, count, code, int(op),
                                       byref(req))

@@ -12,9 +12,10 @@ cd "$(dirname "$0")/.."
 # job (python/tests/test_unique_id.py).
 # python3-torch, libtorch-dev, pybind11-dev, python3-dev: zcoll.torch's C++ backend, built with
 # -DZCOLL_TORCH=ON below, and its tests (python_torch); python3-distributed: zcoll.dask
-# (python_dask).
+# (python_dask); python3-sklearn: examples/mpi4py_sgd.py (python/tests/test_unique_id.py).
 ci/deps.sh openmpi-bin python3-mpi4py slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev \
-  clang-format-14 clang-tidy-14 python3-torch libtorch-dev pybind11-dev python3-dev python3-distributed
+  clang-format-14 clang-tidy-14 python3-torch libtorch-dev pybind11-dev python3-dev python3-distributed \
+  python3-sklearn
 jobs=$(nproc)
 t0=$SECONDS
 # Each stage says when it starts, so a slow CI run shows where its time went.

@@ -71,3 +71,27 @@ def test_split(np_):
     assert job.returncode == 0, job.stdout
     for r in range(np_):
         assert f"OK {r}" in rank_lines(job.stdout, r), job.stdout
+
+
+def test_mpi4py_sgd_example_matches_one_process():
+    """examples/mpi4py_sgd.py: scikit-learn's SGDClassifier on 4 shards, averaged by zcoll
+    every 2 mini-batches, ends within 1 % of one process on all the data (test accuracy).
+    Not in CI's sanitizer pass (ZCOLL_TEST_SAMPLE=1): 15 s of scikit-learn over the same
+    calls test_under_mpirun_with_mpi4py makes there."""
+    if os.environ.get("ZCOLL_TEST_SAMPLE") == "1":
+        pytest.skip("the sanitizer pass's sample leaves it to the plain pass")
+    pytest.importorskip("mpi4py", reason="python3-mpi4py (ci/deps.sh installs it)")
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("sklearn", reason="python3-sklearn (ci/test.sh installs it)")
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        pytest.skip("no mpirun (openmpi-bin)")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(zcoll.__file__)))
+    example = os.path.join(os.path.dirname(EXAMPLE), "mpi4py_sgd.py")
+    job = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", "--mca",
+                          "pml", "ob1", "--mca", "btl", "self,vader", sys.executable, example],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=180)
+    assert job.returncode == 0, job.stdout
+    assert "test accuracy: 4 ranks averaged by zcoll" in job.stdout, job.stdout
+    assert ": within 1%" in job.stdout, job.stdout

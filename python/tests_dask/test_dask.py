@@ -4,6 +4,7 @@ naming a rank, and returns; nothing hangs). Skipped without Debian's python3-dis
 unless CI=true or ZCOLL_TEST_REQUIRE_DASK=1.
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,3 +98,16 @@ def test_the_readme_example():
     r = subprocess.run([sys.executable, example], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=120)
     assert r.returncode == 0 and "every rank's average: [1.0, 1.0, 1.0]" in r.stdout, r.stdout
+
+
+def test_kmeans_example():
+    """examples/dask_kmeans.py: mini-batch k-means over a persisted Dask array's chunks,
+    within 5 % of scikit-learn's KMeans on all the points, the same centers everywhere."""
+    if not REQUIRED:
+        pytest.importorskip("sklearn", reason="python3-sklearn")
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "dask_kmeans.py")
+    r = subprocess.run([sys.executable, example], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout
+    m = re.search(r"ratio ([0-9.]+)\); the same centers on every rank: (\w+)", r.stdout)
+    assert m and float(m.group(1)) <= 1.05 and m.group(2) == "True", r.stdout

@@ -29,7 +29,8 @@ checks = 0
 def check(cond, what):
     global checks
     if not cond:
-        raise AssertionError(f"rank {dist.get_rank()}: {what}")
+        who = dist.get_rank() if dist.is_initialized() else os.environ.get("RANK")
+        raise AssertionError(f"rank {who}: {what}")
     checks += 1
 
 
@@ -341,8 +342,20 @@ def main():
     else:
         training(gloo)
     dist.barrier()
-    print(f"rank {dist.get_rank()}: {checks} checks passed", flush=True)
-    dist.destroy_process_group()
+    me, p = dist.get_rank(), dist.get_world_size()
+    # Destroyed with a collective still queued whose future has a Python callback: the
+    # destructor lets go of the GIL, so the callback runs and nothing deadlocks.
+    # Rank 0 comes late, so the others' destroy begins with the collective still pending.
+    seen = []
+    if me == 0:
+        time.sleep(0.5)
+    fut = dist.all_reduce(torch.ones(1 << 20), async_op=True).get_future()
+    done = fut.then(lambda f: seen.append(f.value()[0][0].item()))
+    dist.destroy_process_group(gloo)
+    dist.destroy_process_group()  # the group goes here unless a model still holds it
+    done.wait()
+    check(seen == [float(p)], f"the callback of a collective pending at destroy: {seen}")
+    print(f"rank {me}: {checks} checks passed", flush=True)
 
 
 if __name__ == "__main__":

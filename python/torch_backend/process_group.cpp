@@ -1,4 +1,6 @@
 // process_group.cpp -- the "zcoll" backend's collectives (process_group.hpp says the model).
+#include <Python.h> // first, as Python asks: the destructor lets go of the GIL
+
 #include "process_group.hpp"
 
 #include <cstdlib>
@@ -211,6 +213,10 @@ ProcessGroupZcoll::ProcessGroupZcoll(const c10::intrusive_ptr<c10d::Store> &stor
 }
 
 ProcessGroupZcoll::~ProcessGroupZcoll() {
+  // Python drops the last reference holding the GIL, while the worker may be completing a
+  // future whose callbacks (a DDP comm hook in Python) need it, and the destroy waits for
+  // the other ranks: let go of it meanwhile.
+  PyThreadState *saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -218,9 +224,11 @@ ProcessGroupZcoll::~ProcessGroupZcoll() {
   cv_.notify_one();
   if (worker_.joinable()) worker_.join();
   zcoll_status_t st = zcoll_comm_destroy(comm_);
+  const char *last = st != ZCOLL_OK ? zcoll_last_error() : nullptr;
+  std::string why = last ? last : "";
+  if (saved) PyEval_RestoreThread(saved);
   if (st != ZCOLL_OK)
-    TORCH_WARN("zcoll: destroying the process group: ", zcoll_strerror(st), ": ",
-               zcoll_last_error());
+    TORCH_WARN("zcoll: destroying the process group: ", zcoll_strerror(st), ": ", why);
 }
 
 std::string ProcessGroupZcoll::transport() const {

@@ -262,7 +262,7 @@ def check_page_flags(page, work):
 
 # ---- the README's length and the pages' links -----------------------------------------
 
-FILE_MARK = re.compile(r"<!-- doc-test file: (\S+) -->")
+FILE_MARK = re.compile(r"^\s*<!-- doc-test file: (\S+) -->\s*$")  # a line of its own
 
 
 def example_code(path):
@@ -282,7 +282,7 @@ def check_file_blocks():
     for page in pages():
         lines = read(page).split("\n")
         for i, line in enumerate(lines):
-            m = FILE_MARK.search(line)
+            m = FILE_MARK.match(line)
             if not m:
                 continue
             j = i + 1

@@ -4,6 +4,7 @@
 #   libzcoll-dev         dev      zcoll.h, libzcoll.so, zcoll.pc, the CMake package
 #   zcoll-tools          tools    zcoll_run, zcoll_perf, zcoll_info and the man pages
 #   python3-zcoll        python   the Python package (with ZCOLL_PYTHON)
+#   python3-zcoll-torch  torch    zcoll.torch's C++ backend (when it is built)
 # Library dependencies come from dpkg-shlibdeps (Debian: dpkg-dev); the packages depend
 # on each other at this exact version. They install under /usr; configure with
 # -DCMAKE_INSTALL_PREFIX=/usr for Debian's multiarch library folder.
@@ -33,6 +34,9 @@ set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_COMPONENTS_ALL runtime dev tools)
 if(ZCOLL_PYTHON)
   list(APPEND CPACK_COMPONENTS_ALL python)
+endif()
+if(ZCOLL_TORCH_BUILT)
+  list(APPEND CPACK_COMPONENTS_ALL torch)
 endif()
 
 set(zcoll_runtime_pkg libzcoll${PROJECT_VERSION_MAJOR})
@@ -72,5 +76,14 @@ set(CPACK_COMPONENT_PYTHON_DESCRIPTION
 "RDMA allreduce runtime - Python package
  The zcoll module: communicators and allreduce over numpy arrays and other
  buffers, through the shared library (ctypes).")
+
+set(CPACK_DEBIAN_TORCH_PACKAGE_NAME python3-zcoll-torch)
+set(CPACK_DEBIAN_TORCH_PACKAGE_SECTION python)
+set(CPACK_COMPONENT_TORCH_DEPENDS python runtime) # it links libzcoll itself
+set(CPACK_DEBIAN_TORCH_PACKAGE_DEPENDS "python3-torch")
+set(CPACK_COMPONENT_TORCH_DESCRIPTION
+"RDMA allreduce runtime - torch.distributed backend
+ zcoll.torch: the torch.distributed backend \"zcoll\" (import zcoll.torch, then
+ init_process_group(\"zcoll\")), a C++ extension for Debian's PyTorch.")
 
 include(CPack)

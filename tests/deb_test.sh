@@ -29,6 +29,7 @@ soname=$(readelf -d "$build/libzcoll.so" | sed -n 's/.*SONAME.*\[libzcoll\.so\.\
 runtime=libzcoll$soname
 pkgs=("$runtime" libzcoll-dev zcoll-tools)
 [ -d "$build/python/zcoll" ] && pkgs+=(python3-zcoll)
+compgen -G "$build/python/zcoll/_zcoll_torch*.so" >/dev/null && pkgs+=(python3-zcoll-torch)
 is_installed() { [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == *' installed' ]]; }
 for p in "${pkgs[@]}"; do
   if is_installed "$p"; then
@@ -151,6 +152,16 @@ done
 if [ -n "${deb[python3-zcoll]:-}" ]; then
   (cd "$work" && /usr/bin/zcoll_run -np 2 /usr/bin/python3 "$src/tests/installed_allreduce.py" /usr) ||
     fail "the installed Python package failed"
+fi
+
+# ---- zcoll.torch's backend: its own package, python3-zcoll without torch's libraries
+if [ -n "${deb[python3-zcoll-torch]:-}" ]; then
+  has python3-zcoll-torch '/zcoll/_zcoll_torch[^/]*\.so$'
+  lacks python3-zcoll '_zcoll_torch'
+  [[ $(dpkg-deb -f "${deb[python3-zcoll]}" Depends) != *torch* ]] ||
+    fail "python3-zcoll depends on torch: $(dpkg-deb -f "${deb[python3-zcoll]}" Depends)"
+  (cd "$work" && /usr/bin/python3 -c "import zcoll.torch, torch.distributed as d; assert 'ZCOLL' in d.Backend._plugins") ||
+    fail "the installed zcoll.torch does not register its backend"
 fi
 
 # ---- remove them: nothing of theirs may remain

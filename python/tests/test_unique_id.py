@@ -26,25 +26,28 @@ def test_from_a_file(tmp_path, size):
         assert p.returncode == 0 and f"OK {r} {size}" in out, out
 
 
-def test_under_mpirun_with_mpi4py():
+def _mpirun(np, example, *args, timeout=120):
+    """examples/<example> on np ranks under Open MPI's mpirun (ob1, self+vader), with this
+    zcoll package on PYTHONPATH; skips where mpi4py or mpirun is missing."""
     pytest.importorskip("mpi4py", reason="python3-mpi4py (ci/deps.sh installs it)")
     mpirun = shutil.which("mpirun")
     if not mpirun:
         pytest.skip("no mpirun (openmpi-bin)")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(zcoll.__file__)))
-    job = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "3", "--mca",
-                          "pml", "ob1", "--mca", "btl", "self,vader", sys.executable, EXAMPLE,
-                          "--elements", "50000", "--iters", "3"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    return subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(np),
+                           "--mca", "pml", "ob1", "--mca", "btl", "self,vader", sys.executable,
+                           os.path.join(os.path.dirname(EXAMPLE), example), *args], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+
+
+def test_under_mpirun_with_mpi4py():
+    job = _mpirun(3, os.path.basename(EXAMPLE), "--elements", "50000", "--iters", "3")
     assert job.returncode == 0, job.stdout
     for r in range(3):
         assert f"rank {r} of 3: zcoll's average equals MPI's" in job.stdout, job.stdout
     # The README's short one (From mpi4py): the average of ranks 0 and 1 on both.
-    short = os.path.join(os.path.dirname(EXAMPLE), "mpi4py_average.py")
-    job = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", "--mca",
-                          "pml", "ob1", "--mca", "btl", "self,vader", sys.executable, short],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         timeout=120)
+    job = _mpirun(2, "mpi4py_average.py")
     assert job.returncode == 0, job.stdout
     for r in range(2):
         assert f"rank {r}: 0.5 (MPI rank {r}, over " in job.stdout, job.stdout
@@ -80,18 +83,9 @@ def test_mpi4py_sgd_example_matches_one_process():
     calls test_under_mpirun_with_mpi4py makes there."""
     if os.environ.get("ZCOLL_TEST_SAMPLE") == "1":
         pytest.skip("the sanitizer pass's sample leaves it to the plain pass")
-    pytest.importorskip("mpi4py", reason="python3-mpi4py (ci/deps.sh installs it)")
     if os.environ.get("CI") != "true":
         pytest.importorskip("sklearn", reason="python3-sklearn (ci/test.sh installs it)")
-    mpirun = shutil.which("mpirun")
-    if not mpirun:
-        pytest.skip("no mpirun (openmpi-bin)")
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(zcoll.__file__)))
-    example = os.path.join(os.path.dirname(EXAMPLE), "mpi4py_sgd.py")
-    job = subprocess.run([mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "4", "--mca",
-                          "pml", "ob1", "--mca", "btl", "self,vader", sys.executable, example],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         timeout=180)
+    job = _mpirun(4, "mpi4py_sgd.py", timeout=180)
     assert job.returncode == 0, job.stdout
     assert "test accuracy: 4 ranks averaged by zcoll" in job.stdout, job.stdout
     assert ": within 1%" in job.stdout, job.stdout

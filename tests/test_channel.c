@@ -85,15 +85,16 @@ Test(channel, fingerprint_alone_does_not_pass) {
 }
 
 Test(channel, immediate_layout) {
-  uint32_t imm = zcoll__imm_piece(0x12345678ull, 0xabcdefull, ZCOLL_IMM_HDR);
-  cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, 0x5678u);
+  uint32_t imm = zcoll__imm_piece(0x12345678ull, 0xabcdefull, ZCOLL_IMM_HDR, 0);
+  cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, 0x678u);
+  cr_assert_eq(zcoll__imm_set(imm), 0u);
   cr_assert_eq(zcoll__imm_ord(imm), 0xabcdefu & ZCOLL_IMM_ORD_MASK);
   cr_assert(imm & ZCOLL_IMM_HDR);
   cr_assert_eq(imm & ZCOLL_IMM_CREDIT, 0u, "a piece must never look like a credit");
-  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_CREDIT, 0u);
-  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_HDR, 0u);
-  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_SAME, 0u);
-  imm = zcoll__imm_piece(~0ull, ~0ull, ZCOLL_IMM_SAME);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0, 0) & ZCOLL_IMM_CREDIT, 0u);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0, 0) & ZCOLL_IMM_HDR, 0u);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0, 0) & ZCOLL_IMM_SAME, 0u);
+  imm = zcoll__imm_piece(~0ull, ~0ull, ZCOLL_IMM_SAME, 0);
   cr_assert_eq(imm & (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR), 0u);
   cr_assert_eq(zcoll__imm_ord(imm), ZCOLL_IMM_ORD_MASK);
   /* The fields do not overlap. */
@@ -101,11 +102,53 @@ Test(channel, immediate_layout) {
   cr_assert_eq((ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT) &
                    (ZCOLL_IMM_CREDIT | ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT),
                0u);
-  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0) & ZCOLL_IMM_EXT, 0u);
-  imm = zcoll__imm_piece(5, 6, ZCOLL_IMM_GRANT);
+  cr_assert_eq(zcoll__imm_piece(~0ull, ~0ull, 0, 0) & ZCOLL_IMM_EXT, 0u);
+  imm = zcoll__imm_piece(5, 6, ZCOLL_IMM_GRANT, 0);
   cr_assert_eq(zcoll__imm_kind(imm), ZCOLL_IMM_GRANT);
   cr_assert_eq(zcoll__imm_ord(imm), 6u);
-  cr_assert_eq(zcoll__imm_kind(zcoll__imm_piece(5, ~0ull, ZCOLL_IMM_DIRECT)), ZCOLL_IMM_DIRECT);
+  cr_assert_eq(zcoll__imm_kind(zcoll__imm_piece(5, ~0ull, ZCOLL_IMM_DIRECT, 0)), ZCOLL_IMM_DIRECT);
+  /* The set: its own bits, in pieces and credit returns alike, at every value. */
+  uint32_t setbits = ZCOLL_IMM_SET_MASK << ZCOLL_IMM_SET_SHIFT;
+  cr_assert_eq(setbits & (ZCOLL_IMM_SEQ_MASK | (ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT) |
+                          ZCOLL_IMM_CREDIT | ZCOLL_IMM_KIND_MASK),
+               0u);
+  cr_assert_eq(setbits | ZCOLL_IMM_SEQ_MASK | (ZCOLL_IMM_ORD_MASK << ZCOLL_IMM_ORD_SHIFT) |
+                   ZCOLL_IMM_CREDIT | ZCOLL_IMM_KIND_MASK,
+               0xffffffffu, "every bit has a use");
+  for (uint32_t set = 0; set < ZCOLL_CHAN_SETS; set++) {
+    uint32_t bits = set << ZCOLL_IMM_SET_SHIFT;
+    imm = zcoll__imm_piece(~0ull, ~0ull, ZCOLL_IMM_SAME, bits);
+    cr_assert_eq(zcoll__imm_set(imm), set);
+    cr_assert_eq(zcoll__imm_ord(imm), ZCOLL_IMM_ORD_MASK);
+    cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, ZCOLL_IMM_SEQ_MASK);
+    imm = zcoll__imm_credit(256, bits);
+    cr_assert(imm & ZCOLL_IMM_CREDIT);
+    cr_assert_eq(zcoll__imm_set(imm), set);
+    cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, 256u, "a full window of credits fits");
+  }
+}
+
+/* A notification of another set is not this channel's: refused, not counted. */
+Test(channel, other_set_refused) {
+  struct zcoll__slot slots[4] = {0};
+  struct zcoll__chan c = {.peer = 3, .slots = slots, .imm_set = 2u << ZCOLL_IMM_SET_SHIFT};
+  struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED,
+                              .peer = 3,
+                              .imm = zcoll__imm_credit(1, 1u << ZCOLL_IMM_SET_SHIFT)};
+  zcoll__log_mute(1);
+  cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_ERR_TRANSPORT);
+  ev.imm = zcoll__imm_piece(0, 0, 0, 0);
+  ev.len = 8;
+  cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_ERR_TRANSPORT);
+  zcoll__log_mute(0);
+  cr_assert_eq(c.credits, 0u);
+  cr_assert_eq(slots[0].arrived, 0);
+  ev.imm = zcoll__imm_piece(0, 0, 0, 2u << ZCOLL_IMM_SET_SHIFT);
+  cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_OK);
+  cr_assert_eq(slots[0].arrived, 1);
+  ev.imm = zcoll__imm_credit(1, 2u << ZCOLL_IMM_SET_SHIFT);
+  cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_OK);
+  cr_assert_eq(c.credits, 1u);
 }
 
 /* Which pieces a channel accepts, by kind: a grant must hold a grant and its key, a
@@ -141,7 +184,7 @@ Test(channel, arrival_kinds) {
     struct zcoll__chan c = {.peer = 1, .slots = slots};
     struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED,
                                 .peer = 1,
-                                .imm = zcoll__imm_piece(0, 0, cases[k].flags),
+                                .imm = zcoll__imm_piece(0, 0, cases[k].flags, 0),
                                 .len = cases[k].len,
                                 .placed = cases[k].placed};
     zcoll_status_t st = zcoll__chan_arrived(&c, DEPTH, SLOT, &ev);

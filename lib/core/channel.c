@@ -157,6 +157,11 @@ struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth,
 
 zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot_bytes,
                                    const struct zcoll_tl_event *ev) {
+  if ((ev->imm & (ZCOLL_IMM_SET_MASK << ZCOLL_IMM_SET_SHIFT)) != c->imm_set)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "protocol violation by rank %d: a notification of channel set %u on a "
+                       "channel of set %u",
+                       c->peer, zcoll__imm_set(ev->imm), c->imm_set >> ZCOLL_IMM_SET_SHIFT);
   if (ev->imm & ZCOLL_IMM_CREDIT) {
     c->credits += ev->imm & ZCOLL_IMM_SEQ_MASK;
     if (c->credits > (uint32_t)depth)

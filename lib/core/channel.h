@@ -20,8 +20,17 @@
  *   bit  29      SAME: the first piece of a collective described exactly as the last one
  *                whose header went this way on this channel (below)
  *   bit  28      EXT: with HDR a grant, alone a direct piece (below)
- *   bits 16..27  the low 12 bits of the collective's ordinal
- *   bits  0..15  the piece's number on this channel, mod 2^16
+ *   bits 22..27  the channel's set (below); a credit return carries it too
+ *   bits 12..21  the low 10 bits of the collective's ordinal
+ *   bits  0..11  the piece's number on this channel, mod 2^12 (a credit return: how many)
+ *
+ * Sets. Several channels may run between the same two ranks over one connection, each
+ * with its own slots, credits, piece numbers and collectives: a communicator's, and those
+ * of others that share its transports. The set number tells the receiver whose a piece
+ * or credit is; both ends agree on it when the channel is made. Piece numbers need only
+ * tell apart the pieces of one window (a depth of at most 256 slots), and an ordinal's
+ * low bits the collectives a rank can be ahead of its peer by (one, in practice): twelve
+ * and ten bits leave six for the set.
  *
  * so that a piece is one of five kinds (zcoll__imm_kind): plain, HDR, SAME, GRANT
  * (EXT|HDR) or DIRECT (EXT). Every kind takes a piece number and a credit, whether or not
@@ -76,15 +85,22 @@
 #define ZCOLL_IMM_HDR 0x40000000u
 #define ZCOLL_IMM_SAME 0x20000000u
 #define ZCOLL_IMM_EXT 0x10000000u
-#define ZCOLL_IMM_SEQ_MASK 0xffffu
-#define ZCOLL_IMM_ORD_SHIFT 16
-#define ZCOLL_IMM_ORD_MASK 0xfffu
+#define ZCOLL_IMM_SET_SHIFT 22
+#define ZCOLL_IMM_SET_MASK 0x3fu
+#define ZCOLL_IMM_SEQ_MASK 0xfffu
+#define ZCOLL_IMM_ORD_SHIFT 12
+#define ZCOLL_IMM_ORD_MASK 0x3ffu
+/* Sets a rank can tell apart: ZCOLL_IMM_SET_MASK + 1. */
+#define ZCOLL_CHAN_SETS 64
 
 /* The kinds of piece (the flag bits of the immediate, credit aside). */
 #define ZCOLL_IMM_KIND_MASK (ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT)
 #define ZCOLL_IMM_GRANT (ZCOLL_IMM_EXT | ZCOLL_IMM_HDR)
 #define ZCOLL_IMM_DIRECT ZCOLL_IMM_EXT
 static inline uint32_t zcoll__imm_kind(uint32_t imm) { return imm & ZCOLL_IMM_KIND_MASK; }
+static inline uint32_t zcoll__imm_set(uint32_t imm) {
+  return (imm >> ZCOLL_IMM_SET_SHIFT) & ZCOLL_IMM_SET_MASK;
+}
 
 /* A grant: the receiver's pair-th receive from the sender (in schedule order, which is
  * the sender's pair-th send to it) may have its elements [off, off + count) written
@@ -174,6 +190,7 @@ struct zcoll__chan {
   const struct zcoll_tl_ops *ops; /* t's */
   uint8_t staged;                 /* ops reads only registered memory: stage sends */
   uint8_t same_host;              /* the peer runs on this rank's host */
+  uint32_t imm_set;               /* the set, in place in the immediate (ZCOLL_IMM_SET_SHIFT) */
   uint64_t bytes_out;             /* payload bytes put to the peer */
   struct zcoll_ep *ep;
   struct zcoll_tl_rkey *rkey; /* the peer's receive region */
@@ -201,10 +218,15 @@ struct zcoll__chan {
   char *recv; /* our receive ring for this peer's pieces */
 };
 
-/* flags: 0, ZCOLL_IMM_HDR, ZCOLL_IMM_SAME, ZCOLL_IMM_GRANT or ZCOLL_IMM_DIRECT */
-static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, uint32_t flags) {
+/* flags: 0, ZCOLL_IMM_HDR, ZCOLL_IMM_SAME, ZCOLL_IMM_GRANT or ZCOLL_IMM_DIRECT; set: a
+ * channel's imm_set */
+static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, uint32_t flags,
+                                        uint32_t set) {
   return ((uint32_t)seq & ZCOLL_IMM_SEQ_MASK) |
-         (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) | flags;
+         (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) | flags | set;
+}
+static inline uint32_t zcoll__imm_credit(uint32_t count, uint32_t set) {
+  return ZCOLL_IMM_CREDIT | set | count;
 }
 static inline uint32_t zcoll__imm_ord(uint32_t imm) {
   return (imm >> ZCOLL_IMM_ORD_SHIFT) & ZCOLL_IMM_ORD_MASK;

@@ -71,9 +71,9 @@ static zcoll_status_t put_header(struct zcoll__run *r, int j, struct zcoll__chan
   char *buf = stage_buf(r, c, slot, &lmr);
   zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
   uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
-  zcoll_status_t st = c->ops->put(c->ep, buf, lmr, c->rkey,
-                                  c->roff + (uint64_t)slot * comm->slot_bytes, ZCOLL_CHAN_HDR_BYTES,
-                                  zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR), cookie);
+  zcoll_status_t st = c->ops->put(
+      c->ep, buf, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, ZCOLL_CHAN_HDR_BYTES,
+      zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR, c->imm_set), cookie);
   if (st != ZCOLL_OK) return st;
   c->sent_desc = r->desc;
   c->sent_valid = 1;
@@ -154,7 +154,8 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
                                     hdr      ? ZCOLL_IMM_HDR
                                     : same   ? ZCOLL_IMM_SAME
                                     : direct ? ZCOLL_IMM_DIRECT
-                                             : 0);
+                                             : 0,
+                                    c->imm_set);
     uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
     zcoll_status_t st = direct
                             ? c->ops->put(c->ep, src, lmr, r->e->gkey[j],
@@ -212,7 +213,8 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
 /* ---- receiving ---------------------------------------------------------------------- */
 
 static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
-  zcoll_status_t st = c->ops->put(c->ep, NULL, NULL, NULL, 0, 0, ZCOLL_IMM_CREDIT | c->unreturned,
+  zcoll_status_t st = c->ops->put(c->ep, NULL, NULL, NULL, 0, 0,
+                                  zcoll__imm_credit(c->unreturned, c->imm_set),
                                   CREDIT_COOKIE | (uint64_t)(c - comm->chans));
   if (st == ZCOLL_OK) c->unreturned = 0;
   return st;

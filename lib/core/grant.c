@@ -80,7 +80,7 @@ zcoll_status_t zcoll__grants_give(struct zcoll__run *r, int j, int *progress) {
     uint64_t cookie = ((uint64_t)e->chan[j] << 32) | slot;
     zcoll_status_t st = c->ops->put(
         c->ep, buf, comm->reg->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, len,
-        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT), cookie);
+        zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT, c->imm_set), cookie);
     if (st != ZCOLL_OK) return st;
     c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, (uint32_t)len};
     c->credits--;

@@ -14,6 +14,7 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   int ci = comm->chan_of[peer];
   if (ci < 0) return NULL;
   struct zcoll__chan *c = &comm->chans[ci];
+  if ((imm & (ZCOLL_IMM_SET_MASK << ZCOLL_IMM_SET_SHIFT)) != c->imm_set) return NULL;
   uint32_t ahead;
   struct zcoll__slot *sl = zcoll__chan_slot_for(c, comm->depth, comm->slot_bytes, imm, len, &ahead);
   if (!sl) return NULL;

@@ -398,6 +398,9 @@ static zcoll_status_t pump_one(zcoll_comm_t *comm, struct zcoll__tli *t, int *pr
     for (int k = 0; k < n; k++) {
       if (ev[k].kind == ZCOLL_TL_EV_ARRIVED) {
         if ((st = arrived(comm, &ev[k])) != ZCOLL_OK) return st;
+      } else if (ev[k].kind == ZCOLL_TL_EV_PEER_LOST) {
+        return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "rank %d died (%s saw its process end)",
+                           ev[k].peer, t->ops->name);
       } else {
         if (ev[k].status != ZCOLL_OK)
           return zcoll__fail(ev[k].status, "a put to rank %d failed", ev[k].peer);

@@ -28,6 +28,7 @@
  *                          handling would rule out its shared memory, see its ep.c).
  *   ZCOLL_ERR_TIMEOUT      only where the transport itself waits (connection setup).
  * After poll has returned an error the instance is broken: put and poll keep failing,
+ * (a transport with ZCOLL_TL_CAP_PEER_LOSS reports a lost peer as an event instead),
  * quiesce (if any) stops what still touches the caller's memory, and close releases
  * everything without waiting on the lost peer -- and never aborts the process.
  */
@@ -55,9 +56,18 @@ enum {
    * into it with put through its key (the writer places the data), and mem_dereg stops
    * any later write through that key: results can be delivered in place (lib/core/grant.c). */
   ZCOLL_TL_CAP_REMOTE_USER = 1u << 2,
+  /* A lost peer breaks only what reaches it, not the instance: poll reports it once as a
+   * PEER_LOST event, after every notification the peer made before it was lost; puts to
+   * it fail with PEER_FAILED from then on; poll, and puts to the other peers, carry on.
+   * So several communicators may share the instance (a split's children their parent's)
+   * and a member lost to one of them breaks only the communicators it belongs to. Such a
+   * transport has no quiesce: nothing of it outlives a failed call. Without this, poll
+   * fails for good when a peer is lost (above). */
+  ZCOLL_TL_CAP_PEER_LOSS = 1u << 3,
 };
 
-enum { ZCOLL_TL_EV_PUT_DONE, ZCOLL_TL_EV_ARRIVED };
+/* PEER_LOST: `peer` is lost; status is ZCOLL_ERR_PEER_FAILED (CAP_PEER_LOSS only). */
+enum { ZCOLL_TL_EV_PUT_DONE, ZCOLL_TL_EV_ARRIVED, ZCOLL_TL_EV_PEER_LOST };
 
 struct zcoll_tl_event {
   int kind;
@@ -66,7 +76,7 @@ struct zcoll_tl_event {
   uint32_t len;          /* ARRIVED: bytes written */
   uint8_t placed;        /* ARRIVED: the data went where the placement hook said */
   uint64_t cookie;       /* PUT_DONE: the put's cookie */
-  zcoll_status_t status; /* PUT_DONE: ZCOLL_OK or why the put failed */
+  zcoll_status_t status; /* PUT_DONE: ZCOLL_OK or why the put failed; PEER_LOST */
 };
 
 /* Where an arriving payload of len > 0 lands, decided by the receiver from the

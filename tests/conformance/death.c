@@ -5,8 +5,10 @@
 
 /* Rank 2 dies once connected (SIGKILL, or as a thread its instance closed abruptly).
  * Ranks 0 and 1 keep putting to it and polling: the first error must be PEER_FAILED
- * naming rank 2; a broken instance keeps failing, still says INVALID_ARG first to a
- * caller's mistake, and closes in bounded time. */
+ * naming rank 2 -- from put or poll, or as a PEER_LOST event (ZCOLL_TL_CAP_PEER_LOSS);
+ * a broken instance keeps failing, one with CAP_PEER_LOSS keeps working with the live
+ * peer; either still says INVALID_ARG first to a caller's mistake, and closes in bounded
+ * time. */
 static int dead_peer_body(struct rank *r) {
   if (conf_setup(r, 65536, 65536, SETUP_PLAIN)) goto out;
   if (r->rank == VICTIM) {
@@ -23,7 +25,7 @@ static int dead_peer_body(struct rank *r) {
   struct zcoll_ep *ep = r->ep[VICTIM];
   double t0 = conf_now();
   zcoll_status_t st = ZCOLL_OK;
-  int from_poll = 0, inflight = 0;
+  int from_poll = 0, inflight = 0, lost_event = 0;
   while (st == ZCOLL_OK) {
     if (conf_now() - t0 > WAIT_S) {
       conf_fail(r, __LINE__, "rank %d died %.0f s ago; put and poll still say OK", VICTIM, WAIT_S);
@@ -42,6 +44,11 @@ static int dead_peer_body(struct rank *r) {
       if (ev[k].kind == ZCOLL_TL_EV_PUT_DONE) {
         inflight--;
         if (ev[k].status != ZCOLL_OK) st = ev[k].status;
+      } else if (ev[k].kind == ZCOLL_TL_EV_PEER_LOST) {
+        CHECK(r, r->ops->caps & ZCOLL_TL_CAP_PEER_LOSS, "a PEER_LOST event without the cap");
+        CHECK(r, ev[k].peer == VICTIM, "PEER_LOST names rank %d, not %d", ev[k].peer, VICTIM);
+        st = ev[k].status;
+        lost_event = 1;
       }
     if (st == ZCOLL_OK && !n) usleep(1000);
   }
@@ -56,9 +63,21 @@ static int dead_peer_body(struct rank *r) {
   if (from_poll) {
     struct zcoll_tl_event ev[8];
     int n;
+    CHECK(r, !(r->ops->caps & ZCOLL_TL_CAP_PEER_LOSS),
+          "poll() failed with CAP_PEER_LOSS: a lost peer must be an event");
     CHECK(r, r->ops->poll(r->tl, ev, 8, &n) != ZCOLL_OK, "poll() said OK after an error");
     CHECK(r, r->ops->put(ep, r->src, r->smr, r->rk[VICTIM], 0, 64, 1, 1) != ZCOLL_OK,
           "put() said OK after poll() failed");
+  }
+  if (lost_event) { /* only the lost peer is gone: the instance, and the other peer, work */
+    CHECK(r, r->ops->put(ep, r->src, r->smr, r->rk[VICTIM], 0, 64, 1, 1) == ZCOLL_ERR_PEER_FAILED,
+          "a put to the lost peer did not fail with PEER_FAILED");
+    int other = 1 - r->rank;
+    CHECK_ST(r, r->ops->put(r->ep[other], r->src, r->smr, r->rk[other], 0, 64, 1, 2), ZCOLL_OK,
+             "a put to the live peer after another was lost");
+    struct zcoll_tl_event ev[8];
+    int n;
+    CHECK_ST(r, r->ops->poll(r->tl, ev, 8, &n), ZCOLL_OK, "poll() after a PEER_LOST event");
   }
   CHECK_ST(r, r->ops->put(ep, r->src, r->smr, r->rk[VICTIM], 65536, 64, 1, 1),
            ZCOLL_ERR_INVALID_ARG, "a put outside the region on a broken instance");

@@ -73,7 +73,7 @@ static zcoll_status_t lb_address(struct zcoll_tl *tl, void *buf, size_t *len) {
 
 const struct zcoll_tl_ops zcoll__tl_loopback = {
     .name = "loopback",
-    .caps = ZCOLL_TL_CAP_REMOTE_USER,
+    .caps = ZCOLL_TL_CAP_REMOTE_USER | ZCOLL_TL_CAP_PEER_LOSS,
     .default_chunk_bytes = (size_t)64 * 1024,
     .probe = lb_probe,
     .open = lb_open,

@@ -216,7 +216,7 @@ static zcoll_status_t shm_address(struct zcoll_tl *tl, void *buf, size_t *len) {
 
 const struct zcoll_tl_ops zcoll__tl_shm = {
     .name = "shm",
-    .caps = ZCOLL_TL_CAP_PUT_ANY,
+    .caps = ZCOLL_TL_CAP_PUT_ANY | ZCOLL_TL_CAP_PEER_LOSS,
     .default_chunk_bytes = (size_t)128 * 1024,
     .probe = shm_probe,
     .open = shm_open_tl,

@@ -83,7 +83,6 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "shm: a %zu-byte put at offset %llu is outside rank %d's region", len,
                        (unsigned long long)roff, ep->peer);
-  if (ep->tl->failed) return ep->tl->failed;
   if (ep->dead) /* its ring may still be draining here, but nothing more will read ours */
     return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer, (int)ep->pid);
   if (len) zcoll__copy(rkey->base + roff, src, len);
@@ -117,27 +116,30 @@ static void check_peers(struct zcoll_tl *tl) {
   }
 }
 
-/* The first dead peer with nothing left in its ring, as a failure; ZCOLL_OK if none. */
-static zcoll_status_t dead_and_drained(struct zcoll_tl *tl) {
-  for (int j = 0; j < tl->neps; j++) {
+/* Dead peers with nothing left in their rings, as PEER_LOST events (ZCOLL_TL_CAP_PEER_LOSS):
+ * one each, once. The instance carries on with the others. */
+static int dead_and_drained(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max) {
+  int n = 0;
+  for (int j = 0; j < tl->neps && n < max; j++) {
     struct zcoll_ep *ep = tl->eps[j];
-    if (ep->dead && atomic_load_explicit(&ep->in->tail, memory_order_acquire) ==
-                        atomic_load_explicit(&ep->in->head, memory_order_relaxed))
-      return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer,
-                         (int)ep->pid);
+    if (ep->dead != 1 || atomic_load_explicit(&ep->in->tail, memory_order_acquire) !=
+                             atomic_load_explicit(&ep->in->head, memory_order_relaxed))
+      continue;
+    ep->dead = 2;
+    tl->ndead--;
+    zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer, (int)ep->pid);
+    ev[n++] = (struct zcoll_tl_event){
+        .kind = ZCOLL_TL_EV_PEER_LOST, .peer = ep->peer, .status = ZCOLL_ERR_PEER_FAILED};
   }
-  return ZCOLL_OK;
+  return n;
 }
 
 zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {
   *n = 0;
-  if (tl->failed) return tl->failed;
   /* After a sleep (the event_fd may have woken us for a death), and now and then. */
   if (tl->epfd >= 0 && (tl->armed || ++tl->polls >= ZCOLL_SHM_DEATH_POLLS)) check_peers(tl);
-  if (tl->ndead) {
-    zcoll_status_t st = dead_and_drained(tl);
-    if (st != ZCOLL_OK) return tl->failed = st;
-  }
+  /* Reported before this round's arrivals: a drained peer has none left. */
+  if (tl->ndead) *n = dead_and_drained(tl, ev, max);
   if (tl->armed) {
     /* Awake again: writers need not knock any more; empty the pipe so that it only
      * turns readable for news that comes after the next arm(). */
@@ -149,7 +151,7 @@ zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
   }
   for (int i = 0; i < tl->neps; i++)
     if (tl->eps[i]->backlog && flush_backlog(tl->eps[i])) wake(tl->eps[i]);
-  *n = zcoll__evq_pop(&tl->evq, ev, max);
+  *n += zcoll__evq_pop(&tl->evq, ev + *n, max - *n);
   /* Arrivals, a few per peer per round and starting with a different peer each time,
    * so that one busy peer cannot starve the others. */
   for (int k = 0; k < tl->neps && *n < max; k++) {
@@ -176,7 +178,8 @@ zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, i
 int zcoll__shm_event_fd(struct zcoll_tl *tl) { return tl->epfd >= 0 ? tl->epfd : tl->wake[0]; }
 
 zcoll_status_t zcoll__shm_arm(struct zcoll_tl *tl) {
-  /* A dead peer, drained or not, is news for the next poll: its pidfd no longer wakes. */
+  /* A dead peer not yet reported, drained or not, is news for the next poll: its pidfd no
+   * longer wakes. */
   if (tl->evq.len || tl->ndead) return ZCOLL_IN_PROGRESS;
   for (int i = 0; i < tl->neps; i++)
     if (tl->eps[i]->backlog) return ZCOLL_IN_PROGRESS; /* retried by polling, not by a wake */

@@ -101,9 +101,8 @@ struct zcoll_tl {
   int epfd;    /* our event_fd: wake[0] and every peer's pidfd */
   uint64_t token;
   unsigned polls;        /* since the last check for dead peers */
-  int ndead;             /* peers known dead whose rings may still hold notifications */
+  int ndead;             /* peers known dead, not yet reported (their rings may not be empty) */
   int armed;             /* we set inbox->sleeping; poll clears it and drains the pipe */
-  zcoll_status_t failed; /* once poll failed: put and poll keep failing (transport.h) */
   struct zcoll__evq evq; /* PUT_DONE events (puts complete at once) */
   struct zcoll_ep **eps; /* connected peers, in connect order */
   int neps, next_ep;     /* next_ep: where polling starts, for fairness */
@@ -117,7 +116,8 @@ struct zcoll_ep {
   int peer;
   pid_t pid;
   int pidfd; /* readable once the peer has died; -1 if the kernel has no pidfds */
-  int dead;  /* its pidfd fired: what it published before dying is still delivered */
+  int dead;  /* 1: its pidfd fired (what it published before dying is still delivered);
+              * 2: reported, PEER_LOST */
   uint64_t token;
   struct zcoll__shm_inbox *peer_inbox; /* mapped */
   size_t peer_inbox_bytes;

@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "rank_threads.h"
+#include "split_bodies.h"
 #include "spawn.h"
 
 /* The child's collectives against what the parent ranks in it make: an allreduce of their
@@ -116,53 +117,6 @@ Test(split, nested, .timeout = 300) {
   }
 }
 
-/* The child on a thread of its own, the parent on the rank's: both busy at once. */
-struct side {
-  zcoll_comm_t *child;
-  int n, ok;
-};
-
-static void *child_side(void *arg) {
-  struct side *s = arg;
-  s->ok = 1;
-  for (int i = 0; i < 200; i++) {
-    float v = 1.0f;
-    if (zcoll_allreduce(s->child, ZCOLL_IN_PLACE, &v, 1, ZCOLL_FLOAT32, ZCOLL_SUM) != ZCOLL_OK ||
-        v != (float)s->n)
-      s->ok = 0;
-  }
-  return NULL;
-}
-
-static void concurrent_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
-  int p = job->size;
-  zcoll_comm_t *child = NULL;
-  if (zcoll_comm_split(comm, rank % 2, 0, &child) != ZCOLL_OK) {
-    rt_fail(job, rank, zcoll_last_error());
-    return;
-  }
-  struct side s = {child, zcoll_comm_size(child), 0};
-  pthread_t t;
-  pthread_create(&t, NULL, child_side, &s);
-  int ok = 1;
-  for (int i = 0; i < 200; i++) {
-    int64_t v = rank;
-    if (zcoll_allreduce(comm, ZCOLL_IN_PLACE, &v, 1, ZCOLL_INT64, ZCOLL_SUM) != ZCOLL_OK ||
-        v != (int64_t)p * (p - 1) / 2)
-      ok = 0;
-  }
-  pthread_join(t, NULL);
-  if (!ok || !s.ok)
-    rt_fail(job, rank, ok ? "the child's allreduces failed" : "the parent's failed");
-  /* The parent goes first (collectively); the child still works after. */
-  if (zcoll_comm_destroy(comm) != ZCOLL_OK) rt_fail(job, rank, "the parent's destroy failed");
-  job->released[rank] = 1;
-  s.ok = 0;
-  child_side(&s);
-  if (!s.ok) rt_fail(job, rank, "the child failed after the parent's destroy");
-  if (zcoll_comm_destroy(child) != ZCOLL_OK) rt_fail(job, rank, "the child's destroy failed");
-}
-
 Test(split, child_and_parent_at_once_from_two_threads, .timeout = 300) {
   for (int p = 2; p <= 5; p++) {
     struct rt_job job = {.size = p, .body = concurrent_body};
@@ -194,6 +148,10 @@ static void procs(const char *tl, const char *np) {
   for (int k = 0; k < atoi(np); k++) {
     char want[64];
     snprintf(want, sizeof(want), "split_check: rank %d ok", k);
+    cr_expect(strstr(r.out, want) != NULL, "%s: no '%s'\n%s", tl, want, r.out);
+    /* Over shm the child runs on its parent's instance (core/family.h): no second one. */
+    snprintf(want, sizeof(want), "split_check: rank %d: %d shm instance", k,
+             strcmp(tl, "shm") ? 0 : 1);
     cr_expect(strstr(r.out, want) != NULL, "%s: no '%s'\n%s", tl, want, r.out);
   }
   free(r.out);

@@ -74,6 +74,7 @@ static void sleep_on_fds(zcoll_comm_t *comm, struct pollfd *fds, int busy) {
   pthread_mutex_unlock(&comm->mu);
   int rc = poll(fds, (nfds_t)n, busy ? 10 : 100);
   pthread_mutex_lock(&comm->mu);
+  zcoll__family_awake(comm);
   if (rc <= 0) return;
   for (int k = 0; k < n; k++)
     if (fds[k].fd == comm->wake_fd && fds[k].revents) {

@@ -63,13 +63,21 @@ static void release(zcoll_comm_t *comm, int local) {
     free(c->small);
     if (!c->staged) free(c->stage); /* a premul sum's (executor.c) */
   }
+  int locked = local ? 0 : zcoll__tl_lock(comm->fam);
   for (int k = 0; !local && k < comm->ntlis; k++) {
     struct zcoll__tli *t = &comm->tlis[k];
     if (t->recv_mr) t->ops->mem_dereg(t->recv_mr);
     if (t->send_mr) t->ops->mem_dereg(t->send_mr);
-    /* Endpoints go with the instance, before the memory they might still write. */
-    t->ops->close(t->tl);
   }
+  zcoll__tl_unlock(comm->fam, locked);
+  /* Endpoints go with the instance, before the memory they might still write: the
+   * family closes the instances its last member leaves; one never in a family (a wiring
+   * that failed first) is closed here. */
+  for (int k = 0; !local && k < comm->ntlis; k++)
+    if (!comm->tlis[k].ftl) comm->tlis[k].ops->close(comm->tlis[k].tl);
+  zcoll__family_leave(comm, comm->drained, local);
+  free(comm->erank_of);
+  free(comm->crank_of);
   if (comm->recv_region) munmap(comm->recv_region, comm->region_bytes);
   if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
   free(comm->chans);
@@ -95,11 +103,12 @@ zcoll_status_t zcoll_comm_init(zcoll_comm_t **out, const zcoll_config_t *cfg) {
   if (!out) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_init: comm is NULL");
   zcoll_config_t *own;
   zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &own) : zcoll_config_create(&own);
-  return st == ZCOLL_OK ? zcoll__comm_init(out, own, NULL) : st;
+  return st == ZCOLL_OK ? zcoll__comm_init(out, own, NULL, NULL) : st;
 }
 
 zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
-                                const struct zcoll__launch *given) {
+                                const struct zcoll__launch *given,
+                                const struct zcoll__share *share) {
   int token = 0, bs_tried = 0; /* this creation's, in the registry */
   zcoll_comm_t *comm = comm_alloc();
   if (!comm) {
@@ -156,7 +165,9 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
                                        comm->launch.root_listens};
   bs_tried = 1; /* from here the bootstrap owns (and closes) a root_fd it was handed */
   if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
-  if ((st = zcoll__comm_wire(comm)) != ZCOLL_OK) goto fail_abort;
+  st = share ? zcoll__comm_wire_shared(comm, share) : zcoll__comm_wire(comm);
+  if (st == ZCOLL_OK && !share) st = zcoll__family_create(comm);
+  if (st != ZCOLL_OK) goto fail_abort;
   comm->hier_auto = comm->nhosts > 1 && comm->nhosts < comm->size && !comm->cfg->tuning_file[0];
   /* Where registering pins memory, user buffers stay registered between calls. */
   if (comm->reg && (comm->reg->ops->caps & ZCOLL_TL_CAP_PINS))
@@ -250,8 +261,9 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
      * transport is stopped rather than flushed shut. */
     if (atomic_load(&comm->revoked))
       st = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
-    else if ((st = zcoll__drain(comm)) == ZCOLL_OK)
-      st = zcoll__bootstrap_leave(comm->bs, comm->ordinal);
+    else if ((st = zcoll__drain(comm)) == ZCOLL_OK &&
+             (st = zcoll__bootstrap_leave(comm->bs, comm->ordinal)) == ZCOLL_OK)
+      comm->drained = zcoll__family_drain(comm) == ZCOLL_OK;
     if (st != ZCOLL_OK) st = zcoll__exec_broken(comm, st);
   }
   zcoll__bootstrap_destroy(comm->bs);

@@ -25,7 +25,7 @@
 #define MAX_PEERS_PER_ALGO 256
 
 /* The union of every algorithm's peers: the channels this rank needs. */
-static zcoll_status_t compute_peers(zcoll_comm_t *comm, int **out, int *n) {
+zcoll_status_t zcoll__wire_peers(zcoll_comm_t *comm, int **out, int *n) {
   int *peers = malloc(sizeof(int) * (size_t)comm->size);
   int *tmp = malloc(sizeof(int) * MAX_PEERS_PER_ALGO);
   char *seen = calloc((size_t)comm->size, 1);
@@ -172,27 +172,30 @@ static zcoll_status_t map_regions(zcoll_comm_t *comm, int npeers) {
   struct zcoll__tli *alloc = NULL;
   for (int k = 0; k < comm->ntlis; k++)
     if (comm->tlis[k].ops->mem_alloc) alloc = &comm->tlis[k];
-  zcoll_status_t st;
+  zcoll_status_t st = ZCOLL_OK;
+  int locked = zcoll__tl_lock(comm->fam); /* instances a split shares with its parent's */
   if (alloc) {
     void *p = NULL;
-    if ((st = alloc->ops->mem_alloc(alloc->tl, comm->region_bytes, &p)) != ZCOLL_OK) return st;
-    comm->recv_region = p;
+    if ((st = alloc->ops->mem_alloc(alloc->tl, comm->region_bytes, &p)) == ZCOLL_OK)
+      comm->recv_region = p;
   } else if (!(comm->recv_region = map_region(comm->region_bytes))) {
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of receive slots: %m",
-                       comm->region_bytes);
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of receive slots: %m",
+                     comm->region_bytes);
   }
-  for (int k = 0; k < comm->ntlis; k++) {
+  for (int k = 0; st == ZCOLL_OK && k < comm->ntlis; k++) {
     struct zcoll__tli *t = &comm->tlis[k];
-    if ((st = t->ops->mem_reg(t->tl, comm->recv_region, comm->region_bytes, 1, &t->recv_mr)) !=
-        ZCOLL_OK)
-      return st;
+    st = t->ops->mem_reg(t->tl, comm->recv_region, comm->region_bytes, 1, &t->recv_mr);
   }
-  if (!comm->reg) return ZCOLL_OK;
-  if (!(comm->send_region = map_region(comm->region_bytes)))
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of send staging: %m",
+  if (st == ZCOLL_OK && comm->reg) {
+    if (!(comm->send_region = map_region(comm->region_bytes)))
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "cannot map %zu bytes of send staging: %m",
                        comm->region_bytes);
-  return comm->reg->ops->mem_reg(comm->reg->tl, comm->send_region, comm->region_bytes, 0,
-                                 &comm->reg->send_mr);
+    else
+      st = comm->reg->ops->mem_reg(comm->reg->tl, comm->send_region, comm->region_bytes, 0,
+                                   &comm->reg->send_mr);
+  }
+  zcoll__tl_unlock(comm->fam, locked);
+  return st;
 }
 
 /* This rank's addresses and receive keys: how many entries, then one per instance:
@@ -395,20 +398,34 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
   for (int k = 0; k < comm->ntlis; k++) {
     struct zcoll__tli *t = &comm->tlis[k];
     int n = 0;
+    t->nchans = 0;
     for (int i = 0; i < npeers; i++) {
       if (kinds[i] != t->idx) continue;
+      t->nchans++;
+      /* The instance's numbering is the family's (family.h); a peer it already reaches
+       * (the parent's, or a sibling's) keeps its endpoint. */
+      int e = comm->erank_of ? comm->erank_of[peers[i]] : peers[i];
+      if (t->ftl && t->ftl->ep_of[e]) {
+        comm->chans[i].ep = t->ftl->ep_of[e];
+        continue;
+      }
       const char *key;
       size_t klen;
       st = find_entry(blob[i], blen[i], peers[i], t->idx, (const char **)&addr_ptrs[n],
                       &addr_lens[n], &key, &klen);
       if (st != ZCOLL_OK) goto out;
-      ranks[n] = peers[i];
+      ranks[n] = e;
       at[n++] = i;
     }
-    t->nchans = n;
     if (!n) continue;
-    if ((st = t->ops->connect(t->tl, n, ranks, addr_ptrs, addr_lens, eps)) != ZCOLL_OK) goto out;
-    for (int m = 0; m < n; m++) comm->chans[at[m]].ep = eps[m];
+    int locked = zcoll__tl_lock(comm->fam);
+    st = t->ops->connect(t->tl, n, ranks, addr_ptrs, addr_lens, eps);
+    for (int m = 0; st == ZCOLL_OK && m < n; m++) {
+      comm->chans[at[m]].ep = eps[m];
+      if (t->ftl) t->ftl->ep_of[ranks[m]] = eps[m];
+    }
+    zcoll__tl_unlock(comm->fam, locked);
+    if (st != ZCOLL_OK) goto out;
   }
   for (int i = 0; i < npeers; i++) {
     struct zcoll__chan *c = &comm->chans[i];
@@ -426,6 +443,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
     c->staged = c->t == comm->reg;
     c->same_host = comm->host_of[q] == comm->host_of[comm->rank];
     c->peer = q;
+    c->imm_set = (uint32_t)comm->set << ZCOLL_IMM_SET_SHIFT;
     c->roff = SLOT_SKEW + (uint64_t)pos[i] * ring;
     c->credits = (uint32_t)comm->depth;
     c->recv = comm->recv_region + SLOT_SKEW + (size_t)i * ring;
@@ -452,7 +470,7 @@ out:
 
 /* Oversubscribed ranks must not spin: the rank that has work needs the core. How many
  * ranks share this host: the launcher's word, else the count of round A. */
-static int oversubscribed(zcoll_comm_t *comm) {
+int zcoll__wire_oversubscribed(zcoll_comm_t *comm) {
   zcoll_config_t *cfg = comm->cfg;
   if (cfg->local_size <= 0) {
     cfg->local_size = 0;
@@ -470,12 +488,48 @@ static int oversubscribed(zcoll_comm_t *comm) {
   return over;
 }
 
+/* After the channels: whether a waiting rank may sleep, and the placement hooks. */
+static void finish_wiring(zcoll_comm_t *comm) {
+  comm->can_block = 1;
+  for (int k = 0; k < comm->ntlis; k++)
+    comm->can_block &= comm->tlis[k].ops->event_fd(comm->tlis[k].tl) >= 0;
+  for (int k = 0; k < comm->ntlis; k++)
+    if (comm->tlis[k].ops->set_placement)
+      comm->tlis[k].ops->set_placement(comm->tlis[k].tl, zcoll__place, comm);
+}
+
+zcoll_status_t zcoll__wire_tables(zcoll_comm_t *comm, int npeers, int **kinds) {
+  size_t n1 = (size_t)(npeers ? npeers : 1);
+  *kinds = malloc(sizeof(int) * n1);
+  comm->chans = calloc(n1, sizeof(*comm->chans));
+  comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
+  if (!*kinds || !comm->chans || !comm->chan_of)
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__wire_channels(zcoll_comm_t *comm, const int *peers, int npeers,
+                                    const int *kinds) {
+  size_t n1 = (size_t)(npeers ? npeers : 1);
+  uint32_t *pos = malloc(sizeof(uint32_t) * n1), *blen = malloc(sizeof(uint32_t) * n1);
+  const char **blob = malloc(sizeof(char *) * n1);
+  void *reply = NULL;
+  zcoll_status_t st = pos && blen && blob ? map_regions(comm, npeers)
+                                          : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  if (st == ZCOLL_OK) st = address_round(comm, peers, npeers, pos, blob, blen, &reply);
+  if (st == ZCOLL_OK) {
+    comm->nchans = npeers;
+    finish_wiring(comm);
+    st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
+  }
+  free(pos), free(blen), free(blob), free(reply);
+  return st;
+}
+
 zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
   int *peers = NULL, *kinds = NULL, npeers = 0, net_round = 0;
   unsigned *masks = malloc(sizeof(unsigned) * (size_t)comm->size);
-  uint32_t *pos = NULL, *blen = NULL;
-  const char **blob = NULL;
-  void *reply = NULL;
   uint64_t chunk = 0;
   uint32_t depth = 0;
   zcoll_status_t st = masks ? zcoll__wire_hosts(comm, masks, &chunk, &depth, &net_round)
@@ -484,25 +538,14 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
   if (comm->nhosts > 1)
     zcoll_log_info("%d ranks on %d hosts; this one is host %d", comm->size, comm->nhosts,
                    comm->host_of[comm->rank]);
-  if ((st = compute_peers(comm, &peers, &npeers)) != ZCOLL_OK) goto out;
+  if ((st = zcoll__wire_peers(comm, &peers, &npeers)) != ZCOLL_OK) goto out;
   if (net_round && (st = zcoll__wire_nets(comm, masks, needs_net(comm, peers, npeers, masks),
                                           &chunk, &depth)) != ZCOLL_OK)
     goto out;
-  size_t n1 = (size_t)(npeers ? npeers : 1);
-  kinds = malloc(sizeof(int) * n1);
-  pos = malloc(sizeof(uint32_t) * n1);
-  blen = malloc(sizeof(uint32_t) * n1);
-  blob = malloc(sizeof(char *) * n1);
-  comm->chans = calloc(n1, sizeof(*comm->chans));
-  comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
-  if (!kinds || !pos || !blen || !blob || !comm->chans || !comm->chan_of) {
-    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-    goto out;
-  }
-  for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
+  if ((st = zcoll__wire_tables(comm, npeers, &kinds)) != ZCOLL_OK) goto out;
   if ((st = choose(comm, peers, npeers, masks, kinds)) != ZCOLL_OK) goto out;
-  if ((st = open_transports(comm, kinds, npeers, masks[comm->rank], oversubscribed(comm))) !=
-      ZCOLL_OK)
+  if ((st = open_transports(comm, kinds, npeers, masks[comm->rank],
+                            zcoll__wire_oversubscribed(comm))) != ZCOLL_OK)
     goto out;
   /* Rank 0's pipeline geometry is everybody's: both ends of a channel must cut pieces and
    * slots alike. */
@@ -512,17 +555,8 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
                    depth);
   comm->slot_bytes = (size_t)chunk;
   comm->depth = (int)depth;
-  if ((st = map_regions(comm, npeers)) != ZCOLL_OK) goto out;
-  if ((st = address_round(comm, peers, npeers, pos, blob, blen, &reply)) != ZCOLL_OK) goto out;
-  comm->nchans = npeers;
-  comm->can_block = 1;
-  for (int k = 0; k < comm->ntlis; k++)
-    comm->can_block &= comm->tlis[k].ops->event_fd(comm->tlis[k].tl) >= 0;
-  for (int k = 0; k < comm->ntlis; k++)
-    if (comm->tlis[k].ops->set_placement)
-      comm->tlis[k].ops->set_placement(comm->tlis[k].tl, zcoll__place, comm);
-  st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
+  st = zcoll__wire_channels(comm, peers, npeers, kinds);
 out:
-  free(peers), free(kinds), free(masks), free(pos), free(blen), free(blob), free(reply);
+  free(peers), free(kinds), free(masks);
   return st;
 }

@@ -12,14 +12,18 @@
 /* Creates a communicator from cfg, which it takes (freed on every path). given: who this
  * process is and where its rendezvous is, already decided (cfg's rank, size, root,
  * root_fd and job_key say it); NULL: from the launcher (zcoll__launch_resolve). */
+struct zcoll__share;
 zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
-                                const struct zcoll__launch *given);
+                                const struct zcoll__launch *given,
+                                const struct zcoll__share *share);
 
 /* A unique id (unique_id.c) for a communicator made inside the library (a split): on
  * 127.0.0.1 (local_only) or this host's address others reach; expiring after timeout s. */
 zcoll_status_t zcoll__uid_make(int local_only, double timeout, zcoll_unique_id_t *id);
-/* zcoll_comm_init_rank's body, with cfg taken (freed on every path). */
+/* zcoll_comm_init_rank's body, with cfg taken (freed on every path); share: a split's
+ * child that runs over its parent's transport instances (wire.h), or NULL. */
 zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
-                                    int size, zcoll_config_t *cfg);
+                                    int size, zcoll_config_t *cfg,
+                                    const struct zcoll__share *share);
 
 #endif

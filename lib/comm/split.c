@@ -10,9 +10,11 @@
  * job of its own. So a child is a communicator like any other: its own sequence numbers,
  * fingerprints, selector, failure news (relayed by its own rank 0) and lifetime -- the
  * parent may be destroyed first, and parent and children used from different threads at
- * once, since they share nothing. What it does not do yet: reuse the parent's connections;
- * a child opens its own (a rendezvous that closes once its ranks joined, and transport
- * endpoints).
+ * once. Where the parent's transport instances allow it (core/family.h: every member's
+ * instances report a lost peer without breaking), the child runs its channels over them,
+ * on a channel set of its own, instead of opening and connecting instances of its own
+ * (comm_share.c). What it does not do yet: do without a rendezvous of its own for its
+ * control plane (failure news, the final barrier, the task interface's ordering).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "base/log.h"
 #include "core/comm.h"
 #include "init.h"
+#include "wire.h"
 
 struct member {
   int32_t color, key;
@@ -29,6 +32,13 @@ struct member {
 
 struct order {
   int key, rank;
+};
+
+/* What a rank can offer its group's communicator: whether its parent's transport instances
+ * may be shared (core/family.h), and the channel sets free in its family. */
+struct offer {
+  uint64_t free_sets;
+  int32_t can_share, pad;
 };
 
 static int by_key_then_rank(const void *a, const void *b) {
@@ -48,8 +58,10 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   struct member mine = {color, key}, *all = malloc(sizeof(*all) * (size_t)p);
   struct order *group = malloc(sizeof(*group) * (size_t)p);
   zcoll_unique_id_t *ids = malloc(sizeof(*ids) * (size_t)p);
-  if (!all || !group || !ids) {
-    free(all), free(group), free(ids);
+  struct offer *offers = malloc(sizeof(*offers) * (size_t)p);
+  int *members = malloc(sizeof(int) * (size_t)p);
+  if (!all || !group || !ids || !offers || !members) {
+    free(all), free(group), free(ids), free(offers), free(members);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
   }
   zcoll_status_t st = zcoll_allgather(comm, &mine, all, 2, ZCOLL_INT32);
@@ -79,7 +91,25 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
     if (made != ZCOLL_OK) memset(&id, 0, sizeof(id)); /* the others see it failed */
   }
   /* Every rank takes part, also after a bad color or a failed id: the others wait. */
+  struct offer mine_offer = {0, 0, 0};
+  if (comm->fam) {
+    mine_offer.free_sets = zcoll__family_free_sets(comm->fam);
+    mine_offer.can_share = zcoll__family_can_share(comm);
+  }
+  if (st == ZCOLL_OK)
+    st = zcoll_allgather(comm, &mine_offer, offers, sizeof(mine_offer), ZCOLL_UINT8);
   if (st == ZCOLL_OK) st = zcoll_allgather(comm, &id, ids, sizeof(id), ZCOLL_UINT8);
+  /* The group shares its members' instances if every member can, on a set free in every
+   * member's family (each decides alike from the same offers). */
+  struct zcoll__share share = {comm, -1, members};
+  uint64_t common = ~0ull;
+  int can = n > 0;
+  for (int i = 0; st == ZCOLL_OK && i < n; i++) {
+    members[i] = group[i].rank;
+    common &= offers[group[i].rank].free_sets;
+    can &= offers[group[i].rank].can_share != 0;
+  }
+  if (can && common) share.set = __builtin_ctzll(common);
   if (st == ZCOLL_OK && made != ZCOLL_OK) st = made;
   static const zcoll_unique_id_t none;
   if (st == ZCOLL_OK && me >= 0 && !memcmp(&ids[leader], &none, sizeof(none)))
@@ -91,10 +121,10 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   if (st == ZCOLL_OK && me >= 0 && (st = zcoll__config_dup(comm->cfg, &cfg)) == ZCOLL_OK) {
     zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)", color, key,
                     me, n, leader);
-    st = zcoll__comm_init_uid(newcomm, &ids[leader], me, n, cfg);
+    st = zcoll__comm_init_uid(newcomm, &ids[leader], me, n, cfg, share.set > 0 ? &share : NULL);
   }
   explicit_bzero(ids, sizeof(*ids) * (size_t)p); /* the groups' keys */
   explicit_bzero(&id, sizeof(id));
-  free(all), free(group), free(ids);
+  free(all), free(group), free(ids), free(offers), free(members);
   return st;
 }

@@ -155,7 +155,7 @@ static int table_take(const uint8_t nonce[16]) {
 }
 
 zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
-                                    int size, zcoll_config_t *c) {
+                                    int size, zcoll_config_t *c, const struct zcoll__share *share) {
   *out = NULL;
   struct uid_wire w;
   memcpy(&w, id, sizeof(w));
@@ -193,7 +193,7 @@ zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t 
   }
   given.close_root_fd = rank == 0;
   explicit_bzero(&w, sizeof(w));
-  return zcoll__comm_init(out, c, &given);
+  return zcoll__comm_init(out, c, &given, share);
 }
 
 zcoll_status_t zcoll_comm_init_rank(zcoll_comm_t **out, const zcoll_unique_id_t *id, int rank,
@@ -205,5 +205,5 @@ zcoll_status_t zcoll_comm_init_rank(zcoll_comm_t **out, const zcoll_unique_id_t 
   *out = NULL;
   zcoll_config_t *c;
   zcoll_status_t st = cfg ? zcoll__config_dup(cfg, &c) : zcoll_config_create(&c);
-  return st == ZCOLL_OK ? zcoll__comm_init_uid(out, id, rank, size, c) : st;
+  return st == ZCOLL_OK ? zcoll__comm_init_uid(out, id, rank, size, c, NULL) : st;
 }

@@ -21,6 +21,31 @@ zcoll_status_t zcoll__wire_hosts(zcoll_comm_t *comm, unsigned *masks, uint64_t *
                                  uint32_t *depth, int *net_round);
 zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, uint64_t *chunk,
                                 uint32_t *depth);
+/* A communicator split from `parent` that runs its channels over the parent's transport
+ * instances (core/family.h): its channel set there, and its ranks' ranks in the parent. */
+struct zcoll__share {
+  zcoll_comm_t *parent;
+  int set;
+  const int *members;
+};
+/* Wires comm over share's instances (comm_share.c): no host round, no probing, no new
+ * instance; endpoints the family lacks are connected on its instances. */
+zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__share *share);
+
+/* The steps of a wiring (comm_setup.c), shared by both kinds. The union of every
+ * algorithm's peers: the channels this rank needs (*out malloc'ed). */
+zcoll_status_t zcoll__wire_peers(zcoll_comm_t *comm, int **out, int *n);
+/* More local ranks than cores: the transports must offer descriptors to sleep on (and
+ * comm's spin is off unless the user set it). */
+int zcoll__wire_oversubscribed(zcoll_comm_t *comm);
+/* The transport of each peer (*kinds, the caller frees it, even after an error) and the
+ * communicator's channels, none made yet. */
+zcoll_status_t zcoll__wire_tables(zcoll_comm_t *comm, int npeers, int **kinds);
+/* The channels to peers[i] over transport kinds[i]: receive slots registered with every
+ * instance, an address round through rank 0, endpoints where the instance lacks them. */
+zcoll_status_t zcoll__wire_channels(zcoll_comm_t *comm, const int *peers, int npeers,
+                                    const int *kinds);
+
 /* The line a ready communicator logs at info (comm_summary.c): each peer's transport and
  * device, chunk and depth, and why the transports probed and refused cannot run. */
 void zcoll__comm_log_summary(const zcoll_comm_t *comm);

@@ -232,6 +232,20 @@ static inline uint32_t zcoll__imm_ord(uint32_t imm) {
   return (imm >> ZCOLL_IMM_ORD_SHIFT) & ZCOLL_IMM_ORD_MASK;
 }
 
+/* A put's cookie: which channel set and channel, and the slot (or ZCOLL_COOKIE_CREDIT for
+ * a credit return), so that its PUT_DONE finds its way back whoever polls it. */
+#define ZCOLL_COOKIE_CREDIT (1ull << 63)
+static inline uint64_t zcoll__cookie(uint32_t imm_set, uint32_t chan, uint32_t slot) {
+  return (uint64_t)(imm_set >> ZCOLL_IMM_SET_SHIFT) << 56 | (uint64_t)(chan & 0xffffffu) << 32 |
+         slot;
+}
+static inline uint32_t zcoll__cookie_set(uint64_t cookie) {
+  return (uint32_t)(cookie >> 56) & ZCOLL_IMM_SET_MASK;
+}
+static inline uint32_t zcoll__cookie_chan(uint64_t cookie) {
+  return (uint32_t)(cookie >> 32) & 0xffffffu;
+}
+
 /* Does the first piece of `len` payload bytes travel with its header? */
 static inline int zcoll__chan_hdr_merges(size_t len, size_t slot_bytes) {
   return len <= ZCOLL_CHAN_MERGE_MAX && len + ZCOLL_CHAN_HDR_BYTES <= slot_bytes;

@@ -16,6 +16,7 @@
 #include "algorithms/select.h"
 #include "boot/bootstrap.h"
 #include "channel.h"
+#include "family.h"
 #include "base/config.h"
 #include "base/dtype.h"
 #include "boot/launch.h"
@@ -63,6 +64,7 @@ struct zcoll__tli {
   int nchans;                  /* channels over it */
   struct zcoll_tl_mr *recv_mr; /* the receive slots, for its peers to write into */
   struct zcoll_tl_mr *send_mr; /* the send staging (without CAP_PUT_ANY), or NULL */
+  struct zcoll__ftl *ftl;      /* the family's instance this is (family.h) */
 };
 
 struct zcoll_comm {
@@ -70,6 +72,15 @@ struct zcoll_comm {
   int rank, size;
   struct zcoll__bootstrap *bs;
   struct zcoll__launch launch; /* who told us our rank */
+  /* The communicators whose transport instances this one shares (family.h), its channel
+   * set there, and its ranks in the instances' numbering (NULL where they are the same:
+   * the family's first). */
+  struct zcoll__family *fam;
+  int set;
+  int *erank_of; /* rank -> engine rank */
+  int *crank_of; /* engine rank -> rank, -1: not a member */
+  struct zcoll__finbox inbox;
+  int drained; /* destroy met every peer after its last put: its channel set is reusable */
   struct zcoll__tli tlis[ZCOLL_TL_MAX];
   int ntlis;
   /* The instance that reads only registered memory (no CAP_PUT_ANY), or NULL: the one

@@ -102,6 +102,17 @@ static inline char *zcoll__at(const struct zcoll__run *r, int k, size_t a) {
 
 static inline size_t zcoll__op_end(const struct zcoll__sop *o) { return o->off + o->count; }
 
+/* A put on c: under the family's lock while its instance is shared (family.h). */
+static inline zcoll_status_t zcoll__chan_put(zcoll_comm_t *comm, struct zcoll__chan *c,
+                                             const void *src, struct zcoll_tl_mr *lmr,
+                                             struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len,
+                                             uint32_t imm, uint64_t cookie) {
+  int locked = zcoll__tl_lock(comm->fam);
+  zcoll_status_t st = c->ops->put(c->ep, src, lmr, rkey, roff, len, imm, cookie);
+  zcoll__tl_unlock(comm->fam, locked);
+  return st;
+}
+
 static inline size_t zcoll__piece_end(const struct zcoll__run *r, const struct zcoll__sop *o,
                                       size_t at) {
   size_t end = zcoll__op_end(o);

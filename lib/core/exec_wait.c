@@ -179,6 +179,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct
   fds[ntl] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
   int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + ntl + 1, comm->size);
   int rc = poll(fds, (nfds_t)ntl + 1 + (nfds_t)nbs, 10);
+  zcoll__family_awake(comm);
   if (rc < 0 && errno != EINTR)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "poll on the transport failed: %s", strerror(errno));
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed)) return revoked(comm);
@@ -194,14 +195,7 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct
 }
 
 zcoll_status_t zcoll__tl_arm(zcoll_comm_t *comm, struct pollfd *fds, int *n) {
-  *n = 0;
-  for (int k = 0; k < comm->ntlis; k++) {
-    struct zcoll__tli *t = &comm->tlis[k];
-    zcoll_status_t st = t->ops->arm(t->tl);
-    if (st != ZCOLL_OK) return st;
-    fds[(*n)++] = (struct pollfd){.fd = t->ops->event_fd(t->tl), .events = POLLIN};
-  }
-  return ZCOLL_OK;
+  return zcoll__family_arm(comm, fds, n);
 }
 
 zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st) {

@@ -18,7 +18,6 @@
 #include "kernels/reduce.h"
 #include "mr.h"
 
-#define CREDIT_COOKIE (1ull << 63)
 #define MAX_EVENTS 64
 
 /* A reduce-scatter in place ends with its block moved to the buffer's start (MPI's
@@ -70,9 +69,9 @@ static zcoll_status_t put_header(struct zcoll__run *r, int j, struct zcoll__chan
   struct zcoll_tl_mr *lmr;
   char *buf = stage_buf(r, c, slot, &lmr);
   zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
-  uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
-  zcoll_status_t st = c->ops->put(
-      c->ep, buf, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, ZCOLL_CHAN_HDR_BYTES,
+  uint64_t cookie = zcoll__cookie(c->imm_set, (uint32_t)r->e->chan[j], slot);
+  zcoll_status_t st = zcoll__chan_put(
+      comm, c, buf, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, ZCOLL_CHAN_HDR_BYTES,
       zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR, c->imm_set), cookie);
   if (st != ZCOLL_OK) return st;
   c->sent_desc = r->desc;
@@ -156,13 +155,13 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
                                     : direct ? ZCOLL_IMM_DIRECT
                                              : 0,
                                     c->imm_set);
-    uint64_t cookie = ((uint64_t)r->e->chan[j] << 32) | slot;
-    zcoll_status_t st = direct
-                            ? c->ops->put(c->ep, src, lmr, r->e->gkey[j],
-                                          r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm, cookie)
-                            : c->ops->put(c->ep, src, lmr, c->rkey,
-                                          c->roff + (uint64_t)slot * comm->slot_bytes, len + off,
-                                          imm, cookie);
+    uint64_t cookie = zcoll__cookie(c->imm_set, (uint32_t)r->e->chan[j], slot);
+    zcoll_status_t st = direct ? zcoll__chan_put(comm, c, src, lmr, r->e->gkey[j],
+                                                 r->e->gbase[j] + (uint64_t)a * r->dsize, len, imm,
+                                                 cookie)
+                               : zcoll__chan_put(comm, c, src, lmr, c->rkey,
+                                                 c->roff + (uint64_t)slot * comm->slot_bytes,
+                                                 len + off, imm, cookie);
     if (st != ZCOLL_OK) return st;
     c->bytes_out += len;
     if (hdr) {
@@ -188,7 +187,7 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
 }
 
 static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
-  struct zcoll__chan *c = &comm->chans[cookie >> 32];
+  struct zcoll__chan *c = &comm->chans[zcoll__cookie_chan(cookie)];
   uint32_t slot = (uint32_t)cookie; /* the cookie carries the slot, not the 64-bit seq */
   if (slot < (uint32_t)comm->depth) c->inflight[slot].done = 1;
   /* Sources are released in order, so an op's position is a prefix. */
@@ -213,9 +212,9 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
 /* ---- receiving ---------------------------------------------------------------------- */
 
 static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
-  zcoll_status_t st = c->ops->put(c->ep, NULL, NULL, NULL, 0, 0,
-                                  zcoll__imm_credit(c->unreturned, c->imm_set),
-                                  CREDIT_COOKIE | (uint64_t)(c - comm->chans));
+  zcoll_status_t st = zcoll__chan_put(
+      comm, c, NULL, NULL, NULL, 0, 0, zcoll__imm_credit(c->unreturned, c->imm_set),
+      ZCOLL_COOKIE_CREDIT | zcoll__cookie(c->imm_set, (uint32_t)(c - comm->chans), 0));
   if (st == ZCOLL_OK) c->unreturned = 0;
   return st;
 }
@@ -381,30 +380,42 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
   return ZCOLL_OK;
 }
 
+/* An event's peer, numbered by the transport instance (the family's first communicator),
+ * as a rank of comm; -1 if not a member. */
+static int rank_of(const zcoll_comm_t *comm, int peer) {
+  if (!comm->crank_of) return peer >= 0 && peer < comm->size ? peer : -1;
+  return peer >= 0 && peer < comm->fam->size ? comm->crank_of[peer] : -1;
+}
+
 static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *ev) {
-  int ci = ev->peer >= 0 && ev->peer < comm->size ? comm->chan_of[ev->peer] : -1;
+  int q = rank_of(comm, ev->peer), ci = q >= 0 ? comm->chan_of[q] : -1;
   if (ci < 0)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "a notification came from rank %d, not a peer",
-                       ev->peer);
+                       q >= 0 ? q : ev->peer);
   return zcoll__chan_arrived(&comm->chans[ci], comm->depth, comm->slot_bytes, ev);
 }
 
-static zcoll_status_t pump_one(zcoll_comm_t *comm, struct zcoll__tli *t, int *progress) {
+static zcoll_status_t lost(zcoll_comm_t *comm, int peer, const char *tl) {
+  int q = rank_of(comm, peer);
+  if (q < 0) return ZCOLL_OK; /* a shared instance's peer that is not ours */
+  return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "rank %d died (%s saw its process end)", q, tl);
+}
+
+static zcoll_status_t pump_one(zcoll_comm_t *comm, int k, int *progress) {
   struct zcoll_tl_event ev[MAX_EVENTS];
   for (;;) {
     int n = 0;
-    zcoll_status_t st = t->ops->poll(t->tl, ev, MAX_EVENTS, &n);
+    zcoll_status_t st = zcoll__family_poll(comm, k, ev, MAX_EVENTS, &n);
     if (st != ZCOLL_OK) return st;
-    for (int k = 0; k < n; k++) {
-      if (ev[k].kind == ZCOLL_TL_EV_ARRIVED) {
-        if ((st = arrived(comm, &ev[k])) != ZCOLL_OK) return st;
-      } else if (ev[k].kind == ZCOLL_TL_EV_PEER_LOST) {
-        return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "rank %d died (%s saw its process end)",
-                           ev[k].peer, t->ops->name);
+    for (int i = 0; i < n; i++) {
+      if (ev[i].kind == ZCOLL_TL_EV_ARRIVED) {
+        if ((st = arrived(comm, &ev[i])) != ZCOLL_OK) return st;
+      } else if (ev[i].kind == ZCOLL_TL_EV_PEER_LOST) {
+        if ((st = lost(comm, ev[i].peer, comm->tlis[k].ops->name)) != ZCOLL_OK) return st;
       } else {
-        if (ev[k].status != ZCOLL_OK)
-          return zcoll__fail(ev[k].status, "a put to rank %d failed", ev[k].peer);
-        if (!(ev[k].cookie & CREDIT_COOKIE)) put_done(comm, ev[k].cookie);
+        if (ev[i].status != ZCOLL_OK)
+          return zcoll__fail(ev[i].status, "a put to rank %d failed", rank_of(comm, ev[i].peer));
+        if (!(ev[i].cookie & ZCOLL_COOKIE_CREDIT)) put_done(comm, ev[i].cookie);
       }
     }
     if (n) *progress = 1;
@@ -413,8 +424,15 @@ static zcoll_status_t pump_one(zcoll_comm_t *comm, struct zcoll__tli *t, int *pr
 }
 
 static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
+  /* A member lost, as another member of the family's thread heard. */
+  int gone = atomic_load_explicit(&comm->inbox.lost, memory_order_relaxed);
+  if (gone < 0) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a notification");
+  if (gone > 0) {
+    zcoll_status_t st = lost(comm, gone - 1, comm->tlis[0].ops->name);
+    if (st != ZCOLL_OK) return st;
+  }
   for (int k = 0; k < comm->ntlis; k++) {
-    zcoll_status_t st = pump_one(comm, &comm->tlis[k], progress);
+    zcoll_status_t st = pump_one(comm, k, progress);
     if (st != ZCOLL_OK) return st;
   }
   return ZCOLL_OK;

@@ -77,9 +77,9 @@ zcoll_status_t zcoll__grants_give(struct zcoll__run *r, int j, int *progress) {
     memcpy(buf, &g, sizeof(g));
     memcpy(buf + sizeof(g), r->grant->key, r->grant->keylen);
     size_t len = sizeof(g) + r->grant->keylen;
-    uint64_t cookie = ((uint64_t)e->chan[j] << 32) | slot;
-    zcoll_status_t st = c->ops->put(
-        c->ep, buf, comm->reg->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, len,
+    uint64_t cookie = zcoll__cookie(c->imm_set, (uint32_t)e->chan[j], slot);
+    zcoll_status_t st = zcoll__chan_put(
+        comm, c, buf, comm->reg->send_mr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, len,
         zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_GRANT, c->imm_set), cookie);
     if (st != ZCOLL_OK) return st;
     c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, (uint32_t)len};

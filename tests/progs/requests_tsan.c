@@ -4,8 +4,9 @@
  * ranks are threads over the loopback transport, each with a progress thread
  * (ZCOLL_PROGRESS=thread) or without, so the application's calls, the progress threads
  * and the ranks all race if they can; and the vector interface's tasks (threads that
- * commit) with them; and a thread that dumps the flight recorder while its rank runs
- * them. Exit status 0 when every scenario passed.
+ * commit) with them; a split's child on a thread of its own beside its parent, over the
+ * transport instances they share; and a thread that dumps the flight recorder while its
+ * rank runs them. Exit status 0 when every scenario passed.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 
 #include "../requests_bodies.h"
 #include "../vec_bodies.h"
+#include "../split_bodies.h"
 
 static int run(const char *what, int p, rt_body body, void *arg, const char *progress,
                const char *algo) {
@@ -90,6 +92,9 @@ int main(void) {
   /* task threads commit while the rank's thread gets and the progress thread pumps */
   bad += run("vec", 3, two_keys_body, NULL, "thread", "auto");
   bad += run("vec", 2, two_keys_body, NULL, "caller", "auto");
+  /* a parent and its child over the instances they share, from two threads per rank */
+  bad += run("split", 3, concurrent_body, NULL, "caller", "auto");
+  bad += run("split", 2, concurrent_body, NULL, "thread", "auto");
   bad += run_dump(3, "thread");
   bad += run_dump(2, "caller");
   printf("requests_tsan: %s\n", bad ? "FAILED" : "all passed");

@@ -3,13 +3,16 @@
  *
  *   split_check          parity groups ranked by descending parent rank (key -rank), each
  *                        checked by an allreduce and an allgather; then the parent is
- *                        destroyed and the child used again. "split_check: rank R ok".
+ *                        destroyed and the child used again. "split_check: rank R ok",
+ *                        after "split_check: rank R: N shm instances" (open in this process
+ *                        once the child exists: 1 where it shares its parent's).
  *   split_check kill     parent rank 1 dies (exits without a word) just after the split:
  *                        its child (the odd ranks) must fail with ZCOLL_ERR_PEER_FAILED,
  *                        the even ranks' child must go on working. Each survivor prints
  *                        "split_check: rank R: odd child failed: ..." or
  *                        "split_check: rank R: even child ok after rank 1 died".
  */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +39,23 @@ static int child_check(zcoll_comm_t *child, int rank, int p) {
   return 0;
 }
 
+/* The shm transport instances this process has open: one memfd inbox each. A child that
+ * shares its parent's instances (core/family.h) opens none. */
+static int shm_inboxes(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], target[256];
+    snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+    ssize_t len = readlink(path, target, sizeof(target) - 1);
+    if (len <= 0) continue;
+    target[len] = '\0';
+    if (strstr(target, "memfd:zcoll-") && strstr(target, "-inbox")) n++;
+  }
+  if (d) closedir(d);
+  return n;
+}
+
 int main(int argc, char **argv) {
   int kill_mode = argc > 1 && !strcmp(argv[1], "kill");
   zcoll_comm_t *comm, *child = NULL;
@@ -46,6 +66,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (!kill_mode) {
+    printf("split_check: rank %d: %d shm instance%s\n", rank, shm_inboxes(),
+           shm_inboxes() == 1 ? "" : "s");
     if (child_check(child, rank, p) || zcoll_comm_destroy(comm) != ZCOLL_OK ||
         child_check(child, rank, p) || zcoll_comm_destroy(child) != ZCOLL_OK)
       return 1;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "rank_threads.h"
+#include "vec_bodies.h"
 
 /* The child on a thread of its own, the parent on the rank's: both busy at once. */
 struct side {
@@ -57,6 +58,26 @@ static inline void concurrent_body(struct rt_job *job, int rank, zcoll_comm_t *c
   child_side(&s);
   if (!s.ok) rt_fail(job, rank, "the child failed after the parent's destroy");
   if (zcoll_comm_destroy(child) != ZCOLL_OK) rt_fail(job, rank, "the child's destroy failed");
+}
+
+/* A child without the parent's rank 0: the vector interface's ordering runs through the
+ * child's own rank 0 (parent rank 1), over whatever carries the child's control. */
+static inline void vec_child_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_comm_t *child = NULL;
+  if (zcoll_comm_split(comm, rank ? 1 : ZCOLL_UNDEFINED, 0, &child) != ZCOLL_OK ||
+      !child != !rank) {
+    rt_fail(job, rank, child || !rank ? zcoll_last_error() : "no child");
+    return;
+  }
+  if (!rank) return;
+  struct rt_job sub = {.size = job->size - 1, .lock = PTHREAD_MUTEX_INITIALIZER};
+  two_keys_body(&sub, zcoll_comm_rank(child), child);
+  if (sub.failures) {
+    char msg[400];
+    snprintf(msg, sizeof(msg), "in the child: %.360s", sub.first);
+    rt_fail(job, rank, msg);
+  }
+  if (zcoll_comm_destroy(child) != ZCOLL_OK) rt_fail(job, rank, zcoll_last_error());
 }
 
 #endif

@@ -3,8 +3,11 @@
  * ordered by key, then parent rank; every member's allreduce and allgather checked), keys
  * that reverse the order, every rank but one ZCOLL_UNDEFINED, nested splits, a child used
  * on a second thread while the parent runs collectives on the first, the parent destroyed
- * before its child, and a bad color. Between processes (progs/split_check.c): a member
- * killed in one child breaks that child, not the other.
+ * before its child, the vector interface on a child without the parent's rank 0, and a
+ * bad color. Between processes (progs/split_check.c): the child over its parent's shm
+ * instance with its control over socket pairs (or a rendezvous, where the leader may not
+ * take their ends), and a member or the leader killed in one child breaks that child, not
+ * the other.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -117,6 +120,13 @@ Test(split, nested, .timeout = 300) {
   }
 }
 
+Test(split, tasks_on_a_child_without_the_parents_rank_0, .timeout = 300) {
+  for (int p = 2; p <= 5; p++) {
+    struct rt_job job = {.size = p, .body = vec_child_body};
+    cr_expect_eq(rt_run(&job), 0, "p=%d: %s", p, job.first);
+  }
+}
+
 Test(split, child_and_parent_at_once_from_two_threads, .timeout = 300) {
   for (int p = 2; p <= 5; p++) {
     struct rt_job job = {.size = p, .body = concurrent_body};
@@ -138,39 +148,53 @@ Test(split, bad_color_is_refused_everywhere, .timeout = 60) {
 }
 
 /* Between processes over shm and UCX, and a member killed in one child. */
-static void procs(const char *tl, const char *np) {
+/* mode: "" or "nofetch" (split_check's). Over shm the child runs on its parent's instance
+ * (core/family.h: no second one) and its control over socket pairs (no network socket),
+ * or, where the leader may not take its members' ends, over a rendezvous of its own. */
+static void procs(const char *tl, const char *np, const char *mode) {
   char transport[64];
   snprintf(transport, sizeof(transport), "ZCOLL_TRANSPORT=%s", tl);
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("split_check"), NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("split_check"), mode, NULL};
   const char *env[] = {transport, NULL};
   struct sp_result r = sp_run(argv, env, 120);
+  int shm = !strcmp(tl, "shm"), pairs = shm && !mode[0];
   cr_expect_eq(r.status, 0, "%s np=%s: exit %d\n%s", tl, np, r.status, r.out);
   for (int k = 0; k < atoi(np); k++) {
-    char want[64];
+    char want[80];
     snprintf(want, sizeof(want), "split_check: rank %d ok", k);
     cr_expect(strstr(r.out, want) != NULL, "%s: no '%s'\n%s", tl, want, r.out);
-    /* Over shm the child runs on its parent's instance (core/family.h): no second one. */
-    snprintf(want, sizeof(want), "split_check: rank %d: %d shm instance", k,
-             strcmp(tl, "shm") ? 0 : 1);
+    snprintf(want, sizeof(want), "split_check: rank %d: %d shm instance%s", k, shm,
+             shm ? ", " : "s, ");
     cr_expect(strstr(r.out, want) != NULL, "%s: no '%s'\n%s", tl, want, r.out);
+    snprintf(want, sizeof(want), "split_check: rank %d: 1 shm instance, +0 network", k);
+    if (shm)
+      cr_expect((strstr(r.out, want) != NULL) == pairs, "%s %s: %s '%s'\n%s", tl, mode,
+                pairs ? "no" : "unexpected", want, r.out);
   }
   free(r.out);
 }
 
-Test(split, processes_shm, .timeout = 200) { procs("shm", "5"); }
-Test(split, processes_ucx, .timeout = 200) { procs("ucx", "4"); }
+Test(split, processes_shm, .timeout = 200) { procs("shm", "5", ""); }
+Test(split, processes_shm_without_pidfd_getfd, .timeout = 200) { procs("shm", "4", "nofetch"); }
+Test(split, processes_ucx, .timeout = 200) { procs("ucx", "4", ""); }
 
-Test(split, member_killed_breaks_its_child_only, .timeout = 200) {
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "5", SP_PROG("split_check"), "kill", NULL};
+/* A member of the odd child dies (parent rank 1, or 3: the child's leader, who relays its
+ * failure news): the odd child fails on the survivor, the even child goes on. */
+static void killed(const char *mode, int victim, int survivor) {
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "5", SP_PROG("split_check"), mode, NULL};
   const char *env[] = {"ZCOLL_TRANSPORT=shm", "ZCOLL_TIMEOUT=30", NULL};
   struct sp_result r = sp_run(argv, env, 180);
   cr_expect_eq(r.status, 0, "exit %d\n%s", r.status, r.out);
-  cr_expect(strstr(r.out, "rank 3: odd child failed: a peer failed or aborted") != NULL, "%s",
-            r.out);
+  char want[96];
+  snprintf(want, sizeof(want), "rank %d: odd child failed: a peer failed or aborted", survivor);
+  cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
   for (int k = 0; k < 5; k += 2) {
-    char want[80];
-    snprintf(want, sizeof(want), "split_check: rank %d: even child ok after rank 1 died", k);
+    snprintf(want, sizeof(want), "split_check: rank %d: even child ok after rank %d died", k,
+             victim);
     cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
   }
   free(r.out);
 }
+
+Test(split, member_killed_breaks_its_child_only, .timeout = 200) { killed("kill", 1, 3); }
+Test(split, leader_killed_breaks_its_child_only, .timeout = 200) { killed("killlead", 3, 1); }

@@ -327,6 +327,28 @@ fail:
   return st;
 }
 
+zcoll_status_t zcoll__bootstrap_attach(int rank, int size, double timeout, const int *fds,
+                                       struct zcoll__bootstrap **out) {
+  struct zcoll__bootstrap *bs = calloc(1, sizeof(*bs));
+  if (bs && rank == 0 && size > 1) bs->kid = calloc((size_t)size, sizeof(*bs->kid));
+  if (!bs || (rank == 0 && size > 1 && !bs->kid)) {
+    free(bs);
+    for (int r = rank ? 0 : 1; r < (rank ? 1 : size); r++) close(fds[r]);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+  }
+  bs->rank = rank;
+  bs->size = size;
+  bs->timeout = timeout;
+  bs->fd = rank ? fds[0] : -1;
+  bs->cancel_fd = -1;
+  bs->left_rank = -1;
+  for (int r = 1; rank == 0 && r < size; r++) bs->kid[r].fd = fds[r];
+  /* Socket pairs within one host: no handshake (each rank was handed its own), and a
+   * peer's death is an end of file at once, no keepalive needed. */
+  *out = bs;
+  return ZCOLL_OK;
+}
+
 /* Our send to rank 0 failed: it is gone, but may have said why first (a rank that fails
  * init aborts, then closes), and that news is still ours to read. */
 zcoll_status_t lost_root(struct zcoll__bootstrap *bs, const char *what) {

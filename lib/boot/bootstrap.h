@@ -36,6 +36,11 @@ struct zcoll__bootstrap_params {
 
 zcoll_status_t zcoll__bootstrap_create(const struct zcoll__bootstrap_params *p,
                                        struct zcoll__bootstrap **out);
+/* A rendezvous already made: fds are connected stream sockets, rank 0's fds[r] to rank r
+ * (fds[0] unused), another rank's fds[0] to rank 0; the bootstrap takes them (closes them
+ * on every path). A split's child on one host makes them without a listening socket. */
+zcoll_status_t zcoll__bootstrap_attach(int rank, int size, double timeout, const int *fds,
+                                       struct zcoll__bootstrap **out);
 /* Every rank contributes len bytes (the same len everywhere); all receives size*len
  * bytes, rank r's at all + r*len. */
 zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const void *mine, size_t len,

@@ -113,6 +113,8 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
   zcoll_comm_t *comm = comm_alloc();
   if (!comm) {
     if (given && given->close_root_fd && cfg->root_fd >= 0) close(cfg->root_fd);
+    for (int r = cfg->rank ? 0 : 1; share && share->bs_fds && r < (cfg->rank ? 1 : cfg->size); r++)
+      close(share->bs_fds[r]);
     zcoll_config_free(cfg);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a communicator");
   }
@@ -164,7 +166,10 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
                                        comm->launch.close_root_fd,
                                        comm->launch.root_listens};
   bs_tried = 1; /* from here the bootstrap owns (and closes) a root_fd it was handed */
-  if ((st = zcoll__bootstrap_create(&bp, &comm->bs)) != ZCOLL_OK) goto fail;
+  st = share && share->bs_fds ? zcoll__bootstrap_attach(comm->rank, comm->size, comm->cfg->timeout,
+                                                        share->bs_fds, &comm->bs)
+                              : zcoll__bootstrap_create(&bp, &comm->bs);
+  if (st != ZCOLL_OK) goto fail;
   st = share ? zcoll__comm_wire_shared(comm, share) : zcoll__comm_wire(comm);
   if (st == ZCOLL_OK && !share) st = zcoll__family_create(comm);
   if (st != ZCOLL_OK) goto fail_abort;
@@ -193,6 +198,10 @@ fail_abort:
   zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
 fail:
   if (!bs_tried && comm->launch.close_root_fd && comm->cfg->root_fd >= 0) close(comm->cfg->root_fd);
+  /* A star of socket pairs not yet the bootstrap's: closed, so the other end hears it. */
+  for (int r = comm->rank ? 0 : 1;
+       !bs_tried && share && share->bs_fds && r < (comm->rank ? 1 : comm->size); r++)
+    close(share->bs_fds[r]);
   if (token) zcoll__registry_created(token, NULL);
   zcoll__bootstrap_destroy(comm->bs);
   release(comm, 0);

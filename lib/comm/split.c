@@ -16,9 +16,15 @@
  * (comm_share.c). What it does not do yet: do without a rendezvous of its own for its
  * control plane (failure news, the final barrier, the task interface's ordering).
  */
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "base/config.h"
 #include "base/log.h"
@@ -47,6 +53,81 @@ static int by_key_then_rank(const void *a, const void *b) {
   return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
+/* A member's end of its pair, for its leader to take (split over shared instances). */
+#define LINK_MAGIC 0x7a73706cu /* "zspl" */
+struct link {
+  uint32_t magic;
+  int32_t pid, fd;
+};
+
+/* The descriptor fd of process pid, as a descriptor of ours: a unix stream socket, or -1.
+ * pidfd_getfd needs the ptrace attach right over pid (same user; Yama may refuse it). */
+static int take_fd(const struct link *l) {
+  int fd = -1;
+  if (l->magic != LINK_MAGIC || l->pid <= 0 || l->fd < 0) return -1;
+  if (l->pid == getpid()) { /* ranks that are threads of one process */
+    fd = fcntl(l->fd, F_DUPFD_CLOEXEC, 0);
+  } else {
+    int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)l->pid, 0);
+    if (pidfd >= 0) fd = (int)syscall(SYS_pidfd_getfd, pidfd, l->fd, 0);
+    if (pidfd >= 0) close(pidfd);
+  }
+  struct stat sb;
+  int domain = 0, type = 0;
+  socklen_t dl = sizeof(domain), tl = sizeof(type);
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISSOCK(sb.st_mode) ||
+                  getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) != 0 || domain != AF_UNIX ||
+                  getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Which set each rank's group shares its instances on (-1: it does not), decided alike on
+ * every rank from the same colors and offers: every member can share, and a set is free in
+ * every member's family (the lowest such). */
+static void decide(int p, const struct member *all, const struct offer *offers, int *set_of) {
+  for (int r = 0; r < p; r++) set_of[r] = -2; /* not yet decided */
+  for (int r = 0; r < p; r++) {
+    if (all[r].color == ZCOLL_UNDEFINED) set_of[r] = -1;
+    if (set_of[r] != -2) continue;
+    uint64_t common = ~0ull;
+    int can = 1;
+    for (int q = r; q < p; q++)
+      if (all[q].color == all[r].color) {
+        common &= offers[q].free_sets;
+        can &= offers[q].can_share != 0;
+      }
+    int set = can && common ? __builtin_ctzll(common) : -1;
+    for (int q = r; q < p; q++)
+      if (all[q].color == all[r].color) set_of[q] = set;
+  }
+}
+
+/* The child of a group that shares its instances and made its control's star of socket
+ * pairs: no rendezvous, no listening socket. Its name in the registry of communicators
+ * being made (and in messages) tells it from every other group's. */
+static zcoll_status_t init_over_pairs(zcoll_comm_t **out, int me, int n, zcoll_config_t *cfg,
+                                      const struct zcoll__share *share, int leader) {
+  const zcoll_comm_t *parent = share->parent;
+  cfg->rank = me;
+  cfg->size = n;
+  cfg->local_rank = cfg->local_size = -1;
+  cfg->root_fd = -1;
+  char root[sizeof(cfg->root)];
+  snprintf(root, sizeof(root), "split set %d of parent rank %d (pid %ld) of %.100s", share->set,
+           leader, (long)getpid(), parent->cfg->root[0] ? parent->cfg->root : "the launcher's");
+  memcpy(cfg->root, root, sizeof(root));
+  struct zcoll__launch given = {"split", 0, 0, 0};
+  return zcoll__comm_init(out, cfg, &given, share);
+}
+
+/* One round among all the parent's ranks: each gives len bytes of mine. */
+static zcoll_status_t round_all(zcoll_comm_t *comm, const void *mine, void *all, size_t len) {
+  return zcoll_allgather(comm, mine, all, len, ZCOLL_UINT8);
+}
+
 zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_comm_t **newcomm) {
   if (newcomm) *newcomm = NULL;
   if (!comm || !newcomm)
@@ -59,11 +140,15 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   struct order *group = malloc(sizeof(*group) * (size_t)p);
   zcoll_unique_id_t *ids = malloc(sizeof(*ids) * (size_t)p);
   struct offer *offers = malloc(sizeof(*offers) * (size_t)p);
-  int *members = malloc(sizeof(int) * (size_t)p);
-  if (!all || !group || !ids || !offers || !members) {
-    free(all), free(group), free(ids), free(offers), free(members);
+  int *members = malloc(sizeof(int) * (size_t)p), *set_of = malloc(sizeof(int) * (size_t)p);
+  int32_t *took = malloc(sizeof(int32_t) * (size_t)p);
+  int *fds = malloc(sizeof(int) * (size_t)p);
+  if (!all || !group || !ids || !offers || !members || !set_of || !took || !fds) {
+    free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(took),
+        free(fds);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
   }
+  for (int r = 0; r < p; r++) fds[r] = -1;
   zcoll_status_t st = zcoll_allgather(comm, &mine, all, 2, ZCOLL_INT32);
   int bad = -1;
   for (int r = 0; st == ZCOLL_OK && r < p && bad < 0; r++)
@@ -83,48 +168,98 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
       if (group[i].rank == comm->rank) me = i;
     leader = group[0].rank;
   }
-  zcoll_unique_id_t id;
-  memset(&id, 0, sizeof(id));
-  zcoll_status_t made = ZCOLL_OK;
-  if (st == ZCOLL_OK && me == 0) { /* a leader: its group's rendezvous */
-    made = zcoll__uid_make(comm->nhosts == 1, comm->cfg->timeout, &id);
-    if (made != ZCOLL_OK) memset(&id, 0, sizeof(id)); /* the others see it failed */
-  }
-  /* Every rank takes part, also after a bad color or a failed id: the others wait. */
+  for (int i = 0; i < n; i++) members[i] = group[i].rank;
+  /* Round 2: what each can offer; every rank learns which groups share. */
   struct offer mine_offer = {0, 0, 0};
   if (comm->fam) {
     mine_offer.free_sets = zcoll__family_free_sets(comm->fam);
     mine_offer.can_share = zcoll__family_can_share(comm);
   }
-  if (st == ZCOLL_OK)
-    st = zcoll_allgather(comm, &mine_offer, offers, sizeof(mine_offer), ZCOLL_UINT8);
-  if (st == ZCOLL_OK) st = zcoll_allgather(comm, &id, ids, sizeof(id), ZCOLL_UINT8);
-  /* The group shares its members' instances if every member can, on a set free in every
-   * member's family (each decides alike from the same offers). */
-  struct zcoll__share share = {comm, -1, members};
-  uint64_t common = ~0ull;
-  int can = n > 0;
-  for (int i = 0; st == ZCOLL_OK && i < n; i++) {
-    members[i] = group[i].rank;
-    common &= offers[group[i].rank].free_sets;
-    can &= offers[group[i].rank].can_share != 0;
+  if (st == ZCOLL_OK) st = round_all(comm, &mine_offer, offers, sizeof(mine_offer));
+  int any_share = 0;
+  if (st == ZCOLL_OK) decide(p, all, offers, set_of);
+  for (int r = 0; st == ZCOLL_OK && r < p; r++) any_share |= set_of[r] > 0;
+  struct zcoll__share share = {comm, me >= 0 && st == ZCOLL_OK ? set_of[comm->rank] : -1, members,
+                               NULL};
+  /* Round 3: how to reach the leader. A group that shares needs no rendezvous: each
+   * member makes a socket pair and offers one end, which the leader takes (take_fd). The
+   * others' leaders open a rendezvous of their own (unique_id.c). */
+  zcoll_unique_id_t id;
+  memset(&id, 0, sizeof(id));
+  int pair[2] = {-1, -1};
+  zcoll_status_t made = ZCOLL_OK;
+  if (st == ZCOLL_OK && me > 0 && share.set > 0 &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0) {
+    struct link l = {LINK_MAGIC, (int32_t)getpid(), pair[1]};
+    memcpy(&id, &l, sizeof(l));
+  } else if (st == ZCOLL_OK && me == 0 && share.set <= 0) {
+    made = zcoll__uid_make(comm->nhosts == 1, comm->cfg->timeout, &id);
+    if (made != ZCOLL_OK) memset(&id, 0, sizeof(id)); /* the others see it failed */
   }
-  if (can && common) share.set = __builtin_ctzll(common);
+  /* Every rank takes part, also after a failed id: the others wait. */
+  if (st == ZCOLL_OK) st = round_all(comm, &id, ids, sizeof(id));
+  /* Round 4, if any group shares: whether each such leader took every member's end (1),
+   * or not (2); 0 from the others. */
+  int32_t ok = 0;
+  if (st == ZCOLL_OK && me == 0 && share.set > 0) {
+    ok = 1;
+    for (int i = 1; i < n; i++)
+      if ((fds[i] = take_fd((const struct link *)(const void *)&ids[members[i]])) < 0) ok = 2;
+  }
+  if (st == ZCOLL_OK && any_share) st = round_all(comm, &ok, took, sizeof(ok));
+  /* Round 5, if a leader could not take them (no right to, say): a rendezvous after all,
+   * for that group's control; its channels still share the instances. */
+  int any_fallback = 0;
+  for (int r = 0; st == ZCOLL_OK && any_share && r < p; r++) any_fallback |= took[r] == 2;
+  int pairs = share.set > 0 && st == ZCOLL_OK && me >= 0 && took[leader] == 1;
+  if (pair[1] >= 0) close(pair[1]); /* taken, or not to be: the leader's end is the leader's */
+  if (!pairs) {
+    for (int i = 1; i < n; i++)
+      if (fds[i] >= 0) close(fds[i]), fds[i] = -1;
+    if (pair[0] >= 0) close(pair[0]), pair[0] = -1;
+  }
+  if (st == ZCOLL_OK && any_fallback) {
+    memset(&id, 0, sizeof(id));
+    if (me == 0 && share.set > 0 && !pairs) {
+      made = zcoll__uid_make(comm->nhosts == 1, comm->cfg->timeout, &id);
+      if (made != ZCOLL_OK) memset(&id, 0, sizeof(id));
+    }
+    zcoll_unique_id_t *again = malloc(sizeof(*again) * (size_t)p);
+    st = again ? round_all(comm, &id, again, sizeof(id))
+               : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
+    if (st == ZCOLL_OK && me >= 0 && share.set > 0 && !pairs) ids[leader] = again[leader];
+    if (again) explicit_bzero(again, sizeof(*again) * (size_t)p);
+    free(again);
+  }
   if (st == ZCOLL_OK && made != ZCOLL_OK) st = made;
   static const zcoll_unique_id_t none;
-  if (st == ZCOLL_OK && me >= 0 && !memcmp(&ids[leader], &none, sizeof(none)))
+  if (st == ZCOLL_OK && me >= 0 && !pairs && !memcmp(&ids[leader], &none, sizeof(none)))
     st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
                      "zcoll_comm_split: rank %d, the leader of color %d, could not open its "
                      "group's rendezvous",
                      leader, color);
   zcoll_config_t *cfg = NULL;
   if (st == ZCOLL_OK && me >= 0 && (st = zcoll__config_dup(comm->cfg, &cfg)) == ZCOLL_OK) {
-    zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)", color, key,
-                    me, n, leader);
-    st = zcoll__comm_init_uid(newcomm, &ids[leader], me, n, cfg, share.set > 0 ? &share : NULL);
+    zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)%s", color, key,
+                    me, n, leader,
+                    pairs           ? ", over the parent's instances and no rendezvous"
+                    : share.set > 0 ? ", over the parent's instances"
+                                    : "");
+    if (pairs) { /* the leader's fds[1..n), a member's fds[0]: the star of its control */
+      if (me > 0) fds[0] = pair[0], pair[0] = -1;
+      share.bs_fds = fds;
+      st = init_over_pairs(newcomm, me, n, cfg, &share, leader);
+      for (int i = 0; i < p; i++) fds[i] = -1; /* the bootstrap's now, on every path */
+    } else {
+      st = zcoll__comm_init_uid(newcomm, &ids[leader], me, n, cfg, share.set > 0 ? &share : NULL);
+    }
   }
+  if (pair[0] >= 0) close(pair[0]);
+  for (int i = 0; i < p; i++)
+    if (fds[i] >= 0) close(fds[i]);
   explicit_bzero(ids, sizeof(*ids) * (size_t)p); /* the groups' keys */
   explicit_bzero(&id, sizeof(id));
-  free(all), free(group), free(ids), free(offers), free(members);
+  free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(took),
+      free(fds);
   return st;
 }

@@ -27,6 +27,9 @@ struct zcoll__share {
   zcoll_comm_t *parent;
   int set;
   const int *members;
+  /* The star of its control already made (socket pairs, zcoll__bootstrap_attach), or NULL
+   * for a rendezvous. */
+  const int *bs_fds;
 };
 /* Wires comm over share's instances (comm_share.c): no host round, no probing, no new
  * instance; endpoints the family lacks are connected on its instances. */

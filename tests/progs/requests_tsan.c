@@ -95,6 +95,7 @@ int main(void) {
   /* a parent and its child over the instances they share, from two threads per rank */
   bad += run("split", 3, concurrent_body, NULL, "caller", "auto");
   bad += run("split", 2, concurrent_body, NULL, "thread", "auto");
+  bad += run("splitvec", 3, vec_child_body, NULL, "caller", "auto");
   bad += run_dump(3, "thread");
   bad += run_dump(2, "caller");
   printf("requests_tsan: %s\n", bad ? "FAILED" : "all passed");

@@ -7,7 +7,7 @@
 #   perf/coll_compare.sh -t barrier
 #
 # -t: allgather (MPI_Allgather), reduce_scatter (MPI_Reduce_scatter_block, float sum),
-# barrier (MPI_Barrier), allreduce, broadcast. Every program is the same harness
+# reduce (MPI_Reduce to rank 0, float sum), barrier (MPI_Barrier), allreduce, broadcast. Every program is the same harness
 # (tools/harness/), timing blocking calls (-z 1), each rank's mean per call averaged over
 # the ranks (-a 1), sizes as nccl-tests' (an allgather's and a reduce-scatter's: all ranks'
 # blocks), every result checked: zcoll_perf under zcoll_run, and
@@ -38,9 +38,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$COLL" in
-  allgather | reduce_scatter | allreduce | broadcast) ;;
+  allgather | reduce_scatter | reduce | allreduce | broadcast) ;;
   barrier) COL=10 MINB=0 MAXB=0 ;;
-  *) echo "coll_compare.sh: -t $COLL: allgather, reduce_scatter, barrier, allreduce or broadcast" >&2; exit 2 ;;
+  *) echo "coll_compare.sh: -t $COLL: allgather, reduce_scatter, reduce, barrier, allreduce or broadcast" >&2; exit 2 ;;
 esac
 [ "$COLL" = broadcast ] && COL=10 # one buffer: in place only
 [ -x "$B/zcoll_run" ] && [ -x "$B/zcoll_perf" ] ||

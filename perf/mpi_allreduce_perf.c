@@ -197,6 +197,40 @@ static int mpi_ireduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, si
   return 0;
 }
 
+/* MPI_Reduce: MPI_IN_PLACE is the root's only, so in place a non-root sends recvbuf (its
+ * input, which it keeps). AVG: the root divides the sum. */
+static int mpi_reduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                      enum pt_op op, int root) {
+  struct mpi_ctx *c = ctx;
+  if (mpi_count(count)) return -1;
+  const int mine = c->rank == root;
+  int err = MPI_Reduce(sendbuf ? sendbuf
+                       : mine  ? MPI_IN_PLACE
+                               : recvbuf,
+                       mine ? recvbuf : NULL, (int)count, mpi_dtype(t), mpi_op(op), root,
+                       MPI_COMM_WORLD);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Reduce", err);
+  if (op == PT_AVG && mine) pt_divide(recvbuf, count, t, c->nranks);
+  return 0;
+}
+
+static int mpi_ireduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                       enum pt_op op, int root, struct pt_req **req) {
+  struct mpi_ctx *c = ctx;
+  struct mpi_req *q = mpi_req_take(c, count);
+  if (q == NULL) return -1;
+  const int mine = c->rank == root;
+  int err = MPI_Ireduce(sendbuf ? sendbuf
+                        : mine  ? MPI_IN_PLACE
+                                : recvbuf,
+                        mine ? recvbuf : NULL, (int)count, mpi_dtype(t), mpi_op(op), root,
+                        MPI_COMM_WORLD, &q->r);
+  if (err != MPI_SUCCESS) return mpi_fail(c, "MPI_Ireduce", err);
+  *q = (struct mpi_req){q->r, recvbuf, count, t, op == PT_AVG && mine, true};
+  *req = (struct pt_req *)q;
+  return 0;
+}
+
 static int mpi_barrier(void *ctx) {
   int err = MPI_Barrier(MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Barrier", err);
@@ -230,7 +264,8 @@ static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n) {
 
 int main(int argc, char **argv) {
   static const struct pt_prog prog = {
-      PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER, NULL};
+      PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE,
+      NULL};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
@@ -278,6 +313,8 @@ int main(int argc, char **argv) {
       .iallgather = mpi_iallgather,
       .reduce_scatter = mpi_reduce_scatter,
       .ireduce_scatter = mpi_ireduce_scatter,
+      .reduce = mpi_reduce,
+      .ireduce = mpi_ireduce,
   };
   if (ctx.rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];

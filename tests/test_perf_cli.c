@@ -260,7 +260,8 @@ static const char *const bad_coll[][3] = {
     {"--nthreads", "4", "one thread per rank"},
     {"--nthreads", "broadcast", "not a thread count"},
     {"-t", "alltoall",
-     "'alltoall': not a collective (allreduce, broadcast, barrier, allgather, reduce_scatter)"},
+     "'alltoall': not a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, "
+     "reduce)"},
     {"--coll", "1", "--coll '1': not a collective"},
     {"-r", "-1", "-r: '-1' is not a rank number"},
     {"--root", "one", "'one' is not a rank number"},

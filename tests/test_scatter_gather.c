@@ -282,34 +282,28 @@ Test(scatter_gather, processes_ucx, .timeout = 600) { run_procs("ucx"); }
  * reduce_scatter_perf tables (size: all ranks' blocks, count: one rank's), every result
  * checked by the harness, blocking and not, at p = 3 (the ring) and 4 (recursive
  * doubling / halving below 256 KiB, the ring above). */
+/* zcoll_perf on np ranks over shm: 5 timed iterations, 1 warm-up, non-blocking at p = 3 and
+ * blocking at 4, then `more` (NULL-terminated). */
+static struct sp_result run_zcoll_perf(int np, const char *const *more) {
+  char nps[8];
+  snprintf(nps, sizeof(nps), "%d", np);
+  const char *argv[40] = {
+      SP_BIN("zcoll_run"), "-np", nps, SP_BIN("zcoll_perf"), "-n", "5", "-w", "1", "-z",
+      np == 3 ? "0" : "1"};
+  int k = 10;
+  while (*more && k < 39) argv[k++] = *more++;
+  argv[k] = NULL;
+  const char *env[] = {"ZCOLL_TRANSPORT=shm", NULL};
+  return sp_run(argv, env, 240);
+}
+
 Test(scatter_gather, zcoll_perf_tables, .timeout = 300) {
   static const char *const colls[] = {"allgather", "reduce_scatter"};
   static const char *const algos[] = {"recursive_doubling", "recursive_halving"};
   for (int c = 0; c < 2; c++)
     for (int np = 3; np <= 4; np++) {
-      char nps[8];
-      snprintf(nps, sizeof(nps), "%d", np);
-      const char *argv[] = {SP_BIN("zcoll_run"),
-                            "-np",
-                            nps,
-                            SP_BIN("zcoll_perf"),
-                            "-t",
-                            colls[c],
-                            "-b",
-                            "96",
-                            "-e",
-                            "1536K",
-                            "-f",
-                            "16",
-                            "-n",
-                            "5",
-                            "-w",
-                            "1",
-                            "-z",
-                            np == 3 ? "0" : "1",
-                            NULL};
-      const char *env[] = {"ZCOLL_TRANSPORT=shm", NULL};
-      struct sp_result r = sp_run(argv, env, 240);
+      const char *more[] = {"-t", colls[c], "-b", "96", "-e", "1536K", "-f", "16", NULL};
+      struct sp_result r = run_zcoll_perf(np, more);
       cr_expect_eq(r.status, 0, "%s np=%d: exit %d\n%s", colls[c], np, r.status, r.out);
       /* 96 B of float: 24 elements, np=3: 8 each; np=4: 6 each (4-byte floats) */
       char row[96];
@@ -321,4 +315,27 @@ Test(scatter_gather, zcoll_perf_tables, .timeout = 300) {
                 np, r.out);
       free(r.out);
     }
+}
+
+/* zcoll_perf -t reduce: nccl-tests' reduce_perf table (busbw = algbw), to a root that is not
+ * rank 0, every op; the harness checks the root's result and that the others' inputs stay
+ * (and, out of place, that nothing is written to their receive buffers: they pass NULL). */
+Test(scatter_gather, zcoll_perf_reduce_table, .timeout = 300) {
+  for (int np = 3; np <= 4; np++) {
+    char root[8];
+    snprintf(root, sizeof(root), "%d", np - 1);
+    const char *more[] = {"-t", "reduce", "-r",  root, "-o", "all", "-b",
+                          "96", "-e",     "96K", "-f", "32", NULL};
+    struct sp_result r = run_zcoll_perf(np, more);
+    cr_expect_eq(r.status, 0, "np=%d: exit %d\n%s", np, r.status, r.out);
+    const char *ops[] = {"sum", "prod", "min", "max", "avg"};
+    for (int o = 0; o < 5; o++) {
+      char row[96];
+      snprintf(row, sizeof(row), "          96            24     float  %6s  %6d", ops[o], np - 1);
+      cr_expect(strstr(r.out, row) != NULL, "np=%d: no row '%s'\n%s", np, row, r.out);
+    }
+    cr_expect(strstr(r.out, "# zcoll_perf: reduce to root") != NULL, "np=%d\n%s", np, r.out);
+    cr_expect(strstr(r.out, "Out of bounds values : 0 OK") != NULL, "np=%d\n%s", np, r.out);
+    free(r.out);
+  }
 }

@@ -1,6 +1,7 @@
 /* zcoll_perf: the allreduce benchmark, in the manner of nccl-tests' all_reduce_perf, and
  * with -t broadcast the broadcast's, in the manner of its broadcast_perf (-t allgather,
- * -t reduce_scatter: its all_gather_perf and reduce_scatter_perf; -t barrier).
+ * -t reduce_scatter, -t reduce: its all_gather_perf, reduce_scatter_perf and reduce_perf;
+ * -t barrier).
  *
  *   zcoll_run -np 4 zcoll_perf -b 8 -e 64M -f 2 -d float -o sum
  *   zcoll_run -np 4 zcoll_perf -t broadcast -r 1 -b 8 -e 64M
@@ -156,6 +157,39 @@ static int perf_ireduce_scatter(void *ctx, const void *sendbuf, void *recvbuf, s
   return 0;
 }
 
+/* In place, ZCOLL_IN_PLACE is the root's only: a non-root's input is recvbuf, and it needs
+ * no result buffer (NULL: the library must not write there). */
+static int perf_reduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                       enum pt_op op, int root) {
+  struct perf_ctx *c = ctx;
+  const int mine = c->rank == root;
+  zcoll_status_t st = zcoll_reduce(c->comm,
+                                   sendbuf ? sendbuf
+                                   : mine  ? ZCOLL_IN_PLACE
+                                           : recvbuf,
+                                   mine ? recvbuf : NULL, count, dtype_map[t], op_map[op], root);
+  return check(c, st, "zcoll_reduce (rank %d, %zu x %s, %s, root %d, %s)", c->rank, count,
+               pt_dtype_names[t], pt_op_names[op], root, placement(sendbuf));
+}
+
+static int perf_ireduce(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
+                        enum pt_dtype t, enum pt_op op, int root, struct pt_req **req) {
+  struct perf_ctx *c = ctx;
+  const int mine = c->rank == root;
+  zcoll_request_t *r = NULL;
+  zcoll_status_t st = zcoll_ireduce(c->comm,
+                                    sendbuf ? sendbuf
+                                    : mine  ? ZCOLL_IN_PLACE
+                                            : recvbuf,
+                                    mine ? recvbuf : NULL, count, dtype_map[t], op_map[op], root,
+                                    &r);
+  if (check(c, st, "zcoll_ireduce (rank %d, %zu x %s, %s, root %d, %s)", c->rank, count,
+            pt_dtype_names[t], pt_op_names[op], root, placement(sendbuf)))
+    return -1;
+  *req = (struct pt_req *)r;
+  return 0;
+}
+
 /* A request that ended, well or not, is freed here: completion does not free it. */
 static int perf_wait(void *ctx, struct pt_req *req) {
   struct perf_ctx *c = ctx;
@@ -210,7 +244,7 @@ static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dt
     return check(c, st, "zcoll_broadcast_algorithm (rank %d, %zu x %s)", c->rank, count,
                  pt_dtype_names[t]);
   }
-  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER) {
+  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || coll == PT_COLL_REDUCE) {
     zcoll_status_t st = zcoll_collective_algorithm(c->comm, pt_coll_names[coll], count,
                                                    dtype_map[t], op_map[op], root, name);
     return check(c, st, "zcoll_collective_algorithm (rank %d, %s)", c->rank, pt_coll_names[coll]);
@@ -335,7 +369,7 @@ int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
       PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST |
-          PT_HAS_BARRIER | PT_HAS_GATHER,
+          PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
       "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
       "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
@@ -381,6 +415,8 @@ int main(int argc, char **argv) {
       .iallgather = perf_iallgather,
       .reduce_scatter = perf_reduce_scatter,
       .ireduce_scatter = perf_ireduce_scatter,
+      .reduce = perf_reduce,
+      .ireduce = perf_ireduce,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
       .collectives = perf_collectives,

@@ -20,6 +20,8 @@ static inline int pt_call_blocking(const struct pt_backend *be, const struct pt_
     return be->allgather(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t);
   if (c->coll == PT_COLL_REDUCE_SCATTER)
     return be->reduce_scatter(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
+  if (c->coll == PT_COLL_REDUCE)
+    return be->reduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, c->root);
   return be->allreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
 }
 
@@ -29,6 +31,7 @@ static inline bool pt_has_nonblocking(const struct pt_backend *be, enum pt_coll 
          : coll == PT_COLL_BARRIER        ? be->ibarrier != NULL
          : coll == PT_COLL_ALLGATHER      ? be->iallgather != NULL
          : coll == PT_COLL_REDUCE_SCATTER ? be->ireduce_scatter != NULL
+         : coll == PT_COLL_REDUCE         ? be->ireduce != NULL
                                           : be->iallreduce != NULL;
 }
 
@@ -57,6 +60,8 @@ static inline int pt_post_one(const struct pt_backend *be, struct pt_window *w,
                ? be->iallgather(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, &r)
            : c->coll == PT_COLL_REDUCE_SCATTER
                ? be->ireduce_scatter(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r)
+           : c->coll == PT_COLL_REDUCE
+               ? be->ireduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, c->root, &r)
                : be->iallreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r);
   if (rc) return -1;
   w->req[(w->head + w->n) % PT_WINDOW] = r;

@@ -56,6 +56,13 @@ struct pt_backend {
                         enum pt_dtype t, enum pt_op op);
   int (*ireduce_scatter)(void *ctx, const void *sendbuf, void *recvbuf, size_t count,
                          enum pt_dtype t, enum pt_op op, struct pt_req **req);
+  /* optional (PT_HAS_REDUCE): MPI_Reduce to root (sendbuf NULL: in place, the root's input
+   * in recvbuf; a non-root's in recvbuf, which it must leave as it was; recvbuf is the
+   * result on the root only), and its non-blocking form, optional, ended by wait */
+  int (*reduce)(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                enum pt_op op, int root);
+  int (*ireduce)(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
+                 enum pt_op op, int root, struct pt_req **req);
   /* optional (PT_HAS_REGISTER): register [addr, addr + len) until deregister_all */
   int (*register_mem)(void *ctx, void *addr, size_t len);
   int (*deregister_all)(void *ctx);

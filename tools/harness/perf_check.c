@@ -256,6 +256,16 @@ int pt_pattern_init_scatter(struct pt_pattern *pat, enum pt_dtype t, enum pt_op 
   return 0;
 }
 
+int pt_pattern_init_reduce(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank,
+                           int nranks, int root, bool with_ref) {
+  if (pt_pattern_init(pat, t, op, rank, nranks, with_ref)) return -1;
+  pat->coll = PT_COLL_REDUCE;
+  pat->rank = rank;
+  pat->nranks = nranks;
+  pat->root = root;
+  return 0;
+}
+
 /* Rank q's allgather input: the broadcast's values with q as the root (never the poison). */
 static void pt_gather_block(enum pt_dtype t, int q, unsigned char *blk) {
   for (size_t i = 0; i < PT_BCAST_PERIOD; i++) {
@@ -378,6 +388,12 @@ uint64_t pt_check_count(const struct pt_pattern *pat, const unsigned char *sendb
     }
   } else if (pat->coll == PT_COLL_REDUCE_SCATTER) {
     wrong += pt_count_wrong_at(recvbuf, pat->ref, es, per, (size_t)pat->rank * count % per, count);
+  } else if (pat->coll == PT_COLL_REDUCE && pat->rank != pat->root) {
+    /* in place: the input, unchanged; out of place: the poison, untouched */
+    static const unsigned char poison[8] = {PT_POISON, PT_POISON, PT_POISON, PT_POISON,
+                                            PT_POISON, PT_POISON, PT_POISON, PT_POISON};
+    wrong += sendbuf ? pt_count_wrong(recvbuf, poison, es, 1, count)
+                     : pt_count_wrong(recvbuf, pat->input, es, per, count);
   } else {
     wrong += pt_count_wrong(recvbuf, pat->ref, es, per, count);
   }

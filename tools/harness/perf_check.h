@@ -20,6 +20,7 @@ struct pt_pattern {
   unsigned char *input, *ref;
   enum pt_coll coll; /* whose buffers arm and check lay out (an allreduce's by default) */
   int rank, nranks;
+  int root; /* a reduce's */
 };
 
 /* An allreduce's, for one dtype and op; 0, or -1 out of memory. */
@@ -29,6 +30,10 @@ int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int 
 /* An allgather's: rank q's input is its own function of q, the reference every rank's in
  * rank order (built at the check). A reduce-scatter's: pt_pattern_init's, the result
  * block `rank` of the allreduce's reference. */
+/* A reduce's: pt_pattern_init's; the root checks the allreduce's result, the others that
+ * their input is as it was (and, out of place, that nothing was written to recvbuf). */
+int pt_pattern_init_reduce(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank,
+                           int nranks, int root, bool with_ref);
 int pt_pattern_init_gather(struct pt_pattern *pat, enum pt_dtype t, int rank, int nranks);
 int pt_pattern_init_scatter(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank,
                             int nranks, bool with_ref);

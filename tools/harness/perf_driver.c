@@ -91,7 +91,8 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                         struct pt_totals *tot) {
   const struct pt_reducer red = pt_reducer_of(be);
   const bool bcast = call->coll == PT_COLL_BROADCAST;
-  const bool reduces = call->coll == PT_COLL_ALLREDUCE || call->coll == PT_COLL_REDUCE_SCATTER;
+  const bool reduces = call->coll == PT_COLL_ALLREDUCE || call->coll == PT_COLL_REDUCE_SCATTER ||
+                       call->coll == PT_COLL_REDUCE;
   /* the first cell measured: 0 out of place, 1 in place (one buffer, or none) */
   const int first = bcast || call->coll == PT_COLL_BARRIER;
   struct pt_cell c[2] = {{0.0, 0.0, 0, 0}, {0.0, 0.0, 0, 0}};
@@ -120,7 +121,8 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
   }
   if (be->rank == 0) {
     pt_print_row_start(stdout, bytes, call->count, call->t,
-                       reduces ? pt_op_names[call->op] : "none", bcast ? call->root : -1);
+                       reduces ? pt_op_names[call->op] : "none",
+                       bcast || call->coll == PT_COLL_REDUCE ? call->root : -1);
     if (first) pt_print_na_cell(stdout, o->cputime);
     for (int k = first; k < 2; k++)
       pt_print_cell(stdout, &c[k], bytes, factor, o->cputime, o->check);
@@ -175,6 +177,8 @@ static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *
                ? pt_pattern_init(pat, t, op, be->rank, be->nranks, o->check != 0)
            : o->coll == PT_COLL_REDUCE_SCATTER
                ? pt_pattern_init_scatter(pat, t, op, be->rank, be->nranks, o->check != 0)
+           : o->coll == PT_COLL_REDUCE    ? pt_pattern_init_reduce(pat, t, op, be->rank, be->nranks,
+                                                                   (int)o->root, o->check != 0)
            : o->coll == PT_COLL_ALLGATHER ? pt_pattern_init_gather(pat, t, be->rank, be->nranks)
                                           : pt_pattern_init_bcast(pat, t); /* a barrier too */
   if (rc) fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
@@ -223,7 +227,10 @@ void pt_print_section_start(const struct pt_opts *o, long cycle, int d, int k, b
 static int pt_run_cycles(const struct pt_opts *o, const struct pt_backend *be,
                          unsigned char *sendbuf, unsigned char *recvbuf, struct pt_compute *cp,
                          struct pt_totals *tot) {
-  const int nops = o->coll == PT_COLL_ALLREDUCE || o->coll == PT_COLL_REDUCE_SCATTER ? o->nops : 1;
+  const int nops = o->coll == PT_COLL_ALLREDUCE || o->coll == PT_COLL_REDUCE_SCATTER ||
+                           o->coll == PT_COLL_REDUCE
+                       ? o->nops
+                       : 1;
   const int ndtypes = o->coll == PT_COLL_BARRIER ? 1 : o->ndtypes;
   for (long cycle = 1; o->cycles == 0 || cycle <= o->cycles; cycle++) {
     for (int d = 0; d < ndtypes; d++) {

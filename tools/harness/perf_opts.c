@@ -92,6 +92,10 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
           f);
   if (p->features & PT_HAS_BARRIER)
     fputs("  -t barrier              time the barrier instead: one 0-byte row, its latency\n", f);
+  if (p->features & PT_HAS_REDUCE)
+    fputs("  -t reduce               time the reduce to the root (-r) instead (nccl-tests'\n"
+          "                          reduce_perf)\n",
+          f);
   if (p->features & PT_HAS_GATHER)
     fputs("  -t allgather, -t reduce_scatter\n"
           "                          time those instead (nccl-tests' all_gather_perf and\n"
@@ -258,10 +262,11 @@ static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const 
                                  opt, arg, p->name);
   return pt_opt_error(
       p->name, "%s '%s': not %s", opt, arg,
-      c == PT_OPT_COLL ? "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter)"
+      c == PT_OPT_COLL
+          ? "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, reduce)"
       : c == PT_OPT_NTHREADS
           ? "a thread count (only 1)"
-          : "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter) or "
+          : "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, reduce) or "
             "1 (nccl-tests' nthreads)");
 }
 
@@ -346,6 +351,8 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
       !(p->features & PT_HAS_GATHER))
     return pt_opt_error(p->name, "-t %s: %s has no such collective", pt_coll_names[o->coll],
                         p->name);
+  if (o->coll == PT_COLL_REDUCE && !(p->features & PT_HAS_REDUCE))
+    return pt_opt_error(p->name, "-t reduce: %s has no such collective", p->name);
   if (o->coll != PT_COLL_ALLREDUCE && o->overlap)
     return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t %s",
                         pt_coll_names[o->coll]);
@@ -488,6 +495,7 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
                                 : "overlap mode (busy: compute computes)")
                      : pt_coll_names[o->coll]);
   if (o->coll == PT_COLL_BROADCAST) fprintf(f, " from root %ld (-r)", o->root);
+  if (o->coll == PT_COLL_REDUCE) fprintf(f, " to root %ld (-r)", o->root);
   fprintf(f, ", blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
           o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
   fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
@@ -496,13 +504,16 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
                " busbw = algbw\n");
   if (o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER)
     fprintf(f, "# note: size is all ranks' blocks, count one rank's; busbw = algbw * (p-1)/p\n");
+  if (o->coll == PT_COLL_REDUCE)
+    fprintf(f, "# note: the root's result is checked, and that the others' inputs stay; busbw"
+               " = algbw\n");
   if (o->coll == PT_COLL_BARRIER)
     fprintf(f, "# note: a barrier moves no data: one 0-byte row (-b, -e, -d, -o do not apply),"
                " in place; its time is the latency of a barrier\n");
 }
 
 int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks) {
-  if (o->coll != PT_COLL_BROADCAST || o->root < nranks) return 0;
+  if ((o->coll != PT_COLL_BROADCAST && o->coll != PT_COLL_REDUCE) || o->root < nranks) return 0;
   if (rank == 0)
     fprintf(stderr, "%s: -r %ld: the root must be a rank of the job, 0..%d\n", prog, o->root,
             nranks - 1);

@@ -28,6 +28,7 @@ enum pt_feature {
   PT_HAS_BROADCAST = 1u << 4,     /* -t broadcast, with -r ROOT */
   PT_HAS_BARRIER = 1u << 5,       /* -t barrier: the backend's barrier, timed */
   PT_HAS_GATHER = 1u << 6,        /* -t allgather and -t reduce_scatter */
+  PT_HAS_REDUCE = 1u << 7,        /* -t reduce, with -r ROOT */
 };
 
 struct pt_prog {

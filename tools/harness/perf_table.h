@@ -41,6 +41,7 @@ enum pt_coll {
   PT_COLL_BARRIER,
   PT_COLL_ALLGATHER,      /* count: each rank's block; size: all of them (nccl-tests) */
   PT_COLL_REDUCE_SCATTER, /* count: each rank's block of the result; size: the input */
+  PT_COLL_REDUCE,         /* to the root (-r): the allreduce's sizes, busbw = algbw */
   PT_COLL_COUNT
 };
 

@@ -166,11 +166,11 @@ ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config
  * ZCOLL_OK). The new one is a communicator like any other: its own collectives, numbers,
  * failures (a member's failure breaks the communicators it is in, not the others) and
  * lifetime (destroy it, collectively, before or after comm); it and comm may be used at
- * once from different threads. Where comm's transport can lose a peer without breaking
- * (shm, one host) it runs over comm's connections, and its control over socket pairs its
- * rank 0 takes from the others (no rendezvous, no listening socket); otherwise it starts
- * as a job of its own from a unique id its rank 0 makes, with connections of its own. Its
- * settings are comm's. A color < 0 other than ZCOLL_UNDEFINED on any rank is
+ * once from different threads. One whose ranks are all on one host (a split per host)
+ * runs over comm's shm connections, and its control over socket pairs its rank 0 takes
+ * from the others (no rendezvous, no listening socket); otherwise it starts as a job of
+ * its own from a unique id its rank 0 makes, with connections of its own. Its settings
+ * are comm's. A color < 0 other than ZCOLL_UNDEFINED on any rank is
  * ZCOLL_ERR_INVALID_ARG on every rank. */
 #define ZCOLL_UNDEFINED (-1)
 ZCOLL_API zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key,

@@ -178,6 +178,23 @@ Test(split, processes_shm, .timeout = 200) { procs("shm", "5", ""); }
 Test(split, processes_shm_without_pidfd_getfd, .timeout = 200) { procs("shm", "4", "nofetch"); }
 Test(split, processes_ucx, .timeout = 200) { procs("ucx", "4", ""); }
 
+/* Hosts of two ranks made up on one machine (shm inside, UCX between): a split per host
+ * shares the parent's shm instance, though the parent's other instance (UCX) could not be. */
+Test(split, per_host_of_a_job_on_several_hosts, .timeout = 200) {
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "4", SP_PROG("split_check"), "pairs", NULL};
+  const char *env[] = {"ZCOLL_TEST_SPLIT_NODES=2,2", NULL};
+  struct sp_result r = sp_run(argv, env, 120);
+  cr_expect_eq(r.status, 0, "exit %d\n%s", r.status, r.out);
+  for (int k = 0; k < 4; k++) {
+    char want[80];
+    snprintf(want, sizeof(want), "split_check: rank %d ok", k);
+    cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
+    snprintf(want, sizeof(want), "split_check: rank %d: 1 shm instance,", k);
+    cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
+  }
+  free(r.out);
+}
+
 /* A member of the odd child dies (parent rank 1, or 3: the child's leader, who relays its
  * failure news): the odd child fails on the survivor, the even child goes on. */
 static void killed(const char *mode, int victim, int survivor) {

@@ -9,12 +9,14 @@
  * the family reaches already keeps its endpoint; one it does not (a child's ring
  * neighbour need not be the parent's) is connected on the same instance.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "core/comm.h"
 #include "core/family.h"
+#include "transports.h"
 #include "wire.h"
 
 /* The child's hosts, renumbered in order of first rank, as the host round numbers them. */
@@ -58,15 +60,22 @@ zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__s
   if (st == ZCOLL_OK) st = engine_ranks(comm, parent, share->members);
   if (st == ZCOLL_OK) st = zcoll__wire_peers(comm, &peers, &npeers);
   if (st != ZCOLL_OK) goto out;
-  /* The parent's instances, under the family's reference counts. */
-  for (int k = 0; k < parent->ntlis; k++) {
-    const struct zcoll__tli *p = &parent->tlis[k];
-    comm->tlis[k] = (struct zcoll__tli){p->ops, p->tl, p->idx, 0, NULL, NULL, p->ftl};
-    if (p == parent->reg) comm->reg = &comm->tlis[k];
+  /* The parent's instance that reaches this host's ranks, under the family's counts. */
+  const struct zcoll__tli *p = NULL;
+  for (int k = 0; k < parent->ntlis; k++)
+    if (parent->tlis[k].idx == share->tl_idx) p = &parent->tlis[k];
+  if (!p) {
+    st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "split: the parent has no %s instance to share",
+                     zcoll__transports[share->tl_idx].name);
+    goto out;
   }
-  comm->ntlis = parent->ntlis;
-  memcpy(comm->tl_names, parent->tl_names, sizeof(comm->tl_names));
-  memcpy(comm->tl_devices, parent->tl_devices, sizeof(comm->tl_devices));
+  comm->tlis[0] = (struct zcoll__tli){p->ops, p->tl, p->idx, 0, NULL, NULL, p->ftl};
+  if (p == parent->reg) comm->reg = &comm->tlis[0];
+  comm->ntlis = 1;
+  snprintf(comm->tl_names, sizeof(comm->tl_names), "%s", p->ops->name);
+  char dev[sizeof(comm->tl_devices)] = "-";
+  if (p->ops->device) p->ops->device(p->tl, dev, sizeof(dev));
+  snprintf(comm->tl_devices, sizeof(comm->tl_devices), "%s", dev);
   comm->slot_bytes = parent->slot_bytes;
   comm->depth = parent->depth;
   /* Whether ranks outnumber cores is the host's matter, not the child's: the parent's
@@ -77,7 +86,7 @@ zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__s
   zcoll_log_debug("split: channel set %d over the parent's %s instance%s", share->set,
                   comm->tl_names, comm->ntlis > 1 ? "s" : "");
   if ((st = zcoll__wire_tables(comm, npeers, &kinds)) != ZCOLL_OK) goto out;
-  /* One instance reaches every member (zcoll__family_can_share). */
+  /* One instance reaches every member: they are all on this host. */
   for (int i = 0; i < npeers; i++) kinds[i] = comm->tlis[0].idx;
   st = zcoll__wire_channels(comm, peers, npeers, kinds);
 out:

@@ -40,11 +40,12 @@ struct order {
   int key, rank;
 };
 
-/* What a rank can offer its group's communicator: whether its parent's transport instances
- * may be shared (core/family.h), and the channel sets free in its family. */
+/* What a rank can offer its group's communicator: the instance of its parent's family it
+ * may share with the ranks of its host (core/family.h: its transport's index + 1, 0 for
+ * none), and the channel sets free in its family. */
 struct offer {
   uint64_t free_sets;
-  int32_t can_share, pad;
+  int32_t local_tl, pad;
 };
 
 static int by_key_then_rank(const void *a, const void *b) {
@@ -85,23 +86,29 @@ static int take_fd(const struct link *l) {
 }
 
 /* Which set each rank's group shares its instances on (-1: it does not), decided alike on
- * every rank from the same colors and offers: every member can share, and a set is free in
- * every member's family (the lowest such). */
-static void decide(int p, const struct member *all, const struct offer *offers, int *set_of) {
+ * every rank from the same colors, hosts and offers: the members are all on one host, each
+ * has the same kind of shareable instance, and a set is free in every member's family (the
+ * lowest such). tl: that instance's kind, by rank. */
+static void decide(const zcoll_comm_t *comm, const struct member *all, const struct offer *offers,
+                   int *set_of, int *tl) {
+  int p = comm->size;
   for (int r = 0; r < p; r++) set_of[r] = -2; /* not yet decided */
   for (int r = 0; r < p; r++) {
     if (all[r].color == ZCOLL_UNDEFINED) set_of[r] = -1;
     if (set_of[r] != -2) continue;
     uint64_t common = ~0ull;
-    int can = 1;
+    int can = offers[r].local_tl > 0;
     for (int q = r; q < p; q++)
       if (all[q].color == all[r].color) {
         common &= offers[q].free_sets;
-        can &= offers[q].can_share != 0;
+        can &= offers[q].local_tl == offers[r].local_tl && comm->host_of[q] == comm->host_of[r];
       }
     int set = can && common ? __builtin_ctzll(common) : -1;
     for (int q = r; q < p; q++)
-      if (all[q].color == all[r].color) set_of[q] = set;
+      if (all[q].color == all[r].color) {
+        set_of[q] = set;
+        tl[q] = offers[r].local_tl - 1;
+      }
   }
 }
 
@@ -141,11 +148,12 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   zcoll_unique_id_t *ids = malloc(sizeof(*ids) * (size_t)p);
   struct offer *offers = malloc(sizeof(*offers) * (size_t)p);
   int *members = malloc(sizeof(int) * (size_t)p), *set_of = malloc(sizeof(int) * (size_t)p);
+  int *tl_of = malloc(sizeof(int) * (size_t)p);
   int32_t *took = malloc(sizeof(int32_t) * (size_t)p);
   int *fds = malloc(sizeof(int) * (size_t)p);
-  if (!all || !group || !ids || !offers || !members || !set_of || !took || !fds) {
-    free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(took),
-        free(fds);
+  if (!all || !group || !ids || !offers || !members || !set_of || !tl_of || !took || !fds) {
+    free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
+        free(took), free(fds);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
   }
   for (int r = 0; r < p; r++) fds[r] = -1;
@@ -170,17 +178,14 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   }
   for (int i = 0; i < n; i++) members[i] = group[i].rank;
   /* Round 2: what each can offer; every rank learns which groups share. */
-  struct offer mine_offer = {0, 0, 0};
-  if (comm->fam) {
-    mine_offer.free_sets = zcoll__family_free_sets(comm->fam);
-    mine_offer.can_share = zcoll__family_can_share(comm);
-  }
+  struct offer mine_offer = {0, zcoll__family_local_tl(comm) + 1, 0};
+  if (comm->fam) mine_offer.free_sets = zcoll__family_free_sets(comm->fam);
   if (st == ZCOLL_OK) st = round_all(comm, &mine_offer, offers, sizeof(mine_offer));
   int any_share = 0;
-  if (st == ZCOLL_OK) decide(p, all, offers, set_of);
+  if (st == ZCOLL_OK) decide(comm, all, offers, set_of, tl_of);
   for (int r = 0; st == ZCOLL_OK && r < p; r++) any_share |= set_of[r] > 0;
-  struct zcoll__share share = {comm, me >= 0 && st == ZCOLL_OK ? set_of[comm->rank] : -1, members,
-                               NULL};
+  struct zcoll__share share = {comm, me >= 0 && st == ZCOLL_OK ? set_of[comm->rank] : -1,
+                               st == ZCOLL_OK ? tl_of[comm->rank] : -1, members, NULL};
   /* Round 3: how to reach the leader. A group that shares needs no rendezvous: each
    * member makes a socket pair and offers one end, which the leader takes (take_fd). The
    * others' leaders open a rendezvous of their own (unique_id.c). */
@@ -259,7 +264,7 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
     if (fds[i] >= 0) close(fds[i]);
   explicit_bzero(ids, sizeof(*ids) * (size_t)p); /* the groups' keys */
   explicit_bzero(&id, sizeof(id));
-  free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(took),
-      free(fds);
+  free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
+      free(took), free(fds);
   return st;
 }

@@ -26,6 +26,7 @@ zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, u
 struct zcoll__share {
   zcoll_comm_t *parent;
   int set;
+  int tl_idx; /* the parent's instance it runs over (zcoll__family_local_tl) */
   const int *members;
   /* The star of its control already made (socket pairs, zcoll__bootstrap_attach), or NULL
    * for a rendezvous. */

@@ -91,13 +91,12 @@ uint64_t zcoll__family_free_sets(struct zcoll__family *fam) {
   return ~used;
 }
 
-int zcoll__family_can_share(const zcoll_comm_t *comm) {
-  if (!comm->fam || !comm->ntlis) return 0;
-  for (int k = 0; k < comm->ntlis; k++)
-    if (!comm->tlis[k].ftl || !comm->tlis[k].ftl->tl ||
-        !(comm->tlis[k].ops->caps & ZCOLL_TL_CAP_PEER_LOSS))
-      return 0;
-  return 1;
+int zcoll__family_local_tl(const zcoll_comm_t *comm) {
+  for (int k = 0; comm->fam && k < comm->ntlis; k++)
+    if (comm->tlis[k].ftl && comm->tlis[k].ftl->tl &&
+        (comm->tlis[k].ops->caps & ZCOLL_TL_CAP_PEER_LOSS))
+      return comm->tlis[k].idx;
+  return -1;
 }
 
 /* ---- events ------------------------------------------------------------------------- */

@@ -9,8 +9,10 @@
  * set in every immediate tells the receiver whose a piece is), slots, sequence numbers
  * and lifetime. The last one destroyed closes the instances.
  *
- * Sharing is for instances with ZCOLL_TL_CAP_PEER_LOSS only: a member that dies is one
- * lost peer there, which breaks the communicators it belongs to and no other.
+ * Sharing is for communicators of one host, over an instance with ZCOLL_TL_CAP_PEER_LOSS
+ * (shm, loopback): a member that dies is one lost peer there, which breaks the
+ * communicators it belongs to and no other. A split per host of a job on many hosts
+ * shares the parent's shm instance; one across hosts opens instances of its own.
  *
  * Threads. Each communicator is used by one thread at a time, but the communicators of a
  * family may be used by different threads at once; what they share is the instances. So
@@ -76,8 +78,10 @@ void zcoll__family_join(struct zcoll__family *fam, struct zcoll_comm *comm, int 
 void zcoll__family_leave(struct zcoll_comm *comm, int drained, int local);
 /* Sets free here for a new communicator: a bit each. */
 uint64_t zcoll__family_free_sets(struct zcoll__family *fam);
-/* May a communicator split from comm share its instances (all have CAP_PEER_LOSS)? */
-int zcoll__family_can_share(const struct zcoll_comm *comm);
+/* The instance of comm's family that a communicator split from comm may share with the
+ * other ranks on this host (one with CAP_PEER_LOSS: shm, loopback, which serve only this
+ * host): its index in zcoll__transports, or -1 if there is none. */
+int zcoll__family_local_tl(const struct zcoll_comm *comm);
 
 static inline int zcoll__family_locks(const struct zcoll__family *fam) {
   return fam && atomic_load_explicit(&fam->shared, memory_order_acquire);

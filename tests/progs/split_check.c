@@ -9,6 +9,9 @@
  *                        it shares its parent's, +0 sockets where it needed no rendezvous).
  *   split_check nofetch  the same with pidfd_getfd denied (seccomp): the child's control
  *                        falls back to a rendezvous of its own (+1 or more sockets).
+ *   split_check pairs    groups of consecutive ranks (0-1, 2-3, ...) instead of parities:
+ *                        with ZCOLL_TEST_SPLIT_NODES=2,2,... a split per host of a job on
+ *                        several hosts (shm inside them, UCX between).
  *   split_check kill     parent rank 1 dies (exits without a word) just after the split:
  *                        its child (the odd ranks) must fail with ZCOLL_ERR_PEER_FAILED,
  *                        the even ranks' child must go on working. Each survivor prints
@@ -32,11 +35,16 @@
 
 #include "zcoll.h"
 
+/* The groups: by parity, or (pairs) of consecutive ranks, as hosts of two ranks each
+ * (ZCOLL_TEST_SPLIT_NODES=2,2,...). */
+static int pairs;
+static int color_of(int r) { return pairs ? r / 2 : r % 2; }
+
 static int child_check(zcoll_comm_t *child, int rank, int p) {
-  /* members: parent ranks of rank's parity, by descending parent rank */
+  /* members: parent ranks of rank's group, by descending parent rank */
   int want[64], n = 0;
   for (int r = p - 1; r >= 0; r--)
-    if (r % 2 == rank % 2) want[n++] = r;
+    if (color_of(r) == color_of(rank)) want[n++] = r;
   int64_t sum = rank, want_sum = 0;
   int32_t mine = rank, got[64];
   for (int i = 0; i < n; i++) want_sum += want[i];
@@ -102,6 +110,7 @@ int main(int argc, char **argv) {
   /* kill: rank 1, a member of the odd child; killlead: rank 3, that child's leader */
   int kill_mode = argc > 1 && !strncmp(argv[1], "kill", 4);
   int victim = argc > 1 && !strcmp(argv[1], "killlead") ? 3 : 1;
+  pairs = argc > 1 && !strcmp(argv[1], "pairs");
   if (argc > 1 && !strcmp(argv[1], "nofetch") && deny_pidfd_getfd()) {
     perror("split_check: seccomp");
     return 1;
@@ -110,7 +119,7 @@ int main(int argc, char **argv) {
   if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) return 1;
   int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
   int sockets = inet_sockets();
-  if (zcoll_comm_split(comm, rank % 2, -rank, &child) != ZCOLL_OK || !child) {
+  if (zcoll_comm_split(comm, color_of(rank), -rank, &child) != ZCOLL_OK || !child) {
     fprintf(stderr, "split_check: rank %d: split: %s\n", rank, zcoll_last_error());
     return 1;
   }

@@ -64,10 +64,17 @@ static void release(zcoll_comm_t *comm, int local) {
     if (!c->staged) free(c->stage); /* a premul sum's (executor.c) */
   }
   int locked = local ? 0 : zcoll__tl_lock(comm->fam);
+  struct zcoll__tli *alloc = NULL; /* the instance that made the receive slots (comm_setup.c) */
   for (int k = 0; !local && k < comm->ntlis; k++) {
     struct zcoll__tli *t = &comm->tlis[k];
     if (t->recv_mr) t->ops->mem_dereg(t->recv_mr);
     if (t->send_mr) t->ops->mem_dereg(t->send_mr);
+    if (t->ops->mem_alloc) alloc = t;
+  }
+  /* An instance of a family may outlive this communicator: it forgets our slots now. */
+  if (alloc && alloc->ftl && alloc->ops->mem_free && comm->recv_region) {
+    alloc->ops->mem_free(alloc->tl, comm->recv_region, comm->region_bytes);
+    comm->recv_region = NULL;
   }
   zcoll__tl_unlock(comm->fam, locked);
   /* Endpoints go with the instance, before the memory they might still write: the

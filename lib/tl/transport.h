@@ -122,6 +122,10 @@ struct zcoll_tl_ops {
    * NULL: the core maps anonymous memory. Either way the core registers it with
    * mem_reg(remote = 1) and, after close, releases it with munmap(addr, len). */
   zcoll_status_t (*mem_alloc)(struct zcoll_tl *tl, size_t len, void **addr);
+  /* Optional, with mem_alloc: unmaps and forgets a region mem_alloc made (its
+   * registrations released first) while the instance stays open -- one communicator of
+   * several that share the instance leaving. NULL: only after close, as above. */
+  void (*mem_free)(struct zcoll_tl *tl, void *addr, size_t len);
   /* remote: peers may write into it (receive slots); otherwise it is only a source, and
    * no peer gets write access to it (staging, user buffers). */
   zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, int remote,

@@ -2,7 +2,8 @@
  * split_check -- zcoll_comm_split between processes.
  *
  *   split_check          parity groups ranked by descending parent rank (key -rank), each
- *                        checked by an allreduce and an allgather; then the parent is
+ *                        checked by an allreduce and an allgather, made and destroyed three
+ *                        times, then once more; then the parent is
  *                        destroyed and the child used again. "split_check: rank R ok",
  *                        after "split_check: rank R: N shm instances, +M network sockets"
  *                        (open in this process once the child exists: 1 shm instance where
@@ -118,6 +119,15 @@ int main(int argc, char **argv) {
   zcoll_comm_t *comm, *child = NULL;
   if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) return 1;
   int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
+  /* Children made and destroyed in turn: each reuses the channel set (and maybe the
+   * addresses) of the one before, which must leave nothing behind that the next could take
+   * for its own. */
+  for (int i = 0; !kill_mode && i < 3; i++)
+    if (zcoll_comm_split(comm, color_of(rank), -rank, &child) != ZCOLL_OK || !child ||
+        child_check(child, rank, p) || zcoll_comm_destroy(child) != ZCOLL_OK) {
+      fprintf(stderr, "split_check: rank %d: child %d: %s\n", rank, i, zcoll_last_error());
+      return 1;
+    }
   int sockets = inet_sockets();
   if (zcoll_comm_split(comm, color_of(rank), -rank, &child) != ZCOLL_OK || !child) {
     fprintf(stderr, "split_check: rank %d: split: %s\n", rank, zcoll_last_error());

@@ -27,6 +27,20 @@ zcoll_status_t zcoll__shm_mem_alloc(struct zcoll_tl *tl, size_t len, void **addr
   return ZCOLL_OK;
 }
 
+void zcoll__shm_mem_free(struct zcoll_tl *tl, void *addr, size_t len) {
+  for (int i = 0; i < tl->nallocs; i++) {
+    struct zcoll__shm_alloc *a = &tl->allocs[i];
+    if (a->base != addr) continue;
+    /* Forgotten before the address can be mapped anew: a later region there must not
+     * be taken for this one (mem_reg looks regions up by address). */
+    munmap(a->base, len);
+    close(a->fd);
+    *a = tl->allocs[--tl->nallocs];
+    return;
+  }
+  munmap(addr, len); /* not ours: as the core would */
+}
+
 zcoll_status_t zcoll__shm_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                   struct zcoll_tl_mr **out) {
   struct zcoll_tl_mr *mr = calloc(1, sizeof(*mr));

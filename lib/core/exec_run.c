@@ -1,0 +1,114 @@
+/*
+ * exec_run.c -- a collective's run set up for the executor (executor.c): its buffers and
+ * scratch, a created op's definition and staging, the grant of a registered result, and
+ * the executor's per-op and per-peer state rewound.
+ */
+#include <stdlib.h>
+
+#include "base/clock.h"
+#include "exec.h"
+#include "base/log.h"
+#include "kernels/op.h"
+#include "kernels/reduce.h"
+#include "mr.h"
+
+/* A created op (op.c): its definition, held by the plan; the element it must see whole;
+ * for a premul sum, staging on transports that put from anywhere (the scaled input goes
+ * out from there), and the scaling of an in-place input that nothing else reads (p = 1). */
+static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r,
+                                 const struct zcoll__sched *s) {
+  r->uop = zcoll__op_def_of((zcoll_op_t)r->desc.op);
+  if (r->uop->elem_bytes) r->dsize = r->uop->elem_bytes;
+  if (r->uop->kind != ZCOLL_OPK_PREMUL) return ZCOLL_OK;
+  if (s->in_place && !s->nops && s->count)
+    zcoll__scale_copy(r->dtype, r->buf[ZCOLL_BUF_DST], r->buf[ZCOLL_BUF_DST], s->count,
+                      r->uop->scalar);
+  for (int j = 0; j < s->npeers; j++) {
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0 || comm->chans[ci].stage) continue; /* staged ones have theirs */
+    if (!(comm->chans[ci].stage = malloc((size_t)comm->depth * comm->slot_bytes)))
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a premul sum's staging");
+  }
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
+                               const struct zcoll__sched *s, struct zcoll__exec_state *e,
+                               const struct zcoll__coll_desc *desc, uint64_t ordinal,
+                               const void *src, void *dst) {
+  zcoll_dtype_t dtype = (zcoll_dtype_t)desc->dtype;
+  /* Field by field: a compound literal clears the whole struct with `rep stos`, whose
+   * start-up alone is a tenth of an 8-byte allreduce. */
+  r->next = NULL;
+  r->status = ZCOLL_IN_PROGRESS;
+  atomic_store_explicit(&r->ended, 0, memory_order_relaxed);
+  r->comm = comm;
+  r->s = s;
+  r->e = e;
+  r->dtype = dtype;
+  r->op = (zcoll_op_t)desc->op;
+  r->ordinal = ordinal;
+  r->desc = *desc;
+  r->fp = zcoll__coll_fingerprint_cached(&comm->fp_cache, desc);
+  r->local_cur = 0;
+  r->buf[ZCOLL_BUF_SRC] = (char *)src;
+  r->buf[ZCOLL_BUF_DST] = dst;
+  r->uop = NULL;
+  r->dsize = zcoll__dsize(dtype);
+  if (desc->op >= ZCOLL_OP_COUNT) {
+    zcoll_status_t st = created_op(comm, r, s);
+    if (st != ZCOLL_OK) return st;
+  }
+  /* A schedule of nothing (count 0) may still name TMP, at offset 0: never NULL. */
+  static char no_tmp;
+  r->buf[ZCOLL_BUF_TMP] = &no_tmp;
+  if (s->tmp_count) { /* the scratch lives with the executor state: one run uses it */
+    size_t bytes = s->tmp_count * r->dsize;
+    if (bytes > e->tmp_cap) {
+      char *t = malloc(bytes);
+      if (!t)
+        return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for %zu bytes of scratch", bytes);
+      free(e->tmp);
+      e->tmp = t;
+      e->tmp_cap = bytes;
+    }
+    r->buf[ZCOLL_BUF_TMP] = e->tmp;
+  }
+  r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
+  r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
+  r->remaining = s->nops;
+  r->started_ns = comm->trace.f ? zcoll__now_ns() : 0;
+  r->grant = NULL;
+  r->ngkeys = 0;
+  r->fence = 0;
+  /* A result inside a zcoll_mem_register region may be written by the peers directly,
+   * for any call (a persistent request sets its own after this). */
+  if (comm->mrs) {
+    /* an allgather's result is every rank's block: the whole of its coordinates */
+    size_t n = desc->kind == ZCOLL_COLL_ALLGATHER ? s->count : (size_t)desc->count;
+    size_t bytes = n * zcoll__dsize(dtype);
+    if (bytes > comm->slot_bytes && comm->slot_bytes >= ZCOLL_GRANT_MAX_BYTES && dst)
+      r->grant = zcoll__mr_grant(comm, dst, bytes, &r->grant_base);
+  }
+  for (int i = 0; i < s->nops; i++) {
+    e->pos[i] = e->issued[i] = s->ops[i].off;
+    e->finished[i] = 0;
+    e->gfrom[i] = SIZE_MAX;
+    e->gto[i] = 0;
+  }
+  for (int c = 0; c < comm->nchans; c++) e->peer_of_chan[c] = -1;
+  for (int j = 0; j < s->npeers; j++) {
+    e->send_cur[j] = s->peer_sends[j];
+    e->recv_cur[j] = e->grant_cur[j] = s->peer_recvs[j];
+    e->hdr_sent[j] = e->hdr_seen[j] = 0;
+    e->awaited_ns[j] = 0;
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0)
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "the schedule needs rank %d, which is not a peer",
+                         s->peers[j]);
+    e->chan[j] = ci;
+    e->peer_of_chan[ci] = j;
+  }
+  r->fl = NULL; /* the caller opens its flight recorder entry */
+  return ZCOLL_OK;
+}

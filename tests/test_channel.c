@@ -121,11 +121,16 @@ Test(channel, immediate_layout) {
     cr_assert_eq(zcoll__imm_set(imm), set);
     cr_assert_eq(zcoll__imm_ord(imm), ZCOLL_IMM_ORD_MASK);
     cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, ZCOLL_IMM_SEQ_MASK);
-    imm = zcoll__imm_credit(256, bits);
+    uint32_t gen = (set * 37u) & ZCOLL_IMM_GEN_MASK;
+    imm = zcoll__imm_credit(256, bits, gen << ZCOLL_IMM_GEN_SHIFT);
     cr_assert(imm & ZCOLL_IMM_CREDIT);
     cr_assert_eq(zcoll__imm_set(imm), set);
+    cr_assert_eq(zcoll__imm_gen(imm), gen, "a credit return carries its set's generation");
     cr_assert_eq(imm & ZCOLL_IMM_SEQ_MASK, 256u, "a full window of credits fits");
   }
+  /* The generation takes the ordinal's place: a credit return has no ordinal. */
+  cr_assert_eq(ZCOLL_IMM_GEN_SHIFT, ZCOLL_IMM_ORD_SHIFT);
+  cr_assert_eq(ZCOLL_IMM_GEN_MASK, ZCOLL_IMM_ORD_MASK);
 }
 
 /* A notification of another set is not this channel's: refused, not counted. */
@@ -134,7 +139,7 @@ Test(channel, other_set_refused) {
   struct zcoll__chan c = {.peer = 3, .slots = slots, .imm_set = 2u << ZCOLL_IMM_SET_SHIFT};
   struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED,
                               .peer = 3,
-                              .imm = zcoll__imm_credit(1, 1u << ZCOLL_IMM_SET_SHIFT)};
+                              .imm = zcoll__imm_credit(1, 1u << ZCOLL_IMM_SET_SHIFT, 0)};
   zcoll__log_mute(1);
   cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_ERR_TRANSPORT);
   ev.imm = zcoll__imm_piece(0, 0, 0, 0);
@@ -146,7 +151,7 @@ Test(channel, other_set_refused) {
   ev.imm = zcoll__imm_piece(0, 0, 0, 2u << ZCOLL_IMM_SET_SHIFT);
   cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_OK);
   cr_assert_eq(slots[0].arrived, 1);
-  ev.imm = zcoll__imm_credit(1, 2u << ZCOLL_IMM_SET_SHIFT);
+  ev.imm = zcoll__imm_credit(1, 2u << ZCOLL_IMM_SET_SHIFT, 5u << ZCOLL_IMM_GEN_SHIFT);
   cr_assert_eq(zcoll__chan_arrived(&c, 4, 4096, &ev), ZCOLL_OK);
   cr_assert_eq(c.credits, 1u);
 }

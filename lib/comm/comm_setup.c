@@ -444,6 +444,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
     c->same_host = comm->host_of[q] == comm->host_of[comm->rank];
     c->peer = q;
     c->imm_set = (uint32_t)comm->set << ZCOLL_IMM_SET_SHIFT;
+    c->imm_gen = (uint32_t)comm->set_gen << ZCOLL_IMM_GEN_SHIFT;
     c->roff = SLOT_SKEW + (uint64_t)pos[i] * ring;
     c->credits = (uint32_t)comm->depth;
     c->recv = comm->recv_region + SLOT_SKEW + (size_t)i * ring;

@@ -82,7 +82,7 @@ zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__s
    * count of local ranks. */
   comm->cfg->local_size = parent->cfg->local_size;
   (void)zcoll__wire_oversubscribed(comm);
-  zcoll__family_join(parent->fam, comm, share->set);
+  zcoll__family_join(parent->fam, comm, share->set, share->gen);
   zcoll_log_debug("split: channel set %d over the parent's %s instance%s", share->set,
                   comm->tl_names, comm->ntlis > 1 ? "s" : "");
   if ((st = zcoll__wire_tables(comm, npeers, &kinds)) != ZCOLL_OK) goto out;

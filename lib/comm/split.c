@@ -46,6 +46,7 @@ struct order {
 struct offer {
   uint64_t free_sets;
   int32_t local_tl, pad;
+  uint16_t gen[ZCOLL_CHAN_SETS]; /* each set's latest generation in its family (channel.h) */
 };
 
 static int by_key_then_rank(const void *a, const void *b) {
@@ -88,9 +89,10 @@ static int take_fd(const struct link *l) {
 /* Which set each rank's group shares its instances on (-1: it does not), decided alike on
  * every rank from the same colors, hosts and offers: the members are all on one host, each
  * has the same kind of shareable instance, and a set is free in every member's family (the
- * lowest such). tl: that instance's kind, by rank. */
+ * lowest such). tl: that instance's kind, by rank; gen: the set's new generation, one past
+ * the latest any member had for it. */
 static void decide(const zcoll_comm_t *comm, const struct member *all, const struct offer *offers,
-                   int *set_of, int *tl) {
+                   int *set_of, int *tl, int *gen) {
   int p = comm->size;
   for (int r = 0; r < p; r++) set_of[r] = -2; /* not yet decided */
   for (int r = 0; r < p; r++) {
@@ -103,11 +105,14 @@ static void decide(const zcoll_comm_t *comm, const struct member *all, const str
         common &= offers[q].free_sets;
         can &= offers[q].local_tl == offers[r].local_tl && comm->host_of[q] == comm->host_of[r];
       }
-    int set = can && common ? __builtin_ctzll(common) : -1;
+    int set = can && common ? __builtin_ctzll(common) : -1, g = 0;
+    for (int q = r; set > 0 && q < p; q++)
+      if (all[q].color == all[r].color && offers[q].gen[set] > g) g = offers[q].gen[set];
     for (int q = r; q < p; q++)
       if (all[q].color == all[r].color) {
         set_of[q] = set;
         tl[q] = offers[r].local_tl - 1;
+        gen[q] = (g + 1) & (int)ZCOLL_IMM_GEN_MASK;
       }
   }
 }
@@ -148,12 +153,13 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   zcoll_unique_id_t *ids = malloc(sizeof(*ids) * (size_t)p);
   struct offer *offers = malloc(sizeof(*offers) * (size_t)p);
   int *members = malloc(sizeof(int) * (size_t)p), *set_of = malloc(sizeof(int) * (size_t)p);
-  int *tl_of = malloc(sizeof(int) * (size_t)p);
+  int *tl_of = malloc(sizeof(int) * (size_t)p), *gen_of = malloc(sizeof(int) * (size_t)p);
   int32_t *took = malloc(sizeof(int32_t) * (size_t)p);
   int *fds = malloc(sizeof(int) * (size_t)p);
-  if (!all || !group || !ids || !offers || !members || !set_of || !tl_of || !took || !fds) {
+  if (!all || !group || !ids || !offers || !members || !set_of || !tl_of || !gen_of || !took ||
+      !fds) {
     free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
-        free(took), free(fds);
+        free(gen_of), free(took), free(fds);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
   }
   for (int r = 0; r < p; r++) fds[r] = -1;
@@ -178,14 +184,18 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   }
   for (int i = 0; i < n; i++) members[i] = group[i].rank;
   /* Round 2: what each can offer; every rank learns which groups share. */
-  struct offer mine_offer = {0, zcoll__family_local_tl(comm) + 1, 0};
-  if (comm->fam) mine_offer.free_sets = zcoll__family_free_sets(comm->fam);
+  struct offer mine_offer = {0, zcoll__family_local_tl(comm) + 1, 0, {0}};
+  if (comm->fam) mine_offer.free_sets = zcoll__family_free_sets(comm->fam, mine_offer.gen);
   if (st == ZCOLL_OK) st = round_all(comm, &mine_offer, offers, sizeof(mine_offer));
   int any_share = 0;
-  if (st == ZCOLL_OK) decide(comm, all, offers, set_of, tl_of);
+  if (st == ZCOLL_OK) decide(comm, all, offers, set_of, tl_of, gen_of);
   for (int r = 0; st == ZCOLL_OK && r < p; r++) any_share |= set_of[r] > 0;
-  struct zcoll__share share = {comm, me >= 0 && st == ZCOLL_OK ? set_of[comm->rank] : -1,
-                               st == ZCOLL_OK ? tl_of[comm->rank] : -1, members, NULL};
+  struct zcoll__share share = {comm,
+                               me >= 0 && st == ZCOLL_OK ? set_of[comm->rank] : -1,
+                               st == ZCOLL_OK ? gen_of[comm->rank] : 0,
+                               st == ZCOLL_OK ? tl_of[comm->rank] : -1,
+                               members,
+                               NULL};
   /* Round 3: how to reach the leader. A group that shares needs no rendezvous: each
    * member makes a socket pair and offers one end, which the leader takes (take_fd). The
    * others' leaders open a rendezvous of their own (unique_id.c). */
@@ -265,6 +275,6 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   explicit_bzero(ids, sizeof(*ids) * (size_t)p); /* the groups' keys */
   explicit_bzero(&id, sizeof(id));
   free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
-      free(took), free(fds);
+      free(gen_of), free(took), free(fds);
   return st;
 }

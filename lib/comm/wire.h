@@ -25,8 +25,8 @@ zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, u
  * instances (core/family.h): its channel set there, and its ranks' ranks in the parent. */
 struct zcoll__share {
   zcoll_comm_t *parent;
-  int set;
-  int tl_idx; /* the parent's instance it runs over (zcoll__family_local_tl) */
+  int set, gen; /* its channel set and the set's generation (core/channel.h) */
+  int tl_idx;   /* the parent's instance it runs over (zcoll__family_local_tl) */
   const int *members;
   /* The star of its control already made (socket pairs, zcoll__bootstrap_attach), or NULL
    * for a rendezvous. */

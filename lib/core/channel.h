@@ -21,7 +21,8 @@
  *                whose header went this way on this channel (below)
  *   bit  28      EXT: with HDR a grant, alone a direct piece (below)
  *   bits 22..27  the channel's set (below); a credit return carries it too
- *   bits 12..21  the low 10 bits of the collective's ordinal
+ *   bits 12..21  the low 10 bits of the collective's ordinal (a credit return: the set's
+ *                generation, below)
  *   bits  0..11  the piece's number on this channel, mod 2^12 (a credit return: how many)
  *
  * Sets. Several channels may run between the same two ranks over one connection, each
@@ -30,7 +31,12 @@
  * or credit is; both ends agree on it when the channel is made. Piece numbers need only
  * tell apart the pieces of one window (a depth of at most 256 slots), and an ordinal's
  * low bits the collectives a rank can be ahead of its peer by (one, in practice): twelve
- * and ten bits leave six for the set.
+ * and ten bits leave six for the set. A set is used again once its communicator is gone,
+ * and the last credit returns of the old one may still be on their way (a transport may
+ * hold a notification back while the receiver's queue is full): credit returns carry the
+ * set's generation, which the ranks of a new communicator agree on and the old one's
+ * lack, so that they are dropped rather than counted. Pieces need none: a communicator
+ * is destroyed only after every piece sent to it was consumed.
  *
  * so that a piece is one of five kinds (zcoll__imm_kind): plain, HDR, SAME, GRANT
  * (EXT|HDR) or DIRECT (EXT). Every kind takes a piece number and a credit, whether or not
@@ -90,6 +96,8 @@
 #define ZCOLL_IMM_SEQ_MASK 0xfffu
 #define ZCOLL_IMM_ORD_SHIFT 12
 #define ZCOLL_IMM_ORD_MASK 0x3ffu
+#define ZCOLL_IMM_GEN_SHIFT 12 /* a credit return's: where pieces have the ordinal */
+#define ZCOLL_IMM_GEN_MASK 0x3ffu
 /* Sets a rank can tell apart: ZCOLL_IMM_SET_MASK + 1. */
 #define ZCOLL_CHAN_SETS 64
 
@@ -191,6 +199,7 @@ struct zcoll__chan {
   uint8_t staged;                 /* ops reads only registered memory: stage sends */
   uint8_t same_host;              /* the peer runs on this rank's host */
   uint32_t imm_set;               /* the set, in place in the immediate (ZCOLL_IMM_SET_SHIFT) */
+  uint32_t imm_gen;               /* its generation, in place in a credit return's immediate */
   uint64_t bytes_out;             /* payload bytes put to the peer */
   struct zcoll_ep *ep;
   struct zcoll_tl_rkey *rkey; /* the peer's receive region */
@@ -225,8 +234,12 @@ static inline uint32_t zcoll__imm_piece(uint64_t seq, uint64_t ordinal, uint32_t
   return ((uint32_t)seq & ZCOLL_IMM_SEQ_MASK) |
          (((uint32_t)ordinal & ZCOLL_IMM_ORD_MASK) << ZCOLL_IMM_ORD_SHIFT) | flags | set;
 }
-static inline uint32_t zcoll__imm_credit(uint32_t count, uint32_t set) {
-  return ZCOLL_IMM_CREDIT | set | count;
+/* set, gen: a channel's imm_set and imm_gen */
+static inline uint32_t zcoll__imm_credit(uint32_t count, uint32_t set, uint32_t gen) {
+  return ZCOLL_IMM_CREDIT | set | gen | count;
+}
+static inline uint32_t zcoll__imm_gen(uint32_t imm) {
+  return (imm >> ZCOLL_IMM_GEN_SHIFT) & ZCOLL_IMM_GEN_MASK;
 }
 static inline uint32_t zcoll__imm_ord(uint32_t imm) {
   return (imm >> ZCOLL_IMM_ORD_SHIFT) & ZCOLL_IMM_ORD_MASK;

@@ -76,7 +76,7 @@ struct zcoll_comm {
    * set there, and its ranks in the instances' numbering (NULL where they are the same:
    * the family's first). */
   struct zcoll__family *fam;
-  int set;
+  int set, set_gen;
   int *erank_of; /* rank -> engine rank */
   int *crank_of; /* engine rank -> rank, -1: not a member */
   struct zcoll__finbox inbox;

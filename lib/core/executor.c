@@ -213,7 +213,7 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
 
 static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
   zcoll_status_t st = zcoll__chan_put(
-      comm, c, NULL, NULL, NULL, 0, 0, zcoll__imm_credit(c->unreturned, c->imm_set),
+      comm, c, NULL, NULL, NULL, 0, 0, zcoll__imm_credit(c->unreturned, c->imm_set, c->imm_gen),
       ZCOLL_COOKIE_CREDIT | zcoll__cookie(c->imm_set, (uint32_t)(c - comm->chans), 0));
   if (st == ZCOLL_OK) c->unreturned = 0;
   return st;

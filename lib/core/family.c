@@ -41,15 +41,17 @@ zcoll_status_t zcoll__family_create(zcoll_comm_t *comm) {
   return ZCOLL_OK;
 }
 
-void zcoll__family_join(struct zcoll__family *fam, zcoll_comm_t *comm, int set) {
+void zcoll__family_join(struct zcoll__family *fam, zcoll_comm_t *comm, int set, int gen) {
   pthread_mutex_lock(&fam->mu);
   fam->refs++;
   fam->set_comm[set] = comm;
+  fam->gen[set] = (uint16_t)gen;
   for (int k = 0; k < comm->ntlis; k++) comm->tlis[k].ftl->refs++;
   atomic_store_explicit(&fam->shared, 1, memory_order_release);
   pthread_mutex_unlock(&fam->mu);
   comm->fam = fam;
   comm->set = set;
+  comm->set_gen = gen;
 }
 
 void zcoll__family_leave(zcoll_comm_t *comm, int drained, int local) {
@@ -82,11 +84,13 @@ void zcoll__family_leave(zcoll_comm_t *comm, int drained, int local) {
   free(fam);
 }
 
-uint64_t zcoll__family_free_sets(struct zcoll__family *fam) {
+uint64_t zcoll__family_free_sets(struct zcoll__family *fam, uint16_t *gen) {
   pthread_mutex_lock(&fam->mu);
-  uint64_t used = fam->burnt;
-  for (int s = 0; s < ZCOLL_CHAN_SETS; s++)
+  uint64_t used = fam->burnt | 1u; /* set 0 is the first communicator's, even once it is gone */
+  for (int s = 0; s < ZCOLL_CHAN_SETS; s++) {
     if (fam->set_comm[s]) used |= 1ull << s;
+    gen[s] = fam->gen[s];
+  }
   pthread_mutex_unlock(&fam->mu);
   return ~used;
 }
@@ -109,6 +113,12 @@ static int set_of(const struct zcoll_tl_event *ev) {
   case ZCOLL_TL_EV_PUT_DONE: return (int)zcoll__cookie_set(ev->cookie);
   default: return -1;
   }
+}
+
+/* A credit return of an earlier communicator on the set (channel.h): nobody's now. */
+static int stale(const struct zcoll__family *fam, const struct zcoll_tl_event *ev, int s) {
+  return ev->kind == ZCOLL_TL_EV_ARRIVED && (ev->imm & ZCOLL_IMM_CREDIT) && fam->set_comm[s] &&
+         zcoll__imm_gen(ev->imm) != (uint32_t)fam->set_comm[s]->set_gen;
 }
 
 static void wake(zcoll_comm_t *comm) {
@@ -134,6 +144,8 @@ static int route(struct zcoll__family *fam, zcoll_comm_t *comm, struct zcoll_tl_
         }
       }
       ev[kept++] = ev[i];
+    } else if (stale(fam, &ev[i], s)) {
+      zcoll_log_debug("dropped a credit return of an older communicator on channel set %d", s);
     } else if (s == comm->set) {
       ev[kept++] = ev[i];
     } else if (fam->set_comm[s]) {

@@ -52,6 +52,7 @@ struct zcoll__family {
   struct zcoll__ftl tls[ZCOLL_TL_MAX];
   int ntls;
   struct zcoll_comm *set_comm[ZCOLL_CHAN_SETS]; /* whose each set is, NULL: nobody's */
+  uint16_t gen[ZCOLL_CHAN_SETS];                /* each set's latest generation here */
   /* Sets never to be used again here: released without draining what peers may still
    * have sent on them (after a failure or an abort). */
   uint64_t burnt;
@@ -69,15 +70,17 @@ struct zcoll_comm;
 
 /* Makes comm (wired, with its own instances) the first of a new family. */
 zcoll_status_t zcoll__family_create(struct zcoll_comm *comm);
-/* Adds comm, split from a member of fam, with channel set `set`: comm's tlis use fam's
- * instances (their ftl set by the caller). */
-void zcoll__family_join(struct zcoll__family *fam, struct zcoll_comm *comm, int set);
+/* Adds comm, split from a member of fam, with channel set `set` of generation gen (higher,
+ * mod 2^10, than any the members had for it: split.c): comm's tlis use fam's instances
+ * (their ftl set by the caller). */
+void zcoll__family_join(struct zcoll__family *fam, struct zcoll_comm *comm, int set, int gen);
 /* Takes comm out of its family (its set free for reuse if drained, else burnt) and
  * closes the instances nobody uses any more; frees the family with its last member.
  * local: in a forked child, where the instances are the parent process's. */
 void zcoll__family_leave(struct zcoll_comm *comm, int drained, int local);
-/* Sets free here for a new communicator: a bit each. */
-uint64_t zcoll__family_free_sets(struct zcoll__family *fam);
+/* Sets free here for a new communicator: a bit each (never set 0, the first's); and each
+ * set's latest generation here, into gen[ZCOLL_CHAN_SETS]. */
+uint64_t zcoll__family_free_sets(struct zcoll__family *fam, uint16_t *gen);
 /* The instance of comm's family that a communicator split from comm may share with the
  * other ranks on this host (one with CAP_PEER_LOSS: shm, loopback, which serve only this
  * host): its index in zcoll__transports, or -1 if there is none. */

@@ -137,7 +137,9 @@ zcoll_status_t zcoll__progress_thread_start(zcoll_comm_t *comm) {
   }
   comm->progress_on = 1;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (comm->cfg->local_size > 0 && cores > 0 && 2L * comm->cfg->local_size > cores)
+  /* Said once, by the job's first communicator: a split's children would repeat it. */
+  if (comm->cfg->local_size > 0 && cores > 0 && 2L * comm->cfg->local_size > cores &&
+      !comm->erank_of)
     zcoll_log_warn("ZCOLL_PROGRESS=thread: %d ranks on this host with a progress thread each "
                    "and the application's own: more threads than its %ld cores, so progress "
                    "waits for a core (ZCOLL_PROGRESS=caller avoids the extra threads)",

@@ -401,14 +401,28 @@ static zcoll_status_t lost(zcoll_comm_t *comm, int peer, const char *tl) {
   return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "rank %d died (%s saw its process end)", q, tl);
 }
 
+/* Is this arrival comm's: its set, and for a credit return the set's generation
+ * (family.c routes by the same rule)? */
+static inline int mine(const zcoll_comm_t *comm, const struct zcoll_tl_event *ev) {
+  return zcoll__imm_set(ev->imm) == (uint32_t)comm->set &&
+         (!(ev->imm & ZCOLL_IMM_CREDIT) || zcoll__imm_gen(ev->imm) == (uint32_t)comm->set_gen);
+}
+
 static zcoll_status_t pump_one(zcoll_comm_t *comm, int k, int *progress) {
   struct zcoll_tl_event ev[MAX_EVENTS];
+  struct zcoll__tli *t = &comm->tlis[k];
+  /* Alone in its family, with nothing routed to it: the instance is this communicator's,
+   * polled directly (the 8-byte path notices a call more), and only a late credit return
+   * of a destroyed sibling can be another's -- dropped here as the family would. */
+  const int direct = !zcoll__family_locks(comm->fam) && !comm->inbox.q.len;
   for (;;) {
     int n = 0;
-    zcoll_status_t st = zcoll__family_poll(comm, k, ev, MAX_EVENTS, &n);
+    zcoll_status_t st = direct ? t->ops->poll(t->tl, ev, MAX_EVENTS, &n)
+                               : zcoll__family_poll(comm, k, ev, MAX_EVENTS, &n);
     if (st != ZCOLL_OK) return st;
     for (int i = 0; i < n; i++) {
       if (ev[i].kind == ZCOLL_TL_EV_ARRIVED) {
+        if (direct && !mine(comm, &ev[i])) continue;
         if ((st = arrived(comm, &ev[i])) != ZCOLL_OK) return st;
       } else if (ev[i].kind == ZCOLL_TL_EV_PEER_LOST) {
         if ((st = lost(comm, ev[i].peer, comm->tlis[k].ops->name)) != ZCOLL_OK) return st;

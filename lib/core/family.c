@@ -56,8 +56,10 @@ void zcoll__family_join(struct zcoll__family *fam, zcoll_comm_t *comm, int set, 
 
 void zcoll__family_leave(zcoll_comm_t *comm, int drained, int local) {
   struct zcoll__family *fam = comm->fam;
-  zcoll__evq_free(&comm->inbox.q);
-  if (!fam) return;
+  if (!fam) {
+    zcoll__evq_free(&comm->inbox.q);
+    return;
+  }
   struct zcoll__ftl *done[ZCOLL_TL_MAX];
   int ndone = 0;
   pthread_mutex_lock(&fam->mu);
@@ -70,6 +72,9 @@ void zcoll__family_leave(zcoll_comm_t *comm, int drained, int local) {
   }
   int last = --fam->refs == 0;
   if (fam->refs <= 1) atomic_store_explicit(&fam->shared, 0, memory_order_release);
+  /* Only now: until its set was taken back, another member's thread could still put an
+   * event for it here. */
+  zcoll__evq_free(&comm->inbox.q);
   pthread_mutex_unlock(&fam->mu);
   /* Endpoints go with the instance, before the memory they might still write. */
   for (int i = 0; i < ndone; i++) {

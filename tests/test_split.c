@@ -134,6 +134,43 @@ Test(split, child_and_parent_at_once_from_two_threads, .timeout = 300) {
   }
 }
 
+/* Children aborted (their channel sets given up for good: a peer's late data may still
+ * come for them) and more children alive at once than a process tells apart (63 sets):
+ * later splits still work, the extra ones over instances of their own. */
+static void many_children_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  enum { ALIVE = 66 };
+  static __thread zcoll_comm_t *kids[ALIVE];
+  int p = job->size, want[64];
+  char msg[256];
+  for (int r = 0; r < p; r++) want[r] = r;
+  for (int i = 0; i < 4; i++) { /* made, used, aborted by every rank */
+    zcoll_comm_t *c = NULL;
+    if (zcoll_comm_split(comm, 0, rank, &c) != ZCOLL_OK ||
+        check_child(c, want, p, rank, msg, sizeof(msg))) {
+      rt_fail(job, rank, c ? msg : zcoll_last_error());
+      return;
+    }
+    zcoll_comm_abort(c);
+  }
+  int n = 0;
+  for (; n < ALIVE; n++)
+    if (zcoll_comm_split(comm, 0, rank, &kids[n]) != ZCOLL_OK) {
+      rt_fail(job, rank, zcoll_last_error());
+      break;
+    }
+  for (int i = n - 1; i >= 0; i -= 5) /* used in another order than made */
+    if (check_child(kids[i], want, p, rank, msg, sizeof(msg))) rt_fail(job, rank, msg);
+  for (int i = 0; i < n; i++)
+    if (zcoll_comm_destroy(kids[i]) != ZCOLL_OK) rt_fail(job, rank, zcoll_last_error());
+}
+
+Test(split, aborted_children_and_more_than_63_alive, .timeout = 300) {
+  for (int p = 2; p <= 3; p++) {
+    struct rt_job job = {.size = p, .body = many_children_body};
+    cr_expect_eq(rt_run(&job), 0, "p=%d: %s", p, job.first);
+  }
+}
+
 /* A color below 0 other than ZCOLL_UNDEFINED, on one rank: every rank refuses. */
 static void bad_color_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   zcoll_comm_t *child = (zcoll_comm_t *)1;

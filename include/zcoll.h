@@ -602,4 +602,7 @@ ZCOLL_API const char *zcoll_op_name(zcoll_op_t op);
 #ifdef __cplusplus
 }
 #endif
+
+#include "zcoll_partial.h" /* partial (quorum) allreduce */
+
 #endif /* ZCOLL_H */

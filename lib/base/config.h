@@ -21,10 +21,11 @@ struct zcoll_config {
   int local_rank, local_size; /* informational, set by launchers */
   char root[256];             /* host:port of rank 0's rendezvous */
   int root_fd;                /* rank 0: an already listening socket (zcoll_run) */
-  char job_key[128];          /* secret: never printed, logged or sent */
-  int require_key;            /* 1: no job key is an error */
-  char job_id[128];           /* public: tells jobs sharing a port apart */
-  int transport;              /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
+  int all_peers;     /* not a setting: a channel to every rank (lib/comm/split.c, partial_init.c) */
+  char job_key[128]; /* secret: never printed, logged or sent */
+  int require_key;   /* 1: no job key is an error */
+  char job_id[128];  /* public: tells jobs sharing a port apart */
+  int transport;     /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
   char ib_dev[64];
   char algo[32];
   char bcast_algo[32];

@@ -28,6 +28,7 @@
 #include "base/clock.h"
 #include "core/exec.h"
 #include "base/log.h"
+#include "partial.h"
 #include "progress_thread.h"
 #include "tasks.h"
 
@@ -56,7 +57,11 @@ static void pass(zcoll_comm_t *comm, int *progress, int *busy) {
     zcoll_status_t st = zcoll__vecs_pump(comm, progress);
     if (st != ZCOLL_OK) failed(comm, st);
   }
-  *busy = comm->broken == ZCOLL_OK && comm->active != NULL;
+  if (comm->broken == ZCOLL_OK && comm->partial) { /* a partial round to decide and move */
+    zcoll_status_t st = zcoll__partial_pump(comm, progress);
+    if (st != ZCOLL_OK) failed(comm, st);
+  }
+  *busy = comm->broken == ZCOLL_OK && (comm->active != NULL || zcoll__partial_busy(comm));
 }
 
 /* Sleeps until something may have happened (at most 10 ms busy, 100 ms idle); the lock is

@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/clock.h"
 #include "boot/sock.h"
+#include "partial.h"
 #include "plan.h"
 #include "progress_thread.h"
 #include "request.h"
@@ -46,8 +47,9 @@ struct zcoll_request {
   struct zcoll__plan agree_plan;
   struct zcoll__exec_state *agree_e;
   struct zcoll__run agree_run;
-  int wait_ms;             /* zcoll_wait_timeout's bound, for its body */
-  struct zcoll__idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
+  int wait_ms;                    /* zcoll_wait_timeout's bound, for its body */
+  struct zcoll__idle idle;        /* zcoll_wait_timeout: the wait so far, kept across its calls */
+  struct zcoll__partial *partial; /* a partial allreduce's (partial.c), whose calls these are */
 };
 
 /* How q's collective stands: in progress until its last run has ended; the data run's
@@ -434,20 +436,43 @@ static zcoll_status_t free_ended(struct zcoll_request *q) {
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll_start(zcoll_request_t *q) { return on_request(q, "zcoll_start", start_again); }
+zcoll_status_t zcoll_start(zcoll_request_t *q) {
+  if (q && q->partial) return zcoll__partial_start(q->partial);
+  return on_request(q, "zcoll_start", start_again);
+}
 /* zcoll_test never waits for the progress thread's pass (copies and reductions of
  * hundreds of microseconds, more when the thread lost its core holding the lock). */
 zcoll_status_t zcoll_test(zcoll_request_t *q) {
+  if (q && q->partial) return zcoll__partial_test(q->partial);
   return on_request_how(q, "zcoll_test", test_end, q && q->open && !q->pooled);
 }
-zcoll_status_t zcoll_wait(zcoll_request_t *q) { return on_request(q, "zcoll_wait", wait_end); }
+zcoll_status_t zcoll_wait(zcoll_request_t *q) {
+  if (q && q->partial) return zcoll__partial_wait(q->partial, -1);
+  return on_request(q, "zcoll_wait", wait_end);
+}
 zcoll_status_t zcoll_wait_timeout(zcoll_request_t *q, int timeout_ms) {
+  if (q && q->partial) return zcoll__partial_wait(q->partial, timeout_ms > 0 ? timeout_ms : 0);
   if (q && !q->pooled) q->wait_ms = timeout_ms > 0 ? timeout_ms : 0;
   return on_request(q, "zcoll_wait_timeout", wait_end_for);
 }
 zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
+  if (q && q->partial) return zcoll__partial_free(q->partial);
   return on_request(q, "zcoll_request_free", free_ended);
 }
+
+/* A partial request's handle: on its own communicator, in no list (partial.c owns it). */
+zcoll_request_t *zcoll__request_of_partial(zcoll_comm_t *comm, struct zcoll__partial *P) {
+  struct zcoll_request *q = calloc(1, sizeof(*q));
+  if (!q) return NULL;
+  q->comm = comm;
+  q->persistent = 1;
+  q->partial = P;
+  return q;
+}
+struct zcoll__partial *zcoll__partial_of(const zcoll_request_t *q) {
+  return q ? q->partial : NULL;
+}
+void zcoll__request_forget(zcoll_request_t *q) { free(q); }
 
 /* ---- for layers inside the library (tasks.c): the calls' bodies, on a communicator the
  * caller has entered (or whose lock the progress thread holds). ---- */

@@ -34,6 +34,8 @@ zcoll_status_t zcoll__wire_peers(zcoll_comm_t *comm, int **out, int *n) {
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory computing peers");
   }
   int k = 0;
+  for (int r = 0; comm->cfg->all_peers && r < comm->size; r++)
+    if (r != comm->rank) seen[r] = 1, peers[k++] = r;
   for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
     const struct zcoll__algo *al = a < zcoll__nalgos ? zcoll__algos[a]
                                                      : zcoll__bcast_algos[a - zcoll__nalgos];

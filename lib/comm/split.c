@@ -140,7 +140,8 @@ static zcoll_status_t round_all(zcoll_comm_t *comm, const void *mine, void *all,
   return zcoll_allgather(comm, mine, all, len, ZCOLL_UINT8);
 }
 
-zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_comm_t **newcomm) {
+zcoll_status_t zcoll__comm_split(zcoll_comm_t *comm, int color, int key, int all_peers,
+                                 zcoll_comm_t **newcomm) {
   if (newcomm) *newcomm = NULL;
   if (!comm || !newcomm)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_split: %s is NULL",
@@ -255,6 +256,7 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
                      leader, color);
   zcoll_config_t *cfg = NULL;
   if (st == ZCOLL_OK && me >= 0 && (st = zcoll__config_dup(comm->cfg, &cfg)) == ZCOLL_OK) {
+    cfg->all_peers = all_peers;
     zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)%s", color, key,
                     me, n, leader,
                     pairs           ? ", over the parent's instances and no rendezvous"
@@ -277,4 +279,8 @@ zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_co
   free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
       free(gen_of), free(took), free(fds);
   return st;
+}
+
+zcoll_status_t zcoll_comm_split(zcoll_comm_t *comm, int color, int key, zcoll_comm_t **newcomm) {
+  return zcoll__comm_split(comm, color, key, 0, newcomm);
 }

@@ -66,7 +66,8 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     return;
   }
   if (d->kind != ZCOLL_COLL_ALLREDUCE && d->kind != ZCOLL_COLL_VEC &&
-      d->kind != ZCOLL_COLL_REDUCE_SCATTER && d->kind != ZCOLL_COLL_REDUCE) {
+      d->kind != ZCOLL_COLL_REDUCE_SCATTER && d->kind != ZCOLL_COLL_REDUCE &&
+      d->kind != ZCOLL_COLL_PARTIAL) {
     snprintf(buf, len, "collective kind %u", d->kind);
     return;
   }
@@ -86,6 +87,9 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
   else if (d->kind == ZCOLL_COLL_REDUCE)
     snprintf(buf, len, "reduce(count %llu, %s, %s, root %d, %s)", (unsigned long long)d->count, dt,
              op, d->root, algo);
+  else if (d->kind == ZCOLL_COLL_PARTIAL)
+    snprintf(buf, len, "a partial allreduce's round (quorum %d; count %llu, %s, %s, %s)", d->root,
+             (unsigned long long)d->count, dt, op, algo);
   else
     snprintf(buf, len, "%s(count %llu, %s, %s, %s)",
              d->kind == ZCOLL_COLL_REDUCE_SCATTER ? "reduce_scatter" : "allreduce",

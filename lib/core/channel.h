@@ -136,7 +136,9 @@ struct zcoll__chan_grant {
 /* ZCOLL_COLL_VEC: a vector key's round (tasks.c), an allreduce whose root field holds a
  * hash of the key. ZCOLL_COLL_AGREE: the one-byte allreduce that follows a collective with
  * a created op's function (allreduce.c), which no user call may pair with.
- * ZCOLL_COLL_BARRIER: zcoll_barrier, a one-byte exchange of its own kind (barrier.c). */
+ * ZCOLL_COLL_BARRIER: zcoll_barrier, a one-byte exchange of its own kind (barrier.c).
+ * ZCOLL_COLL_PARTIAL: a round of a partial allreduce among its members, its ordinal the
+ * round's number (lib/coll/partial.c). */
 enum {
   ZCOLL_COLL_ALLREDUCE = 1,
   ZCOLL_COLL_BROADCAST = 2,
@@ -145,7 +147,8 @@ enum {
   ZCOLL_COLL_BARRIER = 5,
   ZCOLL_COLL_ALLGATHER = 6,
   ZCOLL_COLL_REDUCE_SCATTER = 7,
-  ZCOLL_COLL_REDUCE = 8
+  ZCOLL_COLL_REDUCE = 8,
+  ZCOLL_COLL_PARTIAL = 9 /* a partial allreduce's round (partial.c): root holds the quorum */
 };
 
 /* What a collective is: ranks must agree on all of it. */

@@ -152,6 +152,7 @@ struct zcoll_comm {
   int chan_block_cap;
   struct zcoll_request *requests;     /* every request not yet freed (request.c) */
   struct zcoll__vecs *vecs;           /* the vector interface's keys and sequencer, or NULL */
+  struct zcoll__partial *partial;     /* the partial request this communicator is for, or NULL */
   struct zcoll_request *request_pool; /* freed ones kept for reuse, with their arrays */
   int request_pool_len;
   /* ZCOLL_PROGRESS=thread (progress_thread.c): mu guards the executor between the

@@ -100,6 +100,7 @@ static const char *kind_name(int kind) {
   case ZCOLL_COLL_ALLGATHER: return "allgather";
   case ZCOLL_COLL_REDUCE_SCATTER: return "reduce_scatter";
   case ZCOLL_COLL_REDUCE: return "reduce";
+  case ZCOLL_COLL_PARTIAL: return "partial_round";
   default: return "unknown";
   }
 }

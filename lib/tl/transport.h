@@ -150,6 +150,15 @@ struct zcoll_tl_ops {
   zcoll_status_t (*put)(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                         struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                         uint64_t cookie);
+  /* Optional: a remote fetch-and-add that needs nothing of the peer's CPU. Atomically adds
+   * `add` to the 64-bit word at roff in rkey's region (8-byte aligned) and gives its value
+   * before, in *old, before it returns; adds from every peer and the owner's own atomic
+   * adds on the word (__atomic, sequentially consistent) are one order. Adding 0 reads
+   * the word. The partial allreduce's ticket counter (lib/coll/partial.c) lives on it.
+   * INVALID_ARG outside the region or unaligned, PEER_FAILED if the peer is known lost.
+   * NULL: the transport has none. */
+  zcoll_status_t (*fetch_add)(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey, uint64_t roff,
+                              uint64_t add, uint64_t *old);
   /* Non-blocking: makes progress and harvests up to max events into ev; *n events
    * were filled. An error status means the instance is broken: PEER_FAILED naming the
    * rank when a peer is lost, TRANSPORT for anything else. A failed put is also (or

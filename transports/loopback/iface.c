@@ -86,6 +86,7 @@ const struct zcoll_tl_ops zcoll__tl_loopback = {
     .rkey_unpack = zcoll__lb_rkey_unpack,
     .rkey_release = zcoll__lb_rkey_release,
     .put = zcoll__lb_put,
+    .fetch_add = zcoll__lb_fetch_add,
     .poll = zcoll__lb_poll,
     .event_fd = zcoll__lb_event_fd,
     .arm = zcoll__lb_arm,

@@ -27,6 +27,33 @@ static void copy_fn(void *arg) {
   zcoll__copy(a->dst, a->src, a->len);
 }
 
+struct fadd_args {
+  uint64_t *word, add, old;
+};
+static void fadd_fn(void *arg) {
+  struct fadd_args *a = arg;
+  a->old = __atomic_fetch_add(a->word, a->add, __ATOMIC_SEQ_CST);
+}
+
+/* One address space: the remote atomic is a local one, on a region still registered. */
+zcoll_status_t zcoll__lb_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey, uint64_t roff,
+                                   uint64_t add, uint64_t *old) {
+  if (!rkey || (roff & 7) || roff > rkey->len || rkey->len - roff < 8)
+    return zcoll__fail(
+        ZCOLL_ERR_INVALID_ARG,
+        "loopback: an atomic at offset %llu is outside rank %d's region or unaligned",
+        (unsigned long long)roff, ep->peer);
+  struct fadd_args a = {(uint64_t *)(void *)(rkey->base + roff), add, 0};
+  struct zcoll_tl *peer = ep->peer_tl;
+  pthread_mutex_lock(&peer->lock);
+  zcoll_status_t st = peer->closed ? zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                                                 "loopback: rank %d has left", ep->peer)
+                                   : zcoll__lb_with_region(rkey, fadd_fn, &a);
+  pthread_mutex_unlock(&peer->lock);
+  if (st == ZCOLL_OK) *old = a.old;
+  return st;
+}
+
 zcoll_status_t zcoll__lb_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                              struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                              uint64_t cookie) {

@@ -231,6 +231,7 @@ const struct zcoll_tl_ops zcoll__tl_shm = {
     .rkey_unpack = zcoll__shm_rkey_unpack,
     .rkey_release = zcoll__shm_rkey_release,
     .put = zcoll__shm_put,
+    .fetch_add = zcoll__shm_fetch_add,
     .poll = zcoll__shm_poll,
     .event_fd = zcoll__shm_event_fd,
     .arm = zcoll__shm_arm,

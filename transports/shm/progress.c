@@ -94,6 +94,20 @@ zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll
   return zcoll__evq_push(&ep->tl->evq, &ev);
 }
 
+/* The word is in the peer's memfd, which we map: a locked add on it is the remote atomic,
+ * and the owner's own __atomic adds on its mapping are the same order. */
+zcoll_status_t zcoll__shm_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey, uint64_t roff,
+                                    uint64_t add, uint64_t *old) {
+  if (!rkey || (roff & 7) || roff > rkey->len || rkey->len - roff < 8)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "shm: an atomic at offset %llu is outside rank %d's region or unaligned",
+                       (unsigned long long)roff, ep->peer);
+  if (ep->dead)
+    return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "shm: rank %d (pid %d) died", ep->peer, (int)ep->pid);
+  *old = __atomic_fetch_add((uint64_t *)(void *)(rkey->base + roff), add, __ATOMIC_SEQ_CST);
+  return ZCOLL_OK;
+}
+
 /* A peer's pidfd turns readable when it dies: one epoll_wait(0) over them all. A dead
  * peer is only marked here; its death is reported once its ring is empty (below), because
  * a rank that published its last notifications and then exited -- a clean end for it --

@@ -178,6 +178,8 @@ void zcoll__shm_rkey_release(struct zcoll_tl_rkey *rkey);
 zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                               struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                               uint64_t cookie);
+zcoll_status_t zcoll__shm_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey, uint64_t roff,
+                                    uint64_t add, uint64_t *old);
 zcoll_status_t zcoll__shm_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
 int zcoll__shm_event_fd(struct zcoll_tl *tl);
 zcoll_status_t zcoll__shm_arm(struct zcoll_tl *tl);

@@ -1,0 +1,741 @@
+/*
+ * partial.c -- the partial (quorum) allreduce: rounds formed by arrival, decided on a
+ * ticket counter that ranks take with remote atomics, each round moved among its members
+ * only (docs/partial.md has the contract and the argument).
+ *
+ * The request runs on a communicator of its own, a split of the user's with a channel to
+ * every rank (over the same connections on one host: comm_share.c), so its rounds are
+ * matched among themselves and never in the user's collective order. Rank 0 of it is the
+ * home of 64-bit words that every rank reaches with the transport's fetch_add:
+ *
+ *   TICKETS  flushing ranks << 32 | offers taken. An offer adds 1; the count before is its
+ *            ticket t. Rounds are runs of q tickets from the segment's start s (below):
+ *            t is in round r + (t - s) / q, at position (t - s) % q.
+ *   SEG      the segment: rounds of this epoch before it << 32 | its first ticket. A
+ *            round decided short (flush, below) ends a segment: the next starts after it.
+ *   ENTRY r  rank r's last offer: epoch tag << 48 | position << 32 | ticket, written (as
+ *            an add of the difference: only r writes it) right after the ticket is taken.
+ *            A member learns its round's members by finding the entries whose tickets fall
+ *            in the round. An entry changes only at its rank's next offer, which comes
+ *            after its round completed, which needed every member's data, which each sent
+ *            only after it had read the entries: every member reads them before any changes.
+ *   FIN      (epoch + 1) << 32 | the epoch's rounds, from the rank whose flush completes
+ *            the count.
+ *
+ * Nobody's CPU decides a round: the ticket order does, and a rank that is computing holds
+ * up only the round its own offer is in. A member waits for the others' entries by polling
+ * (the last to take a ticket finds them at once; the first ones are woken by the round's
+ * first pieces, or look again every 10 ms).
+ *
+ * Flush. A flushing rank adds 1 << 32 and offers no more. The forming round -- tickets
+ * taken, fewer than q -- is decided short once flushing ranks and the ranks waiting in it
+ * are all p: nobody else can offer, so nothing changes until its members have all seen
+ * that (each must have started its part of the round before any can complete it and offer
+ * again), and they all decide alike. Its lowest member starts the next segment after it
+ * before it sends anything, so the members' next offers, which may come only after, start
+ * a new round. Once all p flush, the last of them (its add saw p - 1) resets SEG to start
+ * the next epoch at the final count and publishes the epoch's rounds in FIN; everyone
+ * then finds the last round (the highest ticket's entry gives its start) and gets its
+ * result from its lowest member, which kept a copy when its round ended, so that the user
+ * may use the buffer meanwhile. That delivery is an allreduce -- every rank has read the
+ * entries before any leaves the flush and may offer again.
+ */
+#include "partial.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "algorithms/algorithms.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "core/exec.h"
+#include "core/guard.h"
+#include "core/report.h"
+#include "plan.h"
+#include "progress_thread.h"
+
+#define W_TICKETS 0u
+#define W_FIN 8u
+#define W_SEG 16u
+#define W_ENTRY 24u
+
+enum { P_IDLE, P_GATHER, P_RUN, P_DONE, P_FAILED };
+
+struct zcoll__partial {
+  zcoll_comm_t *pc; /* the request's own communicator */
+  zcoll_request_t *q;
+  const void *src; /* what the schedule reads: recvbuf in place */
+  void *dst;
+  size_t count, bytes;
+  zcoll_dtype_t dtype;
+  zcoll_op_t op;
+  int quorum, in_place, p, rank;
+  /* The home: rank 0 has the words, the others a key to them. */
+  uint64_t *home;
+  size_t home_len;
+  struct zcoll__tli *home_alloc; /* whose mem_alloc made it; NULL: mmap */
+  struct zcoll_tl_mr *home_mr[ZCOLL_TL_MAX];
+  struct zcoll__tli *home_t;
+  struct zcoll_ep *home_ep;
+  struct zcoll_tl_rkey *home_key;
+  /* The epoch: the offers since the last flush. */
+  uint32_t epoch, base_t;
+  uint64_t base_round;
+  uint64_t my_entry;
+  uint64_t seg;   /* SEG when this rank offered */
+  uint32_t fin_rounds; /* FIN's low half: the rounds of the epoch before */
+  uint32_t lo;    /* the first ticket of its round */
+  int need_flush; /* offered since the last flush, or never flushed: free flushes */
+  /* The offer in flight, or the last one. */
+  int state;
+  zcoll_status_t status;
+  uint32_t ticket;
+  uint64_t round;
+  int ncontrib, mine;
+  int *members; /* the round's ranks, ascending */
+  struct zcoll__sched sched;
+  int have_sched;
+  struct zcoll__exec_state *e;
+  struct zcoll__run run;
+  struct zcoll__idle idle;
+  void *keep; /* the lowest member's copy of its round's result, for the flush */
+};
+
+/* ---- the home ---- */
+
+static zcoll_status_t home_add(struct zcoll__partial *P, uint32_t off, uint64_t add,
+                               uint64_t *old) {
+  if (P->home) {
+    *old = __atomic_fetch_add(&P->home[off / 8], add, __ATOMIC_SEQ_CST);
+    return ZCOLL_OK;
+  }
+  int locked = zcoll__tl_lock(P->pc->fam);
+  zcoll_status_t st = P->home_t->ops->fetch_add(P->home_ep, P->home_key, off, add, old);
+  zcoll__tl_unlock(P->pc->fam, locked);
+  return st;
+}
+
+/* Rank 0's keys to the home, one per transport instance (by index in pc->tlis). */
+struct home_keys {
+  uint32_t len[ZCOLL_TL_MAX];
+  uint8_t key[ZCOLL_TL_MAX][ZCOLL_GRANT_KEY_MAX];
+};
+
+static zcoll_status_t home_make(struct zcoll__partial *P, struct home_keys *k) {
+  zcoll_comm_t *pc = P->pc;
+  P->home_len = (W_ENTRY + 8 * (size_t)P->p + 4095) & ~(size_t)4095;
+  /* Peers reach it the way they reach the slots: memory a transport allocates where it
+   * must (shm: a memfd they map), and can give back while its instance stays open. */
+  for (int i = 0; i < pc->ntlis && !P->home_alloc; i++)
+    if (pc->tlis[i].ops->mem_alloc && pc->tlis[i].ops->mem_free) P->home_alloc = &pc->tlis[i];
+  int locked = zcoll__tl_lock(pc->fam);
+  void *m = NULL;
+  zcoll_status_t st = ZCOLL_OK;
+  if (P->home_alloc) {
+    st = P->home_alloc->ops->mem_alloc(P->home_alloc->tl, P->home_len, &m);
+  } else {
+    m = mmap(NULL, P->home_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      m = NULL;
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "partial allreduce: cannot map the ticket counter");
+    }
+  }
+  if (st == ZCOLL_OK) {
+    memset(m, 0, P->home_len);
+    P->home = m;
+  }
+  for (int i = 0; st == ZCOLL_OK && i < pc->ntlis; i++) {
+    struct zcoll__tli *t = &pc->tlis[i];
+    if (!t->ops->fetch_add) continue;
+    size_t len = ZCOLL_GRANT_KEY_MAX;
+    if ((st = t->ops->mem_reg(t->tl, m, P->home_len, 1, &P->home_mr[i])) == ZCOLL_OK &&
+        (st = t->ops->rkey_pack(P->home_mr[i], k->key[i], &len)) == ZCOLL_OK)
+      k->len[i] = (uint32_t)len;
+  }
+  zcoll__tl_unlock(pc->fam, locked);
+  return st;
+}
+
+static zcoll_status_t home_reach(struct zcoll__partial *P, const struct home_keys *k) {
+  zcoll_comm_t *pc = P->pc;
+  int ci = pc->chan_of[0];
+  struct zcoll__chan *c = ci >= 0 ? &pc->chans[ci] : NULL;
+  if (!c || !c->t->ops->fetch_add || !k->len[c->t - pc->tlis])
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "partial allreduce: rank %d reaches rank 0 over %s, which has no remote "
+                       "atomics for the round's ticket counter",
+                       pc->rank, c ? c->ops->name : "nothing");
+  int i = (int)(c->t - pc->tlis);
+  P->home_t = c->t;
+  P->home_ep = c->ep;
+  int locked = zcoll__tl_lock(pc->fam);
+  zcoll_status_t st = c->ops->rkey_unpack(c->ep, k->key[i], k->len[i], &P->home_key);
+  zcoll__tl_unlock(pc->fam, locked);
+  return st;
+}
+
+static void home_close(struct zcoll__partial *P) {
+  zcoll_comm_t *pc = P->pc;
+  int locked = zcoll__tl_lock(pc->fam);
+  for (int i = 0; i < ZCOLL_TL_MAX; i++)
+    if (P->home_mr[i]) pc->tlis[i].ops->mem_dereg(P->home_mr[i]);
+  if (P->home_key) P->home_t->ops->rkey_release(P->home_key);
+  if (P->home && P->home_alloc)
+    P->home_alloc->ops->mem_free(P->home_alloc->tl, P->home, P->home_len);
+  else if (P->home)
+    munmap(P->home, P->home_len);
+  zcoll__tl_unlock(pc->fam, locked);
+  P->home = NULL;
+  P->home_key = NULL;
+  memset(P->home_mr, 0, sizeof(P->home_mr));
+}
+
+/* ---- rounds ---- */
+
+static uint64_t tag_of(uint32_t epoch) { return (uint64_t)(epoch % 0xffffu + 1u) << 48; }
+static int in_epoch(const struct zcoll__partial *P, uint64_t entry) {
+  return (entry & 0xffff000000000000ull) == tag_of(P->epoch);
+}
+
+/* The ranks whose last offer in this epoch has a ticket in [lo, lo + n), into
+ * P->members in rank order; how many. */
+static zcoll_status_t find_members(struct zcoll__partial *P, uint32_t lo, uint32_t n, int *found) {
+  int k = 0;
+  for (int r = 0; r < P->p; r++) {
+    uint64_t v = P->my_entry;
+    if (r != P->rank) {
+      zcoll_status_t st = home_add(P, W_ENTRY + 8u * (uint32_t)r, 0, &v);
+      if (st != ZCOLL_OK) return st;
+    }
+    if (in_epoch(P, v) && (uint32_t)((uint32_t)v - lo) < n) P->members[k++] = r;
+  }
+  *found = k;
+  return ZCOLL_OK;
+}
+
+/* Is this rank's round decided (*n members in P->members; *full: by its quorum)? */
+static zcoll_status_t decided(struct zcoll__partial *P, int *n, int *full) {
+  uint32_t q = (uint32_t)P->quorum;
+  int found = 0;
+  zcoll_status_t st = find_members(P, P->lo, q, &found);
+  *n = 0;
+  *full = found == (int)q;
+  if (st != ZCOLL_OK || *full) {
+    *n = st == ZCOLL_OK ? found : 0;
+    return st;
+  }
+  uint64_t w;
+  if ((st = home_add(P, W_TICKETS, 0, &w)) != ZCOLL_OK) return st;
+  uint32_t held = (uint32_t)w - P->lo, flushing = (uint32_t)(w >> 32) - P->epoch * (uint32_t)P->p;
+  /* Everyone else flushes or waits in this round: it cannot fill, and is decided with what
+   * it holds once their entries are all in. */
+  if (held < q && flushing + held == (uint32_t)P->p && (uint32_t)found == held) *n = found;
+  return ZCOLL_OK;
+}
+
+static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
+  zcoll_comm_t *pc = P->pc;
+  int me = 0;
+  while (P->members[me] != P->rank) me++;
+  if (!full && me == 0) { /* the next segment starts after this round, before we send */
+    uint64_t rel = P->round - P->base_round + 1, now = rel << 32 | (P->lo + (uint32_t)n), old;
+    zcoll_status_t st = home_add(P, W_SEG, now - P->seg, &old);
+    if (st != ZCOLL_OK) return st;
+  }
+  const struct zcoll__choice c = {&pc->selector, n,           pc->forced_algo, 0, 1,
+                                  pc->ring_algo, pc->rhd_algo, pc->hier_algo};
+  int algo = zcoll__choose(&c, P->bytes, NULL, 0);
+  if (algo == pc->hier_algo) algo = pc->ring_algo; /* hosts are the user's communicator's */
+  struct zcoll__sched *s = &P->sched;
+  zcoll__sched_init(s, me, n, P->count, P->in_place);
+  s->root = -1;
+  zcoll__algos[algo]->build(s, &pc->algo_params);
+  zcoll_status_t st = zcoll__sched_finish(s);
+  if (st != ZCOLL_OK) {
+    zcoll__sched_free(s);
+    return st;
+  }
+  P->have_sched = 1;
+  /* Built for ranks 0..n-1 of the round: the members' ranks here. */
+  for (int i = 0; i < s->nops; i++)
+    if (s->ops[i].peer >= 0) s->ops[i].peer = P->members[s->ops[i].peer];
+  for (int j = 0; j < s->npeers; j++) s->peers[j] = P->members[s->peers[j]];
+  for (int j = 0; j < s->nfirst; j++) s->first[j] = P->members[s->first[j]];
+  if ((st = zcoll__exec_reserve(&P->e, s->nops, s->npeers, pc->nchans)) != ZCOLL_OK) return st;
+  struct zcoll__coll_desc d = {ZCOLL_COLL_PARTIAL,
+                               (uint8_t)P->dtype,
+                               (uint8_t)P->op,
+                               (uint8_t)algo,
+                               algo == pc->tree_algo ? (uint32_t)pc->algo_params.tree_arity : 0,
+                               P->quorum,
+                               0,
+                               P->count};
+  P->ncontrib = n;
+  P->mine = 1;
+  return zcoll__run_start(pc, &P->run, s, P->e, &d, P->round, P->src, P->dst);
+}
+
+static void round_end(struct zcoll__partial *P) {
+  zcoll_status_t st = P->run.status;
+  if (P->have_sched) zcoll__sched_free(&P->sched);
+  P->have_sched = 0;
+  if (st == ZCOLL_OK && P->members[0] == P->rank && P->bytes)
+    memcpy(P->keep, P->dst, P->bytes);
+  P->status = st;
+  P->state = st == ZCOLL_OK ? P_DONE : P_FAILED;
+}
+
+static void failed(struct zcoll__partial *P, zcoll_status_t st) {
+  st = zcoll__fail_runs(P->pc, st);
+  if (P->state == P_RUN && atomic_load_explicit(&P->run.ended, memory_order_acquire))
+    round_end(P);
+  if (P->state == P_GATHER || P->state == P_RUN) {
+    if (P->have_sched) zcoll__sched_free(&P->sched);
+    P->have_sched = 0;
+    P->state = P_FAILED;
+    P->status = st;
+  }
+}
+
+/* One pass: decide, start, move, end. */
+static zcoll_status_t step(struct zcoll__partial *P, int *progress) {
+  zcoll_comm_t *pc = P->pc;
+  zcoll_status_t st = zcoll__check_usable(pc);
+  if (st == ZCOLL_OK && P->state == P_GATHER) {
+    int n = 0, full = 0;
+    if ((st = decided(P, &n, &full)) == ZCOLL_OK && n) {
+      if ((st = round_start(P, n, full)) != ZCOLL_OK) return st;
+      P->state = P_RUN;
+      *progress = 1;
+    } else if (st == ZCOLL_OK) {
+      st = zcoll__progress(pc, progress); /* hear the transports meanwhile */
+    }
+  }
+  if (st == ZCOLL_OK && P->state == P_RUN) {
+    if (!atomic_load_explicit(&P->run.ended, memory_order_acquire))
+      st = zcoll__progress(pc, progress);
+    if (st == ZCOLL_OK && atomic_load_explicit(&P->run.ended, memory_order_acquire)) {
+      round_end(P);
+      *progress = 1;
+    }
+  }
+  return st;
+}
+
+zcoll_status_t zcoll__partial_pump(zcoll_comm_t *comm, int *progress) {
+  struct zcoll__partial *P = comm->partial;
+  if (!P || (P->state != P_GATHER && P->state != P_RUN)) return ZCOLL_OK;
+  zcoll_status_t st = step(P, progress);
+  if (st != ZCOLL_OK) failed(P, st);
+  return st;
+}
+
+int zcoll__partial_busy(const zcoll_comm_t *comm) {
+  const struct zcoll__partial *P = comm->partial;
+  return P && (P->state == P_GATHER || P->state == P_RUN);
+}
+
+static int in_flight(const struct zcoll__partial *P) {
+  return P->state == P_GATHER || P->state == P_RUN;
+}
+
+/* Until the offer's round has ended (timeout_ms < 0: for good), or ZCOLL_IN_PROGRESS. */
+static zcoll_status_t drive(struct zcoll__partial *P, int timeout_ms) {
+  int64_t until = timeout_ms >= 0 ? zcoll__now_ms() + timeout_ms : 0;
+  while (in_flight(P)) {
+    int progress = 0;
+    zcoll_status_t st = step(P, &progress);
+    if (st == ZCOLL_OK && !progress)
+      st = zcoll__idle_wait(P->pc, P->state == P_RUN ? &P->run : NULL, &P->idle);
+    if (st != ZCOLL_OK) {
+      failed(P, st);
+      break;
+    }
+    if (progress)
+      zcoll__idle_done(P->pc, &P->idle);
+    else if (timeout_ms >= 0 && zcoll__now_ms() >= until)
+      return ZCOLL_IN_PROGRESS;
+  }
+  return P->state == P_FAILED ? P->status : ZCOLL_OK;
+}
+
+/* ---- the calls ---- */
+
+static zcoll_status_t offer(struct zcoll__partial *P) {
+  if (in_flight(P))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_start: the partial request is still in flight (zcoll_wait or "
+                       "zcoll_test it to completion before starting it again)");
+  zcoll_status_t st = zcoll__check_usable(P->pc);
+  uint64_t old = 0;
+  /* SEG first: it cannot change before this rank's ticket (a short round needs every rank
+   * flushing or waiting in it), and may change right after. */
+  if (st == ZCOLL_OK) st = home_add(P, W_SEG, 0, &P->seg);
+  if (st == ZCOLL_OK) st = home_add(P, W_TICKETS, 1, &old);
+  uint32_t q = (uint32_t)P->quorum, s0 = (uint32_t)P->seg;
+  if (st == ZCOLL_OK) {
+    P->ticket = (uint32_t)old;
+    uint32_t k = (P->ticket - s0) / q;
+    P->lo = s0 + k * q;
+    P->round = P->base_round + (P->seg >> 32) + k;
+    uint64_t entry = tag_of(P->epoch) | (uint64_t)(P->ticket - P->lo) << 32 | P->ticket;
+    st = home_add(P, W_ENTRY + 8u * (uint32_t)P->rank, entry - P->my_entry, &old);
+    P->my_entry = entry;
+  }
+  if (st != ZCOLL_OK) return zcoll__fail_runs(P->pc, st);
+  P->need_flush = 1;
+  P->idle = (struct zcoll__idle){0};
+  P->state = P_GATHER;
+  int progress = 0;
+  if ((st = step(P, &progress)) != ZCOLL_OK) {
+    failed(P, st);
+    return P->status;
+  }
+  zcoll__progress_thread_wake(P->pc);
+  return ZCOLL_OK;
+}
+
+/* Ends the epoch (every rank calls it): the last round's result into out. */
+static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
+  zcoll_comm_t *pc = P->pc;
+  uint32_t p = (uint32_t)P->p, q = (uint32_t)P->quorum;
+  uint64_t w, fin, seg;
+  zcoll_status_t st = zcoll__check_usable(pc);
+  if (st == ZCOLL_OK) st = home_add(P, W_TICKETS, 1ull << 32, &w);
+  if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
+  uint32_t rounds = 0;
+  if ((uint32_t)(w >> 32) - P->epoch * p == p - 1) {
+    /* The last to flush: every round has ended, the count is final. The next epoch's
+     * segment starts at it; then the others learn the epoch's rounds. */
+    uint32_t tf = (uint32_t)w;
+    if ((st = home_add(P, W_SEG, 0, &seg)) == ZCOLL_OK) {
+      uint32_t s0 = (uint32_t)seg;
+      rounds = (uint32_t)(seg >> 32) + (tf - s0 + q - 1) / q;
+      st = home_add(P, W_SEG, (uint64_t)tf - seg, &seg);
+    }
+    uint64_t now = (uint64_t)(P->epoch + 1) << 32 | rounds, was = (uint64_t)P->epoch << 32;
+    if (st == ZCOLL_OK) st = home_add(P, W_FIN, now - (was | P->fin_rounds), &fin);
+  } else {
+    P->idle = (struct zcoll__idle){0};
+    for (;;) {
+      if ((st = home_add(P, W_FIN, 0, &fin)) != ZCOLL_OK) break;
+      if ((uint32_t)(fin >> 32) == P->epoch + 1) break;
+      int progress = 0, who;
+      uint64_t nc;
+      if (zcoll__bootstrap_departed(pc->bs, &who, &nc)) {
+        st = zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                         "rank %d freed its partial request while rank %d flushes it (every "
+                         "rank flushes alike)",
+                         who, pc->rank);
+        break;
+      }
+      if ((st = zcoll__progress(pc, &progress)) != ZCOLL_OK) break;
+      if (!progress && (st = zcoll__idle_wait(pc, NULL, &P->idle)) != ZCOLL_OK) break;
+    }
+    rounds = (uint32_t)fin;
+  }
+  /* the next epoch's first ticket: SEG, reset by the last flusher before FIN */
+  if (st == ZCOLL_OK) st = home_add(P, W_SEG, 0, &seg);
+  if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
+  P->ncontrib = P->mine = 0;
+  P->round = UINT64_MAX;
+  int n = 0;
+  if (rounds) {
+    /* The last round: where the highest ticket of the epoch says it starts. */
+    uint64_t top = 0;
+    int have = 0;
+    for (int r = 0; r < P->p && st == ZCOLL_OK; r++) {
+      uint64_t v = P->my_entry;
+      if (r != P->rank) st = home_add(P, W_ENTRY + 8u * (uint32_t)r, 0, &v);
+      if (st == ZCOLL_OK && in_epoch(P, v) &&
+          (!have || (uint32_t)((uint32_t)v - P->base_t) > (uint32_t)((uint32_t)top - P->base_t)))
+        top = v, have = 1;
+    }
+    uint32_t lo = (uint32_t)top - (uint32_t)(top >> 32 & 0xffff);
+    if (st == ZCOLL_OK && have) st = find_members(P, lo, (uint32_t)top - lo + 1, &n);
+    if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
+    if (!n)
+      return zcoll__fail_runs(pc, zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                                              "partial allreduce: %u rounds but no offer found",
+                                              rounds));
+    for (int i = 0; i < n; i++) P->mine |= P->members[i] == P->rank;
+    P->ncontrib = n;
+    P->round = P->base_round + rounds - 1;
+  }
+  /* The root's kept result to everyone, as a sum of bytes with zeros (exact whatever the
+   * dtype): an allreduce, so that no rank leaves before all have read the entries. */
+  uint8_t token = 0;
+  void *buf = n && P->bytes ? out : &token;
+  size_t len = n && P->bytes ? P->bytes : 1;
+  if (n && P->bytes) {
+    if (P->members[0] == P->rank)
+      memcpy(out, P->keep, P->bytes);
+    else
+      memset(out, 0, P->bytes);
+  }
+  struct zcoll__plan pl;
+  if ((st = zcoll__allreduce_plan(pc, ZCOLL_IN_PLACE, buf, len, ZCOLL_UINT8, ZCOLL_SUM, &pl)) !=
+      ZCOLL_OK)
+    return zcoll__plan_failed(pc, st);
+  st = zcoll__execute(pc, pl.s, &pl.desc, pl.src, pl.dst);
+  zcoll__plan_release(&pl);
+  if (st != ZCOLL_OK) return st;
+  P->epoch++;
+  P->base_t = (uint32_t)seg;
+  P->base_round += rounds;
+  P->fin_rounds = rounds;
+  P->need_flush = 0;
+  P->state = P_DONE;
+  P->status = ZCOLL_OK;
+  return ZCOLL_OK;
+}
+
+static void release(struct zcoll__partial *P) {
+  home_close(P);
+  if (P->have_sched) zcoll__sched_free(&P->sched);
+  zcoll__exec_free(P->e);
+  free(P->members);
+  free(P->keep);
+  P->pc->partial = NULL;
+}
+
+/* The calls enter the request's communicator as the other request calls do theirs. */
+#define ENTERED(P, fn, body)                                                                       \
+  do {                                                                                             \
+    zcoll_status_t st_ = zcoll__enter((P)->pc, fn);                                                \
+    if (st_ != ZCOLL_OK) return st_;                                                               \
+    st_ = zcoll__report((P)->pc, (body));                                                          \
+    zcoll__leave((P)->pc);                                                                         \
+    return st_;                                                                                    \
+  } while (0)
+
+zcoll_status_t zcoll__partial_start(struct zcoll__partial *P) {
+  ENTERED(P, "zcoll_start", offer(P));
+}
+
+static zcoll_status_t test_body(struct zcoll__partial *P) {
+  if (in_flight(P)) {
+    int progress = 0;
+    zcoll_status_t st = step(P, &progress);
+    if (st != ZCOLL_OK) failed(P, st);
+  }
+  return in_flight(P) ? ZCOLL_IN_PROGRESS : P->state == P_FAILED ? P->status : ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__partial_test(struct zcoll__partial *P) {
+  ENTERED(P, "zcoll_test", test_body(P));
+}
+
+zcoll_status_t zcoll__partial_wait(struct zcoll__partial *P, int timeout_ms) {
+  ENTERED(P, timeout_ms < 0 ? "zcoll_wait" : "zcoll_wait_timeout", drive(P, timeout_ms));
+}
+
+static zcoll_status_t flush_body(struct zcoll__partial *P) {
+  if (in_flight(P))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_partial_flush: the request is in flight (zcoll_wait for it first: "
+                       "its round is decided once the others flush)");
+  return flush(P, P->dst);
+}
+
+zcoll_status_t zcoll_partial_flush(zcoll_request_t *req) {
+  struct zcoll__partial *P = zcoll__partial_of(req);
+  if (!P)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_partial_flush: not a partial request (zcoll_allreduce_partial_init)");
+  ENTERED(P, "zcoll_partial_flush", flush_body(P));
+}
+
+static zcoll_status_t info_body(struct zcoll__partial *P, uint64_t *round, int *ncontrib,
+                                int *mine) {
+  if (in_flight(P) || P->state == P_IDLE || P->state == P_FAILED)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_request_partial_info: no round has completed (%s)",
+                       in_flight(P) ? "the request is in flight" : "none since it was made or failed");
+  if (round) *round = P->round;
+  if (ncontrib) *ncontrib = P->ncontrib;
+  if (mine) *mine = P->mine;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_request_partial_info(const zcoll_request_t *req, uint64_t *round,
+                                          int *ncontrib, int *mine) {
+  struct zcoll__partial *P = zcoll__partial_of(req);
+  if (!P)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_request_partial_info: not a partial request "
+                       "(zcoll_allreduce_partial_init)");
+  ENTERED(P, "zcoll_request_partial_info", info_body(P, round, ncontrib, mine));
+}
+
+zcoll_status_t zcoll__partial_free(struct zcoll__partial *P) {
+  zcoll_comm_t *pc = P->pc;
+  zcoll_status_t st = zcoll__enter(pc, "zcoll_request_free");
+  if (st != ZCOLL_OK) return st;
+  if (in_flight(P) && pc->broken == ZCOLL_OK) {
+    st = zcoll__report(pc, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                       "zcoll_request_free: the partial request is still in "
+                                       "flight (zcoll_wait for it first)"));
+    zcoll__leave(pc);
+    return st;
+  }
+  /* The others' flush counts every rank: one not flushed since its last offer (or ever)
+   * flushes now, into scratch -- the user's buffer may be gone. */
+  if (P->need_flush && pc->broken == ZCOLL_OK) {
+    void *scratch = P->bytes ? malloc(P->bytes) : NULL;
+    st = P->bytes && !scratch ? zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a flush")
+                              : flush(P, scratch);
+    free(scratch);
+    st = zcoll__report(pc, st);
+  }
+  /* The others may still read the home (a flush's last steps): rank 0 keeps it until all
+   * are through. */
+  if (st == ZCOLL_OK && pc->broken == ZCOLL_OK) {
+    uint8_t token = 0;
+    struct zcoll__plan pl;
+    if ((st = zcoll__barrier_plan(pc, &token, &pl)) == ZCOLL_OK) {
+      st = zcoll__execute(pc, pl.s, &pl.desc, pl.src, pl.dst);
+      zcoll__plan_release(&pl);
+    }
+    st = zcoll__report(pc, st);
+  }
+  release(P);
+  zcoll__leave(pc);
+  zcoll_status_t st2 = zcoll_comm_destroy(pc);
+  zcoll__request_forget(P->q);
+  free(P);
+  return st != ZCOLL_OK ? st : st2;
+}
+
+/* ---- init ---- */
+
+/* What each rank asks for, compared across ranks: the same quorum, count, dtype and op. */
+struct ask {
+  int32_t quorum, dtype, op, bad;
+  uint64_t count;
+};
+
+static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t count,
+                                 zcoll_dtype_t dtype, zcoll_op_t op, int quorum, int p) {
+  const char *fn = "zcoll_allreduce_partial_init";
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: unknown dtype %d", fn, (int)dtype);
+  if ((unsigned)op >= ZCOLL_OP_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "%s: op %d is not a built-in op (created ops are not supported here)", fn,
+                       (int)op);
+  if (quorum < 1 || quorum > p)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: quorum %d is not within 1..%d (the ranks)", fn,
+                       quorum, p);
+  size_t dsize = zcoll__dsize(dtype);
+  if (count > (size_t)PTRDIFF_MAX / dsize)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: count %zu overflows the address space", fn,
+                       count);
+  if (count && (!recvbuf || !sendbuf))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                       recvbuf ? "sendbuf" : "recvbuf");
+  uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, b = count * dsize;
+  if (count && sendbuf != ZCOLL_IN_PLACE && s < r + b && r < s + b)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "%s: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce in place",
+                       fn);
+  return ZCOLL_OK;
+}
+
+/* Every rank's ask against rank 0's: MISMATCH naming the first that differs. */
+static zcoll_status_t compare(const struct ask *all, int p, zcoll_status_t mine) {
+  for (int r = 0; r < p; r++)
+    if (all[r].bad)
+      return mine != ZCOLL_OK ? mine
+                              : zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                            "zcoll_allreduce_partial_init: rank %d refused its "
+                                            "arguments",
+                                            r);
+  for (int r = 1; r < p; r++) {
+    if (all[r].quorum != all[0].quorum)
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "zcoll_allreduce_partial_init: rank %d asks for a quorum of %d, rank 0 "
+                         "of %d",
+                         r, (int)all[r].quorum, (int)all[0].quorum);
+    if (all[r].count != all[0].count || all[r].dtype != all[0].dtype || all[r].op != all[0].op)
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "zcoll_allreduce_partial_init: rank %d asks for %llu x %s (op %d), rank 0 "
+                         "for %llu x %s (op %d)",
+                         r, (unsigned long long)all[r].count,
+                         zcoll_dtype_name((zcoll_dtype_t)all[r].dtype), (int)all[r].op,
+                         (unsigned long long)all[0].count,
+                         zcoll_dtype_name((zcoll_dtype_t)all[0].dtype), (int)all[0].op);
+  }
+  return ZCOLL_OK;
+}
+
+/* The home made at rank 0 and reached from the others; every rank learns whether all did. */
+static zcoll_status_t home_setup(struct zcoll__partial *P, zcoll_status_t mine) {
+  struct home_keys k;
+  memset(&k, 0, sizeof(k));
+  if (mine == ZCOLL_OK && P->rank == 0) mine = home_make(P, &k);
+  zcoll_status_t st = zcoll_broadcast(P->pc, &k, sizeof(k), ZCOLL_UINT8, 0);
+  if (st != ZCOLL_OK) return st;
+  if (mine == ZCOLL_OK && P->rank != 0) mine = home_reach(P, &k);
+  int32_t bad = mine != ZCOLL_OK ? P->rank + 1 : 0;
+  if ((st = zcoll_allreduce(P->pc, ZCOLL_IN_PLACE, &bad, 1, ZCOLL_INT32, ZCOLL_MAX)) != ZCOLL_OK)
+    return st;
+  if (mine != ZCOLL_OK) return mine;
+  if (bad)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "zcoll_allreduce_partial_init: rank %d cannot reach the round's ticket "
+                       "counter (its message says why)",
+                       bad - 1);
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
+                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                  zcoll_request_t **req) {
+  struct zcoll__partial *P = calloc(1, sizeof(*P));
+  int p = zcoll_comm_size(pc);
+  zcoll_status_t local = check_args(sendbuf, recvbuf, count, dtype, op, quorum, p);
+  if (local == ZCOLL_OK && !P)
+    local = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+  struct ask mine = {quorum, (int32_t)dtype, (int32_t)op, local != ZCOLL_OK, count};
+  struct ask *all = malloc(sizeof(*all) * (size_t)p);
+  char why[512];
+  snprintf(why, sizeof(why), "%s", zcoll__last_error());
+  /* every rank takes part in what follows, whatever failed here: the others wait in it */
+  zcoll_status_t st = zcoll_allgather(pc, all ? &mine : NULL, all, sizeof(mine) / 4, ZCOLL_INT32);
+  if (st == ZCOLL_OK) {
+    if (local != ZCOLL_OK) zcoll__record_error(local, "%s", why);
+    st = compare(all, p, local);
+  }
+  free(all);
+  if (st == ZCOLL_OK) {
+    P->pc = pc;
+    P->p = p;
+    P->rank = zcoll_comm_rank(pc);
+    P->in_place = sendbuf == ZCOLL_IN_PLACE;
+    P->src = P->in_place ? recvbuf : sendbuf;
+    P->dst = recvbuf;
+    P->count = count;
+    P->dtype = dtype;
+    P->op = op;
+    P->quorum = quorum;
+    P->bytes = count * zcoll__dsize(dtype);
+    P->need_flush = 1;
+    P->members = malloc(sizeof(int) * (size_t)p);
+    P->keep = P->bytes ? malloc(P->bytes) : NULL;
+    if (!P->members || (P->bytes && !P->keep))
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+    st = home_setup(P, st);
+  }
+  if (st == ZCOLL_OK && !(P->q = zcoll__request_of_partial(pc, P)))
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+  if (st != ZCOLL_OK) {
+    if (P && P->pc) release(P);
+    free(P);
+    return st;
+  }
+  pc->partial = P;
+  *req = P->q;
+  return ZCOLL_OK;
+}

@@ -1,0 +1,38 @@
+/*
+ * partial.h -- the partial (quorum) allreduce's request (partial.c), for request.c, which
+ * hands its calls on, and the progress thread, which moves its rounds.
+ */
+#ifndef ZCOLL_PARTIAL_H
+#define ZCOLL_PARTIAL_H
+
+#include "core/comm.h"
+
+struct zcoll__partial;
+
+/* zcoll_allreduce_partial_init's body on pc, the request's own communicator (a split of
+ * the user's with a channel to every rank: lib/comm/partial_init.c makes it, and destroys
+ * it if this fails -- alike on every rank). */
+zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
+                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                  zcoll_request_t **req);
+
+/* The calls on a partial request (request.c passes them on; each enters the request's own
+ * communicator itself). */
+zcoll_status_t zcoll__partial_start(struct zcoll__partial *P);
+zcoll_status_t zcoll__partial_test(struct zcoll__partial *P);
+zcoll_status_t zcoll__partial_wait(struct zcoll__partial *P, int timeout_ms);
+zcoll_status_t zcoll__partial_free(struct zcoll__partial *P);
+/* One pass of the request that comm (its own communicator) carries, under the comm's
+ * entry or its progress thread's lock: decides a round that can be, moves the one in
+ * flight. */
+zcoll_status_t zcoll__partial_pump(zcoll_comm_t *comm, int *progress);
+/* Has comm's partial request an offer in flight (the progress thread keeps watching)? */
+int zcoll__partial_busy(const zcoll_comm_t *comm);
+
+/* request.c: a request handle for P on its communicator, and P back from a handle (NULL:
+ * not a partial request). */
+zcoll_request_t *zcoll__request_of_partial(zcoll_comm_t *comm, struct zcoll__partial *P);
+struct zcoll__partial *zcoll__partial_of(const zcoll_request_t *q);
+void zcoll__request_forget(zcoll_request_t *q);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * The partial (quorum) allreduce, ranks as threads over loopback (partial_bodies.h says
+ * what each run checks): every quorum from 1 to p over hundreds of rounds with random
+ * per-rank delays and two epochs (restart after a flush); AVG; other collectives
+ * interleaved; flush with nothing pending and with an offer pending; liveness with a rank
+ * that stays away (caller progress and the progress thread); mismatched quorums and bad
+ * arguments. Processes over shm and UCX: progs/partial_check.c.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "partial_bodies.h"
+#include "rank_threads.h"
+#include "spawn.h"
+
+static void conserve_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  char msg[400];
+  if (pb_run(comm, job->arg, msg, sizeof(msg))) rt_fail(job, rank, msg);
+}
+
+struct pcase {
+  int p, q;
+};
+
+ParameterizedTestParameters(partial, every_quorum) {
+  static struct pcase cases[] = {{1, 1}, {2, 1}, {2, 2}, {3, 2}, {4, 1}, {4, 2},
+                                 {4, 3}, {4, 4}, {5, 3}, {6, 4}};
+  return cr_make_param_array(struct pcase, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* 2 epochs of 150 starts, each after a random sleep of up to 200 us. */
+ParameterizedTest(struct pcase *c, partial, every_quorum, .timeout = 300) {
+  struct pb_args a = {c->q, 150, 2, 0, 200, ZCOLL_SUM};
+  struct rt_job job = {.size = c->p, .body = conserve_body, .arg = &a};
+  cr_expect_eq(rt_run(&job), 0, "p=%d q=%d: %s", c->p, c->q, job.first);
+}
+
+Test(partial, avg_divides_by_the_rounds_offers, .timeout = 300) {
+  struct pb_args a = {3, 60, 2, 0, 300, ZCOLL_AVG};
+  struct rt_job job = {.size = 4, .body = conserve_body, .arg = &a};
+  cr_expect_eq(rt_run(&job), 0, "%s", job.first);
+}
+
+Test(partial, other_collectives_interleaved, .timeout = 300) {
+  struct pb_args a = {2, 60, 2, 1, 100, ZCOLL_SUM};
+  struct rt_job job = {.size = 4, .body = conserve_body, .arg = &a};
+  cr_expect_eq(rt_run(&job), 0, "%s", job.first);
+}
+
+Test(partial, progress_thread, .timeout = 300) {
+  struct pb_args a = {3, 80, 2, 0, 200, ZCOLL_SUM};
+  struct rt_job job = {.size = 4, .body = conserve_body, .arg = &a};
+  job.settings[0][0] = "PROGRESS";
+  job.settings[0][1] = "thread";
+  cr_expect_eq(rt_run(&job), 0, "%s", job.first);
+}
+
+/* p * steps a multiple of the quorum: nothing pending at the flush (its round full), and
+ * one offer each with quorum 3 of 4: the fourth waits until the others flush. */
+Test(partial, flush_with_nothing_and_with_an_offer_pending, .timeout = 300) {
+  struct pb_args full = {2, 10, 3, 0, 0, ZCOLL_SUM}, pending = {3, 1, 3, 0, 50, ZCOLL_SUM};
+  struct rt_job job = {.size = 4, .body = conserve_body, .arg = &full};
+  cr_expect_eq(rt_run(&job), 0, "nothing pending: %s", job.first);
+  struct rt_job job2 = {.size = 4, .body = conserve_body, .arg = &pending};
+  cr_expect_eq(rt_run(&job2), 0, "an offer pending: %s", job2.first);
+  struct pb_args none = {2, 0, 2, 0, 0, ZCOLL_SUM}; /* flushes of nothing */
+  struct rt_job job3 = {.size = 3, .body = conserve_body, .arg = &none};
+  cr_expect_eq(rt_run(&job3), 0, "no offers: %s", job3.first);
+}
+
+struct live {
+  int done[8], straggler_done;
+};
+
+static void live_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  struct live *l = job->arg;
+  char msg[400];
+  if (pb_live(comm, 3, 20, 3, l->done, &l->straggler_done, msg, sizeof(msg)))
+    rt_fail(job, rank, msg);
+}
+
+Test(partial, a_rank_away_holds_up_nobody, .timeout = 300) {
+  for (int thread = 0; thread < 2; thread++) {
+    struct live l;
+    memset(&l, 0, sizeof(l));
+    struct rt_job job = {.size = 4, .body = live_body, .arg = &l};
+    if (thread) {
+      job.settings[0][0] = "PROGRESS";
+      job.settings[0][1] = "thread";
+    }
+    cr_expect_eq(rt_run(&job), 0, "%s: %s", thread ? "thread" : "caller", job.first);
+  }
+}
+
+static void mismatch_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  int64_t x = 1, y;
+  zcoll_request_t *req = (zcoll_request_t *)&x;
+  int mode = *(int *)job->arg;
+  int quorum = mode == 0 ? (rank == 1 ? 2 : 3) : mode == 1 ? 9 : 2;
+  const void *send = mode == 2 && rank == 2 ? NULL : &x;
+  zcoll_status_t st =
+      zcoll_allreduce_partial_init(comm, send, &y, 1, ZCOLL_INT64, ZCOLL_SUM, quorum, &req);
+  zcoll_status_t want = mode == 0 ? ZCOLL_ERR_MISMATCH : ZCOLL_ERR_INVALID_ARG;
+  char msg[400];
+  if (st != want || req != NULL) {
+    snprintf(msg, sizeof(msg), "mode %d: %s (want %s), req %p: %s", mode, zcoll_strerror(st),
+             zcoll_strerror(want), (void *)req, zcoll_last_error());
+    rt_fail(job, rank, msg);
+    return;
+  }
+  const char *need = mode == 0 ? "quorum of 2" : mode == 1 ? "quorum 9" : "sendbuf is NULL";
+  if (rank == (mode == 0 ? 0 : 2) && !strstr(zcoll_last_error(), need) && mode != 1) {
+    snprintf(msg, sizeof(msg), "mode %d: message lacks '%s': %s", mode, need, zcoll_last_error());
+    rt_fail(job, rank, msg);
+  }
+  /* the communicator is still good */
+  int64_t s = 1;
+  if (zcoll_allreduce(comm, ZCOLL_IN_PLACE, &s, 1, ZCOLL_INT64, ZCOLL_SUM) != ZCOLL_OK ||
+      s != job->size)
+    rt_fail(job, rank, "the communicator broke");
+}
+
+Test(partial, mismatched_quorums_and_bad_arguments, .timeout = 120) {
+  for (int mode = 0; mode < 3; mode++) {
+    struct rt_job job = {.size = 4, .body = mismatch_body, .arg = &mode};
+    cr_expect_eq(rt_run(&job), 0, "mode %d: %s", mode, job.first);
+  }
+}
+
+Test(partial, calls_on_other_requests_are_refused, .timeout = 60) {
+  cr_expect_eq(zcoll_partial_flush(NULL), ZCOLL_ERR_INVALID_ARG);
+  uint64_t r;
+  cr_expect_eq(zcoll_request_partial_info(NULL, &r, NULL, NULL), ZCOLL_ERR_INVALID_ARG);
+  cr_expect(strstr(zcoll_last_error(), "not a partial request") != NULL, "%s", zcoll_last_error());
+}

@@ -60,23 +60,24 @@ static int pb_check(const struct pb_rec *all, int p, int per, const struct pb_ar
       const struct pb_rec *o = &all[y];
       if (o->flush || o->round != r->round) continue;
       members++;
-      if (o->n != r->n) return pb_fail(msg, len, "round %lld: counts %lld and %lld", r->round, r->n, o->n);
+      if (o->n != r->n)
+        return pb_fail(msg, len, "round %lld: counts %lld and %lld", r->round, r->n, o->n);
       if (memcmp(o->res, r->res, sizeof(r->res)))
-        return pb_fail(msg, len, "round %lld: ranks %lld and %lld got different results",
-                       r->round, r->rank, o->rank);
+        return pb_fail(msg, len, "round %lld: ranks %lld and %lld got different results", r->round,
+                       r->rank, o->rank);
       for (int i = 0; i < PB_K; i++) sum[i] += pb_val(o->rank, o->k, i);
     }
     if (members != r->n)
-      return pb_fail(msg, len, "round %lld says %lld offers, %lld ranks report it", r->round,
-                     r->n, members);
+      return pb_fail(msg, len, "round %lld says %lld offers, %lld ranks report it", r->round, r->n,
+                     members);
     for (int i = 0; i < PB_K; i++) {
       int64_t want = sum[i];
       if (a->op == ZCOLL_AVG) {
         double got, w = (double)want / (double)r->n;
         memcpy(&got, &r->res[i], sizeof(got));
         if (got < w - 1e-9 * (w < 0 ? -w : w) || got > w + 1e-9 * (w < 0 ? -w : w))
-          return pb_fail(msg, len, "round %lld element %lld: average off (count %lld)", r->round,
-                         i, r->n);
+          return pb_fail(msg, len, "round %lld element %lld: average off (count %lld)", r->round, i,
+                         r->n);
       } else if (r->res[i] != want) {
         return pb_fail(msg, len, "round %lld element %lld: %lld is not the sum of its offers",
                        r->round, i, r->res[i]);
@@ -92,7 +93,8 @@ static int pb_check(const struct pb_rec *all, int p, int per, const struct pb_ar
         for (int z = 0; z < total; z++)
           member |= !all[z].flush && all[z].round == r->round && all[z].rank == o->rank;
         if (!member)
-          return pb_fail(msg, len, "rank %lld offers in round %lld after round %lld was decided short",
+          return pb_fail(msg, len,
+                         "rank %lld offers in round %lld after round %lld was decided short",
                          o->rank, o->round, r->round);
       }
     }
@@ -106,7 +108,9 @@ static int pb_check(const struct pb_rec *all, int p, int per, const struct pb_ar
       if (!all[y].flush && all[y].epoch == f->epoch && (!last || all[y].round > last->round))
         last = &all[y];
     if (!last) {
-      if (f->n != 0) return pb_fail(msg, len, "epoch %lld: a flush of nothing says %lld offers", f->epoch, f->n, 0);
+      if (f->n != 0)
+        return pb_fail(msg, len, "epoch %lld: a flush of nothing says %lld offers", f->epoch, f->n,
+                       0);
       continue;
     }
     if (f->round != last->round || f->n != last->n || memcmp(f->res, last->res, sizeof(f->res)))
@@ -134,9 +138,8 @@ static int pb_run(zcoll_comm_t *comm, const struct pb_args *a, char *msg, size_t
   int avg = a->op == ZCOLL_AVG, bad = 0, nrec = 0;
   void *send = avg ? (void *)din : (void *)in, *recv = avg ? (void *)dout : (void *)out;
   zcoll_request_t *req = NULL;
-  zcoll_status_t st = zcoll_allreduce_partial_init(comm, send, recv, PB_K,
-                                                   avg ? ZCOLL_FLOAT64 : ZCOLL_INT64, a->op,
-                                                   a->quorum, &req);
+  zcoll_status_t st = zcoll_allreduce_partial_init(
+      comm, send, recv, PB_K, avg ? ZCOLL_FLOAT64 : ZCOLL_INT64, a->op, a->quorum, &req);
   if (st != ZCOLL_OK) {
     snprintf(msg, len, "init: %s", zcoll_last_error());
     free(mine), free(all);
@@ -197,7 +200,8 @@ static int pb_run(zcoll_comm_t *comm, const struct pb_args *a, char *msg, size_t
     snprintf(msg, len, "another rank failed");
     bad = 1;
   }
-  if (!bad && zcoll_allgather(comm, mine, all, (size_t)per * sizeof(*mine), ZCOLL_UINT8) != ZCOLL_OK) {
+  if (!bad &&
+      zcoll_allgather(comm, mine, all, (size_t)per * sizeof(*mine), ZCOLL_UINT8) != ZCOLL_OK) {
     snprintf(msg, len, "allgather: %s", zcoll_last_error());
     bad = 1;
   }

@@ -23,8 +23,8 @@ struct pcase {
 };
 
 ParameterizedTestParameters(partial, every_quorum) {
-  static struct pcase cases[] = {{1, 1}, {2, 1}, {2, 2}, {3, 2}, {4, 1}, {4, 2},
-                                 {4, 3}, {4, 4}, {5, 3}, {6, 4}};
+  static struct pcase cases[] = {{1, 1}, {2, 1}, {2, 2}, {3, 2}, {4, 1},
+                                 {4, 2}, {4, 3}, {4, 4}, {5, 3}, {6, 4}};
   return cr_make_param_array(struct pcase, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
@@ -98,8 +98,8 @@ static void mismatch_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   int mode = *(int *)job->arg;
   int quorum = mode == 0 ? (rank == 1 ? 2 : 3) : mode == 1 ? 9 : 2;
   const void *send = mode == 2 && rank == 2 ? NULL : &x;
-  zcoll_status_t st =
-      zcoll_allreduce_partial_init(comm, send, &y, 1, ZCOLL_INT64, ZCOLL_SUM, quorum, &req);
+  zcoll_status_t st = zcoll_allreduce_partial_init(comm, send, &y, 1, ZCOLL_INT64, ZCOLL_SUM,
+                                                   quorum, &req);
   zcoll_status_t want = mode == 0 ? ZCOLL_ERR_MISMATCH : ZCOLL_ERR_INVALID_ARG;
   char msg[400];
   if (st != want || req != NULL) {
@@ -132,4 +132,51 @@ Test(partial, calls_on_other_requests_are_refused, .timeout = 60) {
   uint64_t r;
   cr_expect_eq(zcoll_request_partial_info(NULL, &r, NULL, NULL), ZCOLL_ERR_INVALID_ARG);
   cr_expect(strstr(zcoll_last_error(), "not a partial request") != NULL, "%s", zcoll_last_error());
+}
+
+/* ---- processes (progs/partial_check.c) ---- */
+
+static struct sp_result procs(const char *tl, const char *np, const char *mode, const char *arg) {
+  char transport[64];
+  snprintf(transport, sizeof(transport), "ZCOLL_TRANSPORT=%s", tl);
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", np, SP_PROG("partial_check"), mode, arg, NULL};
+  const char *env[] = {transport, "ZCOLL_TIMEOUT=60", NULL};
+  return sp_run(argv, env, 240);
+}
+
+static void expect_ok(const char *tl, const char *np, const char *mode, const char *arg) {
+  struct sp_result r = procs(tl, np, mode, arg);
+  cr_expect_eq(r.status, 0, "%s np=%s %s %s: exit %d\n%s", tl, np, mode, arg, r.status, r.out);
+  for (int k = 0; k < atoi(np); k++) {
+    char want[80];
+    snprintf(want, sizeof(want), "partial_check: rank %d ok", k);
+    cr_expect(strstr(r.out, want) != NULL, "%s %s: no '%s'\n%s", tl, mode, want, r.out);
+  }
+  free(r.out);
+}
+
+Test(partial, processes_shm, .timeout = 300) {
+  expect_ok("shm", "4", "conserve", "3");
+  expect_ok("shm", "3", "conserve", "1");
+}
+
+Test(partial, processes_shm_a_rank_away, .timeout = 300) {
+  char path[] = "/tmp/zcoll_partial_live_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0 && ftruncate(fd, 4096) == 0);
+  close(fd);
+  expect_ok("shm", "4", "live", path);
+  unlink(path);
+}
+
+/* A rank killed mid-run: every survivor's request fails, none hangs. */
+Test(partial, processes_shm_a_rank_killed, .timeout = 300) {
+  struct sp_result r = procs("shm", "4", "kill", "");
+  for (int k = 0; k < 4; k++) {
+    if (k == 1) continue;
+    char want[80];
+    snprintf(want, sizeof(want), "partial_check: rank %d: failed as it should", k);
+    cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
+  }
+  free(r.out);
 }

@@ -83,10 +83,10 @@ struct zcoll__partial {
   uint32_t epoch, base_t;
   uint64_t base_round;
   uint64_t my_entry;
-  uint64_t seg;   /* SEG when this rank offered */
+  uint64_t seg;        /* SEG when this rank offered */
   uint32_t fin_rounds; /* FIN's low half: the rounds of the epoch before */
-  uint32_t lo;    /* the first ticket of its round */
-  int need_flush; /* offered since the last flush, or never flushed: free flushes */
+  uint32_t lo;         /* the first ticket of its round */
+  int need_flush;      /* offered since the last flush, or never flushed: free flushes */
   /* The offer in flight, or the last one. */
   int state;
   zcoll_status_t status;
@@ -243,8 +243,8 @@ static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
     zcoll_status_t st = home_add(P, W_SEG, now - P->seg, &old);
     if (st != ZCOLL_OK) return st;
   }
-  const struct zcoll__choice c = {&pc->selector, n,           pc->forced_algo, 0, 1,
-                                  pc->ring_algo, pc->rhd_algo, pc->hier_algo};
+  const struct zcoll__choice c = {
+      &pc->selector, n, pc->forced_algo, 0, 1, pc->ring_algo, pc->rhd_algo, pc->hier_algo};
   int algo = zcoll__choose(&c, P->bytes, NULL, 0);
   if (algo == pc->hier_algo) algo = pc->ring_algo; /* hosts are the user's communicator's */
   struct zcoll__sched *s = &P->sched;
@@ -280,16 +280,14 @@ static void round_end(struct zcoll__partial *P) {
   zcoll_status_t st = P->run.status;
   if (P->have_sched) zcoll__sched_free(&P->sched);
   P->have_sched = 0;
-  if (st == ZCOLL_OK && P->members[0] == P->rank && P->bytes)
-    memcpy(P->keep, P->dst, P->bytes);
+  if (st == ZCOLL_OK && P->members[0] == P->rank && P->bytes) memcpy(P->keep, P->dst, P->bytes);
   P->status = st;
   P->state = st == ZCOLL_OK ? P_DONE : P_FAILED;
 }
 
 static void failed(struct zcoll__partial *P, zcoll_status_t st) {
   st = zcoll__fail_runs(P->pc, st);
-  if (P->state == P_RUN && atomic_load_explicit(&P->run.ended, memory_order_acquire))
-    round_end(P);
+  if (P->state == P_RUN && atomic_load_explicit(&P->run.ended, memory_order_acquire)) round_end(P);
   if (P->state == P_GATHER || P->state == P_RUN) {
     if (P->have_sched) zcoll__sched_free(&P->sched);
     P->have_sched = 0;
@@ -501,13 +499,13 @@ static void release(struct zcoll__partial *P) {
 }
 
 /* The calls enter the request's communicator as the other request calls do theirs. */
-#define ENTERED(P, fn, body)                                                                       \
-  do {                                                                                             \
-    zcoll_status_t st_ = zcoll__enter((P)->pc, fn);                                                \
-    if (st_ != ZCOLL_OK) return st_;                                                               \
-    st_ = zcoll__report((P)->pc, (body));                                                          \
-    zcoll__leave((P)->pc);                                                                         \
-    return st_;                                                                                    \
+#define ENTERED(P, fn, body)                        \
+  do {                                              \
+    zcoll_status_t st_ = zcoll__enter((P)->pc, fn); \
+    if (st_ != ZCOLL_OK) return st_;                \
+    st_ = zcoll__report((P)->pc, (body));           \
+    zcoll__leave((P)->pc);                          \
+    return st_;                                     \
   } while (0)
 
 zcoll_status_t zcoll__partial_start(struct zcoll__partial *P) {
@@ -550,9 +548,9 @@ zcoll_status_t zcoll_partial_flush(zcoll_request_t *req) {
 static zcoll_status_t info_body(struct zcoll__partial *P, uint64_t *round, int *ncontrib,
                                 int *mine) {
   if (in_flight(P) || P->state == P_IDLE || P->state == P_FAILED)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "zcoll_request_partial_info: no round has completed (%s)",
-                       in_flight(P) ? "the request is in flight" : "none since it was made or failed");
+    return zcoll__fail(
+        ZCOLL_ERR_INVALID_ARG, "zcoll_request_partial_info: no round has completed (%s)",
+        in_flight(P) ? "the request is in flight" : "none since it was made or failed");
   if (round) *round = P->round;
   if (ncontrib) *ncontrib = P->ncontrib;
   if (mine) *mine = P->mine;
@@ -563,9 +561,8 @@ zcoll_status_t zcoll_request_partial_info(const zcoll_request_t *req, uint64_t *
                                           int *ncontrib, int *mine) {
   struct zcoll__partial *P = zcoll__partial_of(req);
   if (!P)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "zcoll_request_partial_info: not a partial request "
-                       "(zcoll_allreduce_partial_init)");
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_request_partial_info: not a partial request "
+                                              "(zcoll_allreduce_partial_init)");
   ENTERED(P, "zcoll_request_partial_info", info_body(P, round, ncontrib, mine));
 }
 
@@ -691,8 +688,8 @@ static zcoll_status_t home_setup(struct zcoll__partial *P, zcoll_status_t mine) 
 }
 
 zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
-                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
-                                  zcoll_request_t **req) {
+                                   size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                   zcoll_request_t **req) {
   struct zcoll__partial *P = calloc(1, sizeof(*P));
   int p = zcoll_comm_size(pc);
   zcoll_status_t local = check_args(sendbuf, recvbuf, count, dtype, op, quorum, p);

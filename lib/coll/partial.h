@@ -13,8 +13,8 @@ struct zcoll__partial;
  * the user's with a channel to every rank: lib/comm/partial_init.c makes it, and destroys
  * it if this fails -- alike on every rank). */
 zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
-                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
-                                  zcoll_request_t **req);
+                                   size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                   zcoll_request_t **req);
 
 /* The calls on a partial request (request.c passes them on; each enters the request's own
  * communicator itself). */

@@ -1,0 +1,85 @@
+/*
+ * partial_check -- the partial allreduce between processes (tests/partial_bodies.h).
+ *
+ *   partial_check conserve Q   quorum Q, 2 epochs of 120 starts after random sleeps of up
+ *                              to 200 us, AVG too; then the same with an iallreduce on the
+ *                              user's communicator every 5 starts. "partial_check: rank R ok".
+ *   partial_check live FILE    quorum p - 1, the last rank offering only after the others
+ *                              each completed 20 rounds more (counted in FILE, mapped by all).
+ *   partial_check kill         quorum 2: rank 1 exits without a word after 5 starts; every
+ *                              survivor's request must fail (not hang):
+ *                              "partial_check: rank R: failed as it should: ...".
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../partial_bodies.h"
+
+static int kill_mode(zcoll_comm_t *comm, int rank) {
+  int64_t x = rank, y = 0;
+  zcoll_request_t *req;
+  if (zcoll_allreduce_partial_init(comm, &x, &y, 1, ZCOLL_INT64, ZCOLL_SUM, 2, &req) != ZCOLL_OK) {
+    fprintf(stderr, "partial_check: rank %d: init: %s\n", rank, zcoll_last_error());
+    return 1;
+  }
+  for (int s = 0; s < 100000; s++) {
+    if (rank == 1 && s == 5) _exit(0);
+    zcoll_status_t st = zcoll_start(req);
+    if (st == ZCOLL_OK) st = zcoll_wait(req);
+    if (st != ZCOLL_OK) {
+      printf("partial_check: rank %d: failed as it should: %s\n", rank, zcoll_strerror(st));
+      fflush(stdout);
+      zcoll_request_free(req);
+      return 0;
+    }
+    usleep(200);
+  }
+  fprintf(stderr, "partial_check: rank %d: 100000 rounds after rank 1 died\n", rank);
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "conserve";
+  zcoll_comm_t *comm;
+  if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) {
+    fprintf(stderr, "partial_check: init: %s\n", zcoll_last_error());
+    return 1;
+  }
+  int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm), bad = 0;
+  char msg[400];
+  if (!strcmp(mode, "kill")) {
+    bad = kill_mode(comm, rank);
+    zcoll_comm_abort(comm);
+    return bad;
+  }
+  if (!strcmp(mode, "live")) {
+    int fd = argc > 2 ? open(argv[2], O_RDWR) : -1;
+    int *shared = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : NULL;
+    if (!shared || shared == MAP_FAILED) {
+      fprintf(stderr, "partial_check: rank %d: cannot map the counters\n", rank);
+      return 1;
+    }
+    bad = pb_live(comm, p - 1, 20, 3, shared, shared + 64, msg, sizeof(msg));
+  } else {
+    int q = argc > 2 ? atoi(argv[2]) : 2;
+    struct pb_args a = {q, 120, 2, 0, 200, ZCOLL_SUM};
+    bad = pb_run(comm, &a, msg, sizeof(msg));
+    a.op = ZCOLL_AVG;
+    a.steps = 40;
+    if (!bad) bad = pb_run(comm, &a, msg, sizeof(msg));
+    a.op = ZCOLL_SUM;
+    a.interleave = 1;
+    if (!bad) bad = pb_run(comm, &a, msg, sizeof(msg));
+  }
+  if (bad)
+    fprintf(stderr, "partial_check: rank %d: %s\n", rank, msg);
+  else
+    printf("partial_check: rank %d ok\n", rank);
+  fflush(stdout);
+  if (zcoll_comm_destroy(comm) != ZCOLL_OK) bad = 1;
+  return bad;
+}

@@ -20,11 +20,12 @@ from ._lib import lib as _clib
 from .comm import Comm, get_unique_id
 from .memory import MemoryRegion
 from .op import AVG, MAX, MIN, PROD, SUM, CreatedOp, Op, op_create, premul_sum
+from .partial import PartialRequest
 from .request import PersistentRequest, Request
 from .vec import Vec
 
 __all__ = [
-    "Comm", "get_unique_id", "Request", "PersistentRequest", "MemoryRegion", "Vec", "Op", "CreatedOp", "DType",
+    "Comm", "get_unique_id", "Request", "PersistentRequest", "PartialRequest", "MemoryRegion", "Vec", "Op", "CreatedOp", "DType",
     "SUM", "PROD", "MIN", "MAX", "AVG", "op_create", "premul_sum",
     "Error", "InvalidArgument", "NoMemory", "Unsupported", "BootstrapError",
     "TransportError", "Timeout", "PeerFailed", "Mismatch",

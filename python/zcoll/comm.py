@@ -12,6 +12,7 @@ from .collectives import Collectives
 from ._errors import IN_PROGRESS, error
 from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
+from .partial import PartialRequest
 from .request import PersistentRequest, Request
 
 __all__ = ["Comm", "get_unique_id"]
@@ -107,6 +108,7 @@ class Comm(Collectives):
         """Takes the communicator at ptr (zcoll_comm_init's, or a split's)."""
         self._ptr = ptr
         self._orphans = []  # (request, buffers) dropped in flight; see request.py
+        self._partials = weakref.WeakSet()  # partial requests open: close() frees them
         self._req = c_void_p()  # where a blocking call's request goes (_sliced)
         self._req_ref = byref(self._req)
         _open.add(self)
@@ -245,6 +247,27 @@ class Comm(Collectives):
             raise error(st, self._ptr)
         return PersistentRequest(self, req.value, keep + (created,), result, created)
 
+    def allreduce_partial_init(self, x, out=None, quorum=None, op=SUM, dtype=None):
+        """A partial (quorum) allreduce over x into out (zcoll_allreduce_partial_init):
+        each start() offers x to the round forming when it arrives, and the round ends
+        with its quorum-th offer (default: every rank); see PartialRequest. Collective:
+        every rank passes the same quorum, count, dtype and op (else Mismatch). x and out
+        belong to the request until it is freed."""
+        if self._orphans:
+            self._reap()
+        if op.__class__ is CreatedOp:
+            raise TypeError("a partial allreduce takes a built-in op")
+        send, recv, count, code, result, keep = _operands(x, out, None, dtype)
+        req = c_void_p()
+        q = self.size if quorum is None else int(quorum)
+        st = lib.zcoll_allreduce_partial_init(self._live(self._ptr), send, recv, count, code,
+                                              int(op), q, byref(req))
+        if st:
+            raise error(st, self._ptr)
+        r = PartialRequest(self, req.value, keep, result)
+        self._partials.add(r)
+        return r
+
     def broadcast(self, x, root=0):
         """Sends root's x to every rank's x, in place (zcoll_broadcast); returns x.
 
@@ -357,6 +380,8 @@ class Comm(Collectives):
         ptr = self._ptr
         if ptr is None:
             return
+        for r in list(self._partials):  # collective, like close: every rank has them
+            r.free()
         self._finish_orphans()
         detail = None
         if get_ident() == _MAIN:  # in slices: Ctrl-C must not wait for the other ranks

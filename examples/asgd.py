@@ -6,6 +6,7 @@ under /usr/share/datasets/fashion-mnist; ci/deps.sh installs it).
     PYTHONPATH=build/python zcoll_run -np 4 /usr/bin/python3 examples/asgd.py             # non-blocking averaging
     PYTHONPATH=build/python zcoll_run -np 4 /usr/bin/python3 examples/asgd.py --blocking  # blocking averaging
     PYTHONPATH=build/python /usr/bin/python3 examples/asgd.py                             # one rank, all the data
+    PYTHONPATH=build/python zcoll_run -np 4 /usr/bin/python3 examples/asgd.py --partial 3 --imbalance 0.1:50
 
 The split is the data set's own: 60,000 training images, 10,000 held out for testing,
 the same whatever the number of ranks (--train/--test take the first N of each). Rank r
@@ -80,10 +81,16 @@ class Trainer:
         self.op = zcoll.premul_sum(n_local / n_total)
         self.snap = np.empty_like(self.w)
         self.avg = np.empty_like(self.w)
-        self.req = None if o.blocking else comm.allreduce_init(self.snap, out=self.avg,
-                                                               op=self.op)
+        if o.partial:  # a round averages the first `partial` offers: AVG by their count
+            self.req = comm.allreduce_partial_init(self.snap, out=self.avg, quorum=o.partial,
+                                                   op=zcoll.AVG)
+        else:
+            self.req = None if o.blocking else comm.allreduce_init(self.snap, out=self.avg,
+                                                                   op=self.op)
         self.in_flight = False
-        self.t = dict(wait=0.0, start=0.0, test=0.0, blocking=0.0, end=0.0, compute=0.0)
+        self.t = dict(wait=0.0, start=0.0, test=0.0, blocking=0.0, end=0.0, compute=0.0,
+                      imbalance=0.0)
+        self.rounds = [0, 0]  # --partial: rounds this rank's offers joined, full and short
 
     def timed(self, what, fn, *args):
         t0 = time.perf_counter()
@@ -104,6 +111,8 @@ class Trainer:
             self.timed("wait", self.req.wait)
             self.in_flight = False
             self.w += self.avg - self.snap
+            if self.o.partial:
+                self.rounds[self.req.contributors < self.o.partial] += 1
 
     def average(self):
         if self.o.blocking:
@@ -122,6 +131,8 @@ class Trainer:
     def epoch_end(self):
         """Every rank holds the same model afterwards."""
         self.finish_average()
+        if self.o.partial:  # every rank's last offer ends in a round before the full average
+            self.timed("end", self.req.flush)
         self.timed("end", self.comm.allreduce, self.w, self.w, self.op)
 
     def close(self):
@@ -151,6 +162,7 @@ def train(comm, o):
     xt, yt, n_test = load(o.data, "t10k", o.test, r, p)
     tr = Trainer(comm, o, len(y), n_total)
     rng = np.random.default_rng([o.seed, r])
+    slow = np.random.default_rng([o.seed, r, 7])  # --imbalance's draws, apart from the data's
     t_start = time.perf_counter()
     try:
         for e in range(1, o.epochs + 1):
@@ -160,6 +172,8 @@ def train(comm, o):
             for k0 in range(0, len(y), o.batch):
                 idx = order[k0:k0 + o.batch]
                 tr.step(x[idx], y[idx], lr)
+                if o.imbalance[0] and slow.random() < o.imbalance[0]:
+                    tr.timed("imbalance", time.sleep, o.imbalance[1] / 1000)
                 batches += 1
                 if batches % o.every == 0:
                     tr.average()
@@ -174,17 +188,29 @@ def train(comm, o):
                 print(f"epoch {e} train accuracy {acc:.4f} test accuracy {test_acc:.4f} "
                       f"loss {loss:.4f} blocked {slowest[0]:.4f} s elapsed {slowest[1]:.2f} s",
                       flush=True)
-        keys = ("wait", "start", "test", "blocking", "end", "compute")
+        keys = ("wait", "start", "test", "blocking", "end", "compute", "imbalance")
         spent = comm.allreduce(np.array([tr.t[k] for k in keys]), op=zcoll.MAX)
+        # per rank: blocked in averages, rounds joined (full, short)
+        mine = np.array([tr.t["wait"] + tr.t["start"] + tr.t["test"] + tr.t["blocking"],
+                         tr.rounds[0], tr.rounds[1]], np.float64)
+        per_rank = comm.allgather(mine)
+        elapsed = time.perf_counter() - t_start
     finally:
         tr.close()
     if r == 0:
         s = dict(zip(keys, spent))
-        mode = "blocking" if o.blocking else "non-blocking"
+        mode = f"partial {o.partial}" if o.partial else "blocking" if o.blocking else \
+            "non-blocking"
         print(f"asgd.py: ranks {p} fashion-mnist {n_total} train / {n_test} test"
               f", {mode}: test accuracy {test_acc:.4f} (train {acc:.4f}), blocked in "
               f"averages {s['wait'] + s['start'] + s['test'] + s['blocking']:.4f} s "
               f"(slowest rank), compute {s['compute']:.2f} s")
+        print(f"asgd.py: wall time {elapsed:.2f} s, imbalance slept {s['imbalance']:.2f} s "
+              "(slowest rank)")
+        for q, (b, full, short) in enumerate(per_rank):
+            rounds = f", rounds joined {int(full)} full + {int(short)} short" if o.partial \
+                else ""
+            print(f"asgd.py: rank {q} blocked in averages {b:.4f} s{rounds}")
         if o.blocking:
             print(f"asgd.py: blocked in allreduce {s['blocking']:.4f} s; end-of-epoch "
                   f"averages {s['end']:.4f} s")
@@ -212,7 +238,22 @@ def main():
     ap.add_argument("--blocking", action="store_true",
                     help="average with a blocking allreduce instead of a persistent request "
                     "that runs while the next mini-batches compute")
+    ap.add_argument("--partial", type=int, default=0, metavar="Q",
+                    help="average with a partial allreduce: each averaging joins the round "
+                    "forming when it arrives, which ends with its Q-th offer, so stragglers "
+                    "wait for nobody (docs/partial.md)")
+    ap.add_argument("--imbalance", default="0:0", metavar="P:MS",
+                    help="each rank, each mini-batch, with probability P (seeded) computes "
+                    "MS ms longer: the load imbalance stragglers make (%(default)s)")
     o = ap.parse_args()
+    try:
+        o.imbalance = tuple(float(v) for v in o.imbalance.split(":"))
+        if len(o.imbalance) != 2 or not 0 <= o.imbalance[0] <= 1 or o.imbalance[1] < 0:
+            raise ValueError
+    except ValueError:
+        ap.error("--imbalance is P:MS, 0 <= P <= 1, MS >= 0")
+    if o.partial < 0 or (o.partial and o.blocking):
+        ap.error("--partial Q takes Q >= 1, and not with --blocking")
     if min(o.epochs, o.batch, o.every) < 1 or o.train < 0 or o.test < 0 or not o.lr > 0 \
             or not o.decay >= 0:
         ap.error("--epochs, --batch and --every must be >= 1, --lr > 0, --decay >= 0")

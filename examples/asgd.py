@@ -115,6 +115,13 @@ class Trainer:
                 self.rounds[self.req.contributors < self.o.partial] += 1
 
     def average(self):
+        if self.o.blocking and self.o.partial:  # offer, and take the round's average at once
+            self.finish_average()
+            self.snap[:] = self.w
+            self.timed("start", self.req.start)
+            self.in_flight = True
+            self.finish_average()
+            return
         if self.o.blocking:
             self.timed("blocking", self.comm.allreduce, self.w, self.w, self.op)
             return
@@ -199,8 +206,8 @@ def train(comm, o):
         tr.close()
     if r == 0:
         s = dict(zip(keys, spent))
-        mode = f"partial {o.partial}" if o.partial else "blocking" if o.blocking else \
-            "non-blocking"
+        mode = f"partial {o.partial}" + (" blocking" if o.blocking else "") if o.partial else \
+            "blocking" if o.blocking else "non-blocking"
         print(f"asgd.py: ranks {p} fashion-mnist {n_total} train / {n_test} test"
               f", {mode}: test accuracy {test_acc:.4f} (train {acc:.4f}), blocked in "
               f"averages {s['wait'] + s['start'] + s['test'] + s['blocking']:.4f} s "
@@ -211,7 +218,7 @@ def train(comm, o):
             rounds = f", rounds joined {int(full)} full + {int(short)} short" if o.partial \
                 else ""
             print(f"asgd.py: rank {q} blocked in averages {b:.4f} s{rounds}")
-        if o.blocking:
+        if o.blocking and not o.partial:
             print(f"asgd.py: blocked in allreduce {s['blocking']:.4f} s; end-of-epoch "
                   f"averages {s['end']:.4f} s")
         else:
@@ -241,7 +248,8 @@ def main():
     ap.add_argument("--partial", type=int, default=0, metavar="Q",
                     help="average with a partial allreduce: each averaging joins the round "
                     "forming when it arrives, which ends with its Q-th offer, so stragglers "
-                    "wait for nobody (docs/partial.md)")
+                    "wait for nobody (docs/partial.md); with --blocking each rank takes its "
+                    "round's average before it goes on")
     ap.add_argument("--imbalance", default="0:0", metavar="P:MS",
                     help="each rank, each mini-batch, with probability P (seeded) computes "
                     "MS ms longer: the load imbalance stragglers make (%(default)s)")
@@ -252,8 +260,8 @@ def main():
             raise ValueError
     except ValueError:
         ap.error("--imbalance is P:MS, 0 <= P <= 1, MS >= 0")
-    if o.partial < 0 or (o.partial and o.blocking):
-        ap.error("--partial Q takes Q >= 1, and not with --blocking")
+    if o.partial < 0:
+        ap.error("--partial Q takes Q >= 1")
     if min(o.epochs, o.batch, o.every) < 1 or o.train < 0 or o.test < 0 or not o.lr > 0 \
             or not o.decay >= 0:
         ap.error("--epochs, --batch and --every must be >= 1, --lr > 0, --decay >= 0")

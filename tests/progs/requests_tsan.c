@@ -5,8 +5,9 @@
  * (ZCOLL_PROGRESS=thread) or without, so the application's calls, the progress threads
  * and the ranks all race if they can; and the vector interface's tasks (threads that
  * commit) with them; a split's child on a thread of its own beside its parent, over the
- * transport instances they share; and a thread that dumps the flight recorder while its
- * rank runs them. Exit status 0 when every scenario passed.
+ * transport instances they share; a partial allreduce's rounds, decided on the shared
+ * ticket counter while the progress threads move them; and a thread that dumps the flight
+ * recorder while its rank runs them. Exit status 0 when every scenario passed.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include "../requests_bodies.h"
 #include "../vec_bodies.h"
 #include "../split_bodies.h"
+#include "../partial_bodies.h"
 
 static int run(const char *what, int p, rt_body body, void *arg, const char *progress,
                const char *algo) {
@@ -63,6 +65,12 @@ static void dump_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   if (atomic_load(&d.bad)) rt_fail(job, rank, "zcoll_comm_dump failed during collectives");
 }
 
+static void partial_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  struct pb_args a = {2, 40, 2, 1, 100, ZCOLL_SUM};
+  char msg[400];
+  if (pb_run(comm, &a, msg, sizeof(msg))) rt_fail(job, rank, msg);
+}
+
 static int run_dump(int p, const char *progress) {
   struct rt_job job = {.size = p, .body = dump_body};
   static const char *const set[][2] = {
@@ -96,6 +104,8 @@ int main(void) {
   bad += run("split", 3, concurrent_body, NULL, "caller", "auto");
   bad += run("split", 2, concurrent_body, NULL, "thread", "auto");
   bad += run("splitvec", 3, vec_child_body, NULL, "caller", "auto");
+  bad += run("partial", 3, partial_body, NULL, "thread", "auto");
+  bad += run("partial", 3, partial_body, NULL, "caller", "auto");
   bad += run_dump(3, "thread");
   bad += run_dump(2, "caller");
   printf("requests_tsan: %s\n", bad ? "FAILED" : "all passed");

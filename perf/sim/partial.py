@@ -84,9 +84,8 @@ def partial(p, q, steps, t_q, rng):
             placed += 1
             if done[m] == steps:
                 finish[m] = end
-            if done[m] < steps + 50:  # keep the others offering while the last finish
-                heapq.heappush(offers, (end + compute_ms(rng), m))
-                made += 1
+            heapq.heappush(offers, (end + compute_ms(rng), m))  # all go on till the last is done
+            made += 1
         forming = []
     per_step = sum(f / steps for f in finish) / p
     return per_step, sum(waits) / len(waits), placed, made
@@ -115,7 +114,7 @@ def main():
         sync = synchronous(p, o.steps, t_p, random.Random(o.seed))
         part, wait, placed, made = partial(p, q, o.steps, t_q, random.Random(o.seed))
         print(f"{p:8d} {q:5d} {t_p:17.2f} {t_q:9.2f} {sync:14.2f} {part:17.2f} "
-              f"{1 - part / sync:7.0%} {wait:15.2f}")
+              f"{1 - part / sync:7.0%} {wait:15.2f}", flush=True)
     return 0
 
 

@@ -42,13 +42,13 @@ struct pb_args {
   zcoll_op_t op;     /* ZCOLL_SUM (int64) or ZCOLL_AVG (float64) */
 };
 
-static int pb_fail(char *msg, size_t len, const char *fmt, int64_t a, int64_t b, int64_t c) {
+static inline int pb_fail(char *msg, size_t len, const char *fmt, int64_t a, int64_t b, int64_t c) {
   snprintf(msg, len, fmt, (long long)a, (long long)b, (long long)c);
   return 1;
 }
 
 /* The records of all ranks (p * per each), checked. */
-static int pb_check(const struct pb_rec *all, int p, int per, const struct pb_args *a, int me,
+static inline int pb_check(const struct pb_rec *all, int p, int per, const struct pb_args *a, int me,
                     char *msg, size_t len) {
   int total = p * per;
   for (int x = 0; x < total; x++) {
@@ -128,7 +128,7 @@ static int pb_check(const struct pb_rec *all, int p, int per, const struct pb_ar
 }
 
 /* One rank's part: epochs x (steps starts, then a flush), then the check. 0: all held. */
-static int pb_run(zcoll_comm_t *comm, const struct pb_args *a, char *msg, size_t len) {
+static inline int pb_run(zcoll_comm_t *comm, const struct pb_args *a, char *msg, size_t len) {
   int p = zcoll_comm_size(comm), me = zcoll_comm_rank(comm);
   int per = a->epochs * (a->steps + 1);
   struct pb_rec *mine = calloc((size_t)per, sizeof(*mine));
@@ -214,7 +214,7 @@ static int pb_run(zcoll_comm_t *comm, const struct pb_args *a, char *msg, size_t
  * (done[] counts each rank's completed rounds; the others go on until the straggler has
  * made `straggles` offers). A partial allreduce that waited for every rank would never let
  * them get there: counted, not timed (the straggler gives up after 60 s). */
-static int pb_live(zcoll_comm_t *comm, int quorum, int laps, int straggles, volatile int *done,
+static inline int pb_live(zcoll_comm_t *comm, int quorum, int laps, int straggles, volatile int *done,
                    volatile int *straggler_done, char *msg, size_t len) {
   int p = zcoll_comm_size(comm), me = zcoll_comm_rank(comm);
   float x = 1.0f, y = 0.0f;

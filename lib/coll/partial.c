@@ -701,12 +701,13 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
   snprintf(why, sizeof(why), "%s", zcoll__last_error());
   /* every rank takes part in what follows, whatever failed here: the others wait in it */
   zcoll_status_t st = zcoll_allgather(pc, all ? &mine : NULL, all, sizeof(mine) / 4, ZCOLL_INT32);
-  if (st == ZCOLL_OK) {
+  if (st == ZCOLL_OK && all) {
     if (local != ZCOLL_OK) zcoll__record_error(local, "%s", why);
     st = compare(all, p, local);
   }
   free(all);
-  if (st == ZCOLL_OK) {
+  if (st == ZCOLL_OK && !P) st = local; /* not so: a rank without P refused (local) */
+  if (st == ZCOLL_OK && P) {
     P->pc = pc;
     P->p = p;
     P->rank = zcoll_comm_rank(pc);

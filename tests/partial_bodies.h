@@ -48,8 +48,8 @@ static inline int pb_fail(char *msg, size_t len, const char *fmt, int64_t a, int
 }
 
 /* The records of all ranks (p * per each), checked. */
-static inline int pb_check(const struct pb_rec *all, int p, int per, const struct pb_args *a, int me,
-                    char *msg, size_t len) {
+static inline int pb_check(const struct pb_rec *all, int p, int per, const struct pb_args *a,
+                           int me, char *msg, size_t len) {
   int total = p * per;
   for (int x = 0; x < total; x++) {
     const struct pb_rec *r = &all[x];
@@ -214,8 +214,8 @@ static inline int pb_run(zcoll_comm_t *comm, const struct pb_args *a, char *msg,
  * (done[] counts each rank's completed rounds; the others go on until the straggler has
  * made `straggles` offers). A partial allreduce that waited for every rank would never let
  * them get there: counted, not timed (the straggler gives up after 60 s). */
-static inline int pb_live(zcoll_comm_t *comm, int quorum, int laps, int straggles, volatile int *done,
-                   volatile int *straggler_done, char *msg, size_t len) {
+static inline int pb_live(zcoll_comm_t *comm, int quorum, int laps, int straggles,
+                          volatile int *done, volatile int *straggler_done, char *msg, size_t len) {
   int p = zcoll_comm_size(comm), me = zcoll_comm_rank(comm);
   float x = 1.0f, y = 0.0f;
   zcoll_request_t *req = NULL;

@@ -4,7 +4,8 @@
  * per-rank delays and two epochs (restart after a flush); AVG; other collectives
  * interleaved; flush with nothing pending and with an offer pending; liveness with a rank
  * that stays away (caller progress and the progress thread); mismatched quorums and bad
- * arguments. Processes over shm and UCX: progs/partial_check.c.
+ * arguments. Processes over shm and UCX (its atomics: transports/ucx/amo.c), a rank killed
+ * among them: progs/partial_check.c.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -160,23 +161,34 @@ Test(partial, processes_shm, .timeout = 300) {
   expect_ok("shm", "3", "conserve", "1");
 }
 
-Test(partial, processes_shm_a_rank_away, .timeout = 300) {
+/* The liveness run (pb_live) with its counters in a file every process maps. */
+static void away(const char *tl) {
   char path[] = "/tmp/zcoll_partial_live_XXXXXX";
   int fd = mkstemp(path);
   cr_assert(fd >= 0 && ftruncate(fd, 4096) == 0);
   close(fd);
-  expect_ok("shm", "4", "live", path);
+  expect_ok(tl, "4", "live", path);
   unlink(path);
 }
 
+Test(partial, processes_shm_a_rank_away, .timeout = 300) { away("shm"); }
+
 /* A rank killed mid-run: every survivor's request fails, none hangs. */
-Test(partial, processes_shm_a_rank_killed, .timeout = 300) {
-  struct sp_result r = procs("shm", "4", "kill", "");
+static void killed(const char *tl) {
+  struct sp_result r = procs(tl, "4", "kill", "");
   for (int k = 0; k < 4; k++) {
     if (k == 1) continue;
     char want[80];
     snprintf(want, sizeof(want), "partial_check: rank %d: failed as it should", k);
-    cr_expect(strstr(r.out, want) != NULL, "no '%s'\n%s", want, r.out);
+    cr_expect(strstr(r.out, want) != NULL, "%s: no '%s'\n%s", tl, want, r.out);
   }
   free(r.out);
+}
+
+Test(partial, processes_shm_a_rank_killed, .timeout = 300) { killed("shm"); }
+Test(partial, processes_ucx_a_rank_killed, .timeout = 300) { killed("ucx"); }
+
+Test(partial, processes_ucx, .timeout = 300) {
+  expect_ok("ucx", "4", "conserve", "2");
+  away("ucx");
 }

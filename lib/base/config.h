@@ -21,7 +21,10 @@ struct zcoll_config {
   int local_rank, local_size; /* informational, set by launchers */
   char root[256];             /* host:port of rank 0's rendezvous */
   int root_fd;                /* rank 0: an already listening socket (zcoll_run) */
-  int all_peers;     /* not a setting: a channel to every rank (lib/comm/split.c, partial_init.c) */
+  /* Not settings: what a partial allreduce's communicator needs (lib/comm/partial_init.c): a
+   * channel to every rank, and remote atomics from transports that must be asked for them
+   * (UCX: its atomics lanes cost wireup where a peer dies, transports/ucx/iface.c). */
+  int all_peers, atomics;
   char job_key[128]; /* secret: never printed, logged or sent */
   int require_key;   /* 1: no job key is an error */
   char job_id[128];  /* public: tells jobs sharing a port apart */

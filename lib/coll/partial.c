@@ -99,7 +99,8 @@ struct zcoll__partial {
   struct zcoll__exec_state *e;
   struct zcoll__run run;
   struct zcoll__idle idle;
-  void *keep; /* the lowest member's copy of its round's result, for the flush */
+  void *keep;      /* the lowest member's copy of its round's result, for the flush */
+  int64_t news_ns; /* when offer() last heard the job's news */
 };
 
 /* ---- the home ---- */
@@ -116,10 +117,12 @@ static zcoll_status_t home_add(struct zcoll__partial *P, uint32_t off, uint64_t 
   return st;
 }
 
-/* Rank 0's keys to the home, one per transport instance (by index in pc->tlis). */
+/* Rank 0's keys to the home, one per transport instance (by index in pc->tlis): room for
+ * a UCP key for atomics (transports/ucx/mr.c). */
+#define HOME_KEY_MAX 1024u
 struct home_keys {
   uint32_t len[ZCOLL_TL_MAX];
-  uint8_t key[ZCOLL_TL_MAX][ZCOLL_GRANT_KEY_MAX];
+  uint8_t key[ZCOLL_TL_MAX][HOME_KEY_MAX];
 };
 
 static zcoll_status_t home_make(struct zcoll__partial *P, struct home_keys *k) {
@@ -148,7 +151,7 @@ static zcoll_status_t home_make(struct zcoll__partial *P, struct home_keys *k) {
   for (int i = 0; st == ZCOLL_OK && i < pc->ntlis; i++) {
     struct zcoll__tli *t = &pc->tlis[i];
     if (!t->ops->fetch_add) continue;
-    size_t len = ZCOLL_GRANT_KEY_MAX;
+    size_t len = HOME_KEY_MAX;
     if ((st = t->ops->mem_reg(t->tl, m, P->home_len, 1, &P->home_mr[i])) == ZCOLL_OK &&
         (st = t->ops->rkey_pack(P->home_mr[i], k->key[i], &len)) == ZCOLL_OK)
       k->len[i] = (uint32_t)len;
@@ -366,6 +369,14 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
                        "zcoll_start: the partial request is still in flight (zcoll_wait or "
                        "zcoll_test it to completion before starting it again)");
   zcoll_status_t st = zcoll__check_usable(P->pc);
+  /* Rounds may go on without a rank that died (they need only their members), and a
+   * transport may not tell of it (UCX on one host): the job's news, every 10 ms at most,
+   * so that a dead rank fails the request everywhere. */
+  int64_t now = zcoll__now_ns();
+  if (st == ZCOLL_OK && now - P->news_ns >= 10000000) {
+    P->news_ns = now;
+    st = zcoll__bootstrap_check(P->pc->bs);
+  }
   uint64_t old = 0;
   /* SEG first: it cannot change before this rank's ticket (a short round needs every rank
    * flushing or waiting in it), and may change right after. */

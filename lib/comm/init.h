@@ -27,7 +27,8 @@ zcoll_status_t zcoll__comm_init_uid(zcoll_comm_t **out, const zcoll_unique_id_t 
                                     const struct zcoll__share *share);
 
 /* zcoll_comm_split's body; all_peers: the child gets a channel to every rank, not only
- * those its algorithms need (a partial allreduce's rounds may pair any two). */
+ * those its algorithms need (a partial allreduce's rounds may pair any two), and its
+ * transports remote atomics (cfg->atomics). */
 zcoll_status_t zcoll__comm_split(zcoll_comm_t *comm, int color, int key, int all_peers,
                                  zcoll_comm_t **newcomm);
 

@@ -256,7 +256,7 @@ zcoll_status_t zcoll__comm_split(zcoll_comm_t *comm, int color, int key, int all
                      leader, color);
   zcoll_config_t *cfg = NULL;
   if (st == ZCOLL_OK && me >= 0 && (st = zcoll__config_dup(comm->cfg, &cfg)) == ZCOLL_OK) {
-    cfg->all_peers = all_peers;
+    cfg->all_peers = cfg->atomics = all_peers;
     zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)%s", color, key,
                     me, n, leader,
                     pairs           ? ", over the parent's instances and no rendezvous"

@@ -43,6 +43,13 @@
   X(request_check_status, ucp_request_check_status)             \
   X(request_cancel, ucp_request_cancel)                         \
   X(request_free, ucp_request_free)                             \
+  X(mem_map, ucp_mem_map)                                       \
+  X(mem_unmap, ucp_mem_unmap)                                   \
+  X(rkey_pack, ucp_rkey_pack)                                   \
+  X(rkey_buffer_release, ucp_rkey_buffer_release)               \
+  X(ep_rkey_unpack, ucp_ep_rkey_unpack)                         \
+  X(rkey_destroy, ucp_rkey_destroy)                             \
+  X(atomic_op_nbx, ucp_atomic_op_nbx)                           \
   X(status_string, ucs_status_string)                           \
   X(get_version_string, ucp_get_version_string)
 
@@ -150,6 +157,12 @@ struct zcoll_tl {
   zcoll_tl_place_fn place;
   void *place_arg;
   int quiesced; /* after an error: endpoints force-closed, nothing more goes out */
+  /* An atomic's reply lands here (amo.c): memory that outlives a request given up on. */
+  uint64_t amo_reply;
+  int atomics; /* the context has UCP's atomics (asked for: cfg->atomics); regions are mapped */
+  zcoll_status_t (*alive)(void *arg); /* the job's news, for waits on a peer (amo.c) */
+  void *alive_arg;
+  double timeout;
   char node[ZCOLL_UCX_NODE_ID];
 };
 
@@ -168,12 +181,22 @@ struct zcoll_tl_mr {
   uint32_t id;
   char *base;
   size_t len;
-  int remote; /* peers may write into it */
+  int remote;     /* peers may write into it */
+  ucp_mem_h memh; /* remote: mapped for UCP's atomics (amo.c); NULL where UCX would not */
+};
+
+/* A region key on the wire: the region's id and extent, then (ulen bytes) a UCP key for
+ * atomics on it, if its owner could make one. */
+struct zcoll__ucx_key {
+  uint32_t id, ulen;
+  uint64_t len, addr;
 };
 
 struct zcoll_tl_rkey {
   uint32_t id;
   uint64_t len;
+  uint64_t addr;    /* where the region starts in its owner's memory, for atomics */
+  ucp_rkey_h urkey; /* NULL: no atomics on it */
 };
 
 zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
@@ -212,6 +235,8 @@ void zcoll__ucx_rkey_release(struct zcoll_tl_rkey *rkey);
 zcoll_status_t zcoll__ucx_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                               struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                               uint64_t cookie);
+zcoll_status_t zcoll__ucx_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey, uint64_t roff,
+                                    uint64_t add, uint64_t *old);
 zcoll_status_t zcoll__ucx_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n);
 int zcoll__ucx_event_fd(struct zcoll_tl *tl);
 void zcoll__ucx_set_placement(struct zcoll_tl *tl, zcoll_tl_place_fn fn, void *arg);

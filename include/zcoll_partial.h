@@ -23,8 +23,9 @@ extern "C" {
  * themselves, so other collectives may run on comm between its starts. A round's
  * completion depends on its members only: who they are is decided by a ticket counter
  * the ranks take with remote atomics (shared memory, loopback and UCX have them;
- * ZCOLL_ERR_UNSUPPORTED over a transport without, verbs for now). Free it (zcoll_request_free: collective,
- * a flush first if it was started since the last) before destroying comm. */
+ * ZCOLL_ERR_UNSUPPORTED over a transport without, verbs for now). Free it
+ * (zcoll_request_free: collective, a flush first if it was started since the last)
+ * before destroying comm. */
 ZCOLL_API zcoll_status_t zcoll_allreduce_partial_init(zcoll_comm_t *comm, const void *sendbuf,
                                                       void *recvbuf, size_t count,
                                                       zcoll_dtype_t dtype, zcoll_op_t op,

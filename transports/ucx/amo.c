@@ -44,8 +44,8 @@ zcoll_status_t zcoll__ucx_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey *r
       last = now;
       if (tl->alive && (st = tl->alive(tl->alive_arg)) != ZCOLL_OK) break;
       if (tl->timeout > 0 && now - start > (int64_t)(tl->timeout * 1e9)) {
-        st = zcoll__fail(ZCOLL_ERR_TIMEOUT, "ucx: an atomic at rank %d took over %.0f s",
-                         ep->peer, tl->timeout);
+        st = zcoll__fail(ZCOLL_ERR_TIMEOUT, "ucx: an atomic at rank %d took over %.0f s", ep->peer,
+                         tl->timeout);
         break;
       }
     }

@@ -6,6 +6,7 @@
  *
  *   zcoll_run -np 4 build/asgd                  # non-blocking averaging (the default)
  *   zcoll_run -np 4 build/asgd --blocking       # the same with a blocking allreduce
+ *   zcoll_run -np 4 build/asgd --partial 3 --imbalance 0.1:50   # rounds of 3, stragglers
  *   build/asgd                                  # one rank over the whole data set
  *
  * The averaging is one persistent request (zcoll_allreduce_init once, zcoll_start at
@@ -22,6 +23,12 @@
  * belongs to rank i % p. The local learning rate is --lr times p: the average moves
  * each local step 1/p of its length, so the averaged model advances about as fast per
  * epoch as one rank going through all the data at --lr.
+ *
+ * --partial Q averages with a partial allreduce instead (docs/partial.md): each averaging
+ * point offers the snapshot to the round forming when it arrives, which ends with its Q-th
+ * offer, so a late rank holds up nobody; an epoch ends with a flush before the full
+ * average. --imbalance P:MS makes each rank, each mini-batch, with probability P (seeded
+ * by rank) compute MS ms longer: the stragglers partial rounds are for.
  *
  * Rank 0 prints, per epoch, the mean logistic loss over the whole data set (after a
  * final blocking average, every rank evaluating its shard) and the time spent inside zcoll
@@ -43,6 +50,8 @@ struct opts {
   double lr, flip;
   int blocking;
   uint64_t seed;
+  int partial;          /* the quorum of a partial allreduce; 0: average over every rank */
+  double imb_p, imb_ms; /* --imbalance P:MS */
 };
 
 /* The local shard: n samples of nnz (index, value) pairs and a 0/1 label each. */
@@ -63,6 +72,8 @@ struct trainer {
   double comm_s, compute_s; /* time inside zcoll calls, and outside them */
   /* comm_s by call: waiting for an average, starting one, testing, blocking averages */
   double wait_s, start_s, test_s, blocking_s;
+  double rounds[2]; /* --partial: rounds this rank's offers joined, full and short */
+  uint64_t imb_rng; /* --imbalance's draws */
 };
 
 static double now_s(void) {
@@ -160,6 +171,10 @@ static int finish_average(struct trainer *t) {
   t->in_flight = 0;
   if (st != ZCOLL_OK) return fail(t, "zcoll_wait (model average)", st);
   for (long f = 0; f < t->o->dim; f++) t->w[f] = t->avg[f] + (t->w[f] - t->snap[f]);
+  int n = 0;
+  if (t->o->partial && (st = zcoll_request_partial_info(t->req, NULL, &n, NULL)) != ZCOLL_OK)
+    return fail(t, "zcoll_request_partial_info", st);
+  if (t->o->partial) t->rounds[n < t->o->partial] += 1;
   return 0;
 }
 
@@ -167,7 +182,7 @@ static int finish_average(struct trainer *t) {
 static int average(struct trainer *t) {
   double t0 = now_s();
   zcoll_status_t st;
-  if (t->o->blocking) {
+  if (t->o->blocking && !t->o->partial) {
     st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim, ZCOLL_FLOAT32,
                          ZCOLL_AVG);
     t->blocking_s += now_s() - t0;
@@ -182,7 +197,8 @@ static int average(struct trainer *t) {
   t->comm_s += now_s() - t0;
   if (st != ZCOLL_OK) return fail(t, "zcoll_start (model average)", st);
   t->in_flight = 1;
-  return 0;
+  /* --partial --blocking: the round's average at once */
+  return t->o->blocking ? finish_average(t) : 0;
 }
 
 /* Progress for ZCOLL_PROGRESS=caller between mini-batches; an error shows here early. */
@@ -202,8 +218,11 @@ static int poke(struct trainer *t) {
 static int epoch_end(struct trainer *t, const struct shard *s, double *loss) {
   if (finish_average(t)) return -1;
   double t0 = now_s();
-  zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim,
-                                      ZCOLL_FLOAT32, ZCOLL_AVG);
+  zcoll_status_t st;
+  /* every rank's last offer ends in a round before the full average */
+  if (t->o->partial && (st = zcoll_partial_flush(t->req)) != ZCOLL_OK)
+    return fail(t, "zcoll_partial_flush", st);
+  st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, t->w, (size_t)t->o->dim, ZCOLL_FLOAT32, ZCOLL_AVG);
   t->comm_s += now_s() - t0;
   if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (end of epoch)", st);
   double sum[2] = {0.0, (double)s->n};
@@ -226,6 +245,10 @@ static int train(struct trainer *t, const struct shard *s) {
       long k1 = k0 + o->batch < s->n ? k0 + o->batch : s->n;
       double t0 = now_s();
       sgd_step(t, s, k0, k1, lr);
+      if (o->imb_p > 0 && unit(mix(t->imb_rng++)) < o->imb_p) {
+        struct timespec d = {(time_t)(o->imb_ms / 1000), (long)(fmod(o->imb_ms, 1000.0) * 1e6)};
+        nanosleep(&d, NULL);
+      }
       t->compute_s += now_s() - t0;
       if (++batches % o->every == 0 ? average(t) : poke(t)) return -1;
     }
@@ -245,11 +268,25 @@ static int train(struct trainer *t, const struct shard *s) {
   double spent[6] = {t->comm_s, t->wait_s, t->start_s, t->test_s, t->blocking_s, t->compute_s};
   zcoll_status_t st = zcoll_allreduce(t->comm, ZCOLL_IN_PLACE, spent, 6, ZCOLL_FLOAT64, ZCOLL_MAX);
   if (st != ZCOLL_OK) return fail(t, "zcoll_allreduce (times)", st);
+  double mine[3] = {t->comm_s, t->rounds[0], t->rounds[1]},
+         *all = calloc(3 * (size_t)t->size, sizeof(double));
+  if (!all) return fail(t, "per-rank figures", ZCOLL_ERR_NO_MEMORY);
+  if ((st = zcoll_allgather(t->comm, mine, all, 3, ZCOLL_FLOAT64)) != ZCOLL_OK) {
+    free(all);
+    return fail(t, "zcoll_allgather (per-rank figures)", st);
+  }
   if (t->rank == 0) {
+    char mode[64];
+    if (o->partial)
+      snprintf(mode, sizeof(mode), "partial %d%s", o->partial, o->blocking ? " blocking" : "");
+    else
+      snprintf(mode, sizeof(mode), "%s", o->blocking ? "blocking" : "non-blocking");
     printf("asgd: ranks %d dim %ld samples %ld %s: loss %.6f -> %.6f, blocked in zcoll %.4f s "
-           "(slowest rank), compute %.4f s (slowest rank)\n",
-           t->size, o->dim, o->samples, o->blocking ? "blocking" : "non-blocking", first, last,
-           spent[0], spent[5]);
+           "(slowest rank), compute %.4f s (slowest rank), wall %.2f s\n",
+           t->size, o->dim, o->samples, mode, first, last, spent[0], spent[5], now_s() - t_start);
+    for (int r = 0; o->partial && r < t->size; r++)
+      printf("asgd: rank %d blocked in zcoll %.4f s, rounds joined %.0f full + %.0f short\n", r,
+             all[3 * r], all[3 * r + 1], all[3 * r + 2]);
     if (o->blocking)
       printf("asgd: blocked in averages %.4f s, the rest in end-of-epoch calls\n", spent[4]);
     else
@@ -257,12 +294,14 @@ static int train(struct trainer *t, const struct shard *s) {
              "rest in end-of-epoch calls\n",
              spent[1], spent[2], spent[3]);
   }
+  free(all);
   return 0;
 }
 
 static void usage(FILE *f) {
   fprintf(f, "usage: asgd [--dim N] [--samples N] [--nnz N] [--batch N] [--every K] [--epochs E]\n"
-             "            [--lr X] [--flip P] [--seed S] [--blocking] [-h]\n"
+             "            [--lr X] [--flip P] [--seed S] [--blocking] [--partial Q]\n"
+             "            [--imbalance P:MS] [-h]\n"
              "  --dim N      model size in float32 values (default 262144)\n"
              "  --samples N  samples in the whole data set, split over the ranks (default 32768)\n"
              "  --nnz N      non-zero features per sample (default 256)\n"
@@ -273,17 +312,20 @@ static void usage(FILE *f) {
              "  --flip P     fraction of labels flipped (default 0.1)\n"
              "  --seed S     data set seed (default 1)\n"
              "  --blocking   average with a blocking zcoll_allreduce instead of a persistent\n"
-             "               request that runs while the next mini-batches compute\n");
+             "               request that runs while the next mini-batches compute\n"
+             "  --partial Q  average with a partial allreduce: rounds of the first Q offers\n"
+             "  --imbalance P:MS  each mini-batch, with probability P, compute MS ms longer\n");
 }
 
 /* Returns 0 to run, 1 after -h, 2 on a bad command line. */
 static int parse(int argc, char **argv, struct opts *o) {
-  *o = (struct opts){262144, 32768, 256, 32, 8, 5, 16.0, 0.1, 0, 1};
+  *o = (struct opts){262144, 32768, 256, 32, 8, 5, 16.0, 0.1, 0, 1, 0, 0.0, 0.0};
   static const struct option longs[] = {
-      {"dim", 1, NULL, 'd'},      {"samples", 1, NULL, 's'}, {"nnz", 1, NULL, 'z'},
-      {"batch", 1, NULL, 'b'},    {"every", 1, NULL, 'k'},   {"epochs", 1, NULL, 'e'},
-      {"lr", 1, NULL, 'l'},       {"flip", 1, NULL, 'f'},    {"seed", 1, NULL, 'S'},
-      {"blocking", 0, NULL, 'B'}, {"help", 0, NULL, 'h'},    {NULL, 0, NULL, 0}};
+      {"dim", 1, NULL, 'd'},       {"samples", 1, NULL, 's'}, {"nnz", 1, NULL, 'z'},
+      {"batch", 1, NULL, 'b'},     {"every", 1, NULL, 'k'},   {"epochs", 1, NULL, 'e'},
+      {"lr", 1, NULL, 'l'},        {"flip", 1, NULL, 'f'},    {"seed", 1, NULL, 'S'},
+      {"blocking", 0, NULL, 'B'},  {"help", 0, NULL, 'h'},    {"partial", 1, NULL, 'P'},
+      {"imbalance", 1, NULL, 'I'}, {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
     char *end = NULL;
@@ -291,6 +333,8 @@ static int parse(int argc, char **argv, struct opts *o) {
     double x = 0.0;
     if (c == 'l' || c == 'f')
       x = strtod(optarg, &end);
+    else if (c == 'I')
+      ; /* P:MS, below */
     else if (c != 'B' && c != 'h' && c != '?')
       v = strtol(optarg, &end, 10);
     if (end && (*end || end == optarg)) {
@@ -308,13 +352,21 @@ static int parse(int argc, char **argv, struct opts *o) {
     case 'l': o->lr = x; break;
     case 'f': o->flip = x; break;
     case 'B': o->blocking = 1; break;
+    case 'P': o->partial = (int)v; break;
+    case 'I':
+      if (sscanf(optarg, "%lf:%lf", &o->imb_p, &o->imb_ms) != 2 || !(o->imb_p >= 0) ||
+          !(o->imb_p <= 1) || !(o->imb_ms >= 0)) {
+        fprintf(stderr, "asgd: --imbalance is P:MS, 0 <= P <= 1, MS >= 0 (try -h)\n");
+        return 2;
+      }
+      break;
     case 'h': usage(stdout); return 1;
     default: usage(stderr); return 2;
     }
   }
   if (optind < argc || o->dim < 1 || o->dim > (1L << 30) || o->samples < 1 || o->nnz < 1 ||
-      o->batch < 1 || o->every < 1 || o->epochs < 1 || !(o->lr > 0.0) || !(o->flip >= 0.0) ||
-      !(o->flip <= 0.5)) {
+      o->batch < 1 || o->every < 1 || o->epochs < 1 || o->partial < 0 || !(o->lr > 0.0) ||
+      !(o->flip >= 0.0) || !(o->flip <= 0.5)) {
     fprintf(stderr, "asgd: every count must be >= 1 (--dim at most 2^30), --lr > 0 and "
                     "--flip in [0, 0.5]; try -h\n");
     return 2;
@@ -350,9 +402,14 @@ int main(int argc, char **argv) {
   t.z = malloc(sizeof(double) * (size_t)o.batch);
   rc = !t.w || !t.snap || !t.avg || !t.z || make_shard(&o, t.rank, t.size, &s);
   if (rc) fprintf(stderr, "asgd: rank %d: out of memory\n", t.rank);
-  if (!rc && !o.blocking &&
-      (st = zcoll_allreduce_init(t.comm, t.snap, t.avg, (size_t)o.dim, ZCOLL_FLOAT32, ZCOLL_AVG,
-                                 &t.req)) != ZCOLL_OK)
+  t.imb_rng = mix(o.seed ^ ((uint64_t)t.rank + 1) << 40); /* a stream per rank */
+  if (!rc && o.partial &&
+      (st = zcoll_allreduce_partial_init(t.comm, t.snap, t.avg, (size_t)o.dim, ZCOLL_FLOAT32,
+                                         ZCOLL_AVG, o.partial, &t.req)) != ZCOLL_OK)
+    rc = fail(&t, "zcoll_allreduce_partial_init", st);
+  else if (!rc && !o.blocking && !o.partial &&
+           (st = zcoll_allreduce_init(t.comm, t.snap, t.avg, (size_t)o.dim, ZCOLL_FLOAT32,
+                                      ZCOLL_AVG, &t.req)) != ZCOLL_OK)
     rc = fail(&t, "zcoll_allreduce_init", st);
   if (!rc) rc = train(&t, &s);
   if (t.req && !t.in_flight) zcoll_request_free(t.req);

@@ -294,11 +294,15 @@ static void check_cell(const struct cell *c, const struct job *j) {
   case ROOT_AWAY:
     expect_fails(j, c, NULL);
     /* shm: a pidfd per peer makes the death news at once; the others hear it from rank 0
-     * once it is back (3 s). */
+     * once it is back (3 s). The victim exits once its own call 0 is done, which may be
+     * before a descheduled rank's is: that rank may hear the news in call 0 (a peer may
+     * fail a call the dead rank finished), and it must still be its own pidfd's news. */
     for (int r = 1; c->tl == 0 && r < j->np; r++) {
       if (r == c->victim) continue;
-      cr_expect(first_error(j, r, st, &s, &msg) == 1 && s < 1.5,
-                "rank %d heard of the death only after %.1f s:\n%s", r, s, j->out[r]);
+      int k = first_error(j, r, st, &s, &msg);
+      cr_expect((k == 0 || k == 1) && s < 1.5 && strstr(msg, "saw its process end"),
+                "rank %d heard of the death only after %.1f s, or not first-hand:\n%s", r, s,
+                j->out[r]);
     }
     break;
   case MISMATCH: expect_mismatch(j, c, f->needle); break;

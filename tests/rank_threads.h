@@ -39,9 +39,10 @@ struct rt_job {
   pthread_mutex_t lock;
   unsigned long failures;
   char first[600];
-  char all[2048];              /* every failure message, concatenated */
-  const char *key_of_rank1;    /* if set: rank 1's ZCOLL_JOB_KEY (tests of the rendezvous) */
-  char released[RT_MAX_RANKS]; /* set by a body that aborted (released) its communicator */
+  char all[2048];               /* every failure message, concatenated */
+  const char *key_of_rank1;     /* if set: rank 1's ZCOLL_JOB_KEY (tests of the rendezvous) */
+  const char *rank1_setting[2]; /* if set: one more field for rank 1 only (mismatches) */
+  char released[RT_MAX_RANKS];  /* set by a body that aborted (released) its communicator */
   void (*before_init)(struct rt_job *job, int rank); /* if set: called first by each rank */
 };
 
@@ -88,6 +89,8 @@ static inline void *rt_main(void *arg) {
     ok &= zcoll_config_set(cfg, job->settings[i][0], job->settings[i][1]) == ZCOLL_OK;
   if (me->rank == 1 && job->key_of_rank1)
     ok &= zcoll_config_set(cfg, "JOB_KEY", job->key_of_rank1) == ZCOLL_OK;
+  if (me->rank == 1 && job->rank1_setting[0])
+    ok &= zcoll_config_set(cfg, job->rank1_setting[0], job->rank1_setting[1]) == ZCOLL_OK;
   if (!ok) {
     rt_fail(job, me->rank, zcoll_last_error());
     zcoll_config_free(cfg);

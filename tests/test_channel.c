@@ -11,8 +11,13 @@
 #include "base/log.h"
 #include "rank_threads.h"
 
-static const struct zcoll__coll_desc base = {
-    ZCOLL_COLL_ALLREDUCE, ZCOLL_FLOAT32, ZCOLL_SUM, 1, 4, -1, 0, 208};
+static const struct zcoll__coll_desc base = {.kind = ZCOLL_COLL_ALLREDUCE,
+                                             .dtype = ZCOLL_FLOAT32,
+                                             .op = ZCOLL_SUM,
+                                             .algo = 1,
+                                             .arity = 4,
+                                             .root = -1,
+                                             .count = 208};
 #define FP(d) zcoll__coll_fingerprint(d)
 
 Test(channel, header_round_trip) {
@@ -31,7 +36,7 @@ Test(channel, every_field_counts) {
     struct zcoll__coll_desc mine = base, theirs;
     mine.count = count;
     char buf[ZCOLL_CHAN_HDR_BYTES];
-    for (int f = 0; f < 7; f++) {
+    for (int f = 0; f < 8; f++) {
       theirs = mine;
       switch (f) {
       case 0: theirs.op = ZCOLL_MAX; break;
@@ -41,6 +46,7 @@ Test(channel, every_field_counts) {
       case 4: theirs.arity = 2; break;
       case 5: theirs.root = 0; break;
       case 6: theirs.kind = 2; break;
+      case 7: theirs.wire = ZCOLL_BFLOAT16; break;
       }
       zcoll__chan_hdr_write(buf, 7, &theirs, FP(&theirs));
       zcoll__log_mute(1);

@@ -241,6 +241,18 @@ static int parse_arity(const char *text, void *dst, size_t size, char *why, size
   return 0;
 }
 
+static int parse_wire(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                      const struct zcoll__config_names *nm) {
+  (void)nm;
+  (void)size;
+  static const char *const names[] = {"none", "bfloat16", "float16"};
+  static const int dtypes[] = {0, ZCOLL_BFLOAT16, ZCOLL_FLOAT16};
+  int i = 0;
+  if (parse_enum(text, &i, names, 3, why, why_len)) return -1;
+  *(int *)dst = dtypes[i];
+  return 0;
+}
+
 static int parse_depth(const char *text, void *dst, size_t size, char *why, size_t why_len,
                        const struct zcoll__config_names *nm) {
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
@@ -333,6 +345,11 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("TREE_ARITY", "4", "fan-out k of the k-nomial tree algorithm", tree_arity, parse_arity),
     F("CHUNK_BYTES", "0", "pipeline chunk size in bytes (64..1G); 0: the transport's default",
       chunk_bytes, parse_chunk),
+    F("WIRE_DTYPE", "none", "none|bfloat16|float16: float32 data of SUM, AVG and premul-sum "
+      "allreduce (partial too) and reduce_scatter travels as this 16-bit type, halving the "
+      "bytes; reduced in float32 at every step, the result rounded to it, alike on every rank "
+      "(docs/partial.md); ranks must agree",
+      wire_dtype, parse_wire),
     F("PIPELINE_DEPTH", "8", "staging slots (chunks in flight) per peer and direction",
       pipeline_depth, parse_depth),
     F("TUNING_FILE", "", "algorithm selection table written by perf/tune.py", tuning_file,

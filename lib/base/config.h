@@ -14,7 +14,7 @@ enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 /* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into the table of transports. */
 #define ZCOLL_TL_AUTO (-1)
 
-#define ZCOLL_CONFIG_NFIELDS 28
+#define ZCOLL_CONFIG_NFIELDS 29
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -34,6 +34,7 @@ struct zcoll_config {
   char bcast_algo[32];
   int tree_arity;
   size_t chunk_bytes; /* 0: the transport's default */
+  int wire_dtype;     /* ZCOLL_BFLOAT16 or ZCOLL_FLOAT16: float32 sums travel so; 0: as they are */
   int pipeline_depth; /* staging slots per peer and direction */
   char tuning_file[512];
   double timeout; /* seconds without progress before a peer is an error; 0 = never */

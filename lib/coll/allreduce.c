@@ -142,10 +142,16 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
       zcoll_log_info("allreduce of %zu x %s on %d ranks: %s (%s)", count, zcoll_dtype_name(dtype),
                      comm->size, zcoll__algos[algo]->name, why);
     pl->desc = (struct zcoll__coll_desc){
-        ZCOLL_COLL_ALLREDUCE, (uint8_t)dtype, (uint8_t)op, (uint8_t)algo,
+        .kind = ZCOLL_COLL_ALLREDUCE,
+        .dtype = (uint8_t)dtype,
+        .op = (uint8_t)op,
+        .algo = (uint8_t)algo,
         /* only where it shapes the schedule: a per-rank setting */
-        algo == comm->tree_algo ? (uint32_t)comm->algo_params.tree_arity : 0, -1,
-        pl->op ? zcoll__op_tag(pl->op) : 0, count};
+        .arity = algo == comm->tree_algo ? (uint16_t)comm->algo_params.tree_arity : 0,
+        .wire = zcoll__wire_of(comm, dtype, op, pl->op),
+        .root = -1,
+        .op_tag = pl->op ? zcoll__op_tag(pl->op) : 0,
+        .count = count};
     /* A schedule of its own (every entry pinned) is not worth a memo; a created op's
      * value may name another op after a free. */
     if (pl->entry && !pl->op)

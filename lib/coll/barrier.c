@@ -24,8 +24,12 @@ zcoll_status_t zcoll__barrier_plan(zcoll_comm_t *comm, uint8_t *token, struct zc
   int built = 0;
   zcoll_status_t st = zcoll__sched_get(comm, comm->butterfly_algo, 1, 1, -1, pl, &built);
   if (st != ZCOLL_OK) return st;
-  pl->desc = (struct zcoll__coll_desc){
-      ZCOLL_COLL_BARRIER, ZCOLL_UINT8, ZCOLL_MAX, (uint8_t)comm->butterfly_algo, 0, -1, 0, 1};
+  pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_BARRIER,
+                                       .dtype = ZCOLL_UINT8,
+                                       .op = ZCOLL_MAX,
+                                       .algo = (uint8_t)comm->butterfly_algo,
+                                       .root = -1,
+                                       .count = 1};
   pl->src = pl->dst = token;
   return ZCOLL_OK;
 }

@@ -46,14 +46,12 @@ zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count
                    zcoll_dtype_name(dtype), root, comm->size, zcoll__bcast_algos[algo]->name, why);
   }
   int tree = strcmp(zcoll__bcast_algos[algo]->name, "tree") == 0;
-  pl->desc = (struct zcoll__coll_desc){ZCOLL_COLL_BROADCAST,
-                                       (uint8_t)dtype,
-                                       0,
-                                       (uint8_t)algo,
-                                       tree ? (uint32_t)comm->algo_params.tree_arity : 0,
-                                       root,
-                                       0,
-                                       count};
+  pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_BROADCAST,
+                                       .dtype = (uint8_t)dtype,
+                                       .algo = (uint8_t)algo,
+                                       .arity = tree ? (uint16_t)comm->algo_params.tree_arity : 0,
+                                       .root = root,
+                                       .count = count};
   pl->src = buf;
   pl->dst = buf;
   return ZCOLL_OK;

@@ -266,14 +266,15 @@ static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
   for (int j = 0; j < s->npeers; j++) s->peers[j] = P->members[s->peers[j]];
   for (int j = 0; j < s->nfirst; j++) s->first[j] = P->members[s->first[j]];
   if ((st = zcoll__exec_reserve(&P->e, s->nops, s->npeers, pc->nchans)) != ZCOLL_OK) return st;
-  struct zcoll__coll_desc d = {ZCOLL_COLL_PARTIAL,
-                               (uint8_t)P->dtype,
-                               (uint8_t)P->op,
-                               (uint8_t)algo,
-                               algo == pc->tree_algo ? (uint32_t)pc->algo_params.tree_arity : 0,
-                               P->quorum,
-                               0,
-                               P->count};
+  struct zcoll__coll_desc d = {
+      .kind = ZCOLL_COLL_PARTIAL,
+      .dtype = (uint8_t)P->dtype,
+      .op = (uint8_t)P->op,
+      .algo = (uint8_t)algo,
+      .arity = algo == pc->tree_algo ? (uint16_t)pc->algo_params.tree_arity : 0,
+      .wire = n > 1 ? zcoll__wire_of(pc, P->dtype, P->op, NULL) : 0, /* one moves nothing */
+      .root = P->quorum,
+      .count = P->count};
   P->ncontrib = n;
   P->mine = 1;
   return zcoll__run_start(pc, &P->run, s, P->e, &d, P->round, P->src, P->dst);

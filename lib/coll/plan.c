@@ -107,3 +107,11 @@ zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st) {
   comm->ordinal++; /* the others are in this collective: it counts, and breaks */
   return zcoll__fail_runs(comm, st);
 }
+
+uint8_t zcoll__wire_of(const zcoll_comm_t *comm, zcoll_dtype_t dtype, zcoll_op_t op,
+                       const struct zcoll__op_def *uop) {
+  /* Only where the result is an average-like sum: a rounded MIN, MAX or PROD would be a
+   * different answer, not a less precise one. */
+  int sum = uop ? uop->kind == ZCOLL_OPK_PREMUL : op == ZCOLL_SUM || op == ZCOLL_AVG;
+  return dtype == ZCOLL_FLOAT32 && sum && comm->size > 1 ? (uint8_t)comm->cfg->wire_dtype : 0;
+}

@@ -33,6 +33,10 @@ zcoll_status_t zcoll__agree_plan(zcoll_comm_t *comm, uint8_t *word, struct zcoll
 /* The allreduce algorithm for count x dtype (ZCOLL_ALGO, the table, hosts), and why. */
 int zcoll__pick_allreduce(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
                           size_t why_len);
+/* ZCOLL_WIRE_DTYPE (compressed averaging): the 16-bit dtype that float32 data of a sum, an
+ * average or a premul sum (uop) travels as, or 0: everything else travels as it is. */
+uint8_t zcoll__wire_of(const zcoll_comm_t *comm, zcoll_dtype_t dtype, zcoll_op_t op,
+                       const struct zcoll__op_def *uop);
 /* A created op (fn names the call in messages): referenced by pl, checked against the
  * dtype and count, and the element the schedule moves (*n of them) widened to the op's. */
 zcoll_status_t zcoll__plan_op(zcoll_comm_t *comm, const char *fn, size_t count, zcoll_dtype_t dtype,

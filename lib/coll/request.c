@@ -136,7 +136,8 @@ static void grant_setup(zcoll_comm_t *comm, struct zcoll_request *q) {
   size_t bytes = (size_t)q->plan.desc.count * zcoll__dsize((zcoll_dtype_t)q->plan.desc.dtype);
   int copies = 0;
   for (int i = 0; i < s->nops; i++) copies |= s->ops[i].kind == ZCOLL_SOP_RECV_COPY;
-  if (copies && bytes > comm->slot_bytes && q->plan.dst)
+  /* Compressed averaging widens what arrives: nothing lands in place. */
+  if (copies && bytes > comm->slot_bytes && q->plan.dst && !q->plan.desc.wire)
     zcoll__grant_open(comm, q->plan.dst, bytes, &q->grant);
 }
 

@@ -79,8 +79,11 @@ zcoll_status_t zcoll__allgather_plan(zcoll_comm_t *comm, const void *sendbuf, vo
   if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_AG + algo, total, in_place, -1, pl, &built)))
     return st;
   if (built) log_choice(comm, fn, 0, sendcount, dtype, total * dsize, zcoll__ag_algos[algo]->name);
-  pl->desc = (struct zcoll__coll_desc){
-      ZCOLL_COLL_ALLGATHER, (uint8_t)dtype, 0, (uint8_t)algo, 0, -1, 0, sendcount};
+  pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_ALLGATHER,
+                                       .dtype = (uint8_t)dtype,
+                                       .algo = (uint8_t)algo,
+                                       .root = -1,
+                                       .count = sendcount};
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = recvbuf;
   return ZCOLL_OK;
@@ -112,9 +115,14 @@ zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbu
   if (built)
     log_choice(comm, fn, chain ? -1 : 1, recvcount, dtype, recvcount * p * dsize,
                zcoll__rs_algos[algo]->name);
-  pl->desc = (struct zcoll__coll_desc){
-      ZCOLL_COLL_REDUCE_SCATTER,          (uint8_t)dtype, (uint8_t)op, (uint8_t)algo, 0, -1,
-      pl->op ? zcoll__op_tag(pl->op) : 0, recvcount};
+  pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_REDUCE_SCATTER,
+                                       .dtype = (uint8_t)dtype,
+                                       .op = (uint8_t)op,
+                                       .algo = (uint8_t)algo,
+                                       .wire = zcoll__wire_of(comm, dtype, op, pl->op),
+                                       .root = -1,
+                                       .op_tag = pl->op ? zcoll__op_tag(pl->op) : 0,
+                                       .count = recvcount};
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = recvbuf;
   return ZCOLL_OK;
@@ -175,16 +183,16 @@ zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void 
     zcoll_log_info("%s of %zu x %s to rank %d on %d ranks: %s (%s)", fn, count,
                    zcoll_dtype_name(dtype), root, comm->size, zcoll__reduce_algo_name(algo), why);
   }
-  pl->desc = (struct zcoll__coll_desc){ZCOLL_COLL_REDUCE,
-                                       (uint8_t)dtype,
-                                       (uint8_t)op,
-                                       (uint8_t)algo,
-                                       algo == comm->tree_algo || algo == ZCOLL_REDUCE_TREE
-                                           ? (uint32_t)comm->algo_params.tree_arity
-                                           : 0,
-                                       root,
-                                       pl->op ? zcoll__op_tag(pl->op) : 0,
-                                       count};
+  pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_REDUCE,
+                                       .dtype = (uint8_t)dtype,
+                                       .op = (uint8_t)op,
+                                       .algo = (uint8_t)algo,
+                                       .arity = algo == comm->tree_algo || algo == ZCOLL_REDUCE_TREE
+                                                    ? (uint16_t)comm->algo_params.tree_arity
+                                                    : 0,
+                                       .root = root,
+                                       .op_tag = pl->op ? zcoll__op_tag(pl->op) : 0,
+                                       .count = count};
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = is_root ? recvbuf : NULL;
   return ZCOLL_OK;

@@ -9,7 +9,7 @@
 #include "kernels/op.h"
 
 #define ZCOLL_CHAN_MAGIC 0x7a636f6cu /* "zcol" */
-#define ZCOLL_CHAN_VERSION 1u
+#define ZCOLL_CHAN_VERSION 2u        /* 2: the description carries the wire dtype */
 
 static uint64_t mix(uint64_t h, uint64_t x) {
   /* splitmix64's finalizer over an FNV-style chain: every input bit reaches every
@@ -29,6 +29,7 @@ uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d) {
   h = mix(h, d->op);
   h = mix(h, d->algo);
   h = mix(h, d->arity);
+  h = mix(h, d->wire);
   h = mix(h, (uint64_t)(int64_t)d->root);
   h = mix(h, d->op_tag);
   return mix(h, d->count);
@@ -43,6 +44,12 @@ void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll
 
 static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
   const char *dt = d->dtype < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->dtype) : "?";
+  char wired[32];
+  if (d->wire) { /* ranks that differ in ZCOLL_WIRE_DTYPE see it named */
+    snprintf(wired, sizeof(wired), "%s sent as %s", dt,
+             d->wire < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->wire) : "?");
+    dt = wired;
+  }
   char algo[48];
   if (d->kind == ZCOLL_COLL_BROADCAST) {
     snprintf(algo, sizeof(algo), "%s",
@@ -115,7 +122,7 @@ zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint
    * (a peer's bug) cannot pass. */
   if (h.ordinal == ordinal && h.fingerprint == fp && !memcmp(&h.desc, mine, sizeof(h.desc)))
     return ZCOLL_OK;
-  char theirs[192], ours[192];
+  char theirs[256], ours[256];
   describe(theirs, sizeof(theirs), &h.desc);
   describe(ours, sizeof(ours), mine);
   if (h.ordinal != ordinal)
@@ -134,14 +141,14 @@ zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint
 zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordinal,
                                       const struct zcoll__coll_desc *mine) {
   if (zcoll__chan_seen_same(c, mine)) return ZCOLL_OK;
-  char ours[192];
+  char ours[256];
   describe(ours, sizeof(ours), mine);
   if (!c->seen_valid)
     return zcoll__fail(ZCOLL_ERR_MISMATCH,
                        "rank %d started collective #%llu as a repeat of a header this rank never "
                        "got (protocol mismatch)",
                        c->peer, (unsigned long long)ordinal);
-  char theirs[192];
+  char theirs[256];
   describe(theirs, sizeof(theirs), &c->seen_desc);
   return zcoll__fail(ZCOLL_ERR_MISMATCH,
                      "collective #%llu differs between ranks: rank %d called %s, this rank %s",

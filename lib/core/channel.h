@@ -154,10 +154,11 @@ enum {
 /* What a collective is: ranks must agree on all of it. */
 struct zcoll__coll_desc {
   uint8_t kind, dtype, op, algo;
-  uint32_t arity;  /* parameters of the algorithm that shape the schedule */
+  uint16_t arity;  /* parameters of the algorithm that shape the schedule (tree: 2..64) */
+  uint8_t wire;    /* float32 data travelling as this 16-bit dtype (ZCOLL_WIRE_DTYPE); 0 */
+  uint8_t zero;    /* 0: no padding, descriptions compare with memcmp */
   int32_t root;    /* -1 where the kind has no root */
-  uint32_t op_tag; /* a created op's kind, commutativity, element size (op.h); else 0.
-                      * No padding: descriptions compare with memcmp */
+  uint32_t op_tag; /* a created op's kind, commutativity, element size (op.h); else 0 */
   uint64_t count;
 };
 _Static_assert(sizeof(struct zcoll__coll_desc) == 24, "a description must have no padding");

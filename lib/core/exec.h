@@ -56,6 +56,8 @@ struct zcoll__run {
   struct zcoll__exec_state *e;
   char *buf[ZCOLL_NBUFS]; /* where each starts: coordinate s->base[k] (zcoll__at) */
   size_t dsize, chunk;
+  size_t wsize; /* an element's bytes on the wire: dsize, or 2 with wire */
+  uint8_t wire; /* compressed averaging: float32 travels as this 16-bit dtype; 0 */
   zcoll_dtype_t dtype;
   zcoll_op_t op;
   const struct zcoll__op_def *uop; /* a created op (op.h), else NULL */

@@ -12,9 +12,23 @@
 #include "kernels/reduce.h"
 #include "mr.h"
 
+/* Staging on the channels of transports that put from anywhere, for pieces that go out
+ * changed (a premul sum's scaled input, compressed averaging's 16-bit data): they are
+ * made there. Staged channels have theirs. */
+static zcoll_status_t send_staging(zcoll_comm_t *comm, const struct zcoll__sched *s,
+                                   const char *what) {
+  for (int j = 0; j < s->npeers; j++) {
+    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
+    if (ci < 0 || comm->chans[ci].stage) continue;
+    if (!(comm->chans[ci].stage = malloc((size_t)comm->depth * comm->slot_bytes)))
+      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for %s's staging", what);
+  }
+  return ZCOLL_OK;
+}
+
 /* A created op (op.c): its definition, held by the plan; the element it must see whole;
- * for a premul sum, staging on transports that put from anywhere (the scaled input goes
- * out from there), and the scaling of an in-place input that nothing else reads (p = 1). */
+ * for a premul sum, staging, and the scaling of an in-place input that nothing else
+ * reads (p = 1). */
 static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r,
                                  const struct zcoll__sched *s) {
   r->uop = zcoll__op_def_of((zcoll_op_t)r->desc.op);
@@ -23,13 +37,7 @@ static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r,
   if (s->in_place && !s->nops && s->count)
     zcoll__scale_copy(r->dtype, r->buf[ZCOLL_BUF_DST], r->buf[ZCOLL_BUF_DST], s->count,
                       r->uop->scalar);
-  for (int j = 0; j < s->npeers; j++) {
-    int ci = s->peers[j] < comm->size ? comm->chan_of[s->peers[j]] : -1;
-    if (ci < 0 || comm->chans[ci].stage) continue; /* staged ones have theirs */
-    if (!(comm->chans[ci].stage = malloc((size_t)comm->depth * comm->slot_bytes)))
-      return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a premul sum's staging");
-  }
-  return ZCOLL_OK;
+  return send_staging(comm, s, "a premul sum");
 }
 
 zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
@@ -74,7 +82,14 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
     }
     r->buf[ZCOLL_BUF_TMP] = e->tmp;
   }
-  r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->dsize); /* sizes are powers of 2 */
+  /* Compressed averaging: pieces are cut by the 16-bit size they travel at. */
+  r->wire = desc->wire;
+  r->wsize = r->wire ? 2 : r->dsize;
+  if (r->wire) {
+    zcoll_status_t st = send_staging(comm, s, "compressed averaging");
+    if (st != ZCOLL_OK) return st;
+  }
+  r->chunk = comm->slot_bytes >> __builtin_ctz((unsigned)r->wsize); /* sizes are powers of 2 */
   r->rc_since = comm->rcache ? zcoll__rcache_clock(comm->rcache) + 1 : 0;
   r->remaining = s->nops;
   r->started_ns = comm->trace.f ? zcoll__now_ns() : 0;
@@ -82,8 +97,9 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->ngkeys = 0;
   r->fence = 0;
   /* A result inside a zcoll_mem_register region may be written by the peers directly,
-   * for any call (a persistent request sets its own after this). */
-  if (comm->mrs) {
+   * for any call (a persistent request sets its own after this); not what must be
+   * widened on its way in. */
+  if (comm->mrs && !r->wire) {
     /* an allgather's result is every rank's block: the whole of its coordinates */
     size_t n = desc->kind == ZCOLL_COLL_ALLGATHER ? s->count : (size_t)desc->count;
     size_t bytes = n * zcoll__dsize(dtype);

@@ -107,7 +107,7 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
     size_t a = r->e->issued[i], b = zcoll__piece_end(r, o, a);
     uint32_t slot = c->send_slot;
     if (!c->credits || c->inflight[slot].busy) break;
-    size_t len = (b - a) * r->dsize;
+    size_t len = (b - a) * r->wsize;
     int first = !r->e->hdr_sent[j];
     /* A collective described as the last header put here needs no header of its own. */
     int same = first && c->sent_valid && !memcmp(&c->sent_desc, &r->desc, sizeof(r->desc));
@@ -122,23 +122,27 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
     const char *src = zcoll__at(r, o->buf, a);
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
-    /* A premul sum scales the input on its way out: into staging, never as it is. */
+    /* A premul sum scales the input on its way out, compressed averaging narrows all
+     * it sends: into staging, never as it is. */
     int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
+    int changed = scaled || r->wire;
     if (a == o->off && c->staged)
-      r->e->src_mr[i] = o->count && !scaled ? src_registration(r, src, o->count * r->dsize) : NULL;
+      r->e->src_mr[i] = o->count && !changed ? src_registration(r, src, o->count * r->dsize) : NULL;
     struct zcoll_tl_mr *lmr = c->staged ? r->e->src_mr[i] : NULL;
     /* Granted: this piece goes into the peer's result, not a slot (never the first,
      * which says what the collective is). */
     int direct = !first && len && r->e->gfrom[i] <= a && b <= r->e->gto[i] && r->e->gkey[j];
     /* A piece that carries the header is copied behind it, so it is staged too. */
-    int stage = (c->staged && !lmr) || hdr || scaled;
+    int stage = (c->staged && !lmr) || hdr || changed;
     size_t off = hdr ? ZCOLL_CHAN_HDR_BYTES : 0;
     int64_t t0 = comm->trace.f ? zcoll__now_ns() : 0;
     if (stage) {
       char *staging = stage_buf(r, c, slot, &lmr);
-      if (scaled && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
+      if (changed && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
       if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
-      if (scaled)
+      if (r->wire)
+        zcoll__wire_pack(r->wire, staging + off, src, b - a, scaled ? r->uop->scalar : 1.0);
+      else if (scaled)
         zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
       else if (len)
         zcoll__copy(staging + off, src, len);
@@ -312,7 +316,7 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
       *progress = 1;
       continue;
     }
-    size_t len = (b - a) * r->dsize;
+    size_t len = (b - a) * r->wsize;
     if (!r->e->hdr_seen[j]) {
       int consumed;
       zcoll_status_t st = take_header(r, j, c, sl, len, &consumed);
@@ -350,7 +354,10 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
       zcoll_status_t st0;
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
-      if (!r->uop)
+      if (r->wire)
+        zcoll__wire_reduce(r->wire, dst, zcoll__at(r, o->acc, a), data, b - a,
+                           o->input && r->uop ? r->uop->scalar : 1.0, divisor, o->final);
+      else if (!r->uop)
         zcoll__reduce(r->dtype, r->op, dst, zcoll__at(r, o->acc, a), data, b - a, divisor);
       else if ((st0 = op_reduce(r, o->input, dst, zcoll__at(r, o->acc, a), data, b - a)) !=
                ZCOLL_OK)
@@ -359,7 +366,10 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
       comm->pieces_placed++;
       t0 = 0; /* nothing was done here: no stage to trace */
     } else {
-      if (len) zcoll__copy(dst, data, len);
+      if (r->wire)
+        zcoll__wire_unpack(r->wire, dst, data, b - a);
+      else if (len)
+        zcoll__copy(dst, data, len);
       comm->pieces_copied++;
     }
     if (t0)
@@ -461,7 +471,12 @@ static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
     if (!zcoll__deps_ready(r, o, a, b)) break;
     char *dst = zcoll__at(r, o->buf, a);
     const char *src = zcoll__at(r, o->acc, a);
-    if (o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL) /* p == 1: the input, scaled */
+    int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
+    /* Compressed averaging rounds a local copy as it would travel: what may be a
+     * result is then what the other ranks hold (later steps round it anyway). */
+    if (r->wire)
+      zcoll__wire_round(r->wire, dst, src, b - a, scaled ? r->uop->scalar : 1.0);
+    else if (scaled) /* p == 1: the input, scaled */
       zcoll__scale_copy(r->dtype, dst, src, b - a, r->uop->scalar);
     else
       zcoll__copy(dst, src, (b - a) * r->dsize);

@@ -26,7 +26,7 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
     j = r->e->peer_of_chan[ci];
     if (j >= 0 && r->e->recv_cur[j] < r->s->peer_sends[j + 1]) break;
   }
-  if (!r) return slot;
+  if (!r || r->wire) return slot; /* a 16-bit piece is widened on its way into the result */
   /* Only data of a collective whose header from this peer has been checked (or that is
    * this collective's first piece, marked SAME, and would pass that check) goes to the
    * user's buffer; headers, and anything else, to the slot. */

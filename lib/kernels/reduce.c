@@ -5,7 +5,8 @@
  * AVX2 + F16C, and for the baseline ISA. The variant is picked once per process from
  * what the CPU (and the OS, for the wider register state) supports; each call then
  * costs one switch on the variant and one on the dtype, never a call per element.
- * Other architectures get the baseline variant only.
+ * Other architectures get the baseline variant only. Compressed averaging's kernels
+ * (wire_kernels.h) are compiled and dispatched the same way.
  */
 #include "reduce.h"
 
@@ -36,10 +37,14 @@
 static inline float zr_minf(float x, float y) { return x < y ? x : y; }
 static inline float zr_maxf(float x, float y) { return x > y ? x : y; }
 
+/* What wire_kernels.h's zw_run does (zcoll__wire_*). */
+enum { ZW_PACK, ZW_UNPACK, ZW_ROUND, ZW_REDUCE };
+
 #define ZR_ISA generic
 #define ZR_ATTR
 #define ZR_F16VEC 0
 #include "reduce_kernels.h"
+#include "wire_kernels.h"
 #undef ZR_ISA
 #undef ZR_ATTR
 #undef ZR_F16VEC
@@ -49,6 +54,7 @@ static inline float zr_maxf(float x, float y) { return x > y ? x : y; }
 #define ZR_ATTR __attribute__((target("avx2,f16c")))
 #define ZR_F16VEC 256
 #include "reduce_kernels.h"
+#include "wire_kernels.h"
 #undef ZR_ISA
 #undef ZR_ATTR
 #undef ZR_F16VEC
@@ -57,6 +63,7 @@ static inline float zr_maxf(float x, float y) { return x > y ? x : y; }
 #define ZR_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")))
 #define ZR_F16VEC 512
 #include "reduce_kernels.h"
+#include "wire_kernels.h"
 #undef ZR_ISA
 #undef ZR_ATTR
 #undef ZR_F16VEC
@@ -160,4 +167,36 @@ int zcoll__reduce_set_isa(const char *name) {
     return 0;
   }
   return -1;
+}
+
+static void zw_dispatch(zcoll_dtype_t wire, int what, void *dst, const void *a, const void *b,
+                        size_t n, double scalar, int divisor, int final) {
+  unsigned char *d = dst;
+  const unsigned char *x = a, *y = b;
+  float sv = (float)scalar, dv = divisor ? (float)divisor : 1.0f;
+  if (n == 0) return;
+  switch (zr_isa()) {
+#if ZR_X86
+  case ZR_AVX512: zw_run_avx512(wire, what, d, x, y, n, sv, dv, final); break;
+  case ZR_AVX2: zw_run_avx2(wire, what, d, x, y, n, sv, dv, final); break;
+#endif
+  default: zw_run_generic(wire, what, d, x, y, n, sv, dv, final); break;
+  }
+}
+
+void zcoll__wire_pack(zcoll_dtype_t wire, void *dst, const void *src, size_t n, double scalar) {
+  zw_dispatch(wire, ZW_PACK, dst, src, src, n, scalar, 0, 0);
+}
+
+void zcoll__wire_unpack(zcoll_dtype_t wire, void *dst, const void *src, size_t n) {
+  zw_dispatch(wire, ZW_UNPACK, dst, src, src, n, 1.0, 0, 0);
+}
+
+void zcoll__wire_round(zcoll_dtype_t wire, void *dst, const void *src, size_t n, double scalar) {
+  zw_dispatch(wire, ZW_ROUND, dst, src, src, n, scalar, 0, 0);
+}
+
+void zcoll__wire_reduce(zcoll_dtype_t wire, void *dst, const void *acc, const void *data, size_t n,
+                        double scalar, int divisor, int final) {
+  zw_dispatch(wire, ZW_REDUCE, dst, acc, data, n, scalar, divisor, final);
 }

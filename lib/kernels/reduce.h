@@ -40,6 +40,24 @@ void zcoll__reduce_premul(zcoll_dtype_t dtype, void *dst, const void *a, const v
                           double scalar);
 void zcoll__scale_copy(zcoll_dtype_t dtype, void *dst, const void *src, size_t n, double scalar);
 
+/*
+ * Compressed averaging (ZCOLL_WIRE_DTYPE): float32 data travelling as wire, ZCOLL_BFLOAT16
+ * or ZCOLL_FLOAT16, each conversion rounding to nearest-even. scalar multiplies this
+ * rank's input (a premul sum's), else is 1.
+ *   pack:   dst (wire) = round(src * scalar)
+ *   unpack: dst (float32) = src (wire), exactly
+ *   round:  dst (float32) = round(src * scalar), a local copy as it would travel
+ *   reduce: dst (float32) = round(acc * scalar) + data, divided by divisor if non-zero
+ *           (AVG's last step), rounded again if final (the step that completes the
+ *           reduction: every rank then holds what the others receive).
+ * dst may equal acc or src (float32 in place); the wire ranges must not overlap others.
+ */
+void zcoll__wire_pack(zcoll_dtype_t wire, void *dst, const void *src, size_t n, double scalar);
+void zcoll__wire_unpack(zcoll_dtype_t wire, void *dst, const void *src, size_t n);
+void zcoll__wire_round(zcoll_dtype_t wire, void *dst, const void *src, size_t n, double scalar);
+void zcoll__wire_reduce(zcoll_dtype_t wire, void *dst, const void *acc, const void *data, size_t n,
+                        double scalar, int divisor, int final);
+
 /* Name of the instruction-set variant the kernels dispatch to on this CPU
  * ("avx512", "avx2", "generic"), for zcoll_info and logs. */
 const char *zcoll__reduce_isa(void);

@@ -25,7 +25,7 @@ deletes the network namespaces it left (their PID is gone).
 
 Library:  with Cluster(3) as c: res = c.run([2, 3, 1], argv, env={...}, timeout=60)
           res.check(); res.ranks[r].stdout / .stderr / .host; res.tagged()
-CLI:      zcoll_netns.py --hosts 2,3,1 [--timeout S] [-x VAR=VAL]... -- prog args...
+CLI:      zcoll_netns.py --hosts 2,3,1 [--timeout S] [--rate 1gbit] [-x VAR=VAL]... -- prog args...
 Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN), ip (iproute2), unshare and nsenter (util-linux).
 """
 
@@ -164,10 +164,14 @@ def transport_pairs(result, pattern=r" rank (\d+) of \d+ ready: (.*)"):
 class Cluster:
     """H emulated hosts; use as a context manager so that they are always torn down."""
 
-    def __init__(self, hosts):
+    def __init__(self, hosts, rate=None):
+        """rate: each host's link, as tc(8) writes a rate ("1gbit"): what it sends is
+        shaped to it (a token bucket on its eth0), a NIC slower than this machine's memory,
+        where what crosses hosts is what counts. None: as fast as the CPU moves it."""
         if not 1 <= hosts <= 250:
             raise ValueError("hosts must be 1..250")
         self.hosts = hosts
+        self.rate = rate
         self.tag = f"{PREFIX}{os.getpid()}x{secrets.token_hex(3)}"
         self.fabric = f"{self.tag}-fab"
         self.netns = [f"{self.tag}-h{h}" for h in range(hosts)]
@@ -189,6 +193,10 @@ class Cluster:
                 _ip("-n", self.fabric, "link", "set", f"h{h}", "master", "br0", "up")
                 _ip("-n", ns, "addr", "add", f"{self.addr(h)}/24", "dev", "eth0")
                 _ip("-n", ns, "link", "set", "eth0", "up")
+                if self.rate:
+                    subprocess.run(["tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "tbf",
+                                    "rate", self.rate, "burst", "256kb", "latency", "100ms"],
+                                   check=True, stdin=subprocess.DEVNULL, capture_output=True)
         except BaseException:
             self.close()
             raise
@@ -329,6 +337,8 @@ def main():
     ap.add_argument("-x", action="append", default=[], metavar="VAR=VAL",
                     help="set VAR in every rank")
     ap.add_argument("--log", help="ZCOLL_LOG for every rank")
+    ap.add_argument("--rate", help="each host's link rate, as tc writes it (1gbit); default: "
+                    "unshaped")
     ap.add_argument("argv", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
@@ -343,7 +353,7 @@ def main():
     # SIGTERM/SIGHUP end the run through the finally clauses, which tear everything down.
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda s, f: sys.exit(128 + s))
-    with Cluster(len(layout)) as c:
+    with Cluster(len(layout), rate=a.rate) as c:
         res = c.run(layout, argv, env=env, timeout=a.timeout, log=a.log)
     print(res.tagged())
     print("zcoll_netns: " + res.summary(), file=sys.stderr)

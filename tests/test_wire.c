@@ -7,7 +7,7 @@
  * (reduce_ref.h: the compiler's _Float16, and bfloat16 rounded by comparing neighbours).
  *
  * wire: ranks as threads over loopback, every allreduce algorithm, persistent requests,
- * reduce_scatter and the partial allreduce, SUM, AVG and a premul sum, sampled pairwise
+ * reduce_scatter, reduce and the partial allreduce, SUM, AVG and a premul sum, sampled pairwise
  * (wire type x algorithm x op x p). Every element of every result is checked against the
  * exact sum in double of inputs each rank computes itself:
  *   agreement    every rank that holds a result holds the same bits;
@@ -111,7 +111,7 @@ Test(wire_kernels, match_the_reference_on_every_isa) {
 
 /* ---- ranks ------------------------------------------------------------------------- */
 
-enum { K_ALLREDUCE, K_PERSISTENT, K_REDUCE_SCATTER, K_PARTIAL };
+enum { K_ALLREDUCE, K_PERSISTENT, K_REDUCE_SCATTER, K_PARTIAL, K_REDUCE };
 enum { O_SUM, O_AVG, O_PREMUL };
 #define PREMUL_SCALAR 0.25
 #define MAXP 8
@@ -127,7 +127,8 @@ struct wcase { /* arrays, not pointers: Criterion hands parameters to another pr
 /* Element i of rank r's k-th input: 24 random bits at a random scale 2^-6..2^6, so that
  * rounding to 16 bits loses something and a sum of a few is exact in double. */
 static float wv(int r, int k, size_t i) {
-  uint64_t h = (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)(k + 1) * 0xbf58476d1ce4e5b9ull ^
+  uint64_t h = (uint64_t)(r + 1) * 0x9e3779b97f4a7c15ull ^
+               (uint64_t)(k + 1) * 0xbf58476d1ce4e5b9ull ^
                (uint64_t)(i + 1) * 0x94d049bb133111ebull;
   h ^= h >> 31;
   h *= 0xd6e8feb86659fd93ull;
@@ -142,8 +143,8 @@ struct wrec { /* one partial round as a rank saw it */
 
 struct wrun {
   const struct wcase *c;
-  int plain;      /* this run without the wire type: only its byte counts matter */
-  zcoll_op_t op;  /* created once: ops are the process's, and the ranks are its threads */
+  int plain;     /* this run without the wire type: only its byte counts matter */
+  zcoll_op_t op; /* created once: ops are the process's, and the ranks are its threads */
   float *res[MAXP];
   uint64_t bytes[MAXP];
   struct wrec rec[MAXP][STEPS];
@@ -191,6 +192,8 @@ static void wire_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     st = zcoll_allreduce(comm, in, out, n, ZCOLL_FLOAT32, op);
   } else if (c->kind == K_REDUCE_SCATTER) {
     st = zcoll_reduce_scatter(comm, in, out, n, ZCOLL_FLOAT32, op);
+  } else if (c->kind == K_REDUCE) { /* to the last rank */
+    st = zcoll_reduce(comm, in, rank == c->p - 1 ? out : NULL, n, ZCOLL_FLOAT32, op, c->p - 1);
   } else if (c->kind == K_PERSISTENT) { /* two starts, the second with other data */
     zcoll_request_t *req;
     st = zcoll_allreduce_init(comm, in, out, n, ZCOLL_FLOAT32, op, &req);
@@ -235,8 +238,8 @@ static void check_elem(const struct wcase *c, float got, const int *ranks, const
     cr_assert(same_bits(got, ref_q(wire, got)), "%s element %zu = %a: not a %s value", what, i,
               (double)got, c->wire);
   double err = fabs((double)got - exact), lim = bound(c, n, abs_sum);
-  cr_assert(err <= lim, "%s element %zu: %.9g, exact %.9g: error %.3g over the bound %.3g", what,
-            i, (double)got, exact, err, lim);
+  cr_assert(err <= lim, "%s element %zu: %.9g, exact %.9g: error %.3g over the bound %.3g", what, i,
+            (double)got, exact, err, lim);
 }
 
 static void check_partial(const struct wrun *w) {
@@ -260,10 +263,10 @@ static void check_partial(const struct wrun *w) {
                    (unsigned long long)e->round, n, e->n);
       const float *res0 = w->pres[r] + (size_t)k * c->count;
       for (int j = 1; j < n; j++)
-        cr_assert(!memcmp(res0, w->pres[ranks[j]] + (size_t)ks[j] * c->count,
-                          c->count * sizeof(float)),
-                  "round %llu: rank %d and rank %d hold different results",
-                  (unsigned long long)e->round, r, ranks[j]);
+        cr_assert(
+            !memcmp(res0, w->pres[ranks[j]] + (size_t)ks[j] * c->count, c->count * sizeof(float)),
+            "round %llu: rank %d and rank %d hold different results", (unsigned long long)e->round,
+            r, ranks[j]);
       char what[64];
       snprintf(what, sizeof(what), "round %llu", (unsigned long long)e->round);
       for (size_t i = 0; i < c->count; i++) check_elem(c, res0[i], ranks, ks, n, i, i, what);
@@ -276,8 +279,7 @@ static void wire_case(const struct wcase *c, int plain, struct wrun *w) {
   w->c = c;
   w->plain = plain;
   w->op = c->op == O_AVG ? ZCOLL_AVG : ZCOLL_SUM;
-  if (c->op == O_PREMUL)
-    cr_assert_eq(zcoll_op_create_premul_sum(PREMUL_SCALAR, &w->op), ZCOLL_OK);
+  if (c->op == O_PREMUL) cr_assert_eq(zcoll_op_create_premul_sum(PREMUL_SCALAR, &w->op), ZCOLL_OK);
   size_t per = c->kind == K_PARTIAL ? c->count * STEPS : c->count;
   for (int r = 0; r < c->p; r++) {
     w->res[r] = calloc(c->count + 1, sizeof(float));
@@ -314,6 +316,8 @@ ParameterizedTestParameters(wire, every_algorithm_kind_and_op) {
       {"bfloat16", "auto", 4, K_REDUCE_SCATTER, O_SUM, 1000, 0},
       {"float16", "auto", 3, K_REDUCE_SCATTER, O_AVG, 20000, 0},
       {"bfloat16", "auto", 5, K_REDUCE_SCATTER, O_PREMUL, 10, 0},
+      {"float16", "auto", 4, K_REDUCE, O_AVG, 30000, 0},
+      {"bfloat16", "tree", 5, K_REDUCE, O_SUM, 300, 0},
       {"bfloat16", "auto", 4, K_PARTIAL, O_AVG, 1000, 3},
       {"float16", "auto", 3, K_PARTIAL, O_SUM, 100, 2},
   };
@@ -334,13 +338,16 @@ ParameterizedTest(struct wcase *c, wire, every_algorithm_kind_and_op, .timeout =
       for (size_t i = 0; i < c->count; i++)
         check_elem(c, w.res[r][i], ranks, ks, c->p, i, (size_t)r * c->count + i, what);
     }
+  } else if (c->kind == K_REDUCE) {
+    for (size_t i = 0; i < c->count; i++)
+      check_elem(c, w.res[c->p - 1][i], ranks, ks, c->p, i, i, "the root's");
   } else {
     for (int r = 1; r < c->p; r++)
       cr_assert(!memcmp(w.res[0], w.res[r], c->count * sizeof(float)),
                 "ranks 0 and %d hold different results", r);
     for (size_t i = 0; i < c->count; i++) check_elem(c, w.res[0][i], ranks, ks, c->p, i, i, "");
   }
-  if (c->kind == K_ALLREDUCE || c->kind == K_REDUCE_SCATTER) {
+  if (c->kind == K_ALLREDUCE || c->kind == K_REDUCE_SCATTER || c->kind == K_REDUCE) {
     wire_case(c, 1, &plain);
     for (int r = 0; r < c->p; r++)
       cr_assert_eq(2 * w.bytes[r], plain.bytes[r],

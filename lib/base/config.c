@@ -346,9 +346,9 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("CHUNK_BYTES", "0", "pipeline chunk size in bytes (64..1G); 0: the transport's default",
       chunk_bytes, parse_chunk),
     F("WIRE_DTYPE", "none", "none|bfloat16|float16: float32 data of SUM, AVG and premul-sum "
-      "allreduce (partial too) and reduce_scatter travels as this 16-bit type, halving the "
-      "bytes; reduced in float32 at every step, the result rounded to it, alike on every rank "
-      "(docs/partial.md); ranks must agree",
+      "allreduce (partial too), reduce_scatter and reduce travels as this 16-bit type, halving "
+      "the bytes; reduced in float32 at every step, the result rounded to it, alike on every "
+      "rank (docs/partial.md); ranks must agree",
       wire_dtype, parse_wire),
     F("PIPELINE_DEPTH", "8", "staging slots (chunks in flight) per peer and direction",
       pipeline_depth, parse_depth),

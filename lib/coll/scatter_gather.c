@@ -190,6 +190,7 @@ zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void 
                                        .arity = algo == comm->tree_algo || algo == ZCOLL_REDUCE_TREE
                                                     ? (uint16_t)comm->algo_params.tree_arity
                                                     : 0,
+                                       .wire = zcoll__wire_of(comm, dtype, op, pl->op),
                                        .root = root,
                                        .op_tag = pl->op ? zcoll__op_tag(pl->op) : 0,
                                        .count = count};

@@ -20,58 +20,58 @@
  * divide, then rounded when final; also the pack (d 16-bit = round(a * sv)), the unpack
  * (d = b widened) and the local round (d = round(a * sv) widened). x * 1.0f and r / 1.0f
  * are exact, so the unscaled forms share the loops. */
-#define ZW_KERNELS(SUF, WIDEN, NARROW)                                                            \
-  static inline __attribute__((always_inline)) ZR_ATTR void ZW_FN(zw_reduce_##SUF)(           \
-      unsigned char *d, const unsigned char *a, const unsigned char *b, size_t n, float sv,      \
-      float dv, const int divide, const int final) {                                             \
-    for (size_t i_ = 0; i_ < n; i_++) {                                                          \
-      float x, r;                                                                                \
-      uint16_t h;                                                                                \
-      memcpy(&x, a + 4 * i_, 4);                                                                 \
-      memcpy(&h, b + 2 * i_, 2);                                                                 \
-      r = WIDEN(NARROW(x * sv)) + WIDEN(h);                                                      \
-      if (divide) r = r / dv;                                                                    \
-      if (final) r = WIDEN(NARROW(r));                                                           \
-      memcpy(d + 4 * i_, &r, 4);                                                                 \
-    }                                                                                            \
-  }                                                                                              \
-  static ZR_ATTR void ZW_FN(zw_##SUF)(int what, unsigned char *d, const unsigned char *a,        \
-                                      const unsigned char *b, size_t n, float sv, float dv,      \
-                                      int final) {                                               \
-    switch (what) {                                                                              \
-    case ZW_PACK:                                                                                \
-      for (size_t i_ = 0; i_ < n; i_++) {                                                        \
-        float x;                                                                                 \
-        memcpy(&x, a + 4 * i_, 4);                                                               \
-        uint16_t h = NARROW(x * sv);                                                             \
-        memcpy(d + 2 * i_, &h, 2);                                                               \
-      }                                                                                          \
-      break;                                                                                     \
-    case ZW_UNPACK:                                                                              \
-      for (size_t i_ = 0; i_ < n; i_++) {                                                        \
-        uint16_t h;                                                                              \
-        memcpy(&h, b + 2 * i_, 2);                                                               \
-        float r = WIDEN(h);                                                                      \
-        memcpy(d + 4 * i_, &r, 4);                                                               \
-      }                                                                                          \
-      break;                                                                                     \
-    case ZW_ROUND:                                                                               \
-      for (size_t i_ = 0; i_ < n; i_++) {                                                        \
-        float x;                                                                                 \
-        memcpy(&x, a + 4 * i_, 4);                                                               \
-        float r = WIDEN(NARROW(x * sv));                                                         \
-        memcpy(d + 4 * i_, &r, 4);                                                               \
-      }                                                                                          \
-      break;                                                                                     \
-    default: /* ZW_REDUCE: the four forms, each a loop of its own */                             \
-      if (dv != 1.0f)                                                                            \
-        final ? ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 1, 1)                                 \
-              : ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 1, 0);                                \
-      else                                                                                       \
-        final ? ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 0, 1)                                 \
-              : ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 0, 0);                                \
-      break;                                                                                     \
-    }                                                                                            \
+#define ZW_KERNELS(SUF, WIDEN, NARROW)                                                      \
+  static inline __attribute__((always_inline)) ZR_ATTR void ZW_FN(zw_reduce_##SUF)(         \
+      unsigned char *d, const unsigned char *a, const unsigned char *b, size_t n, float sv, \
+      float dv, const int divide, const int final) {                                        \
+    for (size_t i_ = 0; i_ < n; i_++) {                                                     \
+      float x, r;                                                                           \
+      uint16_t h;                                                                           \
+      memcpy(&x, a + 4 * i_, 4);                                                            \
+      memcpy(&h, b + 2 * i_, 2);                                                            \
+      r = WIDEN(NARROW(x * sv)) + WIDEN(h);                                                 \
+      if (divide) r = r / dv;                                                               \
+      if (final) r = WIDEN(NARROW(r));                                                      \
+      memcpy(d + 4 * i_, &r, 4);                                                            \
+    }                                                                                       \
+  }                                                                                         \
+  static ZR_ATTR void ZW_FN(zw_##SUF)(int what, unsigned char *d, const unsigned char *a,   \
+                                      const unsigned char *b, size_t n, float sv, float dv, \
+                                      int final) {                                          \
+    switch (what) {                                                                         \
+    case ZW_PACK:                                                                           \
+      for (size_t i_ = 0; i_ < n; i_++) {                                                   \
+        float x;                                                                            \
+        memcpy(&x, a + 4 * i_, 4);                                                          \
+        uint16_t h = NARROW(x * sv);                                                        \
+        memcpy(d + 2 * i_, &h, 2);                                                          \
+      }                                                                                     \
+      break;                                                                                \
+    case ZW_UNPACK:                                                                         \
+      for (size_t i_ = 0; i_ < n; i_++) {                                                   \
+        uint16_t h;                                                                         \
+        memcpy(&h, b + 2 * i_, 2);                                                          \
+        float r = WIDEN(h);                                                                 \
+        memcpy(d + 4 * i_, &r, 4);                                                          \
+      }                                                                                     \
+      break;                                                                                \
+    case ZW_ROUND:                                                                          \
+      for (size_t i_ = 0; i_ < n; i_++) {                                                   \
+        float x;                                                                            \
+        memcpy(&x, a + 4 * i_, 4);                                                          \
+        float r = WIDEN(NARROW(x * sv));                                                    \
+        memcpy(d + 4 * i_, &r, 4);                                                          \
+      }                                                                                     \
+      break;                                                                                \
+    default: /* ZW_REDUCE: the four forms, each a loop of its own */                        \
+      if (dv != 1.0f)                                                                       \
+        final ? ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 1, 1)                            \
+              : ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 1, 0);                           \
+      else                                                                                  \
+        final ? ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 0, 1)                            \
+              : ZW_FN(zw_reduce_##SUF)(d, a, b, n, sv, dv, 0, 0);                           \
+      break;                                                                                \
+    }                                                                                       \
   }
 
 ZW_KERNELS(bf16, zcoll__bf16_to_float, zcoll__float_to_bf16)

@@ -126,8 +126,8 @@ static ZR_ATTR void ZW_FN(zw_f16)(int what, unsigned char *d, const unsigned cha
   }
   if (i < n) /* an unpack's a is its 16-bit source: no offset past it */
     ZW_FN(zw_f16s)
-    (what, d + (what == ZW_PACK ? 2 : 4) * i, what == ZW_UNPACK ? a : a + 4 * i, b + 2 * i, n - i,
-     sv, dv, final);
+  (what, d + (what == ZW_PACK ? 2 : 4) * i, what == ZW_UNPACK ? a : a + 4 * i, b + 2 * i, n - i, sv,
+   dv, final);
 }
 
 #undef ZW_W

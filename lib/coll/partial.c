@@ -41,10 +41,10 @@
  * entries before any leaves the flush and may offer again.
  */
 #include "partial.h"
+#include "partial_home.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "algorithms/algorithms.h"
 #include "base/clock.h"
@@ -71,14 +71,7 @@ struct zcoll__partial {
   zcoll_dtype_t dtype;
   zcoll_op_t op;
   int quorum, in_place, p, rank;
-  /* The home: rank 0 has the words, the others a key to them. */
-  uint64_t *home;
-  size_t home_len;
-  struct zcoll__tli *home_alloc; /* whose mem_alloc made it; NULL: mmap */
-  struct zcoll_tl_mr *home_mr[ZCOLL_TL_MAX];
-  struct zcoll__tli *home_t;
-  struct zcoll_ep *home_ep;
-  struct zcoll_tl_rkey *home_key;
+  struct zcoll__phome home; /* the ticket counter's words (partial_home.c) */
   /* The epoch: the offers since the last flush. */
   uint32_t epoch, base_t;
   uint64_t base_round;
@@ -103,97 +96,6 @@ struct zcoll__partial {
   int64_t news_ns; /* when offer() last heard the job's news */
 };
 
-/* ---- the home ---- */
-
-static zcoll_status_t home_add(struct zcoll__partial *P, uint32_t off, uint64_t add,
-                               uint64_t *old) {
-  if (P->home) {
-    *old = __atomic_fetch_add(&P->home[off / 8], add, __ATOMIC_SEQ_CST);
-    return ZCOLL_OK;
-  }
-  int locked = zcoll__tl_lock(P->pc->fam);
-  zcoll_status_t st = P->home_t->ops->fetch_add(P->home_ep, P->home_key, off, add, old);
-  zcoll__tl_unlock(P->pc->fam, locked);
-  return st;
-}
-
-/* Rank 0's keys to the home, one per transport instance (by index in pc->tlis): room for
- * a UCP key for atomics (transports/ucx/mr.c). */
-#define HOME_KEY_MAX 1024u
-struct home_keys {
-  uint32_t len[ZCOLL_TL_MAX];
-  uint8_t key[ZCOLL_TL_MAX][HOME_KEY_MAX];
-};
-
-static zcoll_status_t home_make(struct zcoll__partial *P, struct home_keys *k) {
-  zcoll_comm_t *pc = P->pc;
-  P->home_len = (W_ENTRY + 8 * (size_t)P->p + 4095) & ~(size_t)4095;
-  /* Peers reach it the way they reach the slots: memory a transport allocates where it
-   * must (shm: a memfd they map), and can give back while its instance stays open. */
-  for (int i = 0; i < pc->ntlis && !P->home_alloc; i++)
-    if (pc->tlis[i].ops->mem_alloc && pc->tlis[i].ops->mem_free) P->home_alloc = &pc->tlis[i];
-  int locked = zcoll__tl_lock(pc->fam);
-  void *m = NULL;
-  zcoll_status_t st = ZCOLL_OK;
-  if (P->home_alloc) {
-    st = P->home_alloc->ops->mem_alloc(P->home_alloc->tl, P->home_len, &m);
-  } else {
-    m = mmap(NULL, P->home_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-      m = NULL;
-      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "partial allreduce: cannot map the ticket counter");
-    }
-  }
-  if (st == ZCOLL_OK) {
-    memset(m, 0, P->home_len);
-    P->home = m;
-  }
-  for (int i = 0; st == ZCOLL_OK && i < pc->ntlis; i++) {
-    struct zcoll__tli *t = &pc->tlis[i];
-    if (!t->ops->fetch_add) continue;
-    size_t len = HOME_KEY_MAX;
-    if ((st = t->ops->mem_reg(t->tl, m, P->home_len, 1, &P->home_mr[i])) == ZCOLL_OK &&
-        (st = t->ops->rkey_pack(P->home_mr[i], k->key[i], &len)) == ZCOLL_OK)
-      k->len[i] = (uint32_t)len;
-  }
-  zcoll__tl_unlock(pc->fam, locked);
-  return st;
-}
-
-static zcoll_status_t home_reach(struct zcoll__partial *P, const struct home_keys *k) {
-  zcoll_comm_t *pc = P->pc;
-  int ci = pc->chan_of[0];
-  struct zcoll__chan *c = ci >= 0 ? &pc->chans[ci] : NULL;
-  if (!c || !c->t->ops->fetch_add || !k->len[c->t - pc->tlis])
-    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "partial allreduce: rank %d reaches rank 0 over %s, which has no remote "
-                       "atomics for the round's ticket counter",
-                       pc->rank, c ? c->ops->name : "nothing");
-  int i = (int)(c->t - pc->tlis);
-  P->home_t = c->t;
-  P->home_ep = c->ep;
-  int locked = zcoll__tl_lock(pc->fam);
-  zcoll_status_t st = c->ops->rkey_unpack(c->ep, k->key[i], k->len[i], &P->home_key);
-  zcoll__tl_unlock(pc->fam, locked);
-  return st;
-}
-
-static void home_close(struct zcoll__partial *P) {
-  zcoll_comm_t *pc = P->pc;
-  int locked = zcoll__tl_lock(pc->fam);
-  for (int i = 0; i < ZCOLL_TL_MAX; i++)
-    if (P->home_mr[i]) pc->tlis[i].ops->mem_dereg(P->home_mr[i]);
-  if (P->home_key) P->home_t->ops->rkey_release(P->home_key);
-  if (P->home && P->home_alloc)
-    P->home_alloc->ops->mem_free(P->home_alloc->tl, P->home, P->home_len);
-  else if (P->home)
-    munmap(P->home, P->home_len);
-  zcoll__tl_unlock(pc->fam, locked);
-  P->home = NULL;
-  P->home_key = NULL;
-  memset(P->home_mr, 0, sizeof(P->home_mr));
-}
-
 /* ---- rounds ---- */
 
 static uint64_t tag_of(uint32_t epoch) { return (uint64_t)(epoch % 0xffffu + 1u) << 48; }
@@ -208,7 +110,7 @@ static zcoll_status_t find_members(struct zcoll__partial *P, uint32_t lo, uint32
   for (int r = 0; r < P->p; r++) {
     uint64_t v = P->my_entry;
     if (r != P->rank) {
-      zcoll_status_t st = home_add(P, W_ENTRY + 8u * (uint32_t)r, 0, &v);
+      zcoll_status_t st = zcoll__phome_add(&P->home, W_ENTRY + 8u * (uint32_t)r, 0, &v);
       if (st != ZCOLL_OK) return st;
     }
     if (in_epoch(P, v) && (uint32_t)((uint32_t)v - lo) < n) P->members[k++] = r;
@@ -229,7 +131,7 @@ static zcoll_status_t decided(struct zcoll__partial *P, int *n, int *full) {
     return st;
   }
   uint64_t w;
-  if ((st = home_add(P, W_TICKETS, 0, &w)) != ZCOLL_OK) return st;
+  if ((st = zcoll__phome_add(&P->home, W_TICKETS, 0, &w)) != ZCOLL_OK) return st;
   uint32_t held = (uint32_t)w - P->lo, flushing = (uint32_t)(w >> 32) - P->epoch * (uint32_t)P->p;
   /* Everyone else flushes or waits in this round: it cannot fill, and is decided with what
    * it holds once their entries are all in. */
@@ -243,7 +145,7 @@ static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
   while (P->members[me] != P->rank) me++;
   if (!full && me == 0) { /* the next segment starts after this round, before we send */
     uint64_t rel = P->round - P->base_round + 1, now = rel << 32 | (P->lo + (uint32_t)n), old;
-    zcoll_status_t st = home_add(P, W_SEG, now - P->seg, &old);
+    zcoll_status_t st = zcoll__phome_add(&P->home, W_SEG, now - P->seg, &old);
     if (st != ZCOLL_OK) return st;
   }
   const struct zcoll__choice c = {
@@ -381,8 +283,8 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
   uint64_t old = 0;
   /* SEG first: it cannot change before this rank's ticket (a short round needs every rank
    * flushing or waiting in it), and may change right after. */
-  if (st == ZCOLL_OK) st = home_add(P, W_SEG, 0, &P->seg);
-  if (st == ZCOLL_OK) st = home_add(P, W_TICKETS, 1, &old);
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG, 0, &P->seg);
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_TICKETS, 1, &old);
   uint32_t q = (uint32_t)P->quorum, s0 = (uint32_t)P->seg;
   if (st == ZCOLL_OK) {
     P->ticket = (uint32_t)old;
@@ -390,7 +292,7 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
     P->lo = s0 + k * q;
     P->round = P->base_round + (P->seg >> 32) + k;
     uint64_t entry = tag_of(P->epoch) | (uint64_t)(P->ticket - P->lo) << 32 | P->ticket;
-    st = home_add(P, W_ENTRY + 8u * (uint32_t)P->rank, entry - P->my_entry, &old);
+    st = zcoll__phome_add(&P->home, W_ENTRY + 8u * (uint32_t)P->rank, entry - P->my_entry, &old);
     P->my_entry = entry;
   }
   if (st != ZCOLL_OK) return zcoll__fail_runs(P->pc, st);
@@ -412,24 +314,24 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   uint32_t p = (uint32_t)P->p, q = (uint32_t)P->quorum;
   uint64_t w, fin, seg;
   zcoll_status_t st = zcoll__check_usable(pc);
-  if (st == ZCOLL_OK) st = home_add(P, W_TICKETS, 1ull << 32, &w);
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_TICKETS, 1ull << 32, &w);
   if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
   uint32_t rounds = 0;
   if ((uint32_t)(w >> 32) - P->epoch * p == p - 1) {
     /* The last to flush: every round has ended, the count is final. The next epoch's
      * segment starts at it; then the others learn the epoch's rounds. */
     uint32_t tf = (uint32_t)w;
-    if ((st = home_add(P, W_SEG, 0, &seg)) == ZCOLL_OK) {
+    if ((st = zcoll__phome_add(&P->home, W_SEG, 0, &seg)) == ZCOLL_OK) {
       uint32_t s0 = (uint32_t)seg;
       rounds = (uint32_t)(seg >> 32) + (tf - s0 + q - 1) / q;
-      st = home_add(P, W_SEG, (uint64_t)tf - seg, &seg);
+      st = zcoll__phome_add(&P->home, W_SEG, (uint64_t)tf - seg, &seg);
     }
     uint64_t now = (uint64_t)(P->epoch + 1) << 32 | rounds, was = (uint64_t)P->epoch << 32;
-    if (st == ZCOLL_OK) st = home_add(P, W_FIN, now - (was | P->fin_rounds), &fin);
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FIN, now - (was | P->fin_rounds), &fin);
   } else {
     P->idle = (struct zcoll__idle){0};
     for (;;) {
-      if ((st = home_add(P, W_FIN, 0, &fin)) != ZCOLL_OK) break;
+      if ((st = zcoll__phome_add(&P->home, W_FIN, 0, &fin)) != ZCOLL_OK) break;
       if ((uint32_t)(fin >> 32) == P->epoch + 1) break;
       int progress = 0, who;
       uint64_t nc;
@@ -446,7 +348,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
     rounds = (uint32_t)fin;
   }
   /* the next epoch's first ticket: SEG, reset by the last flusher before FIN */
-  if (st == ZCOLL_OK) st = home_add(P, W_SEG, 0, &seg);
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG, 0, &seg);
   if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
   P->ncontrib = P->mine = 0;
   P->round = UINT64_MAX;
@@ -457,7 +359,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
     int have = 0;
     for (int r = 0; r < P->p && st == ZCOLL_OK; r++) {
       uint64_t v = P->my_entry;
-      if (r != P->rank) st = home_add(P, W_ENTRY + 8u * (uint32_t)r, 0, &v);
+      if (r != P->rank) st = zcoll__phome_add(&P->home, W_ENTRY + 8u * (uint32_t)r, 0, &v);
       if (st == ZCOLL_OK && in_epoch(P, v) &&
           (!have || (uint32_t)((uint32_t)v - P->base_t) > (uint32_t)((uint32_t)top - P->base_t)))
         top = v, have = 1;
@@ -502,7 +404,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
 }
 
 static void release(struct zcoll__partial *P) {
-  home_close(P);
+  zcoll__phome_close(&P->home);
   if (P->have_sched) zcoll__sched_free(&P->sched);
   zcoll__exec_free(P->e);
   free(P->members);
@@ -679,26 +581,6 @@ static zcoll_status_t compare(const struct ask *all, int p, zcoll_status_t mine)
   return ZCOLL_OK;
 }
 
-/* The home made at rank 0 and reached from the others; every rank learns whether all did. */
-static zcoll_status_t home_setup(struct zcoll__partial *P, zcoll_status_t mine) {
-  struct home_keys k;
-  memset(&k, 0, sizeof(k));
-  if (mine == ZCOLL_OK && P->rank == 0) mine = home_make(P, &k);
-  zcoll_status_t st = zcoll_broadcast(P->pc, &k, sizeof(k), ZCOLL_UINT8, 0);
-  if (st != ZCOLL_OK) return st;
-  if (mine == ZCOLL_OK && P->rank != 0) mine = home_reach(P, &k);
-  int32_t bad = mine != ZCOLL_OK ? P->rank + 1 : 0;
-  if ((st = zcoll_allreduce(P->pc, ZCOLL_IN_PLACE, &bad, 1, ZCOLL_INT32, ZCOLL_MAX)) != ZCOLL_OK)
-    return st;
-  if (mine != ZCOLL_OK) return mine;
-  if (bad)
-    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "zcoll_allreduce_partial_init: rank %d cannot reach the round's ticket "
-                       "counter (its message says why)",
-                       bad - 1);
-  return ZCOLL_OK;
-}
-
 zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
                                    zcoll_request_t **req) {
@@ -736,7 +618,7 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     P->keep = P->bytes ? malloc(P->bytes) : NULL;
     if (!P->members || (P->bytes && !P->keep))
       st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
-    st = home_setup(P, st);
+    st = zcoll__phome_setup(&P->home, pc, W_ENTRY / 8 + (size_t)p, st);
   }
   if (st == ZCOLL_OK && !(P->q = zcoll__request_of_partial(pc, P)))
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");

@@ -378,9 +378,10 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   /* The root's kept result to everyone, as a sum of bytes with zeros (exact whatever the
    * dtype): an allreduce, so that no rank leaves before all have read the entries. */
   uint8_t token = 0;
-  void *buf = n && P->bytes ? out : &token;
-  size_t len = n && P->bytes ? P->bytes : 1;
-  if (n && P->bytes) {
+  int data = n && P->bytes && out; /* out is scratch where there are bytes */
+  void *buf = data ? out : &token;
+  size_t len = data ? P->bytes : 1;
+  if (data) {
     if (P->members[0] == P->rank)
       memcpy(out, P->keep, P->bytes);
     else

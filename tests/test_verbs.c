@@ -365,3 +365,53 @@ Test(verbs, zero_copy_persistent_ring, .timeout = 600) {
   rmdir(dir);
   free(r.out);
 }
+
+/* The partial allreduce's ticket counter on the device's atomics (transports/verbs/amo.c,
+ * rank 0 through a queue pair to itself): the contract checked by progs/partial_check.c
+ * (agreement, membership, exact conservation, flushes; 2 epochs of 30 starts, AVG, other
+ * collectives interleaved), then a rank killed mid-run, which every survivor must hear;
+ * and a job whose ranks would mix the device's atomics with shm's, refused at init. */
+Test(verbs, quorum_rounds_on_device_atomics, .timeout = 900) {
+  need_rdma();
+  const char *env[] = {"ZCOLL_TRANSPORT=verbs", "ZCOLL_TIMEOUT=60", NULL};
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "3",  SP_PROG("partial_check"),
+                        "conserve",          "2",   "30", NULL};
+  struct sp_result r = sp_run(argv, env, 800);
+  cr_log_info("partial over verbs: %.1f s\n%s", r.seconds, r.out);
+  cr_assert_eq(r.status, 0, "exit %d\n%s", r.status, r.out);
+  for (int k = 0; k < 3; k++) {
+    char want[64];
+    snprintf(want, sizeof(want), "partial_check: rank %d ok", k);
+    cr_assert(strstr(r.out, want), "no '%s'\n%s", want, r.out);
+  }
+  free(r.out);
+  const char *kill_argv[] = {SP_BIN("zcoll_run"),      "-np",  "3",
+                             SP_PROG("partial_check"), "kill", NULL};
+  r = sp_run(kill_argv, env, 300);
+  cr_log_info("partial over verbs, rank 1 killed: %.1f s\n%s", r.seconds, r.out);
+  for (int k = 0; k < 3; k += 2) {
+    char want[64];
+    snprintf(want, sizeof(want), "partial_check: rank %d: failed as it should", k);
+    cr_expect(strstr(r.out, want), "no '%s'\n%s", want, r.out);
+  }
+  free(r.out);
+  /* Two hosts played on one machine (as hosts_mix_shm_and_verbs): rank 1 would reach rank 0
+   * over shm, ranks 2 and 3 over verbs -- refused at init on every rank, saying why. */
+  char script[256];
+  snprintf(script, sizeof(script),
+           "case $ZCOLL_RANK in 2|3) export ZCOLL_IB_DEV=rxe1;; *) export ZCOLL_IB_DEV=rxe0;; "
+           "esac; exec %s/partial_check conserve 2 4",
+           ZCOLL_TEST_PROGS_DIR);
+  const char *mix_argv[] = {SP_BIN("zcoll_run"), "-np", "4", "/bin/sh", "-c", script, NULL};
+  const char *mix_env[] = {"ZCOLL_TRANSPORT=auto", "ZCOLL_TEST_SPLIT_NODES=2,2", NULL};
+  r = sp_run(mix_argv, mix_env, 300);
+  cr_log_info("partial over shm+verbs: %.1f s\n%s", r.seconds, r.out);
+  cr_expect_neq(r.status, 0, "%s", r.out);
+  for (int k = 0; k < 4; k++) {
+    char want[64];
+    snprintf(want, sizeof(want), "partial_check: rank %d: init:", k);
+    cr_expect(strstr(r.out, want), "no '%s'\n%s", want, r.out);
+  }
+  cr_expect(strstr(r.out, "ZCOLL_TRANSPORT=verbs puts every rank"), "%s", r.out);
+  free(r.out);
+}

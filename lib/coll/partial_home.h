@@ -18,9 +18,12 @@ struct zcoll__phome {
   size_t len;
   struct zcoll__tli *alloc; /* whose mem_alloc made them; NULL: mmap */
   struct zcoll_tl_mr *mr[ZCOLL_TL_MAX];
-  struct zcoll__tli *t; /* the others: the instance, endpoint and key that reach rank 0 */
+  /* The instance, endpoint and key that reach rank 0's words: the others', and rank 0's own
+   * where they use a device's atomics (NULL key: the CPU's). */
+  struct zcoll__tli *t;
   struct zcoll_ep *ep;
   struct zcoll_tl_rkey *key;
+  int swap; /* the device returns the old value byte-swapped */
 };
 
 /* Collective over pc: rank 0 makes nwords words (zeroed), the others reach them; every

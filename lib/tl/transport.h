@@ -159,6 +159,11 @@ struct zcoll_tl_ops {
    * NULL: the transport has none. */
   zcoll_status_t (*fetch_add)(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey, uint64_t roff,
                               uint64_t add, uint64_t *old);
+  /* Where fetch_add is the device's (RDMA NICs), atomic only with that device's and not
+   * with the CPU's: an endpoint to this rank itself, so that the owner of the words goes
+   * through its device too. NULL where fetch_add is atomic with the CPU's (shared memory,
+   * loopback, UCX here). Made on first call, after connect; closed with the instance. */
+  zcoll_status_t (*self_ep)(struct zcoll_tl *tl, struct zcoll_ep **ep);
   /* Non-blocking: makes progress and harvests up to max events into ev; *n events
    * were filled. An error status means the instance is broken: PEER_FAILED naming the
    * rank when a peer is lost, TRANSPORT for anything else. A failed put is also (or

@@ -4,6 +4,7 @@
  *   partial_check conserve Q   quorum Q, 2 epochs of 120 starts after random sleeps of up
  *                              to 200 us, AVG too; then the same with an iallreduce on the
  *                              user's communicator every 5 starts. "partial_check: rank R ok".
+ *                              A third argument: starts per epoch (120; AVG a third of it).
  *   partial_check live FILE    quorum p - 1, the last rank offering only after the others
  *                              each completed 20 rounds more (counted in FILE, mapped by all).
  *   partial_check kill         quorum 2: rank 1 exits without a word after 5 starts; every
@@ -71,11 +72,11 @@ int main(int argc, char **argv) {
     }
     bad = pb_live(comm, p - 1, 20, 3, shared, shared + 64, msg, sizeof(msg));
   } else {
-    int q = argc > 2 ? atoi(argv[2]) : 2;
-    struct pb_args a = {q, 120, 2, 0, 200, ZCOLL_SUM};
+    int q = argc > 2 ? atoi(argv[2]) : 2, steps = argc > 3 ? atoi(argv[3]) : 120;
+    struct pb_args a = {q, steps, 2, 0, 200, ZCOLL_SUM};
     bad = pb_run(comm, &a, msg, sizeof(msg));
     a.op = ZCOLL_AVG;
-    a.steps = 40;
+    a.steps = steps / 3;
     if (!bad) bad = pb_run(comm, &a, msg, sizeof(msg));
     a.op = ZCOLL_SUM;
     a.interleave = 1;

@@ -47,11 +47,14 @@ static zcoll_status_t create_qp(struct zcoll_tl *tl, struct zcoll_ep *ep, struct
   return zcoll__verbs_post_recvs(ep, (uint32_t)tl->rq_depth);
 }
 
-static struct rdma_conn_param conn_param(const struct zcoll__verbs_conn *pd) {
+/* One atomic in flight each way where the communicator asks for atomics: with a responder
+ * resource RDMA CM also grants the queue pair remote atomic access. */
+static struct rdma_conn_param conn_param(const struct zcoll_tl *tl,
+                                         const struct zcoll__verbs_conn *pd) {
   struct rdma_conn_param p = {.private_data = pd,
                               .private_data_len = sizeof(*pd),
-                              .responder_resources = 0,
-                              .initiator_depth = 0,
+                              .responder_resources = tl->atomics ? 1 : 0,
+                              .initiator_depth = tl->atomics ? 1 : 0,
                               .retry_count = 7,
                               .rnr_retry_count = 7}; /* 7: retry forever if out of receives */
   return p;
@@ -79,7 +82,7 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
     struct zcoll__verbs_conn c = {tl->rank, 0, 0};
     for (int i = 0; i < n; i++)
       if (eps[i] == ep) c.nonce = pa[i].nonce;
-    struct rdma_conn_param p = conn_param(&c);
+    struct rdma_conn_param p = conn_param(tl, &c);
     if (rdma_connect(e->id, &p))
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: connect to rank %d: %m", ep->peer);
     return ZCOLL_OK;
@@ -95,7 +98,7 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
     zcoll_status_t st = create_qp(tl, ep, e->id);
     if (st != ZCOLL_OK) return st;
     struct zcoll__verbs_conn mine = {tl->rank, 0, tl->nonce};
-    struct rdma_conn_param p = conn_param(&mine);
+    struct rdma_conn_param p = conn_param(tl, &mine);
     if (rdma_accept(e->id, &p))
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: accept from rank %d: %m", ep->peer);
     return ZCOLL_OK;
@@ -227,6 +230,8 @@ void zcoll__verbs_close_eps(struct zcoll_tl *tl) {
     if (ep->id) {
       if (ep->qp) rdma_destroy_qp(ep->id);
       rdma_destroy_id(ep->id);
+    } else if (ep->qp) { /* the queue pair to itself (amo.c) */
+      ibv_destroy_qp(ep->qp);
     }
     free(ep->wrs);
     free(ep);
@@ -234,4 +239,5 @@ void zcoll__verbs_close_eps(struct zcoll_tl *tl) {
   free(tl->eps);
   tl->eps = NULL;
   tl->neps = 0;
+  tl->self = NULL;
 }

@@ -280,6 +280,7 @@ static zcoll_status_t verbs_probe(const zcoll_config_t *cfg, char *why, size_t w
 static void verbs_close(struct zcoll_tl *tl) {
   if (!tl) return;
   zcoll__verbs_close_eps(tl);
+  zcoll__verbs_amo_close(tl);
   if (tl->cq) ibv_destroy_cq(tl->cq);
   if (tl->comp_ch) ibv_destroy_comp_channel(tl->comp_ch);
   if (tl->pd) ibv_dealloc_pd(tl->pd);
@@ -337,6 +338,9 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
                      tl->dev_name);
     goto fail;
   }
+  struct ibv_device_attr da;
+  tl->atomics = p->cfg->atomics && ibv_query_device(tl->ctx, &da) == 0 &&
+                da.atomic_cap != IBV_ATOMIC_NONE && da.max_qp_rd_atom > 0;
   /* One descriptor to sleep on: completions, asynchronous device events, CM events. */
   tl->epfd = epoll_create1(EPOLL_CLOEXEC);
   int fds[3] = {tl->comp_ch->fd, tl->ctx->async_fd, tl->cm_ch->fd};
@@ -385,6 +389,8 @@ const struct zcoll_tl_ops zcoll__tl_verbs = {
     .rkey_unpack = zcoll__verbs_rkey_unpack,
     .rkey_release = zcoll__verbs_rkey_release,
     .put = zcoll__verbs_put,
+    .fetch_add = zcoll__verbs_fetch_add,
+    .self_ep = zcoll__verbs_self_ep,
     .poll = zcoll__verbs_poll,
     .event_fd = zcoll__verbs_event_fd,
     .arm = zcoll__verbs_arm,

@@ -10,9 +10,11 @@ zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len,
                                     struct zcoll_tl_mr **out) {
   struct zcoll_tl_mr *mr = malloc(sizeof(*mr));
   if (!mr) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
-  /* Only receive slots are writable by peers; sources are registered for local use. */
-  mr->mr = ibv_reg_mr(tl->pd, addr, len,
-                      IBV_ACCESS_LOCAL_WRITE | (remote ? IBV_ACCESS_REMOTE_WRITE : 0));
+  /* Only receive slots are writable by peers; sources are registered for local use. A
+   * communicator that asks for atomics (the partial allreduce's) gets them on its regions. */
+  int access = IBV_ACCESS_LOCAL_WRITE;
+  if (remote) access |= IBV_ACCESS_REMOTE_WRITE | (tl->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+  mr->mr = ibv_reg_mr(tl->pd, addr, len, access);
   mr->remote = remote;
   if (!mr->mr) {
     int e = errno;

@@ -49,7 +49,7 @@ zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n) {
   return ZCOLL_OK;
 }
 
-static zcoll_status_t post_write(struct zcoll_ep *ep, struct ibv_send_wr *wr, uint64_t cookie,
+zcoll_status_t zcoll__verbs_post(struct zcoll_ep *ep, struct ibv_send_wr *wr, uint64_t cookie,
                                  int report) {
   struct zcoll_tl *tl = ep->tl;
   if (ep->wr_count + 1 >= (uint32_t)tl->sq_depth)
@@ -60,7 +60,8 @@ static zcoll_status_t post_write(struct zcoll_ep *ep, struct ibv_send_wr *wr, ui
   /* Selective signalling: one signalled completion retires every earlier write. A
    * write posted while none is signalled is signalled itself, so that light traffic
    * needs no extra flush write (each costs a packet). */
-  if (++ep->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || !report || !ep->signal_pending) {
+  if (++ep->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || report != ZCOLL_VERBS_WR_PUT ||
+      !ep->signal_pending) {
     wr->send_flags |= IBV_SEND_SIGNALED;
     ep->since_signal = 0;
     ep->signal_pending++;
@@ -69,7 +70,8 @@ static zcoll_status_t post_write(struct zcoll_ep *ep, struct ibv_send_wr *wr, ui
   int rc = ibv_post_send(ep->qp, wr, &bad);
   if (rc) {
     if (wr->send_flags & IBV_SEND_SIGNALED) ep->signal_pending--;
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post a write to rank %d: %s", ep->peer,
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post %s to rank %d: %s",
+                       report == ZCOLL_VERBS_WR_AMO ? "an atomic" : "a write", ep->peer,
                        strerror(rc));
   }
   ep->wr_count++;
@@ -105,7 +107,7 @@ zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zco
   /* A zero-length write needs no address or key (IBA C9-88). */
   wr.wr.rdma.remote_addr = rkey ? rkey->addr + roff : 0;
   wr.wr.rdma.rkey = rkey ? rkey->rkey : 0;
-  return post_write(ep, &wr, cookie, 1);
+  return zcoll__verbs_post(ep, &wr, cookie, ZCOLL_VERBS_WR_PUT);
 }
 
 /* Everything up to and including `slot` on ep's send queue is complete. */
@@ -115,7 +117,8 @@ static void retire(struct zcoll_ep *ep, uint32_t slot) {
   while (ep->wr_count) {
     uint32_t s = ep->wr_head;
     struct zcoll__verbs_wr *w = &ep->wrs[s];
-    if (w->report) {
+    if (w->report == ZCOLL_VERBS_WR_AMO) tl->amo_done = 1;
+    if (w->report == ZCOLL_VERBS_WR_PUT) {
       struct zcoll_tl_event ev = {
           .kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = w->cookie, .status = ZCOLL_OK};
       zcoll__verbs_push(tl, &ev);
@@ -131,8 +134,11 @@ static void fail_wc(struct zcoll_tl *tl, const struct ibv_wc *wc, struct zcoll_e
   if (tl->failed) return;
   tl->failed = zcoll__fail(
       zcoll__verbs_wc_status(wc->status), "verbs: %s with rank %d failed: %s%s",
-      wc->wr_id & WR_RECV ? "a receive" : "a write", ep ? ep->peer : -1,
-      ibv_wc_status_str(wc->status),
+      wc->wr_id & WR_RECV ? "a receive"
+      : ep && ep->wrs[(uint32_t)wc->wr_id % (uint32_t)tl->sq_depth].report == ZCOLL_VERBS_WR_AMO
+          ? "an atomic"
+          : "a write",
+      ep ? ep->peer : -1, ibv_wc_status_str(wc->status),
       wc->status == IBV_WC_RETRY_EXC_ERR ? " (the peer stopped answering)" : "");
 }
 
@@ -173,6 +179,8 @@ static int drain_cq(struct zcoll_tl *tl, size_t want) {
   return total;
 }
 
+void zcoll__verbs_drain(struct zcoll_tl *tl) { drain_cq(tl, SIZE_MAX); }
+
 /* Writes left unsignalled at the tail of a queue would never report completion: close
  * each such tail with a signalled zero-length plain write, which the peer never sees. */
 static void flush_tails(struct zcoll_tl *tl) {
@@ -180,7 +188,8 @@ static void flush_tails(struct zcoll_tl *tl) {
     struct zcoll_ep *ep = tl->eps[i];
     if (!ep->wr_count || ep->signal_pending || ep->failed) continue;
     struct ibv_send_wr wr = {.sg_list = NULL, .num_sge = 0, .opcode = IBV_WR_RDMA_WRITE};
-    if (post_write(ep, &wr, 0, 0) != ZCOLL_OK && !tl->failed) tl->failed = ZCOLL_ERR_TRANSPORT;
+    if (zcoll__verbs_post(ep, &wr, 0, ZCOLL_VERBS_WR_QUIET) != ZCOLL_OK && !tl->failed)
+      tl->failed = ZCOLL_ERR_TRANSPORT;
   }
 }
 

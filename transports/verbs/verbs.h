@@ -60,11 +60,23 @@ struct zcoll_tl {
   struct zcoll_ep **eps;
   int neps;
   int polls; /* poll() calls since async and CM events were last read */
+  /* Remote atomics (amo.c): only for a communicator that asks (cfg->atomics) on a device
+   * that has them; the reply buffer, registered on first use; the queue pair to itself. */
+  int atomics;
+  uint64_t *amo_buf;
+  struct ibv_mr *amo_mr;
+  volatile int amo_done; /* the atomic in flight has completed */
+  struct zcoll_ep *self;
 };
+
+/* What a posted send's completion means (struct zcoll__verbs_wr.report). */
+#define ZCOLL_VERBS_WR_QUIET 0 /* a zero-length flush write of our own: nothing */
+#define ZCOLL_VERBS_WR_PUT 1   /* a put: PUT_DONE */
+#define ZCOLL_VERBS_WR_AMO 2   /* the atomic fetch_add waits for (amo.c) */
 
 struct zcoll__verbs_wr { /* one posted send, until its completion is known */
   uint64_t cookie;
-  uint8_t report; /* 0 for the zero-length flush writes of our own */
+  uint8_t report; /* ZCOLL_VERBS_WR_* */
 };
 
 struct zcoll_ep {
@@ -98,6 +110,17 @@ zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n);
 zcoll_status_t zcoll__verbs_cm_events(struct zcoll_tl *tl);
 void zcoll__verbs_async_events(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s);
+/* Posts wr on ep's send queue (progress.c), signalled where selective signalling wants
+ * it and always for anything but a put; report: ZCOLL_VERBS_WR_*. */
+zcoll_status_t zcoll__verbs_post(struct zcoll_ep *ep, struct ibv_send_wr *wr, uint64_t cookie,
+                                 int report);
+/* Reaps every completion there is into events (progress.c). */
+void zcoll__verbs_drain(struct zcoll_tl *tl);
+/* amo.c: transport.h's fetch_add and self_ep; the reply buffer's release. */
+zcoll_status_t zcoll__verbs_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey *rkey,
+                                      uint64_t roff, uint64_t add, uint64_t *old);
+zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **ep);
+void zcoll__verbs_amo_close(struct zcoll_tl *tl);
 
 /* The ops, one file each by concern (ep.c, mr.c, progress.c). */
 zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks,

@@ -22,7 +22,7 @@
 #define PROBE 0x0102030405060708ull
 
 zcoll_status_t zcoll__phome_add(struct zcoll__phome *h, uint32_t off, uint64_t add, uint64_t *old) {
-  if (!h->key) { /* rank 0, with the CPU's atomics */
+  if (!h->key || !h->t) { /* rank 0, with the CPU's atomics */
     *old = __atomic_fetch_add(&h->words[off / 8], add, __ATOMIC_SEQ_CST);
     return ZCOLL_OK;
   }
@@ -125,8 +125,8 @@ static zcoll_status_t probe(struct zcoll__phome *h, size_t nwords) {
   return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                      "partial allreduce: rank %d read %016llx through %s's atomics where rank 0 "
                      "wrote %016llx",
-                     zcoll_comm_rank(h->pc), (unsigned long long)v, h->t->ops->name,
-                     (unsigned long long)PROBE);
+                     zcoll_comm_rank(h->pc), (unsigned long long)v,
+                     h->t ? h->t->ops->name : "the CPU", (unsigned long long)PROBE);
 }
 
 void zcoll__phome_close(struct zcoll__phome *h) {

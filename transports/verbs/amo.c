@@ -154,7 +154,7 @@ zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **out) 
   }
   if (!tl->atomics)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "verbs: %s has no atomics here", tl->dev_name);
-  struct zcoll_ep **eps = realloc(tl->eps, sizeof(*eps) * (size_t)(tl->neps + 1));
+  struct zcoll_ep **eps = realloc(tl->eps, sizeof(struct zcoll_ep *) * (size_t)(tl->neps + 1));
   if (!eps) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
   tl->eps = eps;
   struct zcoll_ep *ep = calloc(1, sizeof(*ep));

@@ -150,6 +150,11 @@ static void many_children_body(struct rt_job *job, int rank, zcoll_comm_t *comm)
       rt_fail(job, rank, c ? msg : zcoll_last_error());
       return;
     }
+    /* Everyone done with the child first: an abort ends it for the ranks still in it. */
+    if (zcoll_barrier(comm) != ZCOLL_OK) {
+      rt_fail(job, rank, zcoll_last_error());
+      return;
+    }
     zcoll_comm_abort(c);
   }
   int n = 0;

@@ -13,6 +13,7 @@
 
 #include "kernels/copy.h"
 #include "exec.h"
+#include "exec_piece.h"
 #include "base/log.h"
 #include "kernels/op.h"
 #include "kernels/reduce.h"
@@ -122,10 +123,8 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
     const char *src = zcoll__at(r, o->buf, a);
     /* Sources inside a user registration go out as they are (decided per op, so that
      * an op's pieces are released in order); others through staging. */
-    /* A premul sum scales the input on its way out, compressed averaging narrows all
-     * it sends: into staging, never as it is. */
-    int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
-    int changed = scaled || r->wire;
+    /* Data that leaves changed (exec_piece.h) goes through staging, never as it is. */
+    int changed = zcoll__piece_changed(r, o);
     if (a == o->off && c->staged)
       r->e->src_mr[i] = o->count && !changed ? src_registration(r, src, o->count * r->dsize) : NULL;
     struct zcoll_tl_mr *lmr = c->staged ? r->e->src_mr[i] : NULL;
@@ -140,12 +139,7 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
       char *staging = stage_buf(r, c, slot, &lmr);
       if (changed && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
       if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
-      if (r->wire)
-        zcoll__wire_pack(r->wire, staging + off, src, b - a, scaled ? r->uop->scalar : 1.0);
-      else if (scaled)
-        zcoll__scale_copy(r->dtype, staging + off, src, b - a, r->uop->scalar);
-      else if (len)
-        zcoll__copy(staging + off, src, len);
+      zcoll__piece_out(r, o, staging + off, src, b - a);
       src = staging;
       if (t0) {
         int64_t t1 = zcoll__now_ns();
@@ -275,26 +269,6 @@ static zcoll_status_t take_header(struct zcoll__run *r, int j, struct zcoll__cha
   return zcoll__chan_consume(comm, c, sl);
 }
 
-/* dst = acc (op) data over n elements of elem bytes, for a created op; input: acc is
- * this rank's input (premul scales it). An error if the op's function failed
- * (zcoll_op_fail): then dst is garbage and must not be used. */
-static zcoll_status_t op_reduce(const struct zcoll__run *r, int input, char *dst, const char *acc,
-                                const char *data, size_t n) {
-  const struct zcoll__op_def *d = r->uop;
-  if (d->kind == ZCOLL_OPK_PREMUL) {
-    if (input)
-      zcoll__reduce_premul(r->dtype, dst, acc, data, n, d->scalar);
-    else
-      zcoll__reduce(r->dtype, ZCOLL_SUM, dst, acc, data, n, 0);
-    return ZCOLL_OK;
-  }
-  size_t bytes = n * r->dsize;
-  /* MPI's form, inout = in (op) inout: in is the peer's (in rank order: the ranks before
-   * this one, on the chain), inout this rank's operand. */
-  if (dst != acc && bytes) memcpy(dst, acc, bytes);
-  return zcoll__op_call(d, data, dst, bytes / zcoll__dsize(r->dtype), r->dtype, r->comm->rank);
-}
-
 static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
   zcoll_comm_t *comm = r->comm;
   const struct zcoll__sched *s = r->s;
@@ -352,24 +326,16 @@ static zcoll_status_t do_recvs(struct zcoll__run *r, int j, int *progress) {
     char *dst = zcoll__at(r, o->buf, a);
     int64_t t0 = comm->trace.f ? zcoll__now_ns() : 0;
     if (o->kind == ZCOLL_SOP_RECV_REDUCE) {
-      zcoll_status_t st0;
       int divisor = o->final && r->op == ZCOLL_AVG ? s->size : 0;
-      if (r->wire)
-        zcoll__wire_reduce(r->wire, dst, zcoll__at(r, o->acc, a), data, b - a,
-                           o->input && r->uop ? r->uop->scalar : 1.0, divisor, o->final);
-      else if (!r->uop)
-        zcoll__reduce(r->dtype, r->op, dst, zcoll__at(r, o->acc, a), data, b - a, divisor);
-      else if ((st0 = op_reduce(r, o->input, dst, zcoll__at(r, o->acc, a), data, b - a)) !=
-               ZCOLL_OK)
+      zcoll_status_t st0 = zcoll__piece_reduce(r, o, dst, zcoll__at(r, o->acc, a), data, b - a,
+                                               divisor);
+      if (st0 != ZCOLL_OK)
         return st0; /* before this piece counts: nothing made from it leaves this rank */
     } else if (sl->placed) {
       comm->pieces_placed++;
       t0 = 0; /* nothing was done here: no stage to trace */
     } else {
-      if (r->wire)
-        zcoll__wire_unpack(r->wire, dst, data, b - a);
-      else if (len)
-        zcoll__copy(dst, data, len);
+      zcoll__piece_in(r, dst, data, b - a);
       comm->pieces_copied++;
     }
     if (t0)
@@ -471,15 +437,7 @@ static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
     if (!zcoll__deps_ready(r, o, a, b)) break;
     char *dst = zcoll__at(r, o->buf, a);
     const char *src = zcoll__at(r, o->acc, a);
-    int scaled = o->input && r->uop && r->uop->kind == ZCOLL_OPK_PREMUL;
-    /* Compressed averaging rounds a local copy as it would travel: what may be a
-     * result is then what the other ranks hold (later steps round it anyway). */
-    if (r->wire)
-      zcoll__wire_round(r->wire, dst, src, b - a, scaled ? r->uop->scalar : 1.0);
-    else if (scaled) /* p == 1: the input, scaled */
-      zcoll__scale_copy(r->dtype, dst, src, b - a, r->uop->scalar);
-    else
-      zcoll__copy(dst, src, (b - a) * r->dsize);
+    zcoll__piece_local(r, o, dst, src, b - a);
     r->e->pos[i] = b;
     *progress = 1;
     if (b == zcoll__op_end(o)) {

@@ -12,6 +12,7 @@
 #include "kernels/op.h"
 #include "plan.h"
 #include "core/exec.h"
+#include "core/onehost.h"
 #include "core/report.h"
 
 #define report zcoll__report
@@ -192,10 +193,29 @@ zcoll_status_t zcoll__agree(zcoll_comm_t *comm) {
   return st;
 }
 
+/* Every rank on one host, a small vector: through the mailboxes (core/onehost.h), no
+ * schedule. Only for blocking calls, which a rank makes one at a time, as the mailboxes'
+ * reuse needs. */
+static zcoll_status_t onehost(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              zcoll_dtype_t dtype, zcoll_op_t op) {
+  zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
+  if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+  const struct zcoll__coll_desc d = {.kind = ZCOLL_COLL_ALLREDUCE,
+                                     .dtype = (uint8_t)dtype,
+                                     .op = (uint8_t)op,
+                                     .algo = ZCOLL_ALGO_ONEHOST,
+                                     .root = -1,
+                                     .count = count};
+  return zcoll__execute(comm, &comm->oh->sched, &d, sendbuf == ZCOLL_IN_PLACE ? recvbuf : sendbuf,
+                        recvbuf);
+}
+
 static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
   zcoll_status_t st = zcoll__check_usable(comm);
   if (st != ZCOLL_OK) return st;
+  if (zcoll__onehost_fits(comm, count, dtype, op))
+    return onehost(comm, sendbuf, recvbuf, count, dtype, op);
   struct zcoll__plan pl;
   if ((st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &pl)) != ZCOLL_OK)
     return zcoll__plan_failed(comm, st);
@@ -224,6 +244,10 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
       ((unsigned)op >= ZCOLL_OP_COUNT && !zcoll_op_name(op)))
     return report(
         comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_algorithm: unknown dtype or op"));
+  if (zcoll__onehost_fits(comm, count, dtype, op)) {
+    *name = "onehost"; /* a blocking call's; a request's is the schedule's, below */
+    return ZCOLL_OK;
+  }
   int algo = zcoll__pick_allreduce(comm, count, dtype, NULL, 0);
   const struct zcoll__op_def *d = (unsigned)op >= ZCOLL_OP_COUNT
                                       ? zcoll__op_get(op, "zcoll_allreduce_algorithm")

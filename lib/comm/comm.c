@@ -19,6 +19,7 @@
 #include "core/exec.h"
 #include "core/mr.h"
 #include "core/report.h"
+#include "core/onehost.h"
 
 /* A communicator's address is its handle, and a watchdog may hold one after destroy:
  * zcoll_comm_abort on it must find nothing (comm_registry.c), not a new communicator
@@ -95,6 +96,7 @@ static void release(zcoll_comm_t *comm, int local) {
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
+  zcoll__onehost_free(comm);
   free(comm->chan_block);
   free(comm->pollfds);
   if (comm->wake_fd >= 0) close(comm->wake_fd);

@@ -21,6 +21,7 @@
 #include "base/node.h"
 #include "wire.h"
 #include "core/exec.h"
+#include "core/onehost.h"
 
 #define MAX_PEERS_PER_ALGO 256
 
@@ -34,7 +35,9 @@ zcoll_status_t zcoll__wire_peers(zcoll_comm_t *comm, int **out, int *n) {
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory computing peers");
   }
   int k = 0;
-  for (int r = 0; comm->cfg->all_peers && r < comm->size; r++)
+  /* The one-host allreduce reads every peer's mailbox: a channel to each. */
+  int all = comm->cfg->all_peers || comm->onehost_want;
+  for (int r = 0; all && r < comm->size; r++)
     if (r != comm->rank) seen[r] = 1, peers[k++] = r;
   for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
     const struct zcoll__algo *al = a < zcoll__nalgos ? zcoll__algos[a]
@@ -92,6 +95,19 @@ static zcoll_status_t choose(zcoll_comm_t *comm, const int *peers, int npeers,
     }
   }
   return ZCOLL_OK;
+}
+
+/* Every rank on this host, every pair reached by a transport that maps the peer's region
+ * (shm): the one-host allreduce may run (onehost.h). The masks are every rank's, so every
+ * rank answers alike. */
+static int onehost_candidate(const zcoll_comm_t *comm, const unsigned *masks) {
+  if (comm->nhosts != 1 || comm->size < 2 || comm->size > ZCOLL_ONEHOST_MAX_RANKS) return 0;
+  for (int a = 0; a < comm->size; a++)
+    for (int b = a + 1; b < comm->size; b++) {
+      int k = zcoll__transport_pick(comm->cfg, 1, masks[a], masks[b]);
+      if (k < 0 || !zcoll__transports[k].ops || !zcoll__transports[k].ops->rkey_ptr) return 0;
+    }
+  return 1;
 }
 
 /* Does this rank have a peer no host-local transport reaches (so it must probe the
@@ -164,6 +180,8 @@ static void *map_region(size_t len) {
  * (4K aliasing; a 1 MiB allreduce at p = 2 took 12 % longer from such buffers). Half a
  * page away from both, neither a malloc'd nor an aligned buffer comes near. */
 #define SLOT_SKEW ((size_t)2048)
+/* The room before the first slot holds the one-host mailbox (onehost.h). */
+_Static_assert(SLOT_SKEW >= ZCOLL_ONEHOST_MAILBOX_BYTES, "the mailbox fits before the slots");
 
 /* One region of receive slots for every peer, whatever its transport: allocated by the
  * instance that must provide it (shm: peers map it) and registered with each. Send
@@ -526,6 +544,7 @@ zcoll_status_t zcoll__wire_channels(zcoll_comm_t *comm, const int *peers, int np
     finish_wiring(comm);
     st = connect_channels(comm, peers, npeers, kinds, pos, blob, blen);
   }
+  if (st == ZCOLL_OK) st = zcoll__onehost_setup(comm);
   free(pos), free(blen), free(blob), free(reply);
   return st;
 }
@@ -541,6 +560,7 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
   if (comm->nhosts > 1)
     zcoll_log_info("%d ranks on %d hosts; this one is host %d", comm->size, comm->nhosts,
                    comm->host_of[comm->rank]);
+  comm->onehost_want = onehost_candidate(comm, masks);
   if ((st = zcoll__wire_peers(comm, &peers, &npeers)) != ZCOLL_OK) goto out;
   if (net_round && (st = zcoll__wire_nets(comm, masks, needs_net(comm, peers, npeers, masks),
                                           &chunk, &depth)) != ZCOLL_OK)

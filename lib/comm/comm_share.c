@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "core/comm.h"
 #include "core/family.h"
+#include "core/onehost.h"
 #include "transports.h"
 #include "wire.h"
 
@@ -58,6 +59,10 @@ zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__s
   int *peers = NULL, *kinds = NULL, npeers = 0;
   zcoll_status_t st = hosts_of(comm, parent, share->members);
   if (st == ZCOLL_OK) st = engine_ranks(comm, parent, share->members);
+  /* One instance reaches every member (below): the one-host allreduce if it maps regions. */
+  const struct zcoll_tl_ops *ops = zcoll__transports[share->tl_idx].ops;
+  comm->onehost_want = comm->size >= 2 && comm->size <= ZCOLL_ONEHOST_MAX_RANKS && ops &&
+                       ops->rkey_ptr;
   if (st == ZCOLL_OK) st = zcoll__wire_peers(comm, &peers, &npeers);
   if (st != ZCOLL_OK) goto out;
   /* The parent's instance that reaches this host's ranks, under the family's counts. */

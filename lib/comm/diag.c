@@ -8,13 +8,15 @@
 #include "algorithms/select.h"
 #include "base/config.h"
 #include "base/log.h"
+#include "core/onehost.h"
 #include "transports.h"
 #include "kernels/reduce.h"
 #include "kernels/reduce_isa.h"
 #include "tl/transport.h"
 
-zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, size_t bytes,
-                                       zcoll_allreduce_plan_t *plan) {
+/* The schedule's algorithm and the pipeline; *mask: the transports such a job would run. */
+static zcoll_status_t explain_sched(const zcoll_config_t *cfg, int ranks, size_t bytes,
+                                    zcoll_allreduce_plan_t *plan, unsigned *mask_out) {
   if (!cfg || !plan)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_allreduce_explain: NULL argument");
   if (ranks < 1)
@@ -41,6 +43,28 @@ zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, siz
   if (!mask) mask = zcoll__transport_probe(cfg, 0, why, sizeof(why));
   p.chunk_bytes = zcoll__transport_chunk(cfg, mask);
   *plan = p;
+  *mask_out = mask;
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, size_t bytes,
+                                       zcoll_allreduce_plan_t *plan) {
+  unsigned mask = 0;
+  zcoll_status_t st = explain_sched(cfg, ranks, bytes, plan, &mask);
+  if (st != ZCOLL_OK) return st;
+  /* A blocking call of a small vector, every rank on this host over a transport that maps
+   * the peers' memory: the mailboxes (core/onehost.h; comm_setup.c decides alike). */
+  int k = zcoll__transport_pick(cfg, 1, mask, mask);
+  if (bytes && bytes <= ZCOLL_ONEHOST_MAX_BYTES && ranks >= 2 && ranks <= ZCOLL_ONEHOST_MAX_RANKS &&
+      zcoll__algo_find(cfg->algo) < 0 && k >= 0 && zcoll__transports[k].ops &&
+      zcoll__transports[k].ops->rkey_ptr) {
+    const char *sched = plan->algorithm;
+    plan->algorithm = "onehost";
+    snprintf(plan->reason, sizeof(plan->reason),
+             "every rank on one host, at most %d bytes: each reads the others' vectors from their "
+             "mailboxes (blocking calls; a request runs %s)",
+             ZCOLL_ONEHOST_MAX_BYTES, sched);
+  }
   return ZCOLL_OK;
 }
 
@@ -55,9 +79,11 @@ zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *c
                        "zcoll_collective_explain: unknown collective '%s' (allreduce, broadcast, "
                        "reduce, allgather, reduce_scatter, barrier)",
                        coll);
-  /* The pipeline, and the allreduce's choice, which a reduce makes too. */
-  zcoll_status_t st = zcoll_allreduce_explain(cfg, ranks, bytes, plan);
-  if (st != ZCOLL_OK || !strcmp(coll, "allreduce")) return st;
+  if (!strcmp(coll, "allreduce")) return zcoll_allreduce_explain(cfg, ranks, bytes, plan);
+  /* The pipeline, and the allreduce's schedule, which a reduce chooses by too. */
+  unsigned mask;
+  zcoll_status_t st = explain_sched(cfg, ranks, bytes, plan, &mask);
+  if (st != ZCOLL_OK) return st;
   if (!strcmp(coll, "reduce")) { /* as scatter_gather.c's reduce_algo */
     int tree = zcoll__reduce_takes_tree(plan->algorithm);
     const char *as = tree ? "the tree toward the root, where the allreduce's choice is latency-"

@@ -84,7 +84,10 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
   else if (d->kind == ZCOLL_COLL_REDUCE)
     snprintf(algo, sizeof(algo), "%s", zcoll__reduce_algo_name(d->algo));
   else
-    snprintf(algo, sizeof(algo), "%s", d->algo < zcoll__nalgos ? zcoll__algos[d->algo]->name : "?");
+    snprintf(algo, sizeof(algo), "%s",
+             d->algo == ZCOLL_ALGO_ONEHOST ? "onehost"
+             : d->algo < zcoll__nalgos     ? zcoll__algos[d->algo]->name
+                                           : "?");
   if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
   char op[64];
   zcoll__op_describe(op, sizeof(op), d->op, d->op_tag);

@@ -152,6 +152,10 @@ enum {
 };
 
 /* What a collective is: ranks must agree on all of it. */
+/* An allreduce's algo in its description when it goes through the one-host mailboxes
+ * (onehost.h) rather than a schedule. */
+#define ZCOLL_ALGO_ONEHOST 255
+
 struct zcoll__coll_desc {
   uint8_t kind, dtype, op, algo;
   uint16_t arity;  /* parameters of the algorithm that shape the schedule (tree: 2..64) */

@@ -73,6 +73,9 @@ struct zcoll__run {
   /* 1: not stepped while a run issued before it is listed -- a created op's agreement
    * (request.c), whose word must not leave before this rank's functions have all run. */
   int fence;
+  /* A one-host run (desc.algo ZCOLL_ALGO_ONEHOST, onehost.h): the next rank whose box it
+   * reads (-1: not published yet), and which of the two boxes. */
+  int oh_next, oh_which;
 };
 
 struct zcoll__idle {

@@ -11,6 +11,7 @@
 #include "kernels/op.h"
 #include "kernels/reduce.h"
 #include "mr.h"
+#include "onehost.h"
 
 /* Staging on the channels of transports that put from anywhere, for pieces that go out
  * changed (a premul sum's scaled input, compressed averaging's 16-bit data): they are
@@ -63,6 +64,10 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->buf[ZCOLL_BUF_DST] = dst;
   r->uop = NULL;
   r->dsize = zcoll__dsize(dtype);
+  if (desc->algo == ZCOLL_ALGO_ONEHOST && desc->kind == ZCOLL_COLL_ALLREDUCE) {
+    zcoll__onehost_init(r); /* no schedule: the rest is its own */
+    return ZCOLL_OK;
+  }
   if (desc->op >= ZCOLL_OP_COUNT) {
     zcoll_status_t st = created_op(comm, r, s);
     if (st != ZCOLL_OK) return st;
@@ -96,6 +101,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->grant = NULL;
   r->ngkeys = 0;
   r->fence = 0;
+  r->oh_next = r->oh_which = 0;
   /* A result inside a zcoll_mem_register region may be written by the peers directly,
    * for any call (a persistent request sets its own after this); not what must be
    * widened on its way in. */

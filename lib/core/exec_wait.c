@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "exec.h"
 #include "base/log.h"
+#include "onehost.h"
 
 /* Is this rank waiting on schedule peer j: for its next piece, or for a credit? */
 static int stuck_on(const struct zcoll__run *r, int j) {
@@ -37,6 +38,7 @@ static void note_waits(const struct zcoll__run *r, int64_t now) {
  * wait on it first; ranks further on wait on them later. */
 static int waiting_on(const struct zcoll__run *r) {
   if (!r) return -1;
+  if (r->desc.algo == ZCOLL_ALGO_ONEHOST) return zcoll__onehost_waiting_on(r);
   int best = -1;
   for (int j = 0; j < r->s->npeers; j++)
     if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best])) best = j;
@@ -154,6 +156,8 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct
       return zcoll__fail(ZCOLL_ERR_TIMEOUT,
                          "no progress for %.0f s (ZCOLL_TIMEOUT) waiting for rank %d", timeout,
                          waiting_on(r));
+    zcoll_status_t st = zcoll__onehost_crosscheck(comm);
+    if (st != ZCOLL_OK) return st;
   }
   int sleep = comm->can_block && idle_ns >= spin_max(comm) + (int64_t)comm->cfg->yield_us * 1000;
   if (!sleep) {
@@ -176,6 +180,8 @@ zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct
     return ZCOLL_OK;
   }
   if (st != ZCOLL_OK) return st;
+  /* Armed: a peer's mailbox published since would not wake us (onehost.h). */
+  if (zcoll__onehost_ready(comm)) return ZCOLL_OK;
   fds[ntl] = (struct pollfd){.fd = comm->wake_fd, .events = POLLIN};
   int nbs = zcoll__bootstrap_pollfds(comm->bs, fds + ntl + 1, comm->size);
   int rc = poll(fds, (nfds_t)ntl + 1 + (nfds_t)nbs, 10);

@@ -18,6 +18,7 @@
 #include "kernels/op.h"
 #include "kernels/reduce.h"
 #include "mr.h"
+#include "onehost.h"
 
 #define MAX_EVENTS 64
 
@@ -449,6 +450,7 @@ static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
 }
 
 static zcoll_status_t run_step(struct zcoll__run *r, uint8_t *block, int *progress) {
+  if (r->desc.algo == ZCOLL_ALGO_ONEHOST) return zcoll__onehost_step(r, progress);
   const struct zcoll__sched *s = r->s;
   zcoll_status_t st = ZCOLL_OK;
   for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
@@ -539,7 +541,8 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
     if (progress || !step_idle) {
       int moved = 0;
       if ((st = run_step(&r, NULL, &moved)) != ZCOLL_OK) break;
-      step_idle = !moved;
+      /* A one-host run's news is in the peers' mailboxes, not in events: it always looks. */
+      step_idle = !moved && desc->algo != ZCOLL_ALGO_ONEHOST;
       progress |= moved;
     }
     if (progress) {

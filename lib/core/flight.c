@@ -113,6 +113,7 @@ static const char *algo_name(int kind, int algo) {
   if (kind == ZCOLL_COLL_REDUCE_SCATTER)
     return algo < zcoll__nrs_algos ? zcoll__rs_algos[algo]->name : "?";
   if (kind == ZCOLL_COLL_REDUCE) return zcoll__reduce_algo_name(algo);
+  if (algo == ZCOLL_ALGO_ONEHOST) return "onehost";
   return algo < zcoll__nalgos ? zcoll__algos[algo]->name : "?";
 }
 

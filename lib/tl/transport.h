@@ -164,6 +164,16 @@ struct zcoll_tl_ops {
    * through its device too. NULL where fetch_add is atomic with the CPU's (shared memory,
    * loopback, UCX here). Made on first call, after connect; closed with the instance. */
   zcoll_status_t (*self_ep)(struct zcoll_tl *tl, struct zcoll_ep **ep);
+  /* Optional: the address, in this process, of [roff, roff + len) of the peer's region
+   * behind rkey, for plain loads and stores (shared memory maps the peer's region); NULL
+   * outside the region, or where nothing is mapped. Valid until rkey_release. The
+   * one-host small allreduce (lib/core/onehost.c) reads the peers' mailboxes through it. */
+  void *(*rkey_ptr)(struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len);
+  /* Optional, with rkey_ptr: we stored (with release) something the peer will find in its
+   * memory rather than as an event -- wake it if it sleeps on its event_fd after arm(). A
+   * full fence comes first, so that either the peer, between its arm() and its sleep, sees
+   * our store, or we see that it sleeps. */
+  void (*knock)(struct zcoll_ep *ep);
   /* Non-blocking: makes progress and harvests up to max events into ev; *n events
    * were filled. An error status means the instance is broken: PEER_FAILED naming the
    * rank when a peer is lost, TRANSPORT for anything else. A failed put is also (or

@@ -119,6 +119,11 @@ zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size
   return ZCOLL_OK;
 }
 
+void *zcoll__shm_rkey_ptr(struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len) {
+  if (!rkey || !rkey->base || roff > rkey->len || len > rkey->len - roff) return NULL;
+  return rkey->base + roff;
+}
+
 void zcoll__shm_rkey_release(struct zcoll_tl_rkey *rkey) {
   if (!rkey) return;
   if (rkey->map) munmap(rkey->map, rkey->maplen);

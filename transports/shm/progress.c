@@ -35,6 +35,10 @@ static void wake(struct zcoll_ep *ep) {
   }
 }
 
+void zcoll__shm_knock(struct zcoll_ep *ep) {
+  if (!ep->dead) wake(ep);
+}
+
 /* Moves what the full ring held back into it, oldest first; 1 if anything moved. */
 static int flush_backlog(struct zcoll_ep *ep) {
   int moved = 0;

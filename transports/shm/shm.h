@@ -175,6 +175,8 @@ zcoll_status_t zcoll__shm_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *l
 zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size_t len,
                                       struct zcoll_tl_rkey **rkey);
 void zcoll__shm_rkey_release(struct zcoll_tl_rkey *rkey);
+void *zcoll__shm_rkey_ptr(struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len);
+void zcoll__shm_knock(struct zcoll_ep *ep);
 zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                               struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                               uint64_t cookie);

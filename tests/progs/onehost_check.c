@@ -1,0 +1,180 @@
+/*
+ * onehost_check -- the one-host small allreduce (lib/core/onehost.h) between processes,
+ * for tests/test_onehost.c. Results are checked element by element against values
+ * computed here, independently of zcoll.
+ *
+ *   onehost_check stress ITERS     ITERS blocking allreduces of 1..512 bytes, six
+ *                                  dtype x op pairs in turn, in place every other time, a
+ *                                  different rank late by up to 2 ms every fifth call (so
+ *                                  that waits sleep), and every seventh call made while a
+ *                                  non-blocking allreduce of 64 KiB (the executor's) is in
+ *                                  flight. Prints "onehost: ITERS ok over T, algorithm A"
+ *                                  or "rank R WRONG call K element I: GOT want WANT".
+ *   onehost_check cross-bcast      rank 0 calls a 2-float allreduce (the mailboxes), the
+ *                                  others a 2-float broadcast from rank 0 (the executor)
+ *   onehost_check cross-count      rank 0 a 2-float allreduce, the others one of 64 Ki
+ *                                  floats
+ *   onehost_check cross-op         rank 0 a 2-float MAX, the others SUM: both mailboxes
+ *   onehost_check kill             rank 1 _exits 300 ms into the others' 2-float
+ *                                  allreduce, before it publishes: they must fail
+ *                                  (PEER_FAILED) at once, not wait for a timeout
+ *
+ * The cross modes print "rank R: STATUS: MESSAGE" for the one call and exit 0: every rank
+ * must fail it (MISMATCH where it saw the difference, or the news of it), none may hang.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zcoll.h"
+
+/* Small integers: every sum and product below is exact in every dtype used. */
+static int val(int rank, int i, int call) { return 1 + (rank * 7 + i * 3 + call) % 3; }
+
+struct kind {
+  zcoll_dtype_t dtype;
+  zcoll_op_t op;
+  size_t size;
+};
+static const struct kind kinds[] = {
+    {ZCOLL_INT32, ZCOLL_SUM, 4},   {ZCOLL_INT32, ZCOLL_PROD, 4}, {ZCOLL_FLOAT32, ZCOLL_AVG, 4},
+    {ZCOLL_FLOAT64, ZCOLL_SUM, 8}, {ZCOLL_UINT8, ZCOLL_MAX, 1},  {ZCOLL_INT64, ZCOLL_MIN, 8},
+};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+static void put(const struct kind *k, void *buf, size_t i, double v) {
+  switch (k->dtype) {
+  case ZCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+  case ZCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+  case ZCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+  case ZCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+  default: ((int64_t *)buf)[i] = (int64_t)v; break;
+  }
+}
+
+static double get(const struct kind *k, const void *buf, size_t i) {
+  switch (k->dtype) {
+  case ZCOLL_INT32: return ((const int32_t *)buf)[i];
+  case ZCOLL_FLOAT32: return ((const float *)buf)[i];
+  case ZCOLL_FLOAT64: return ((const double *)buf)[i];
+  case ZCOLL_UINT8: return ((const uint8_t *)buf)[i];
+  default: return (double)((const int64_t *)buf)[i];
+  }
+}
+
+static double want(const struct kind *k, int p, size_t i, int call) {
+  double acc = val(0, (int)i, call);
+  for (int r = 1; r < p; r++) {
+    double x = val(r, (int)i, call);
+    if (k->op == ZCOLL_SUM || k->op == ZCOLL_AVG) acc += x;
+    if (k->op == ZCOLL_PROD) acc *= x;
+    if (k->op == ZCOLL_MAX) acc = x > acc ? x : acc;
+    if (k->op == ZCOLL_MIN) acc = x < acc ? x : acc;
+  }
+  return k->op == ZCOLL_AVG ? (double)(float)(acc / p) : acc;
+}
+
+static int stress(zcoll_comm_t *comm, int iters) {
+  int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm), bad = 0;
+  enum { BIG = 16384 };
+  float *big = malloc(BIG * sizeof(float)), *big_out = malloc(BIG * sizeof(float));
+  unsigned char in[512], out[512];
+  for (int call = 0; call < iters && !bad; call++) {
+    const struct kind *k = &kinds[call % NKINDS];
+    size_t max = 512 / k->size, n = 1 + (size_t)(call * 37) % max;
+    int in_place = call % 2;
+    void *src = in_place ? out : in;
+    for (size_t i = 0; i < n; i++) put(k, src, i, val(rank, (int)i, call));
+    memset(out + (in_place ? n * k->size : 0), 0xa5, sizeof(out) - (in_place ? n * k->size : 0));
+    if (call % 5 == 0 && rank == call / 5 % p) usleep((useconds_t)(200 + call * 131 % 1800));
+    zcoll_request_t *q = NULL;
+    zcoll_status_t st = ZCOLL_OK;
+    if (call % 7 == 3) {
+      for (int i = 0; i < BIG; i++) big[i] = (float)(rank + i % 5);
+      st = zcoll_iallreduce(comm, big, big_out, BIG, ZCOLL_FLOAT32, ZCOLL_SUM, &q);
+    }
+    if (st == ZCOLL_OK)
+      st = zcoll_allreduce(comm, in_place ? ZCOLL_IN_PLACE : in, out, n, k->dtype, k->op);
+    if (st == ZCOLL_OK && q) st = zcoll_wait(q);
+    if (q) zcoll_request_free(q);
+    if (st != ZCOLL_OK) {
+      printf("rank %d call %d: %s: %s\n", rank, call, zcoll_strerror(st),
+             zcoll_comm_last_error(comm));
+      return 1;
+    }
+    for (size_t i = 0; i < n && !bad; i++) {
+      double got = get(k, out, i), w = want(k, p, i, call);
+      /* An average may be the sum times 1/p: within a rounding of the quotient. */
+      if (k->op == ZCOLL_AVG ? fabs(got - w) > 1e-6 * fabs(w) : got != w) {
+        printf("rank %d WRONG call %d element %zu: %g want %g\n", rank, call, i, got, w);
+        bad = 1;
+      }
+    }
+    for (int i = 0; q && i < BIG && !bad; i++) {
+      float w = 0;
+      for (int r = 0; r < p; r++) w += (float)(r + i % 5);
+      if (big_out[i] != w) {
+        printf("rank %d WRONG call %d big element %d: %g want %g\n", rank, call, i,
+               (double)big_out[i], (double)w);
+        bad = 1;
+      }
+    }
+  }
+  const char *algo = "?";
+  zcoll_allreduce_algorithm(comm, 2, ZCOLL_FLOAT32, ZCOLL_SUM, &algo);
+  if (!bad)
+    printf("onehost: rank %d: %d ok over %s, algorithm %s\n", rank, iters,
+           zcoll_comm_transport(comm), algo);
+  free(big), free(big_out);
+  return bad;
+}
+
+static void cross(zcoll_comm_t *comm, const char *mode) {
+  int rank = zcoll_comm_rank(comm);
+  enum { BIG = 65536 };
+  float *x = calloc(BIG, sizeof(float)), *y = calloc(BIG, sizeof(float));
+  zcoll_status_t st;
+  if (strcmp(mode, "kill") == 0 && rank == 1) {
+    usleep(300000);
+    _exit(0); /* dies without a word: as a crash would, but zcoll_run lets the job go on */
+  }
+  if (strcmp(mode, "kill") == 0)
+    st = zcoll_allreduce(comm, x, y, 2, ZCOLL_FLOAT32, ZCOLL_SUM);
+  else if (rank == 0)
+    st = zcoll_allreduce(comm, x, y, 2, ZCOLL_FLOAT32,
+                         strcmp(mode, "cross-op") == 0 ? ZCOLL_MAX : ZCOLL_SUM);
+  else if (strcmp(mode, "cross-bcast") == 0)
+    st = zcoll_broadcast(comm, x, 2, ZCOLL_FLOAT32, 0);
+  else if (strcmp(mode, "cross-count") == 0)
+    st = zcoll_allreduce(comm, x, y, BIG, ZCOLL_FLOAT32, ZCOLL_SUM);
+  else
+    st = zcoll_allreduce(comm, x, y, 2, ZCOLL_FLOAT32, ZCOLL_SUM);
+  printf("rank %d: %s: %s\n", rank, zcoll_strerror(st),
+         st == ZCOLL_OK ? "" : zcoll_comm_last_error(comm));
+  free(x), free(y);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr,
+            "usage: onehost_check stress ITERS | cross-bcast | cross-count | cross-op | kill\n");
+    return 2;
+  }
+  zcoll_comm_t *comm;
+  if (zcoll_comm_init(&comm, NULL) != ZCOLL_OK) {
+    fprintf(stderr, "onehost_check: init: %s\n", zcoll_last_error());
+    return 1;
+  }
+  int rc = 0;
+  if (strcmp(argv[1], "stress") == 0)
+    rc = stress(comm, argc > 2 ? atoi(argv[2]) : 200);
+  else
+    cross(comm, argv[1]);
+  fflush(stdout);
+  zcoll_comm_destroy(comm);
+  return rc;
+}

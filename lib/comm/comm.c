@@ -19,6 +19,7 @@
 #include "core/exec.h"
 #include "core/mr.h"
 #include "core/report.h"
+#include "core/mem.h"
 #include "core/onehost.h"
 
 /* A communicator's address is its handle, and a watchdog may hold one after destroy:
@@ -56,6 +57,7 @@ static void release(zcoll_comm_t *comm, int local) {
   zcoll__rcache_destroy(comm->rcache, local);
   comm->rcache = NULL;
   zcoll__mr_release_all(comm, local); /* registrations the application left behind */
+  zcoll__mem_forget_all(comm, local); /* zcoll_mem_alloc's: they stay the application's */
   for (int i = 0; comm->chans && i < comm->nchans; i++) {
     struct zcoll__chan *c = &comm->chans[i];
     if (c->rkey && !local) c->ops->rkey_release(c->rkey);

@@ -166,7 +166,8 @@ struct zcoll_comm {
   pthread_t progress_tid;
   pthread_mutex_t mu;
   int nactive_requests;
-  struct zcoll_mr *mrs; /* explicit registrations (mr.c) */
+  struct zcoll_mr *mrs;    /* explicit registrations (mr.c) */
+  struct zcoll__mem *mems; /* zcoll_mem_alloc's regions not yet freed (mem.c) */
   /* size + 1 + ZCOLL_TL_MAX: the transports', the wake fd, every bootstrap socket */
   struct pollfd *pollfds;
 };

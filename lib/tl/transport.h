@@ -126,6 +126,9 @@ struct zcoll_tl_ops {
    * registrations released first) while the instance stays open -- one communicator of
    * several that share the instance leaving. NULL: only after close, as above. */
   void (*mem_free)(struct zcoll_tl *tl, void *addr, size_t len);
+  /* Optional, with mem_alloc: forgets a region mem_alloc made, leaving it mapped -- memory
+   * handed to the application (zcoll_mem_alloc) that outlives its communicator. */
+  void (*mem_forget)(struct zcoll_tl *tl, void *addr);
   /* remote: peers may write into it (receive slots); otherwise it is only a source, and
    * no peer gets write access to it (staging, user buffers). */
   zcoll_status_t (*mem_reg)(struct zcoll_tl *tl, void *addr, size_t len, int remote,

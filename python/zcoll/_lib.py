@@ -97,6 +97,8 @@ _PROTOTYPES = {
     "zcoll_vec_free": (_status, [_handle]),
     "zcoll_mem_register": (_status, [_handle, c_void_p, c_size_t, POINTER(_handle)]),
     "zcoll_mem_deregister": (_status, [_handle]),
+    "zcoll_mem_alloc": (_status, [_handle, c_size_t, POINTER(c_void_p)]),
+    "zcoll_mem_free": (_status, [_handle, c_void_p]),
     "zcoll_op_create": (_status, [USER_FN, c_void_p, c_int, c_size_t, POINTER(c_int)]),
     "zcoll_op_create_premul_sum": (_status, [c_double, POINTER(c_int)]),
     "zcoll_op_free": (_status, [c_int]),

@@ -39,6 +39,14 @@ def _close_at_exit():
         comm._release(abort=failed)
 
 
+def _mem_free(comm_ref, ptr):
+    """An empty() array's memory, once nothing refers to it: back to its communicator while
+    that is open (after its close the memory is the process's for good)."""
+    comm = comm_ref()
+    if comm is not None and comm._ptr is not None:
+        lib.zcoll_mem_free(comm._ptr, ptr)
+
+
 def get_unique_id():
     """A fresh id for a job (zcoll_get_unique_id), as 128 bytes: made by the process that
     will be rank 0, moved by the application (an MPI bcast, a file, a store) to every
@@ -364,6 +372,30 @@ class Comm(Collectives):
         from .memory import MemoryRegion
 
         return MemoryRegion(self, buf)
+
+    def empty(self, shape, dtype="float32"):
+        """A new array of shape and dtype (uninitialized in numpy's terms; zero-filled) in
+        memory this host's ranks can map (zcoll_mem_alloc). It is returned when the array
+        and every view of it are gone; one that outlives the communicator stays valid,
+        ordinary memory from then on."""
+        import numpy as np
+        from ctypes import c_char
+
+        dt = np.dtype(dtype)
+        shape = (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
+        if any(n < 0 for n in shape):
+            raise ValueError(f"empty: negative dimension in shape {shape}")
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = max(count * dt.itemsize, 1)  # zcoll_mem_alloc takes no 0
+        ptr = c_void_p()
+        st = lib.zcoll_mem_alloc(self._live(self._ptr), nbytes, byref(ptr))
+        if st:
+            raise error(st, self._ptr)
+        buf = (c_char * nbytes).from_address(ptr.value)
+        weakref.finalize(buf, _mem_free, weakref.ref(self), ptr.value)
+        return np.frombuffer(buf, dtype=dt, count=count).reshape(shape)
 
     def _reap(self):
         """Frees the requests dropped in flight that have ended since."""

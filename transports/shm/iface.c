@@ -225,6 +225,7 @@ const struct zcoll_tl_ops zcoll__tl_shm = {
     .connect = zcoll__shm_connect,
     .mem_alloc = zcoll__shm_mem_alloc,
     .mem_free = zcoll__shm_mem_free,
+    .mem_forget = zcoll__shm_mem_forget,
     .mem_reg = zcoll__shm_mem_reg,
     .mem_dereg = zcoll__shm_mem_dereg,
     .rkey_pack = zcoll__shm_rkey_pack,

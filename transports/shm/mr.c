@@ -41,6 +41,15 @@ void zcoll__shm_mem_free(struct zcoll_tl *tl, void *addr, size_t len) {
   munmap(addr, len); /* not ours: as the core would */
 }
 
+void zcoll__shm_mem_forget(struct zcoll_tl *tl, void *addr) {
+  for (int i = 0; i < tl->nallocs; i++) {
+    if (tl->allocs[i].base != addr) continue;
+    close(tl->allocs[i].fd); /* peers that mapped it keep their mappings, as we keep ours */
+    tl->allocs[i] = tl->allocs[--tl->nallocs];
+    return;
+  }
+}
+
 zcoll_status_t zcoll__shm_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                   struct zcoll_tl_mr **out) {
   struct zcoll_tl_mr *mr = calloc(1, sizeof(*mr));

@@ -168,6 +168,7 @@ zcoll_status_t zcoll__shm_connect(struct zcoll_tl *tl, int n, const int *ranks,
 void zcoll__shm_ep_free(struct zcoll_ep *ep);
 zcoll_status_t zcoll__shm_mem_alloc(struct zcoll_tl *tl, size_t len, void **addr);
 void zcoll__shm_mem_free(struct zcoll_tl *tl, void *addr, size_t len);
+void zcoll__shm_mem_forget(struct zcoll_tl *tl, void *addr);
 zcoll_status_t zcoll__shm_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                   struct zcoll_tl_mr **mr);
 void zcoll__shm_mem_dereg(struct zcoll_tl_mr *mr);

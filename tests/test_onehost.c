@@ -70,10 +70,10 @@ static void run_cross(const char *mode, int np) {
 
 Test(onehost, mismatch_with_a_broadcast, .timeout = 300) { run_cross("cross-bcast", 3); }
 Test(onehost, mismatch_with_a_large_allreduce, .timeout = 300) { run_cross("cross-count", 2); }
-/* A peer gone (_exit, no destroy) before it publishes: the others hear of it from the transport (its pidfd)
- * and the rendezvous, within moments. */
-Test(onehost, peer_dies_while_the_others_wait, .timeout = 300) {
-  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "4", SP_PROG("onehost_check"), "kill", NULL};
+/* A peer gone (_exit, no destroy) before it publishes: the others hear of it from the
+ * transport (its pidfd) and the rendezvous, within moments. */
+static void run_kill(const char *mode) {
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "4", SP_PROG("onehost_check"), mode, NULL};
   const char *env[] = {"ZCOLL_TRANSPORT=shm", "ZCOLL_TIMEOUT=60", NULL};
   struct sp_result r = sp_run(argv, env, 120);
   cr_expect_eq(r.status, 0, "%s", r.out); /* the victim's _exit(0) is no error of zcoll_run's */
@@ -91,6 +91,40 @@ Test(onehost, peer_dies_while_the_others_wait, .timeout = 300) {
   }
   cr_expect(r.seconds < 15, "took %.1f s", r.seconds);
   free(r.out);
+}
+
+Test(onehost, peer_dies_while_the_others_wait, .timeout = 300) { run_kill("kill"); }
+Test(onehost, peer_dies_while_the_others_wait_large, .timeout = 300) { run_kill("bigkill"); }
+
+/* Large vectors: every rank's in zcoll_mem_alloc memory (the path that reads the peers'
+ * vectors where they lie), or one rank's not (all fall back to the schedule, under the same
+ * collective numbers: the count of collectives must be the count of calls). */
+static void run_big(int np, const char *who) {
+  char nps[16];
+  snprintf(nps, sizeof(nps), "%d", np);
+  const char *argv[] = {
+      SP_BIN("zcoll_run"), "-np", nps, SP_PROG("onehost_check"), "big", who, "8", NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=shm", NULL};
+  struct sp_result r = sp_run(argv, env, 300);
+  cr_expect_eq(r.status, 0, "p=%d %s: exit %d\n%s", np, who, r.status, r.out);
+  int ok = 0;
+  for (const char *s = strstr(r.out, "onehost: rank"); s; s = strstr(s + 1, "onehost: rank")) {
+    const char *n = strstr(s, "ok over shm, 8 collectives");
+    cr_expect(n && n < s + strcspn(s, "\n"), "p=%d %s: %.*s", np, who, (int)strcspn(s, "\n"), s);
+    ok++;
+  }
+  cr_expect_eq(ok, np, "p=%d %s: %d of %d ranks ok\n%s", np, who, ok, np, r.out);
+  free(r.out);
+}
+
+Test(onehost, large_in_mapped_memory, .timeout = 900) {
+  for (int np = 2; np <= 8; np++)
+    if (zt_keep(np == 2 || np == 5)) run_big(np, "all");
+}
+
+Test(onehost, large_falls_back_when_one_rank_is_not_mapped, .timeout = 900) {
+  for (int np = 2; np <= 4; np++)
+    if (zt_keep(np == 3)) run_big(np, "one");
 }
 
 Test(onehost, mismatch_of_op_in_the_mailboxes, .timeout = 300) { run_cross("cross-op", 4); }

@@ -271,6 +271,20 @@ static int perf_register(void *ctx, void *addr, size_t len) {
   return 0;
 }
 
+static void *perf_mem_alloc(void *ctx, size_t len) {
+  struct perf_ctx *c = ctx;
+  void *p = NULL;
+  if (check(c, zcoll_mem_alloc(c->comm, len, &p), "zcoll_mem_alloc (rank %d, %zu bytes)", c->rank,
+            len))
+    return NULL;
+  return p;
+}
+
+static void perf_mem_free(void *ctx, void *ptr) {
+  struct perf_ctx *c = ctx;
+  check(c, zcoll_mem_free(c->comm, ptr), "zcoll_mem_free (rank %d)", c->rank);
+}
+
 static int perf_deregister_all(void *ctx) {
   struct perf_ctx *c = ctx;
   int rc = 0;
@@ -368,8 +382,8 @@ static int print_ranks(struct perf_ctx *c, int nranks) {
 int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
-      PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_STALL_TIMEOUT | PT_HAS_BROADCAST |
-          PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE,
+      PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_MEM_ALLOC | PT_HAS_STALL_TIMEOUT |
+          PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
       "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
       "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
@@ -419,6 +433,8 @@ int main(int argc, char **argv) {
       .ireduce = perf_ireduce,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
+      .mem_alloc = perf_mem_alloc,
+      .mem_free = perf_mem_free,
       .collectives = perf_collectives,
   };
   if (be.rank == 0) {

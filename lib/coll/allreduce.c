@@ -210,12 +210,34 @@ static zcoll_status_t onehost(zcoll_comm_t *comm, const void *sendbuf, void *rec
                         recvbuf);
 }
 
+/* A large vector on one host: through the mailboxes if every rank's vectors lie in memory
+ * the others can map (core/onehost_big.c), which a handshake there finds out; if not, every
+ * rank learns it alike and runs the schedule, under the same collective number. */
+static zcoll_status_t onehost_big(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int *done) {
+  *done = 1;
+  zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
+  if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+  uint64_t ordinal = comm->ordinal;
+  st = onehost(comm, sendbuf, recvbuf, count, dtype, op);
+  if (st == ZCOLL_OK && comm->oh->fell_back) {
+    comm->ordinal = ordinal; /* the schedule's run is this collective: it takes its number */
+    *done = 0;
+  }
+  return st;
+}
+
 static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
   zcoll_status_t st = zcoll__check_usable(comm);
   if (st != ZCOLL_OK) return st;
   if (zcoll__onehost_fits(comm, count, dtype, op))
     return onehost(comm, sendbuf, recvbuf, count, dtype, op);
+  if (zcoll__onehost_big_fits(comm, count, dtype, op)) {
+    int done;
+    st = onehost_big(comm, sendbuf, recvbuf, count, dtype, op, &done);
+    if (done) return st;
+  }
   struct zcoll__plan pl;
   if ((st = zcoll__allreduce_plan(comm, sendbuf, recvbuf, count, dtype, op, &pl)) != ZCOLL_OK)
     return zcoll__plan_failed(comm, st);

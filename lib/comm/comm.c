@@ -58,6 +58,7 @@ static void release(zcoll_comm_t *comm, int local) {
   comm->rcache = NULL;
   zcoll__mr_release_all(comm, local); /* registrations the application left behind */
   zcoll__mem_forget_all(comm, local); /* zcoll_mem_alloc's: they stay the application's */
+  zcoll__onehost_free(comm, local);   /* before the channels its mappings came through */
   for (int i = 0; comm->chans && i < comm->nchans; i++) {
     struct zcoll__chan *c = &comm->chans[i];
     if (c->rkey && !local) c->ops->rkey_release(c->rkey);
@@ -98,7 +99,6 @@ static void release(zcoll_comm_t *comm, int local) {
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
   zcoll__exec_free(comm->exec);
-  zcoll__onehost_free(comm);
   free(comm->chan_block);
   free(comm->pollfds);
   if (comm->wake_fd >= 0) close(comm->wake_fd);

@@ -76,6 +76,8 @@ struct zcoll__run {
   /* A one-host run (desc.algo ZCOLL_ALGO_ONEHOST, onehost.h): the next rank whose box it
    * reads (-1: not published yet), and which of the two boxes. */
   int oh_next, oh_which;
+  /* A large one-host call (onehost_big.c): its phase (0: the handshake) and progress in it. */
+  int oh_big, oh_phase, oh_i;
 };
 
 struct zcoll__idle {

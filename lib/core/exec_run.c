@@ -101,7 +101,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->grant = NULL;
   r->ngkeys = 0;
   r->fence = 0;
-  r->oh_next = r->oh_which = 0;
+  r->oh_next = r->oh_which = r->oh_big = 0;
   /* A result inside a zcoll_mem_register region may be written by the peers directly,
    * for any call (a persistent request sets its own after this); not what must be
    * widened on its way in. */

@@ -9,34 +9,25 @@
 #include "exec.h"
 #include "kernels/reduce.h"
 
-/* A box: what a rank publishes for one call. The header and the first 16 bytes of the
- * vector share a cache line, so that an 8-byte allreduce moves one line per peer. */
-#define BOX_BYTES (ZCOLL_ONEHOST_MAILBOX_BYTES / 2)
-struct box {
-  _Atomic uint64_t seq; /* the collective's number + 1, stored last (release) */
-  uint64_t fp;          /* its fingerprint */
-  struct zcoll__coll_desc desc;
-  uint64_t pad;
-  unsigned char data[BOX_BYTES - 48];
-};
-_Static_assert(sizeof(struct box) == BOX_BYTES, "a box is half a mailbox");
-_Static_assert(ZCOLL_ONEHOST_MAX_BYTES <= sizeof(((struct box *)0)->data), "a vector fits a box");
-
-static struct box *box_of(const struct zcoll__onehost *oh, int rank, int which) {
-  return (struct box *)(void *)(oh->box[rank] + (size_t)which * BOX_BYTES);
-}
-
 zcoll_status_t zcoll__onehost_setup(zcoll_comm_t *comm) {
   if (!comm->onehost_want || comm->nchans != comm->size - 1 || !comm->recv_region ||
       comm->region_bytes < ZCOLL_ONEHOST_MAILBOX_BYTES)
     return ZCOLL_OK;
   struct zcoll__onehost *oh = calloc(1, sizeof(*oh));
   char **box = calloc((size_t)comm->size, sizeof(*box));
-  if (!oh || !box) {
-    free(oh), free(box);
+  char **src = calloc((size_t)comm->size, sizeof(*src));
+  char **dst = calloc((size_t)comm->size, sizeof(*dst));
+  struct zcoll__oh_mapped *maps = calloc((size_t)comm->size * ZCOLL_OH_MAPS, sizeof(*maps));
+  char *tmp = malloc(ZCOLL_ONEHOST_CHUNK);
+  if (!oh || !box || !src || !dst || !maps || !tmp) {
+    free(oh), free(box), free(src), free(dst), free(maps), free(tmp);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
   }
   oh->box = box;
+  oh->src = src;
+  oh->dst = dst;
+  oh->maps = maps;
+  oh->tmp = tmp;
   int ok = 1;
   for (int q = 0; q < comm->size && ok; q++) {
     if (q == comm->rank) {
@@ -51,22 +42,27 @@ zcoll_status_t zcoll__onehost_setup(zcoll_comm_t *comm) {
   if (!ok) {
     /* Every rank decided alike that it wanted this (comm_setup.c): a transport that cannot
      * map what it said it could is a bug, and ranks would now disagree on the path. */
-    free(box), free(oh);
+    free(box), free(src), free(dst), free(maps), free(tmp), free(oh);
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "one-host allreduce: a peer's mailbox is not mapped");
   }
   zcoll__sched_init(&oh->sched, comm->rank, comm->size, 0, 0);
   zcoll_status_t st = zcoll__sched_finish(&oh->sched);
   if (st != ZCOLL_OK) {
-    free(box), free(oh);
+    free(box), free(src), free(dst), free(maps), free(tmp), free(oh);
     return st;
   }
   comm->oh = oh;
   return ZCOLL_OK;
 }
 
-void zcoll__onehost_free(zcoll_comm_t *comm) {
+void zcoll__onehost_free(zcoll_comm_t *comm, int local) {
   if (!comm->oh) return;
+  zcoll__onehost_big_free(comm, local);
   zcoll__sched_free(&comm->oh->sched);
+  free(comm->oh->src);
+  free(comm->oh->dst);
+  free(comm->oh->maps);
+  free(comm->oh->tmp);
   free(comm->oh->box);
   free(comm->oh);
   comm->oh = NULL;
@@ -87,23 +83,32 @@ void zcoll__onehost_init(struct zcoll__run *r) {
   r->fl = NULL;
   r->oh_next = -1; /* not yet published */
   r->oh_which = 0;
+  r->oh_big = (size_t)r->desc.count * r->dsize > ZCOLL_ONEHOST_MAX_BYTES;
+  r->oh_phase = r->oh_i = 0;
+}
+
+void zcoll__onehost_knock(zcoll_comm_t *comm) {
+  for (int i = 0; i < comm->nchans; i++) comm->chans[i].ops->knock(comm->chans[i].ep);
 }
 
 static void publish(struct zcoll__run *r) {
   zcoll_comm_t *comm = r->comm;
   struct zcoll__onehost *oh = comm->oh;
   r->oh_which = oh->publishes++ & 1;
-  struct box *b = box_of(oh, comm->rank, r->oh_which);
-  memcpy(b->data, r->buf[ZCOLL_BUF_SRC], (size_t)r->desc.count * r->dsize);
+  struct zcoll__oh_box *b = zcoll__oh_box_of(oh, comm->rank, r->oh_which);
+  if (r->oh_big)
+    zcoll__onehost_big_publish(r, b);
+  else
+    memcpy(b->data, r->buf[ZCOLL_BUF_SRC], (size_t)r->desc.count * r->dsize);
   b->fp = r->fp;
   b->desc = r->desc;
   atomic_store_explicit(&b->seq, r->ordinal + 1, memory_order_release);
-  for (int i = 0; i < comm->nchans; i++) comm->chans[i].ops->knock(comm->chans[i].ep);
+  zcoll__onehost_knock(comm);
   r->oh_next = 0;
 }
 
 /* What the peer's box holds is not this collective: say how, as a channel header would. */
-static zcoll_status_t box_differs(const struct zcoll__run *r, int q, const struct box *b,
+static zcoll_status_t box_differs(const struct zcoll__run *r, int q, const struct zcoll__oh_box *b,
                                   uint64_t seq) {
   struct zcoll__chan_hdr h;
   zcoll__chan_hdr_write(&h, seq - 1, &b->desc, b->fp);
@@ -137,10 +142,10 @@ static void combine(struct zcoll__run *r) {
   int p = comm->size, avg = r->op == ZCOLL_AVG ? p : 0;
   char *dst = r->buf[ZCOLL_BUF_DST];
   int64_t t0 = r->started_ns ? zcoll__now_ns() : 0;
-  zcoll__reduce(r->dtype, r->op, dst, box_of(oh, 0, r->oh_which)->data,
-                box_of(oh, 1, r->oh_which)->data, n, p == 2 ? avg : 0);
+  zcoll__reduce(r->dtype, r->op, dst, zcoll__oh_box_of(oh, 0, r->oh_which)->data,
+                zcoll__oh_box_of(oh, 1, r->oh_which)->data, n, p == 2 ? avg : 0);
   for (int q = 2; q < p; q++)
-    zcoll__reduce(r->dtype, r->op, dst, dst, box_of(oh, q, r->oh_which)->data, n,
+    zcoll__reduce(r->dtype, r->op, dst, dst, zcoll__oh_box_of(oh, q, r->oh_which)->data, n,
                   q == p - 1 ? avg : 0);
   if (t0) {
     int64_t t1 = zcoll__now_ns();
@@ -152,6 +157,7 @@ static void combine(struct zcoll__run *r) {
 
 zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
   zcoll_comm_t *comm = r->comm;
+  if (r->oh_phase) return zcoll__onehost_big_step(r, progress); /* past the handshake */
   if (r->oh_next < 0) {
     publish(r);
     *progress = 1;
@@ -160,7 +166,7 @@ zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
   uint64_t want = r->ordinal + 1;
   for (int q = r->oh_next; q < comm->size; q = ++r->oh_next) {
     if (q == comm->rank) continue;
-    const struct box *b = box_of(oh, q, r->oh_which);
+    const struct zcoll__oh_box *b = zcoll__oh_box_of(oh, q, r->oh_which);
     uint64_t seq = atomic_load_explicit(&b->seq, memory_order_acquire);
     if (seq != want) {
       /* A box is rewritten two one-host calls later, after this rank's next one: a number
@@ -178,6 +184,7 @@ zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
       return box_differs(r, q, b, seq);
     *progress = 1;
   }
+  if (r->oh_big) return zcoll__onehost_big_step(r, progress); /* every box read: on */
   combine(r);
   r->remaining = 0;
   *progress = 1;
@@ -188,8 +195,12 @@ int zcoll__onehost_ready(const zcoll_comm_t *comm) {
   if (!comm->oh) return 0;
   for (const struct zcoll__run *r = comm->active; r; r = r->next) {
     if (r->desc.algo != ZCOLL_ALGO_ONEHOST || r->remaining == 0) continue;
+    if (r->oh_phase) {
+      if (zcoll__onehost_big_ready(r)) return 1;
+      continue;
+    }
     if (r->oh_next < 0 || r->oh_next >= comm->size) return 1; /* its step has work */
-    const struct box *b = box_of(comm->oh, r->oh_next, r->oh_which);
+    const struct zcoll__oh_box *b = zcoll__oh_box_of(comm->oh, r->oh_next, r->oh_which);
     if (atomic_load_explicit(&b->seq, memory_order_acquire) >= r->ordinal + 1) return 1;
   }
   return 0;
@@ -208,9 +219,10 @@ zcoll_status_t zcoll__onehost_crosscheck(zcoll_comm_t *comm) {
     if (q == comm->rank) continue;
     for (int w = 0; w < 2; w++) {
       if (r->desc.algo == ZCOLL_ALGO_ONEHOST && w == r->oh_which) continue; /* the step's */
-      const struct box *b = box_of(comm->oh, q, w);
+      const struct zcoll__oh_box *b = zcoll__oh_box_of(comm->oh, q, w);
       uint64_t seq = atomic_load_explicit(&b->seq, memory_order_acquire);
-      if (seq == r->ordinal + 1) return box_differs(r, q, b, seq);
+      /* (A large call's handshake that fell back to this very run: expected.) */
+      if (seq == r->ordinal + 1 && seq != comm->oh->handshake_seq) return box_differs(r, q, b, seq);
     }
   }
   return ZCOLL_OK;

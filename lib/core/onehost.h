@@ -24,6 +24,11 @@
  * this rank's collective number while this rank waits in the executor
  * (zcoll__onehost_crosscheck, on the 10 ms checks of a wait).
  *
+ * Large vectors (ZCOLL_ONEHOST_BIG_MIN and up) use the same boxes for a handshake that says
+ * where every rank's vectors lie; if all lie in memory the others can map, the ranks reduce
+ * and copy straight from each other's memory (onehost_big.c), else they all run the
+ * schedule.
+ *
  * A peer asleep in its wait is knocked awake by the transport after each publication,
  * and a rank about to sleep looks at its mailboxes after arming (zcoll__onehost_ready):
  * each side fences between its store and its load, so one of them sees the other.
@@ -49,16 +54,79 @@ struct zcoll__run;
 /* Ranks it serves: every rank reads every other's box. */
 #define ZCOLL_ONEHOST_MAX_RANKS 64
 
+/* Vectors from this size up go through the mailboxes when every rank's lies in memory the
+ * others can map (zcoll_mem_alloc): each rank reduces its block straight from the peers'
+ * vectors and copies the other blocks straight from their results (onehost_big.c). Below
+ * it, the handshake that finds out whether they all do would show. */
+#define ZCOLL_ONEHOST_BIG_MIN ((size_t)1 << 20)
+/* A large call reduces by chunks of this many bytes, which stay in cache across the inputs. */
+#define ZCOLL_ONEHOST_CHUNK ((size_t)64 << 10)
+
+/* Where a rank's vector lies for the others to map (mem.c): region 0 means nowhere. */
+struct zcoll__oh_place {
+  uint64_t serial; /* the zcoll_mem_alloc region's number, for the readers' cache */
+  uint64_t off;    /* the vector's offset in it */
+  uint32_t keylen, pad;
+  unsigned char key[48]; /* the transport's key to the region (rkey_unpack) */
+};
+
+/* A large call's part of a box: where the vectors lie, and how far the owner is. */
+struct zcoll__oh_big {
+  _Atomic uint32_t stage; /* 1 published, 2 its block reduced (and done reading the peers'
+                             vectors), 3 done reading the peers' results */
+  uint32_t pad;
+  struct zcoll__oh_place src, dst;
+};
+
+/* A box: what a rank publishes for one call. The header and the first 16 bytes of a small
+ * vector share a cache line, so that an 8-byte allreduce moves one line per peer. */
+#define ZCOLL_OH_BOX_BYTES (ZCOLL_ONEHOST_MAILBOX_BYTES / 2)
+struct zcoll__oh_box {
+  _Atomic uint64_t seq; /* the collective's number + 1, stored last (release) */
+  uint64_t fp;          /* its fingerprint */
+  struct zcoll__coll_desc desc;
+  uint64_t pad;
+  union {
+    unsigned char data[ZCOLL_OH_BOX_BYTES - 48]; /* a small call's vector */
+    struct zcoll__oh_big big;
+  };
+};
+_Static_assert(sizeof(struct zcoll__oh_box) == ZCOLL_OH_BOX_BYTES, "a box is half a mailbox");
+_Static_assert(ZCOLL_ONEHOST_MAX_BYTES <= ZCOLL_OH_BOX_BYTES - 48, "a small vector fits a box");
+
+/* A peer's zcoll_mem_alloc region, mapped here (onehost_big.c). */
+struct zcoll__oh_mapped {
+  uint64_t serial; /* 0: empty */
+  uint64_t used;   /* for eviction */
+  struct zcoll_tl_rkey *rkey;
+};
+#define ZCOLL_OH_MAPS 4 /* per peer */
+
 struct zcoll__onehost {
   char **box;                /* per rank: its mailbox (two boxes), ours included */
   int publishes;             /* our one-host calls so far: the next one's box is publishes % 2 */
   struct zcoll__sched sched; /* an empty schedule: the runs' s */
+  /* Large calls: whether the last fell back to the executor (not every vector mappable),
+   * and the box number of its handshake, which the peers' boxes still show while the
+   * executor runs that collective (so zcoll__onehost_crosscheck lets it be). */
+  int fell_back;
+  uint64_t handshake_seq;
+  char **src, **dst;             /* per rank, during a large call: its vectors, mapped here */
+  struct zcoll__oh_mapped *maps; /* per rank, ZCOLL_OH_MAPS each */
+  char *tmp;                     /* a chunk of scratch for the reduction (onehost_big.c) */
+  uint64_t map_clock;
 };
+
+static inline struct zcoll__oh_box *zcoll__oh_box_of(const struct zcoll__onehost *oh, int rank,
+                                                     int which) {
+  return (struct zcoll__oh_box *)(void *)(oh->box[rank] + (size_t)which * ZCOLL_OH_BOX_BYTES);
+}
 
 /* After the channels are wired: comm->oh if every peer's receive region is mapped here
  * (shm), else nothing. An error only for memory. */
 zcoll_status_t zcoll__onehost_setup(zcoll_comm_t *comm);
-void zcoll__onehost_free(zcoll_comm_t *comm);
+/* local: a forked child, where the peers' mappings are the parent's to release. */
+void zcoll__onehost_free(zcoll_comm_t *comm, int local);
 
 /* Does a blocking allreduce of this shape go through the mailboxes? The same answer on
  * every rank for the same call: the communicator's setup, the shape and the settings. */
@@ -70,11 +138,33 @@ static inline int zcoll__onehost_fits(const zcoll_comm_t *comm, size_t count, zc
          !(dtype == ZCOLL_FLOAT32 && comm->cfg->wire_dtype && (op == ZCOLL_SUM || op == ZCOLL_AVG));
 }
 
+/* A blocking allreduce of this shape first asks, through the mailboxes, whether every
+ * rank's vectors can be mapped (and runs the large one-host path if so); the same answer
+ * on every rank. */
+static inline int zcoll__onehost_big_fits(const zcoll_comm_t *comm, size_t count,
+                                          zcoll_dtype_t dtype, zcoll_op_t op) {
+  return comm->oh && (unsigned)op < ZCOLL_OP_COUNT && (unsigned)dtype < ZCOLL_DTYPE_COUNT &&
+         count >= ZCOLL_ONEHOST_BIG_MIN / zcoll__dsize(dtype) && comm->forced_algo < 0 &&
+         !(dtype == ZCOLL_FLOAT32 && comm->cfg->wire_dtype && (op == ZCOLL_SUM || op == ZCOLL_AVG));
+}
+
 /* The rest of run_init (exec_run.c) for a run through the mailboxes (desc.algo
  * ZCOLL_ALGO_ONEHOST; its schedule the empty one above). */
 void zcoll__onehost_init(struct zcoll__run *r);
 /* Publishes (first time), reads what peers published, ends r when all have. */
 zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress);
+/* Wakes the peers that sleep: something of ours changed in the mailbox. */
+void zcoll__onehost_knock(zcoll_comm_t *comm);
+
+/* ---- large vectors (onehost_big.c) ---- */
+/* Fills a large call's part of this rank's box (stage 1). */
+void zcoll__onehost_big_publish(struct zcoll__run *r, struct zcoll__oh_box *b);
+/* Every box read and checked: map, reduce, copy, wait -- or fall back. */
+zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress);
+/* Is the peer a large run in its later phases waits on there? */
+int zcoll__onehost_big_ready(const struct zcoll__run *r);
+/* The peers' mapped regions, released (local: a forked child keeps the parent's). */
+void zcoll__onehost_big_free(zcoll_comm_t *comm, int local);
 /* After arming, before sleeping: has a peer a one-host run in flight waits on published? */
 int zcoll__onehost_ready(const zcoll_comm_t *comm);
 /* The peer a one-host run waits on (for a timeout's message), -1 if none. */

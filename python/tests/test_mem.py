@@ -4,6 +4,7 @@ import gc
 
 import numpy as np
 import pytest
+import zcoll
 
 from conftest import run_job
 
@@ -20,7 +21,8 @@ def test_empty_is_zeroed_and_usable(solo):
     assert solo.empty(0).shape == (0,) and solo.empty(7, "int32").dtype == np.int32
 
 
-def test_empty_memory_goes_back_and_outlives_close(solo):
+def test_empty_memory_goes_back_and_outlives_close():
+    solo = zcoll.Comm(config={"RANK": 0, "SIZE": 1})  # closed here: not the shared fixture's
     views = []
     for _ in range(200):  # 200 pages back and forth: freed, or the count of maps grows
         a = solo.empty(4096, np.uint8)

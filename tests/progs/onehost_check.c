@@ -15,9 +15,19 @@
  *   onehost_check cross-count      rank 0 a 2-float allreduce, the others one of 64 Ki
  *                                  floats
  *   onehost_check cross-op         rank 0 a 2-float MAX, the others SUM: both mailboxes
+ *   onehost_check bigkill          the same with 1 MiB vectors in zcoll_mem_alloc memory
  *   onehost_check kill             rank 1 _exits 300 ms into the others' 2-float
  *                                  allreduce, before it publishes: they must fail
  *                                  (PEER_FAILED) at once, not wait for a timeout
+ *
+ *   onehost_check big WHO ITERS    ITERS blocking allreduces of 1..3 MiB (odd counts too),
+ *                                  the six dtype x op pairs in turn, in place every other
+ *                                  time, a different rank late each time: WHO = all: every
+ *                                  rank's vectors in zcoll_mem_alloc memory (the large
+ *                                  one-host path); WHO = one: rank 0's in malloc'd memory
+ *                                  (every rank falls back to the schedule). Prints
+ *                                  "onehost: rank R: ITERS ok over T" with the collective
+ *                                  count (zcoll_comm_stats), which must be ITERS.
  *
  * The cross modes print "rank R: STATUS: MESSAGE" for the one call and exit 0: every rank
  * must fail it (MISMATCH where it saw the difference, or the news of it), none may hang.
@@ -133,17 +143,77 @@ static int stress(zcoll_comm_t *comm, int iters) {
   return bad;
 }
 
+static int big(zcoll_comm_t *comm, const char *who, int iters) {
+  int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
+  size_t max = (size_t)3 << 20;
+  unsigned char *in, *out;
+  int mapped = strcmp(who, "all") == 0 || rank != 0;
+  if (mapped) {
+    if (zcoll_mem_alloc(comm, max, (void **)&in) != ZCOLL_OK ||
+        zcoll_mem_alloc(comm, max, (void **)&out) != ZCOLL_OK) {
+      printf("rank %d: zcoll_mem_alloc: %s\n", rank, zcoll_comm_last_error(comm));
+      return 1;
+    }
+  } else {
+    in = malloc(max);
+    out = malloc(max);
+  }
+  for (int call = 0; call < iters; call++) {
+    const struct kind *k = &kinds[call % NKINDS];
+    size_t n = ((size_t)1 << 20) / k->size + (size_t)call * 104729 % (((size_t)2 << 20) / k->size);
+    int in_place = call % 2;
+    void *src = in_place ? out : in;
+    for (size_t i = 0; i < n; i++) put(k, src, i, val(rank, (int)(i % 1000), call));
+    if (rank == call % p) usleep(2000);
+    zcoll_status_t st = zcoll_allreduce(comm, in_place ? ZCOLL_IN_PLACE : in, out, n, k->dtype,
+                                        k->op);
+    if (st != ZCOLL_OK) {
+      printf("rank %d call %d: %s: %s\n", rank, call, zcoll_strerror(st),
+             zcoll_comm_last_error(comm));
+      return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+      double got = get(k, out, i), w = want(k, p, i % 1000, call);
+      if (k->op == ZCOLL_AVG ? fabs(got - w) > 1e-6 * fabs(w) : got != w) {
+        printf("rank %d WRONG call %d element %zu: %g want %g\n", rank, call, i, got, w);
+        return 1;
+      }
+    }
+  }
+  zcoll_comm_stats_t s;
+  zcoll_comm_stats(comm, &s, sizeof(s));
+  printf("onehost: rank %d: %d ok over %s, %llu collectives\n", rank, iters,
+         zcoll_comm_transport(comm), (unsigned long long)s.collectives);
+  if (mapped) {
+    zcoll_mem_free(comm, in);
+    zcoll_mem_free(comm, out);
+  } else {
+    free(in), free(out);
+  }
+  return 0;
+}
+
 static void cross(zcoll_comm_t *comm, const char *mode) {
   int rank = zcoll_comm_rank(comm);
   enum { BIG = 65536 };
-  float *x = calloc(BIG, sizeof(float)), *y = calloc(BIG, sizeof(float));
+  int kill = strcmp(mode, "kill") == 0, bigkill = strcmp(mode, "bigkill") == 0;
+  float *x = NULL, *y = NULL;
+  if (bigkill && (zcoll_mem_alloc(comm, 4 * BIG * sizeof(float), (void **)&x) != ZCOLL_OK ||
+                  zcoll_mem_alloc(comm, 4 * BIG * sizeof(float), (void **)&y) != ZCOLL_OK)) {
+    printf("rank %d: zcoll_mem_alloc: %s\n", rank, zcoll_comm_last_error(comm));
+    return;
+  }
+  if (!bigkill) {
+    x = calloc(BIG, sizeof(float));
+    y = calloc(BIG, sizeof(float));
+  }
   zcoll_status_t st;
-  if (strcmp(mode, "kill") == 0 && rank == 1) {
+  if ((kill || bigkill) && rank == 1) {
     usleep(300000);
     _exit(0); /* dies without a word: as a crash would, but zcoll_run lets the job go on */
   }
-  if (strcmp(mode, "kill") == 0)
-    st = zcoll_allreduce(comm, x, y, 2, ZCOLL_FLOAT32, ZCOLL_SUM);
+  if (kill || bigkill)
+    st = zcoll_allreduce(comm, x, y, bigkill ? 4 * BIG : 2, ZCOLL_FLOAT32, ZCOLL_SUM);
   else if (rank == 0)
     st = zcoll_allreduce(comm, x, y, 2, ZCOLL_FLOAT32,
                          strcmp(mode, "cross-op") == 0 ? ZCOLL_MAX : ZCOLL_SUM);
@@ -155,13 +225,14 @@ static void cross(zcoll_comm_t *comm, const char *mode) {
     st = zcoll_allreduce(comm, x, y, 2, ZCOLL_FLOAT32, ZCOLL_SUM);
   printf("rank %d: %s: %s\n", rank, zcoll_strerror(st),
          st == ZCOLL_OK ? "" : zcoll_comm_last_error(comm));
-  free(x), free(y);
+  if (!bigkill) free(x), free(y); /* zcoll_mem_alloc's stay mapped past destroy */
 }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
-            "usage: onehost_check stress ITERS | cross-bcast | cross-count | cross-op | kill\n");
+            "usage: onehost_check stress ITERS | big all|one ITERS | cross-bcast | cross-count | "
+            "cross-op | kill | bigkill\n");
     return 2;
   }
   zcoll_comm_t *comm;
@@ -172,6 +243,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (strcmp(argv[1], "stress") == 0)
     rc = stress(comm, argc > 2 ? atoi(argv[2]) : 200);
+  else if (strcmp(argv[1], "big") == 0)
+    rc = big(comm, argc > 2 ? argv[2] : "all", argc > 3 ? atoi(argv[3]) : 12);
   else
     cross(comm, argv[1]);
   fflush(stdout);

@@ -66,6 +66,10 @@ struct pt_backend {
   /* optional (PT_HAS_REGISTER): register [addr, addr + len) until deregister_all */
   int (*register_mem)(void *ctx, void *addr, size_t len);
   int (*deregister_all)(void *ctx);
+  /* optional (PT_HAS_MEM_ALLOC): len bytes of the library's memory (NULL after a message),
+   * and its release */
+  void *(*mem_alloc)(void *ctx, size_t len);
+  void (*mem_free)(void *ctx, void *ptr);
   /* optional (-v): how many collectives this rank has issued so far, as the library
    * counts them, so that -v shows what -n, -w and -m made each rank run */
   uint64_t (*collectives)(void *ctx);

@@ -267,8 +267,16 @@ static int pt_csv_open(const struct pt_opts *o, const struct pt_backend *be, FIL
 int pt_run(const struct pt_opts *o, const struct pt_backend *be) {
   size_t bytes = (o->maxbytes > 8 ? o->maxbytes : 8) + PT_ALIGN; /* room for the guard */
   void *sendbuf = NULL, *recvbuf = NULL;
-  int err = posix_memalign(&sendbuf, PT_ALIGN, bytes);
-  if (err == 0) err = posix_memalign(&recvbuf, PT_ALIGN, bytes);
+  int err = 0;
+  if (o->mem) { /* page-aligned, past PT_ALIGN */
+    if (!(sendbuf = be->mem_alloc(be->ctx, bytes)) || !(recvbuf = be->mem_alloc(be->ctx, bytes))) {
+      if (sendbuf) be->mem_free(be->ctx, sendbuf);
+      return -1;
+    }
+  } else {
+    err = posix_memalign(&sendbuf, PT_ALIGN, bytes);
+    if (err == 0) err = posix_memalign(&recvbuf, PT_ALIGN, bytes);
+  }
   if (err != 0) {
     fprintf(stderr, "%s: rank %d: cannot allocate 2 x %zu bytes: %s\n", be->prog, be->rank, bytes,
             strerror(err));
@@ -288,8 +296,13 @@ int pt_run(const struct pt_opts *o, const struct pt_backend *be) {
   if (rc == 0) rc = pt_run_cycles(o, be, sendbuf, recvbuf, &cp, &tot);
   if (rc == 0 && o->reg && be->deregister_all(be->ctx)) rc = -1;
   pt_compute_free(&cp);
-  free(sendbuf);
-  free(recvbuf);
+  if (o->mem) {
+    be->mem_free(be->ctx, sendbuf);
+    be->mem_free(be->ctx, recvbuf);
+  } else {
+    free(sendbuf);
+    free(recvbuf);
+  }
   if (rc == -2) return -2;
   if (tot.csv && fclose(tot.csv) != 0 && rc == 0) {
     fprintf(stderr, "%s: -F %s: %s\n", be->prog, o->csv, strerror(errno));

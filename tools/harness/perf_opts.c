@@ -158,6 +158,10 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
     fputs("  -R, --local_register 0|1  1: register the send and receive buffers with the\n"
           "                          library (zcoll_mem_register) before timing (default 0)\n",
           f);
+  if (p->features & PT_HAS_MEM_ALLOC)
+    fputs("  -M, --mem_alloc 0|1     1: the send and receive buffers from zcoll_mem_alloc\n"
+          "                          (memory this host's ranks can map; default 0: malloc)\n",
+          f);
   if (p->features & PT_HAS_STALL_TIMEOUT)
     fputs("  -T, --timeout SECONDS   the library's deadline for a stalled collective (the\n"
           "                          TIMEOUT configuration field), so that a hang is an error\n"
@@ -233,6 +237,7 @@ static const struct pt_num_opt pt_num_opts[] = {
     {'z', 0, 1, offsetof(struct pt_opts, blocking), "0 or 1"},
     {'C', 0, 1, offsetof(struct pt_opts, cputime), "0 or 1"},
     {'R', 0, 1, offsetof(struct pt_opts, reg), "0 or 1"},
+    {'M', 0, 1, offsetof(struct pt_opts, mem), "0 or 1"},
     {'T', 0, 1000000000L, offsetof(struct pt_opts, timeout), "a whole number of seconds >= 0"},
     {'r', 0, INT_MAX, offsetof(struct pt_opts, root), "a rank number >= 0"},
     {'p', 0, 1, offsetof(struct pt_opts, parallel_init), "0 or 1"},
@@ -341,6 +346,8 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
   if (!(p->features & PT_HAS_NONBLOCKING) && (o->blocking == 0 || o->overlap))
     return pt_opt_error(p->name, "%s: %s has no non-blocking allreduce",
                         o->overlap ? "--overlap" : "-z 0", p->name);
+  if (o->mem && !(p->features & PT_HAS_MEM_ALLOC))
+    return pt_opt_error(p->name, "-M 1: %s has no allocator of its own", p->name);
   if (o->reg && !(p->features & PT_HAS_REGISTER))
     return pt_opt_error(p->name, "-R 1: %s has no explicit memory registration", p->name);
   if (o->coll == PT_COLL_BROADCAST && !(p->features & PT_HAS_BROADCAST))
@@ -388,6 +395,7 @@ int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts
                                         {"average", required_argument, NULL, 'a'},
                                         {"report_cputime", required_argument, NULL, 'C'},
                                         {"local_register", required_argument, NULL, 'R'},
+                                        {"mem_alloc", required_argument, NULL, 'M'},
                                         {"timeout", required_argument, NULL, 'T'},
                                         {"algo", required_argument, NULL, 'A'},
                                         {"algorithm", required_argument, NULL, 'A'},
@@ -423,7 +431,7 @@ int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts
   opterr = 0;
   optind = 1;
   int c;
-  const char *shorts = ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:T:A:t:r:F:g:p:G:vh";
+  const char *shorts = ":b:e:f:i:n:w:m:N:c:d:o:z:a:C:R:M:T:A:t:r:F:g:p:G:vh";
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     int rc = 0;
     switch (c) {
@@ -498,6 +506,7 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
   if (o->coll == PT_COLL_REDUCE) fprintf(f, " to root %ld (-r)", o->root);
   fprintf(f, ", blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
           o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
+  if (o->mem) fprintf(f, ", buffers from zcoll_mem_alloc (-M)");
   fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
   if (o->coll == PT_COLL_BROADCAST)
     fprintf(f, "# note: a broadcast has one buffer (in place): out-of-place columns are N/A;"

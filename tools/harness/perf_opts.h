@@ -29,6 +29,7 @@ enum pt_feature {
   PT_HAS_BARRIER = 1u << 5,       /* -t barrier: the backend's barrier, timed */
   PT_HAS_GATHER = 1u << 6,        /* -t allgather and -t reduce_scatter */
   PT_HAS_REDUCE = 1u << 7,        /* -t reduce, with -r ROOT */
+  PT_HAS_MEM_ALLOC = 1u << 8,     /* -M 1: buffers from the library's allocator */
 };
 
 struct pt_prog {
@@ -51,6 +52,7 @@ struct pt_opts {
   long average;  /* -a: enum pt_average */
   long cputime;  /* -C */
   long reg;      /* -R */
+  long mem;      /* -M: the buffers from the backend's mem_alloc */
   long timeout;  /* -T seconds; -1 = not given (the library's default, no alarm) */
   bool overlap;  /* --overlap */
   bool idle;     /* --overlap=idle: the compute phase sleeps */

@@ -14,8 +14,6 @@
 
 #include "base/log.h"
 #include "exec.h"
-#include "guard.h"
-#include "report.h"
 
 struct zcoll__mem {
   char *addr;
@@ -38,7 +36,7 @@ static struct zcoll__tli *allocator(zcoll_comm_t *comm) {
   return NULL;
 }
 
-static zcoll_status_t mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr) {
+zcoll_status_t zcoll__mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (len > SIZE_MAX - page)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_alloc: %zu bytes overflow", len);
@@ -72,19 +70,6 @@ static zcoll_status_t mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr) {
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll_mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr) {
-  if (!comm || !ptr || !len)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_alloc: %s",
-                       !comm  ? "comm is NULL"
-                       : !ptr ? "ptr is NULL"
-                              : "len is 0");
-  zcoll_status_t st = zcoll__enter(comm, "zcoll_mem_alloc");
-  if (st != ZCOLL_OK) return st;
-  st = zcoll__report(comm, mem_alloc(comm, len, ptr));
-  zcoll__leave(comm);
-  return st;
-}
-
 /* Does a collective in flight read or write [a, a + len)? */
 static int in_use(const zcoll_comm_t *comm, const char *a, size_t len) {
   for (const struct zcoll__run *r = comm->active; r; r = r->next)
@@ -106,32 +91,23 @@ static void release(zcoll_comm_t *comm, struct zcoll__mem *m, int unmap) {
   free(m);
 }
 
-zcoll_status_t zcoll_mem_free(zcoll_comm_t *comm, void *ptr) {
-  if (!comm || !ptr)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_mem_free: %s",
-                       !comm ? "comm is NULL" : "ptr is NULL");
-  zcoll_status_t st = zcoll__enter(comm, "zcoll_mem_free");
-  if (st != ZCOLL_OK) return st;
+zcoll_status_t zcoll__mem_free(zcoll_comm_t *comm, void *ptr) {
   struct zcoll__mem **p = &comm->mems;
   while (*p && (*p)->addr != ptr) p = &(*p)->next;
-  if (!*p) {
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "zcoll_mem_free: %p is not memory zcoll_mem_alloc of this communicator "
-                     "returned (or it was freed already)",
-                     ptr);
-  } else if (in_use(comm, (*p)->addr, (*p)->len)) {
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "zcoll_mem_free: a collective in flight uses the memory at %p (zcoll_wait "
-                     "for it first)",
-                     ptr);
-  } else {
-    struct zcoll__mem *m = *p;
-    *p = m->next;
-    release(comm, m, 1);
-  }
-  st = zcoll__report(comm, st);
-  zcoll__leave(comm);
-  return st;
+  if (!*p)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_mem_free: %p is not memory zcoll_mem_alloc of this communicator "
+                       "returned (or it was freed already)",
+                       ptr);
+  if (in_use(comm, (*p)->addr, (*p)->len))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_mem_free: a collective in flight uses the memory at %p (zcoll_wait "
+                       "for it first)",
+                       ptr);
+  struct zcoll__mem *m = *p;
+  *p = m->next;
+  release(comm, m, 1);
+  return ZCOLL_OK;
 }
 
 void zcoll__mem_forget_all(zcoll_comm_t *comm, int local) {

@@ -5,6 +5,10 @@
 #include "comm.h"
 #include "onehost.h"
 
+/* zcoll_mem_alloc and zcoll_mem_free (lib/comm/mem_api.c checks the arguments and
+ * reports): len > 0, any pointer. */
+zcoll_status_t zcoll__mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr);
+zcoll_status_t zcoll__mem_free(zcoll_comm_t *comm, void *ptr);
 /* At destroy: every region left is forgotten, not unmapped (zcoll.h). local: in a forked
  * child, where the transport's state is the parent's. */
 void zcoll__mem_forget_all(zcoll_comm_t *comm, int local);

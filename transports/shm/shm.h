@@ -100,12 +100,13 @@ struct zcoll_tl {
   int wake[2]; /* pipe: peers write into [1] */
   int epfd;    /* our event_fd: wake[0] and every peer's pidfd */
   uint64_t token;
-  unsigned polls;        /* since the last check for dead peers */
-  int ndead;             /* peers known dead, not yet reported (their rings may not be empty) */
-  int armed;             /* we set inbox->sleeping; poll clears it and drains the pipe */
-  struct zcoll__evq evq; /* PUT_DONE events (puts complete at once) */
-  struct zcoll_ep **eps; /* connected peers, in connect order */
-  int neps, next_ep;     /* next_ep: where polling starts, for fairness */
+  unsigned polls;         /* since the last check for dead peers */
+  int ndead;              /* peers known dead, not yet reported (their rings may not be empty) */
+  int armed;              /* we set inbox->sleeping; poll clears it and drains the pipe */
+  atomic_uint fence_word; /* under ThreadSanitizer, what full_fence() (progress.c) updates */
+  struct zcoll__evq evq;  /* PUT_DONE events (puts complete at once) */
+  struct zcoll_ep **eps;  /* connected peers, in connect order */
+  int neps, next_ep;      /* next_ep: where polling starts, for fairness */
   struct zcoll__shm_alloc *allocs;
   int nallocs;
   char node[ZCOLL_SHM_NODE_ID];

@@ -8,9 +8,11 @@
 #
 # Each rank runs zcoll_perf -b S -e S -n N -w 100 -z 1 -c 0 under callgrind with its cache
 # simulation (--cache-sim=yes: a private D1 and last level per process, so a line another
-# rank wrote counts as a hit if it was cached before -- coherence traffic between cores is
-# not seen). Printed per rank: zcoll_allreduce's inclusive instructions (Ir) and D1/LL read
-# and write misses per call, then its heaviest callees per call. A build is a directory
+# rank wrote counts as a hit if it was cached before -- the coherence traffic between cores,
+# which is what a small allreduce's misses are, is not seen: only a machine with hardware
+# counters shows it). Printed per rank: zcoll_allreduce's inclusive instructions (Ir), data
+# reads and writes and simulated misses per call, then its heaviest callees per call
+# (inclusive; functions of set-up amortized over the calls are left out). A build is a directory
 # holding zcoll_run and zcoll_perf (its libzcoll.so.0, if any, is the one they load).
 # Raw outputs: perf/results/callgrind-<timestamp>/.
 set -euo pipefail
@@ -43,22 +45,29 @@ echo "# $B: $S bytes, p = $NP, $N timed calls; per zcoll_allreduce call (callgri
 for f in "$RES"/callgrind.*.out; do
   rank=${f##*callgrind.}; rank=${rank%.out}
   callgrind_annotate --inclusive=yes --threshold=100 "$f" >"$RES/annotate.$rank.txt" 2>/dev/null
-  # the call count: callgrind's "calls=" lines into zcoll_allreduce
-  calls=$(awk '/^cfn=.*zcoll_allreduce$/ { getline; split($1, a, "="); n += a[2] } END { print n + 0 }' "$f")
+  # the call count: the "calls=" lines under each "cfn=" naming zcoll_allreduce (callgrind
+  # names a function once, "(id) name", and by "(id)" alone after that)
+  calls=$(awk '
+    /^c?fn=\([0-9]+\) zcoll_allreduce$/ { match($0, /\([0-9]+\)/); id = substr($0, RSTART, RLENGTH) }
+    /^cfn=/ { want = id != "" && index($0, "cfn=" id) == 1 }
+    /^calls=/ && want { split($1, a, "="); n += a[2]; want = 0 }
+    END { print n + 0 }' "$f")
+  # callgrind_annotate: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw, then "file:function [object]"
   awk -v rank="$rank" -v calls="$calls" -v top="$TOP" '
-    /^-+$/ { next }
-    /Ir +D1mr +DLmr +Dr +Dw +D1mw +DLmw/ { hdr = 1; next }
-    hdr && NF >= 8 && $NF ~ /zcoll_|pump|run_step|shm_|evq_|do_recvs|do_sends|onehost|combine|publish|memcpy|poll|reduce/ {
-      gsub(",", "", $1); gsub(",", "", $2); gsub(",", "", $3); gsub(",", "", $5); gsub(",", "", $6);
-      name = $NF; sub(/.*:/, "", name); sub(/ .*/, "", name)
+    NF >= 10 && $NF ~ /^\[/ {
+      name = $(NF - 1); sub(/.*:/, "", name)
+      v = 0
+      for (i = 1; i < NF - 1 && v < 9; i++)
+        if ($i ~ /^[0-9,]+$/ || $i == ".") { gsub(",", "", $i); c[++v] = $i + 0 }
+      if (v < 9 || calls == 0) next
       if (name == "zcoll_allreduce" && !seen) {
         seen = 1
-        printf "rank %s: %d calls; per call: %.0f Ir, D1 misses %.2f read %.2f write, LL %.2f read %.2f write\n",
-          rank, calls, $1 / calls, $2 / calls, $6 / calls, $3 / calls, $7 / calls
+        printf "rank %s: %d calls; per call: %.0f Ir, %.0f data reads, %.0f writes; misses: D1 %.2f read %.2f write, LL %.2f read %.2f write\n",
+          rank, calls, c[1] / calls, c[2] / calls, c[3] / calls, c[5] / calls, c[6] / calls, c[8] / calls, c[9] / calls
         next
       }
-      if (seen && shown < top && $1 / calls >= 5) {
-        printf "    %8.0f Ir  %s\n", $1 / calls, name; shown++
+      if (seen && shown < top && c[1] / calls >= 10 && name !~ /^(main|pt_|perf_|_start|__libc|EVP_)|init|bootstrap|bs_/) {
+        printf "    %8.0f Ir  %s\n", c[1] / calls, name; shown++
       }
     }' "$RES/annotate.$rank.txt"
 done

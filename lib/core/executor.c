@@ -535,13 +535,18 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
    * credit, a put done): while waiting, only poll -- a shorter loop notices the arrival
    * sooner. */
   int step_idle = 0;
+  /* A one-host run's news is in the peers' mailboxes, not in events: it always looks, and
+   * looks before its first poll (it may end there, with nothing to poll for). Every later
+   * look polls: a wait that slept must disarm the transport, or the peers' every
+   * publication would knock with a system call. */
+  int first_look = desc->algo == ZCOLL_ALGO_ONEHOST;
   while (r.remaining > 0) {
     int progress = 0;
-    if ((st = pump(comm, &progress)) != ZCOLL_OK) break;
+    if (!first_look && (st = pump(comm, &progress)) != ZCOLL_OK) break;
+    first_look = 0;
     if (progress || !step_idle) {
       int moved = 0;
       if ((st = run_step(&r, NULL, &moved)) != ZCOLL_OK) break;
-      /* A one-host run's news is in the peers' mailboxes, not in events: it always looks. */
       step_idle = !moved && desc->algo != ZCOLL_ALGO_ONEHOST;
       progress |= moved;
     }

@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     -np) NP=$2; shift 2 ;;
     -s) S=$2; shift 2 ;;
     -n) N=$2; shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "call_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

@@ -229,6 +229,7 @@ zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st) {
     zcoll__log_mute(1); /* cancellations report errors of their own: not news */
     for (int k = 0; k < comm->ntlis; k++)
       if (comm->tlis[k].ops->quiesce) comm->tlis[k].ops->quiesce(comm->tlis[k].tl);
+    zcoll__onehost_quiesce(comm);
     zcoll__log_mute(0);
     zcoll__record_error(st, "%s", why);
     zcoll__flight_dump_failure(comm, st, NULL);

@@ -36,7 +36,7 @@ zcoll_status_t zcoll__onehost_setup(zcoll_comm_t *comm) {
     }
     int ci = comm->chan_of[q];
     const struct zcoll__chan *c = ci >= 0 ? &comm->chans[ci] : NULL;
-    ok = c && c->ops->rkey_ptr && c->ops->knock &&
+    ok = c && c->ops->rkey_ptr && c->ops->knock && c->ops->peer_gone &&
          (box[q] = c->ops->rkey_ptr(c->rkey, 0, ZCOLL_ONEHOST_MAILBOX_BYTES)) != NULL;
   }
   if (!ok) {

@@ -59,6 +59,11 @@ struct zcoll__run;
  * vectors and copies the other blocks straight from their results (onehost_big.c). Below
  * it, the handshake that finds out whether they all do would show. */
 #define ZCOLL_ONEHOST_BIG_MIN ((size_t)1 << 20)
+/* A large call out of place streams its result past the cache (non-temporal stores) once
+ * all the ranks' vectors together (2 p n bytes) reach this: a last-level cache's size on
+ * the machines measured (sysconf's figure is not the per-core share in VMs: 256 MiB on
+ * one with 32). Below, plain stores measured faster (perf/coll_compare.sh, issue 25). */
+#define ZCOLL_ONEHOST_STREAM_MIN ((size_t)32 << 20)
 /* A large call reduces by chunks of this many bytes, which stay in cache across the inputs. */
 #define ZCOLL_ONEHOST_CHUNK ((size_t)64 << 10)
 
@@ -70,10 +75,20 @@ struct zcoll__oh_place {
   unsigned char key[48]; /* the transport's key to the region (rkey_unpack) */
 };
 
+/* How far a rank is in a large call (its box's stage). Every rank writes its block of the
+ * result into every rank's vector; a rank leaving on an error says OUT, and waits for
+ * those that are WRITING (onehost_big.c). */
+enum {
+  ZCOLL_OH_PUBLISHED = 1, /* the box is this call's */
+  ZCOLL_OH_WRITING,       /* may read and write the peers' vectors (said before it looks
+                             whether anyone is OUT) */
+  ZCOLL_OH_DONE,          /* its block written everywhere: touches nobody's memory again */
+  ZCOLL_OH_OUT            /* left on an error: nobody starts writing into its memory */
+};
+
 /* A large call's part of a box: where the vectors lie, and how far the owner is. */
 struct zcoll__oh_big {
-  _Atomic uint32_t stage; /* 1 published, 2 its block reduced (and done reading the peers'
-                             vectors), 3 done reading the peers' results */
+  _Atomic uint32_t stage; /* ZCOLL_OH_* */
   uint32_t pad;
   struct zcoll__oh_place src, dst;
 };
@@ -115,6 +130,10 @@ struct zcoll__onehost {
   struct zcoll__oh_mapped *maps; /* per rank, ZCOLL_OH_MAPS each */
   char *tmp;                     /* a chunk of scratch for the reduction (onehost_big.c) */
   uint64_t map_clock;
+  /* The large call whose box is out (its number + 1, and which box), from publication
+   * until no peer may write into this rank's memory for it; 0: none. */
+  uint64_t open_seq;
+  int open_which;
 };
 
 static inline struct zcoll__oh_box *zcoll__oh_box_of(const struct zcoll__onehost *oh, int rank,
@@ -163,6 +182,9 @@ void zcoll__onehost_big_publish(struct zcoll__run *r, struct zcoll__oh_box *b);
 zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress);
 /* Is the peer a large run in its later phases waits on there? */
 int zcoll__onehost_big_ready(const struct zcoll__run *r);
+/* A call that fails (exec_wait.c, before the error reaches the application): says OUT,
+ * then waits until no live peer writes into this rank's vectors any more. */
+void zcoll__onehost_quiesce(zcoll_comm_t *comm);
 /* The peers' mapped regions, released (local: a forked child keeps the parent's). */
 void zcoll__onehost_big_free(zcoll_comm_t *comm, int local);
 /* After arming, before sleeping: has a peer a one-host run in flight waits on published? */

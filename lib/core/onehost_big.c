@@ -1,28 +1,33 @@
 /*
  * onehost_big.c -- the one-host allreduce of large vectors that lie in memory every rank can
- * map (zcoll_mem_alloc): one pass over each byte per phase, where the executor's puts make
- * two (the writer's copy into the receiver's slot, then the receiver's reduction or copy).
+ * map (zcoll_mem_alloc): each byte of the result is computed once, from the inputs where
+ * they lie, and written once into every rank's vector -- the traffic of one memcpy per rank,
+ * where the executor's puts move each byte twice (the writer's copy into the receiver's
+ * slot, then the receiver's reduction or copy).
  *
  * The handshake is the small path's (onehost.c): every rank publishes a box -- here saying
  * where its vectors lie -- and reads everybody's, checking the call as a header is checked.
  * If any rank's vector lies elsewhere, every rank sees it in the same boxes, and they all
  * run the executor's schedule instead, under the same collective number (allreduce.c).
- * Otherwise, with block q = [q*n/p, (q+1)*n/p):
+ * Otherwise, with block q = [q*n/p, (q+1)*n/p), rank r
  *
- *   reduce   rank r computes its block of the result from every rank's input where it lies,
- *            in rank order (the same bits on every rank), then says stage 2;
- *   copy     for each peer q at stage 2, r copies block q of q's result into its own;
- *            then says stage 3: it reads nobody's memory any more;
- *   wait     r returns once every peer is at stage 3, so that nobody reads r's vectors
- *            after the call returned (the application may reuse them).
+ *   says WRITING, then looks whether any rank is OUT (it stops there if so);
+ *   for each chunk of block r: reduces every rank's input in rank order (the same bits on
+ *            every rank) into a chunk of scratch, and streams it into every rank's result
+ *            (non-temporal stores: the result is not read again soon);
+ *   says DONE, and returns once every rank is DONE -- nobody touches its vectors after.
  *
- * In place, r writes block q of its vector only once q is at stage 2, past reading it; the
- * blocks r writes during its reduction nobody else reads. Peers only ever read each other's
- * memory: a peer that fails cannot write into ours, and a call that fails has written
- * nothing but its own result.
+ * In place, block r of q's vector is q's input there, which only r reads, and r writes it
+ * only after reading it. A rank that leaves on an error (exec_wait.c calls
+ * zcoll__onehost_quiesce before the error reaches the application) says OUT, then waits
+ * until every peer is past WRITING or dead: the peer's store of WRITING and ours of OUT come
+ * before each one's look at the other's (sequentially consistent), so a peer either sees OUT
+ * before it writes anything, or is seen writing and is waited for -- and a writer waits for
+ * nothing, so that wait ends. No peer writes into a rank's memory after its call returned.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -31,8 +36,6 @@
 #include "kernels/reduce.h"
 #include "mem.h"
 #include "onehost.h"
-
-enum { PH_COPY = 1, PH_WAIT };
 
 static void block_of(const struct zcoll__run *r, int q, size_t *first, size_t *n) {
   uint64_t c = r->desc.count, p = (uint64_t)r->comm->size;
@@ -45,7 +48,10 @@ void zcoll__onehost_big_publish(struct zcoll__run *r, struct zcoll__oh_box *b) {
   size_t bytes = (size_t)r->desc.count * r->dsize;
   zcoll__mem_place(comm, r->buf[ZCOLL_BUF_SRC], bytes, &b->big.src);
   zcoll__mem_place(comm, r->buf[ZCOLL_BUF_DST], bytes, &b->big.dst);
-  atomic_store_explicit(&b->big.stage, 1, memory_order_relaxed); /* seq's release covers it */
+  atomic_store_explicit(&b->big.stage, ZCOLL_OH_PUBLISHED, memory_order_relaxed); /* seq's
+                                                                     release covers it */
+  comm->oh->open_seq = r->ordinal + 1;
+  comm->oh->open_which = r->oh_which;
 }
 
 /* Peer q's region `serial`, mapped here: from the cache, else through the transport. */
@@ -102,26 +108,32 @@ static zcoll_status_t decide(struct zcoll__run *r, int *mapped) {
   return ZCOLL_OK;
 }
 
-/* This rank's block of the result, from every rank's input, in rank order. Past two ranks
- * the partial result waits in a chunk of scratch until the last input: in place, this
- * rank's input is its result, and must be read before it is written. */
-static void reduce_block(struct zcoll__run *r) {
+/* This rank's block of the result, from every rank's input in rank order, by chunks that
+ * wait in scratch (in place, a rank's input is its result: every input of a chunk is read
+ * before any result is written), then streamed into every rank's result -- the next
+ * ranks' first, so that the ranks do not all write into one at once. */
+static void push_block(struct zcoll__run *r) {
   zcoll_comm_t *comm = r->comm;
-  char **src = comm->oh->src, *tmp = comm->oh->tmp;
+  char **src = comm->oh->src, **dst = comm->oh->dst, *tmp = comm->oh->tmp;
   int p = comm->size, avg = r->op == ZCOLL_AVG ? p : 0;
   size_t first, n, step = ZCOLL_ONEHOST_CHUNK / r->dsize;
   block_of(r, comm->rank, &first, &n);
   int64_t t0 = r->started_ns ? zcoll__now_ns() : 0;
+  /* Streaming stores where the vectors outgrow the cache, out of place only: in place,
+   * every line written was just read for the reduction, and is in cache. */
+  int stream = r->buf[ZCOLL_BUF_SRC] != r->buf[ZCOLL_BUF_DST] &&
+               2 * (size_t)p * r->desc.count * r->dsize >= ZCOLL_ONEHOST_STREAM_MIN;
   for (size_t a = first; a < first + n; a += step) {
     size_t k = first + n - a < step ? first + n - a : step, off = a * r->dsize;
-    char *dst = r->buf[ZCOLL_BUF_DST] + off;
-    if (p == 2) {
-      zcoll__reduce(r->dtype, r->op, dst, src[0] + off, src[1] + off, k, avg);
-      continue;
+    zcoll__reduce(r->dtype, r->op, tmp, src[0] + off, src[1] + off, k, p == 2 ? avg : 0);
+    for (int q = 2; q < p; q++)
+      zcoll__reduce(r->dtype, r->op, tmp, tmp, src[q] + off, k, q == p - 1 ? avg : 0);
+    for (int i = 0; i < p; i++) {
+      if (stream)
+        zcoll__copy_stream(dst[(comm->rank + 1 + i) % p] + off, tmp, k * r->dsize);
+      else
+        zcoll__copy(dst[(comm->rank + 1 + i) % p] + off, tmp, k * r->dsize);
     }
-    zcoll__reduce(r->dtype, r->op, tmp, src[0] + off, src[1] + off, k, 0);
-    for (int q = 2; q < p - 1; q++) zcoll__reduce(r->dtype, r->op, tmp, tmp, src[q] + off, k, 0);
-    zcoll__reduce(r->dtype, r->op, dst, tmp, src[p - 1] + off, k, avg);
   }
   if (t0)
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_REDUCE, t0, zcoll__now_ns(), -1, n * r->dsize);
@@ -129,19 +141,24 @@ static void reduce_block(struct zcoll__run *r) {
 
 static void set_stage(struct zcoll__run *r, uint32_t stage) {
   struct zcoll__oh_box *b = zcoll__oh_box_of(r->comm->oh, r->comm->rank, r->oh_which);
-  atomic_store_explicit(&b->big.stage, stage, memory_order_release);
+  atomic_store_explicit(&b->big.stage, stage, memory_order_seq_cst);
   zcoll__onehost_knock(r->comm);
 }
 
 static uint32_t stage_of(const struct zcoll__run *r, int q) {
   const struct zcoll__oh_box *b = zcoll__oh_box_of(r->comm->oh, q, r->oh_which);
-  return atomic_load_explicit(&b->big.stage, memory_order_acquire);
+  return atomic_load_explicit(&b->big.stage, memory_order_seq_cst);
 }
 
 /* The i-th peer in this rank's order: the next ranks first, so that the ranks do not all
- * read from one at once. */
+ * wait on one at once. */
 static int peer_at(const struct zcoll__run *r, int i) {
   return (r->comm->rank + 1 + i) % r->comm->size;
+}
+
+static zcoll_status_t peer_out(int q) {
+  return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                     "rank %d left the one-host allreduce on an error of its own", q);
 }
 
 zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress) {
@@ -152,7 +169,8 @@ zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress) {
     zcoll_status_t st = decide(r, &mapped);
     if (st != ZCOLL_OK) return st;
     *progress = 1;
-    if (!mapped) {
+    if (!mapped) { /* every rank saw the same boxes: nobody writes */
+      comm->oh->open_seq = 0;
       comm->oh->fell_back = 1;
       comm->oh->handshake_seq = r->ordinal + 1;
       r->started_ns = 0; /* the executor's run traces the collective */
@@ -160,39 +178,24 @@ zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress) {
       return ZCOLL_OK;
     }
     comm->oh->fell_back = 0;
-    reduce_block(r);
-    set_stage(r, 2);
-    r->oh_phase = PH_COPY;
-    r->oh_i = 0;
-  }
-  if (r->oh_phase == PH_COPY) {
-    for (; r->oh_i < p - 1; r->oh_i++) {
-      int q = peer_at(r, r->oh_i);
-      if (stage_of(r, q) < 2) {
-        r->oh_next = q;
-        return ZCOLL_OK;
-      }
-      size_t first, n;
-      block_of(r, q, &first, &n);
-      int64_t t0 = r->started_ns ? zcoll__now_ns() : 0;
-      zcoll__copy(r->buf[ZCOLL_BUF_DST] + first * r->dsize, comm->oh->dst[q] + first * r->dsize,
-                  n * r->dsize);
-      if (t0)
-        zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COPY_OUT, t0, zcoll__now_ns(), q,
-                           n * r->dsize);
-      *progress = 1;
-    }
-    set_stage(r, 3);
-    r->oh_phase = PH_WAIT;
+    set_stage(r, ZCOLL_OH_WRITING);
+    for (int q = 0; q < p; q++)
+      if (q != comm->rank && stage_of(r, q) == ZCOLL_OH_OUT) return peer_out(q);
+    push_block(r);
+    set_stage(r, ZCOLL_OH_DONE);
+    r->oh_phase = 1;
     r->oh_i = 0;
   }
   for (; r->oh_i < p - 1; r->oh_i++) {
     int q = peer_at(r, r->oh_i);
-    if (stage_of(r, q) < 3) {
+    uint32_t st = stage_of(r, q);
+    if (st == ZCOLL_OH_OUT) return peer_out(q);
+    if (st < ZCOLL_OH_DONE) {
       r->oh_next = q;
       return ZCOLL_OK;
     }
   }
+  comm->oh->open_seq = 0; /* everybody is DONE: nobody writes here any more */
   if (r->started_ns) {
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns, zcoll__now_ns(), -1,
                        (size_t)r->desc.count * r->dsize);
@@ -207,7 +210,28 @@ zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress) {
 int zcoll__onehost_big_ready(const struct zcoll__run *r) {
   int q = r->oh_next;
   if (q < 0 || q >= r->comm->size || q == r->comm->rank) return 1;
-  return stage_of(r, q) >= (r->oh_phase == PH_COPY ? 2u : 3u);
+  return stage_of(r, q) >= ZCOLL_OH_DONE;
+}
+
+void zcoll__onehost_quiesce(zcoll_comm_t *comm) {
+  struct zcoll__onehost *oh = comm->oh;
+  if (!oh || !oh->open_seq) return;
+  struct zcoll__oh_box *own = zcoll__oh_box_of(oh, comm->rank, oh->open_which);
+  atomic_store_explicit(&own->big.stage, ZCOLL_OH_OUT, memory_order_seq_cst);
+  zcoll__onehost_knock(comm);
+  for (int q = 0; q < comm->size; q++) {
+    if (q == comm->rank) continue;
+    const struct zcoll__oh_box *b = zcoll__oh_box_of(oh, q, oh->open_which);
+    const struct zcoll__chan *c = &comm->chans[comm->chan_of[q]];
+    /* Only a box of this very call has a stage (a small call's box holds data there). */
+    while (atomic_load_explicit(&b->seq, memory_order_acquire) == oh->open_seq &&
+           b->fp == own->fp && memcmp(&b->desc, &own->desc, sizeof(own->desc)) == 0 &&
+           atomic_load_explicit(&b->big.stage, memory_order_seq_cst) == ZCOLL_OH_WRITING &&
+           !c->ops->peer_gone(c->ep))
+      nanosleep(&(struct timespec){0, 20000}, NULL); /* a writer waits for nothing: this is
+                                                        its copy's time */
+  }
+  oh->open_seq = 0;
 }
 
 void zcoll__onehost_big_free(zcoll_comm_t *comm, int local) {

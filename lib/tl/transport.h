@@ -177,6 +177,10 @@ struct zcoll_tl_ops {
    * full fence comes first, so that either the peer, between its arm() and its sleep, sees
    * our store, or we see that it sleeps. */
   void (*knock)(struct zcoll_ep *ep);
+  /* Optional, with rkey_ptr: 1 once the peer's process has ended (checked now, without
+   * waiting). A rank leaving a call on an error waits, through it, for the peers that
+   * still write into its memory (lib/core/onehost_big.c). */
+  int (*peer_gone)(struct zcoll_ep *ep);
   /* Non-blocking: makes progress and harvests up to max events into ev; *n events
    * were filled. An error status means the instance is broken: PEER_FAILED naming the
    * rank when a peer is lost, TRANSPORT for anything else. A failed put is also (or

@@ -20,9 +20,18 @@
  *                                  allreduce, before it publishes: they must fail
  *                                  (PEER_FAILED) at once, not wait for a timeout
  *
+ *   onehost_check bigrevoke        large allreduces (32 MiB, zcoll_mem_alloc memory, out of
+ *                                  place) in a loop until rank 0 revokes the communicator
+ *                                  from a thread 40..100 ms in: every rank's failed call
+ *                                  must be the end of writes into its result -- it is
+ *                                  copied, and compared 50 ms later. Prints "rank R: calls
+ *                                  K, then STATUS; result unchanged after" or "rank R:
+ *                                  WRITTEN AFTER THE ERROR at byte I".
  *   onehost_check big WHO ITERS    ITERS blocking allreduces of 1..3 MiB (odd counts too),
  *                                  the six dtype x op pairs in turn, in place every other
- *                                  time, a different rank late each time: WHO = all: every
+ *                                  time (the third call of 9 MiB, out of place, which
+ *                                  streams its result past the cache), a different rank
+ *                                  late each time: WHO = all: every
  *                                  rank's vectors in zcoll_mem_alloc memory (the large
  *                                  one-host path); WHO = one: rank 0's in malloc'd memory
  *                                  (every rank falls back to the schedule). Prints
@@ -33,6 +42,7 @@
  * must fail it (MISMATCH where it saw the difference, or the news of it), none may hang.
  */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -145,7 +155,7 @@ static int stress(zcoll_comm_t *comm, int iters) {
 
 static int big(zcoll_comm_t *comm, const char *who, int iters) {
   int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
-  size_t max = (size_t)3 << 20;
+  size_t max = (size_t)9 << 20;
   unsigned char *in, *out;
   int mapped = strcmp(who, "all") == 0 || rank != 0;
   if (mapped) {
@@ -161,6 +171,7 @@ static int big(zcoll_comm_t *comm, const char *who, int iters) {
   for (int call = 0; call < iters; call++) {
     const struct kind *k = &kinds[call % NKINDS];
     size_t n = ((size_t)1 << 20) / k->size + (size_t)call * 104729 % (((size_t)2 << 20) / k->size);
+    if (call == 2) n = max / k->size - 1;
     int in_place = call % 2;
     void *src = in_place ? out : in;
     for (size_t i = 0; i < n; i++) put(k, src, i, val(rank, (int)(i % 1000), call));
@@ -228,11 +239,53 @@ static void cross(zcoll_comm_t *comm, const char *mode) {
   if (!bigkill) free(x), free(y); /* zcoll_mem_alloc's stay mapped past destroy */
 }
 
+static void *revoker(void *arg) {
+  usleep(40000 + (useconds_t)(rand() % 60000));
+  zcoll_comm_revoke(arg);
+  return NULL;
+}
+
+static int bigrevoke(zcoll_comm_t *comm) {
+  int rank = zcoll_comm_rank(comm);
+  size_t bytes = (size_t)32 << 20, n = bytes / sizeof(float);
+  float *in, *out;
+  unsigned char *copy = malloc(bytes);
+  if (!copy || zcoll_mem_alloc(comm, bytes, (void **)&in) != ZCOLL_OK ||
+      zcoll_mem_alloc(comm, bytes, (void **)&out) != ZCOLL_OK) {
+    printf("rank %d: zcoll_mem_alloc: %s\n", rank, zcoll_comm_last_error(comm));
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) in[i] = (float)(rank + i % 7);
+  pthread_t t;
+  srand((unsigned)getpid());
+  if (rank == 0 && pthread_create(&t, NULL, revoker, comm) != 0) return 1;
+  zcoll_status_t st = ZCOLL_OK;
+  int calls = 0;
+  for (; calls < 100000 && st == ZCOLL_OK; calls++) {
+    memset(out, 0xee, bytes); /* nothing zcoll writes: a write after the error shows */
+    st = zcoll_allreduce(comm, in, out, n, ZCOLL_FLOAT32, ZCOLL_SUM);
+  }
+  memcpy(copy, out, bytes);
+  usleep(50000);
+  int rc = 0;
+  size_t at = 0;
+  while (at < bytes && copy[at] == ((unsigned char *)out)[at]) at++;
+  if (at < bytes) {
+    printf("rank %d: WRITTEN AFTER THE ERROR at byte %zu\n", rank, at);
+    rc = 1;
+  } else {
+    printf("rank %d: calls %d, then %s; result unchanged after\n", rank, calls, zcoll_strerror(st));
+  }
+  if (rank == 0) pthread_join(t, NULL);
+  free(copy);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: onehost_check stress ITERS | big all|one ITERS | cross-bcast | cross-count | "
-            "cross-op | kill | bigkill\n");
+            "cross-op | kill | bigkill | bigrevoke\n");
     return 2;
   }
   zcoll_comm_t *comm;
@@ -243,6 +296,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (strcmp(argv[1], "stress") == 0)
     rc = stress(comm, argc > 2 ? atoi(argv[2]) : 200);
+  else if (strcmp(argv[1], "bigrevoke") == 0)
+    rc = bigrevoke(comm);
   else if (strcmp(argv[1], "big") == 0)
     rc = big(comm, argc > 2 ? argv[2] : "all", argc > 3 ? atoi(argv[3]) : 12);
   else

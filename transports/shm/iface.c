@@ -233,6 +233,7 @@ const struct zcoll_tl_ops zcoll__tl_shm = {
     .rkey_release = zcoll__shm_rkey_release,
     .rkey_ptr = zcoll__shm_rkey_ptr,
     .knock = zcoll__shm_knock,
+    .peer_gone = zcoll__shm_peer_gone,
     .put = zcoll__shm_put,
     .fetch_add = zcoll__shm_fetch_add,
     .poll = zcoll__shm_poll,

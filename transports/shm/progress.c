@@ -1,5 +1,7 @@
 /* progress.c -- shared-memory transport: puts, notifications, polling and sleeping. */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -49,6 +51,15 @@ static void wake(struct zcoll_ep *ep) {
 
 void zcoll__shm_knock(struct zcoll_ep *ep) {
   if (!ep->dead) wake(ep);
+}
+
+int zcoll__shm_peer_gone(struct zcoll_ep *ep) {
+  if (ep->dead) return 1;
+  if (ep->pidfd >= 0) { /* readable once the process has ended, zombie or not */
+    struct pollfd f = {.fd = ep->pidfd, .events = POLLIN};
+    return poll(&f, 1, 0) > 0;
+  }
+  return kill(ep->pid, 0) != 0 && errno == ESRCH; /* no pidfds: a zombie still counts */
 }
 
 /* Moves what the full ring held back into it, oldest first; 1 if anything moved. */

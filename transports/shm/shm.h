@@ -179,6 +179,7 @@ zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size
 void zcoll__shm_rkey_release(struct zcoll_tl_rkey *rkey);
 void *zcoll__shm_rkey_ptr(struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len);
 void zcoll__shm_knock(struct zcoll_ep *ep);
+int zcoll__shm_peer_gone(struct zcoll_ep *ep);
 zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                               struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                               uint64_t cookie);

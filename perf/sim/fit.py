@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from optimize import nelder_mead  # noqa: E402
 from perfdata import load_shm  # noqa: E402
 
 SIM, SHM, RXE, OUT = sys.argv[1:5]
@@ -50,36 +51,6 @@ def simulate(model, points, chunk, k=None):
     feed = "".join(f"{a} {p} {k or p} {b}\n" for p, a, b in points)
     out = subprocess.run(args + ["batch"], input=feed, capture_output=True, text=True, check=True)
     return [float(ln.split()[4]) for ln in out.stdout.splitlines()]
-
-
-def nelder_mead(f, x0, step=0.5, iters=400):
-    n = len(x0)
-    simplex = [np.array(x0, float)] + [np.array(x0, float) + step * np.eye(n)[i] for i in range(n)]
-    vals = [f(x) for x in simplex]
-    for _ in range(iters):
-        order = np.argsort(vals)
-        simplex, vals = [simplex[i] for i in order], [vals[i] for i in order]
-        if vals[-1] - vals[0] < 1e-6:
-            break
-        c = np.mean(simplex[:-1], axis=0)
-        xr = c + (c - simplex[-1])
-        fr = f(xr)
-        if fr < vals[0]:
-            xe = c + 2 * (c - simplex[-1])
-            fe = f(xe)
-            simplex[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            simplex[-1], vals[-1] = xr, fr
-        else:
-            xc = c + 0.5 * (simplex[-1] - c)
-            fc = f(xc)
-            if fc < vals[-1]:
-                simplex[-1], vals[-1] = xc, fc
-            else:
-                simplex = [simplex[0] + 0.5 * (s - simplex[0]) for s in simplex]
-                vals = [f(s) for s in simplex]
-    i = int(np.argmin(vals))
-    return simplex[i], vals[i]
 
 
 # ---- shm, this host -------------------------------------------------------------------

@@ -15,7 +15,8 @@
  * which the executor follows), -p "P list", -b MIN -e MAX -f FACTOR
  * (sizes in bytes, K/M/G), -o FILE (table: the winners as a ZCOLL_TUNING_FILE;
  * its size limits are grid points), -A "algorithm list" (default: every one the table has but
- * chain, which the selector keeps for non-commutative ops).
+ * chain, which the selector keeps for non-commutative ops). ALGO "onehost" is the
+ * mailbox exchange of a small call on one host (lib/core/onehost.h), not a schedule.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -65,8 +66,8 @@ static int parse_algos(const char *s, int *out, int max) {
   int n = 0;
   snprintf(buf, sizeof(buf), "%s", s);
   for (char *t = strtok(buf, " ,"); t && n < max; t = strtok(NULL, " ,")) {
-    int a = zcoll__algo_find(t);
-    if (a < 0) {
+    int a = zsim_algo_find(t);
+    if (a == -1) {
       fprintf(stderr, "zcoll_sim: unknown algorithm '%s'\n", t);
       exit(2);
     }
@@ -99,7 +100,7 @@ static void cmd_traffic(const struct opts *o) {
          "tree arity %d:\n# per host (its NIC's outgoing) / n, and per rank in bytes\n"
          "# %6s %6s",
          n, o->k, o->arity, "ranks", "hosts");
-  for (int a = 0; a < o->nalgo; a++) printf(" %10s", zcoll__algos[o->algos[a]]->name);
+  for (int a = 0; a < o->nalgo; a++) printf(" %10s", zsim_algo_name(o->algos[a]));
   printf("  | per rank, bytes\n");
   for (int pi = 0; pi < o->np; pi++) {
     int p = o->plist[pi], hosts = (p + o->k - 1) / o->k;
@@ -139,7 +140,7 @@ static void cmd_table(const struct opts *o, FILE *tune) {
   printf("# predicted allreduce of float32, k = %d ranks per host, chunk %zu, depth %d, "
          "tree arity %d\n# %6s %10s",
          o->k, o->chunk, o->depth, o->arity, "ranks", "bytes");
-  for (int a = 0; a < o->nalgo; a++) printf(" %12s", zcoll__algos[o->algos[a]]->name);
+  for (int a = 0; a < o->nalgo; a++) printf(" %12s", zsim_algo_name(o->algos[a]));
   printf("   (time us / busbw GB/s)  best\n");
   if (tune) tune_header(tune, o);
   for (int pi = 0; pi < o->np; pi++) {
@@ -155,7 +156,7 @@ static void cmd_table(const struct opts *o, FILE *tune) {
       }
       printf("  |");
       for (int a = 0; a < o->nalgo; a++) printf(" %7.3f", busbw(b, p, t[a]));
-      printf("  %s\n", zcoll__algos[o->algos[best]]->name);
+      printf("  %s\n", zsim_algo_name(o->algos[best]));
       fflush(stdout);
       if (nb < 64) winners[nb++] = o->algos[best];
     }
@@ -182,14 +183,14 @@ static void write_rules(FILE *f, const struct opts *o, int pi, const int *best, 
     if (i + 1 < nb && best[i + 1] != best[i]) {
       char s[32];
       fmt_size(b, s, sizeof(s));
-      fprintf(f, "%d %s %s %s\n", lo, top, s, zcoll__algos[best[i]]->name);
+      fprintf(f, "%d %s %s %s\n", lo, top, s, zsim_algo_name(best[i]));
     }
-  fprintf(f, "%d %s inf %s\n", lo, top, zcoll__algos[best[nb - 1]]->name);
+  fprintf(f, "%d %s inf %s\n", lo, top, zsim_algo_name(best[nb - 1]));
   fflush(f);
 }
 
 static void cmd_arity(const struct opts *o) {
-  int tree = zcoll__algo_find("tree");
+  int tree = zsim_algo_find("tree");
   for (int pi = 0; pi < o->np; pi++) {
     int p = o->plist[pi];
     printf("# tree allreduce on %d ranks (k = %d per host): time us per arity; best arity\n"
@@ -206,8 +207,8 @@ static void cmd_arity(const struct opts *o) {
         printf(" %8.1f", t);
         if (!best || t < bt) best = a, bt = t;
       }
-      printf("  %4d %.1f %.1f\n", best, run1(o, zcoll__algo_find("ring"), p, o->k, b, 4, NULL),
-             run1(o, zcoll__algo_find("rhd"), p, o->k, b, 4, NULL));
+      printf("  %4d %.1f %.1f\n", best, run1(o, zsim_algo_find("ring"), p, o->k, b, 4, NULL),
+             run1(o, zsim_algo_find("rhd"), p, o->k, b, 4, NULL));
       fflush(stdout);
     }
   }
@@ -219,8 +220,8 @@ static void cmd_batch(const struct opts *o) {
   double bytes;
   while (fgets(line, sizeof(line), stdin)) {
     if (sscanf(line, "%63s %d %d %lf", name, &p, &k, &bytes) != 4) continue;
-    int a = zcoll__algo_find(name);
-    if (a < 0) {
+    int a = zsim_algo_find(name);
+    if (a == -1) {
       fprintf(stderr, "zcoll_sim: unknown algorithm '%s'\n", name);
       exit(2);
     }
@@ -245,7 +246,7 @@ int main(int argc, char **argv) {
   zsim_model_default(&o.m);
   o.np = parse_list("2 4 8 16 64 256 1024 4096", o.plist, 64);
   for (int a = 0; a < zcoll__nalgos; a++)
-    if (strcmp(zcoll__algos[a]->name, "chain") != 0) o.algos[o.nalgo++] = a;
+    if (strcmp(zsim_algo_name(a), "chain") != 0) o.algos[o.nalgo++] = a;
   const char *tune_path = NULL;
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
@@ -292,8 +293,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "point")) {
     if (i + 3 >= argc) usage();
-    int a = zcoll__algo_find(argv[i + 1]);
-    if (a < 0) usage();
+    int a = zsim_algo_find(argv[i + 1]);
+    if (a == -1) usage();
     int p = atoi(argv[i + 2]);
     struct zsim_result res = run_job(&o, a, p, o.k, parse_size(argv[i + 3]), o.arity);
     /* the slowest and the mean rank (us); bytes put between, within hosts per rank */

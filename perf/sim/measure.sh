@@ -12,12 +12,28 @@
 # unbound, a p = 2 run sometimes put both ranks on one core while something else held
 # the other, and the rounds split into two modes 5-40x apart (see README, Validation).
 # p = 4, 8 outnumber the cores and run unbound, as mpirun runs them (bound to the socket).
-# Usage: perf/sim/measure.sh BUILD_DIR OUT_FILE [ROUNDS]
+# With "onehost" after ROUNDS: the one-host term's data instead (fit_onehost.py):
+# zcoll_perf's default path at 8..512 B -- the mailboxes (lib/core/onehost.h), which the
+# forced algorithms above never take -- at p = 2, 4, 8, timed and bound the same way,
+# under "## round R np P algo onehost" headers.
+# Usage: perf/sim/measure.sh BUILD_DIR OUT_FILE [ROUNDS [onehost]]
 set -euo pipefail
-build=$1 out=$2 rounds=${3:-7}
+build=$1 out=$2 rounds=${3:-7} what=${4:-schedules}
 cores=$(nproc)
 pin=(sh -c 'exec taskset -c "$ZCOLL_RANK" "$@"' pin)
 : >"$out"
+if [ "$what" = onehost ]; then
+  for round in $(seq 1 "$rounds"); do
+    for np in 2 4 8; do
+      bind=()
+      [ "$np" -le "$cores" ] && bind=("${pin[@]}")
+      echo "## round $round np $np algo onehost" >>"$out"
+      ZCOLL_TRANSPORT=shm "$build/zcoll_run" -np "$np" "${bind[@]}" "$build/zcoll_perf" \
+        -b 8 -e 512 -f 2 -n 200 -w 50 -z 1 -a 3 -c 0 2>&1 | grep -v '^#' >>"$out"
+    done
+  done
+  exit 0
+fi
 for round in $(seq 1 "$rounds"); do
   for np in 1 2 4 8; do
     bind=()

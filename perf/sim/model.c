@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algorithms/algorithms.h"
 #include "sim.h"
 
 /* Names carry their unit; inside, seconds and seconds per byte. */
@@ -23,6 +24,10 @@ static const struct {
     {"copy_ns_per_byte", offsetof(struct zsim_model, copy), 1e-9},
     {"recv_o_us", offsetof(struct zsim_model, o_recv), 1e-6},
     {"call_us", offsetof(struct zsim_model, call), 1e-6},
+    {"oh_o_us", offsetof(struct zsim_model, oh_o), 1e-6},
+    {"oh_alpha_us", offsetof(struct zsim_model, oh_alpha), 1e-6},
+    {"oh_recv_us", offsetof(struct zsim_model, oh_recv), 1e-6},
+    {"oh_ns_per_byte", offsetof(struct zsim_model, oh_beta), 1e-9},
     {"llc_mib", offsetof(struct zsim_model, llc), 1048576},
     {"mem_factor", offsetof(struct zsim_model, mem), 1},
     {"l2_kib", offsetof(struct zsim_model, l2), 1024},
@@ -41,6 +46,7 @@ void zsim_model_default(struct zsim_model *m) {
   m->gamma = 0.03e-9;
   m->copy = 0.05e-9;
   m->o_recv = 0.1e-6;
+  m->oh_o = m->oh_alpha = m->oh_recv = 0.1e-6;
   m->mem = 1;
   m->c2c = 1;
   m->sw = 1e-6;
@@ -94,4 +100,12 @@ void zsim_model_print(const struct zsim_model *m, const char *prefix) {
     printf("%s%s %.6g\n", prefix, keys[i].name,
            *(const double *)((const char *)m + keys[i].off) / keys[i].scale);
   printf("%scores %d\n", prefix, m->cores);
+}
+
+int zsim_algo_find(const char *name) {
+  return strcmp(name, "onehost") == 0 ? ZSIM_ONEHOST : zcoll__algo_find(name);
+}
+
+const char *zsim_algo_name(int algo) {
+  return algo == ZSIM_ONEHOST ? "onehost" : zcoll__algos[algo]->name;
 }

@@ -17,9 +17,15 @@ build=$(cd "${1:-$here/../../build}" && pwd)
 sim=$build/zcoll_sim
 res=$here/results
 mkdir -p "$res"
-if [[ "${2:-}" == --measure ]]; then "$here/measure.sh" "$build" "$here/data/shm-host.txt" 5; fi
+if [[ "${2:-}" == --measure ]]; then
+  "$here/measure.sh" "$build" "$here/data/shm-host.txt" 5
+  "$here/measure.sh" "$build" "$here/data/onehost-host.txt" 30 onehost
+fi
 /usr/bin/python3 "$here/fit.py" "$sim" "$here/data/shm-host.txt" "$here/data/rxe-guest.txt" \
   "$here" | tee "$res/fit.txt"
+# The mailboxes' terms on top of the host's (fit.py rewrote model-host.txt without them).
+/usr/bin/python3 "$here/fit_onehost.py" "$sim" "$here/model-host.txt" \
+  "$here/data/onehost-host.txt" --write >"$here/validation_onehost.txt"
 # The cluster keeps the host's CPU costs and cache terms (l2, llc, mem, c2c) but not its
 # oversubscription (one core per rank, share 1).
 cluster=(-m "$here/model-host.txt" -s cores=0 -s share=1)

@@ -200,5 +200,24 @@ int zsim_selftest(void) {
            r.time, lo);
   }
   printf("%d failure(s)\n", failures);
+  /* The one-host exchange: one publication, then every peer's box, in turn. One call's
+   * latency on one core per rank: oh_o + n copy (the box written) + oh_alpha (seen) +
+   * (p-1) (oh_recv + n (oh_beta + gamma)) (the boxes taken and reduced), and a rank puts
+   * its vector once per peer's worth of bytes. */
+  for (int p = 2; p <= 8; p *= 2) {
+    struct zsim_model oh;
+    memset(&oh, 0, sizeof(oh));
+    oh.oh_o = 1e-6, oh.oh_alpha = 2e-6, oh.oh_recv = 3e-6, oh.oh_beta = 1e-9;
+    oh.gamma = 2e-9, oh.copy = 4e-9, oh.call = 100e-6; /* call: the executor's, not paid */
+    oh.mem = oh.c2c = 1;
+    size_t bytes = 512;
+    struct zsim_job job = {ZSIM_ONEHOST, p, p, bytes / 4, 4, 65536, 8, 4};
+    struct zsim_result r;
+    memset(&r, 0, sizeof(r));
+    if (zsim_run(&oh, &job, &r)) failures++;
+    double want = 1e-6 + 512 * 4e-9 + 2e-6 + (p - 1) * (3e-6 + 512 * 3e-9);
+    snprintf(what, sizeof(what), "onehost p=%d, 512 B: one publication, p-1 boxes", p);
+    expect(close_to(r.time, want, 1e-9), what, r.time, want);
+  }
   return failures ? 1 : 0;
 }

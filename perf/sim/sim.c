@@ -7,79 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algorithms/algorithms.h"
-
-/* ---- one rank's program, compacted: a 4096-rank ring holds 33 M ops ------------------ */
-
-struct op {
-  uint8_t kind, acc_dst;
-  int peer; /* index into the rank's peers, -1 local */
-  uint32_t off, count, dep_first, ndeps;
-};
-
-struct rank {
-  int nops, npeers, remaining, host;
-  int n0, iter; /* ops per call; the call under way (back-to-back calls: job->iters) */
-  int paid;     /* calls whose own CPU cost (model call) is owed or spent */
-  double owed;  /* CPU work before the next piece: a call's own, a put's after-work */
-  double own;   /* the T_OWN task under way: its cost */
-  struct op *ops;
-  uint32_t *deps;
-  uint32_t *pos, *issued; /* as the executor's: progress of each op, in elements */
-  int *peer_rank;         /* peer j's rank */
-  int *rev;               /* our index in peer j's list */
-  int *list;              /* per peer: its sends, then its receives (op indices) */
-  int *send_cur, *send_end, *recv_cur, *recv_end;
-  int *credits, *unreturned;
-  int *done_cur;                 /* per peer: the oldest send whose puts are not all complete */
-  long long *arrived, *consumed; /* pieces on the incoming channel of peer j */
-  long long *seen;               /* arrivals the current step knows of (its poll's) */
-  int *credits_in;               /* credits returned since the current step's poll */
-  int *order;                    /* the order a step visits the peers in */
-  int local_cur;
-  int *local;
-  int nlocal;
-  /* The CPU: one task at a time (the executor is one thread). */
-  int busy;
-  /* Oversubscribed: on a core now (its turn), asleep (off the run queue), since when it
-   * holds the core and since when it has moved nothing. */
-  int oncore, asleep;
-  double turn_start, idle_since;
-  /* Where run_step is: peer step_j (npeers: the local copies), its receives (phase 0)
-   * or sends (1); step_moved: this step did something; step_j > npeers: over. */
-  int step_j, phase, step_moved;
-  int task_kind, task_j, task_op;
-  uint32_t task_a, task_b;
-  double sent, sent_net; /* bytes put to peers; of them, to other hosts */
-};
-
-enum { EV_CPU, EV_ARRIVE, EV_RX, EV_CREDIT, EV_PUT_DONE, EV_TURN };
-enum { T_RECV, T_SEND, T_LOCAL, T_OWN };
-
-struct ev {
-  double t;
-  long long seq;
-  int kind, rank, j, staged;
-  uint32_t a, b;
-};
-
-struct sim {
-  const struct zsim_model *m;
-  const struct zsim_job *job;
-  struct rank *r;
-  int nhosts;
-  double *tx_free, *rx_free; /* per host NIC */
-  int *cores_free;           /* per host */
-  int **runq;                /* per host: runnable ranks not on a core (FIFO ring of p) */
-  int *runq_head, *runq_n;
-  double *memf; /* per host: the per-byte CPU costs' factor (llc, mem) */
-  struct ev *heap;
-  long long nheap, capheap, seq, events, pieces;
-  double now;
-  uint32_t chunk;
-  int oversub;  /* some host has more ranks than cores */
-  uint64_t rng; /* oversubscribed: which runnable rank a free core takes */
-};
+#include "sim_int.h"
 
 static void push_staged(struct sim *S, double t, int kind, int rank, int j, uint32_t a, uint32_t b,
                         int staged_piece) {
@@ -121,80 +49,6 @@ static struct ev pop(struct sim *S) {
   return top;
 }
 
-/* ---- building ------------------------------------------------------------------------- */
-
-static int build_rank(struct sim *S, int rank, const struct zcoll__algo_params *ap) {
-  const struct zsim_job *job = S->job;
-  struct zcoll__sched s;
-  zcoll__sched_init(&s, rank, job->p, job->count, 0);
-  zcoll__algos[job->algo]->build(&s, ap);
-  if (zcoll__sched_finish(&s) != ZCOLL_OK) {
-    zcoll__sched_free(&s);
-    fprintf(stderr, "zcoll_sim: rank %d's schedule did not build\n", rank);
-    return -1;
-  }
-  struct rank *R = &S->r[rank];
-  /* Back-to-back blocking calls are the schedule N times over: copy c's ops are
-   * i + c n0, each channel's sends (and receives) in call order. */
-  int N = job->iters > 1 ? job->iters : 1, n0 = s.nops, n = N * n0, np = s.npeers;
-  R->nops = R->remaining = n;
-  R->n0 = n0 ? n0 : 1;
-  R->npeers = np;
-  R->host = rank / job->k;
-  R->ops = malloc(sizeof(*R->ops) * (size_t)(n + 1));
-  R->deps = malloc(sizeof(*R->deps) * (N * s.ndeps + 1));
-  R->pos = malloc(sizeof(uint32_t) * (size_t)(n + 1));
-  R->issued = malloc(sizeof(uint32_t) * (size_t)(n + 1));
-  R->list = malloc(sizeof(int) * (size_t)(n + 1));
-  R->local = malloc(sizeof(int) * (size_t)(N * s.nlocal + 1));
-  int *ints = calloc((size_t)(np + 1) * 11, sizeof(int));
-  long long *lls = calloc((size_t)(np + 1) * 3, sizeof(long long));
-  if (!R->ops || !R->deps || !R->pos || !R->issued || !R->list || !R->local || !ints || !lls)
-    abort();
-  R->peer_rank = ints, R->rev = ints + (np + 1), R->send_cur = ints + 2 * (np + 1);
-  R->send_end = ints + 3 * (np + 1), R->recv_cur = ints + 4 * (np + 1);
-  R->recv_end = ints + 5 * (np + 1), R->credits = ints + 6 * (np + 1);
-  R->unreturned = ints + 7 * (np + 1), R->done_cur = ints + 8 * (np + 1);
-  R->credits_in = ints + 9 * (np + 1), R->order = ints + 10 * (np + 1);
-  R->arrived = lls, R->consumed = lls + (np + 1), R->seen = lls + 2 * (np + 1);
-  R->step_j = np + 1; /* the first kick starts a step */
-  for (size_t d = 0; d < N * s.ndeps; d++)
-    R->deps[d] = s.deps[d % s.ndeps] + (uint32_t)(d / s.ndeps * n0);
-  for (int i = 0; i < n; i++) {
-    const struct zcoll__sop *o = &s.ops[i % n0];
-    int j = -1;
-    if (o->peer >= 0)
-      for (j = 0; s.peers[j] != o->peer; j++) continue;
-    if (o->off + o->count > UINT32_MAX) abort(); /* the model keeps elements in 32 bits */
-    R->ops[i] = (struct op){
-        o->kind,          o->acc == ZCOLL_BUF_DST, j,
-        (uint32_t)o->off, (uint32_t)o->count,      o->dep_first + (uint32_t)(i / n0 * s.ndeps),
-        o->ndeps};
-    R->pos[i] = R->issued[i] = (uint32_t)o->off;
-  }
-  for (int j = 0; j < np; j++) {
-    int first = N * s.peer_sends[j], nsend = s.peer_recvs[j] - s.peer_sends[j];
-    int nrecv = s.peer_sends[j + 1] - s.peer_recvs[j];
-    for (int c = 0; c < N; c++) {
-      for (int x = 0; x < nsend; x++)
-        R->list[first + c * nsend + x] = s.peer_ops[s.peer_sends[j] + x] + c * n0;
-      for (int x = 0; x < nrecv; x++)
-        R->list[first + N * nsend + c * nrecv + x] = s.peer_ops[s.peer_recvs[j] + x] + c * n0;
-    }
-    R->peer_rank[j] = s.peers[j];
-    R->send_cur[j] = R->done_cur[j] = first, R->send_end[j] = first + N * nsend;
-    R->recv_cur[j] = first + N * nsend, R->recv_end[j] = first + N * (nsend + nrecv);
-    R->credits[j] = job->depth;
-  }
-  /* The executor's order is the schedule's; the what-if reverses it. */
-  for (int j = 0; j < np; j++) R->order[j] = job->reverse ? np - 1 - j : j;
-  for (int c = 0; c < N; c++)
-    for (int x = 0; x < s.nlocal; x++) R->local[c * s.nlocal + x] = s.local_ops[x] + c * n0;
-  R->nlocal = N * s.nlocal;
-  zcoll__sched_free(&s);
-  return 0;
-}
-
 /* ---- the executor's rules ------------------------------------------------------------- */
 
 static int deps_ready(const struct rank *R, const struct op *o, uint32_t a, uint32_t b) {
@@ -231,8 +85,12 @@ static double task_cost(const struct sim *S, const struct rank *R, int rank) {
   const struct op *o = &R->ops[R->task_op];
   double n = bytes(S, R->task_a, R->task_b) * S->memf[R->host];
   switch (R->task_kind) {
-  case T_RECV: return m->o_recv + n * (o->kind == ZCOLL_SOP_RECV_REDUCE ? m->gamma : m->copy);
+  case T_RECV:
+    if (S->onehost) /* the box's lines, one by one from the writer's core, then reduced */
+      return m->oh_recv + bytes(S, R->task_a, R->task_b) * m->oh_beta + n * m->gamma;
+    return m->o_recv + n * (o->kind == ZCOLL_SOP_RECV_REDUCE ? m->gamma : m->copy);
   case T_SEND:
+    if (S->onehost) return m->oh_o + n * m->copy; /* into its box, once for every peer */
     if (same_host(S, rank, R->peer_rank[R->task_j])) return m->shm.o + n * m->shm.beta;
     return m->net.o + (staged(S, o) ? n * m->copy : 0); /* NIC bytes: not CPU's */
   case T_OWN: return R->own;
@@ -275,7 +133,8 @@ static int choose(struct sim *S, int rank) {
   struct rank *R = &S->r[rank];
   int np = R->npeers;
   if (R->step_j > np) new_step(R);
-  if (S->m->call > 0 && R->paid <= R->iter && R->remaining > 0) { /* a call begins */
+  /* (A one-host call's own cost is in its publication, oh_o: that path's entry is its own.) */
+  if (S->m->call > 0 && !S->onehost && R->paid <= R->iter && R->remaining > 0) {
     R->paid++;
     R->owed += S->m->call;
   }
@@ -285,6 +144,10 @@ static int choose(struct sim *S, int rank) {
     R->step_moved = 1;
     return 1;
   }
+  /* One-host: a call publishes first, whatever has come in already (onehost.c). */
+  if (S->onehost && np && R->published <= R->iter && R->remaining > 0 &&
+      try_piece(S, R, T_SEND, 0, R->list[R->send_cur[0]], R->issued))
+    return 1;
   for (;;) {
     for (; R->step_j < np; R->step_j++, R->phase = 0) {
       int j = R->order[R->step_j];
@@ -294,7 +157,7 @@ static int choose(struct sim *S, int rank) {
           return 1;
         R->phase = 1;
       }
-      if (R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
+      if (!S->onehost && R->send_cur[j] < R->send_end[j] && R->credits[j] > 0 &&
           try_piece(S, R, T_SEND, j, R->list[R->send_cur[j]], R->issued))
         return 1;
     }
@@ -428,6 +291,15 @@ static void cpu_done(struct sim *S, int rank) {
   } else if (R->task_kind == T_LOCAL) {
     R->pos[i] = b;
     if (b == end) R->local_cur++, finish_op(R);
+  } else if (S->onehost) { /* the box is out: every peer sees it */
+    R->published++;
+    for (int x = 0; x < R->npeers; x++) {
+      int s = R->list[R->send_cur[x]++];
+      R->issued[s] = R->pos[s] = R->ops[s].off + R->ops[s].count;
+      R->sent += bytes(S, R->ops[s].off, R->pos[s]);
+      finish_op(R);
+      push(S, S->now + S->m->oh_alpha, EV_ARRIVE, R->peer_rank[x], R->rev[x], 0, 0);
+    }
   } else {
     int q = R->peer_rank[j];
     R->issued[i] = b;
@@ -499,9 +371,17 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   S.m = m, S.job = job;
   S.rng = 0x2545F4914F6CDD1DULL;
   int p = job->p, k = job->k > 0 ? job->k : 1;
-  if (p < 1 || job->algo < 0 || job->algo >= zcoll__nalgos || job->depth < 1) return -1;
+  S.onehost = job->algo == ZSIM_ONEHOST;
+  if (p < 1 || (!S.onehost && (job->algo < 0 || job->algo >= zcoll__nalgos)) || job->depth < 1)
+    return -1;
   S.nhosts = (p + k - 1) / k;
-  S.chunk = (uint32_t)(job->slot_bytes / (size_t)job->dsize);
+  if (S.onehost && S.nhosts > 1) {
+    fprintf(stderr, "zcoll_sim: the one-host exchange needs every rank on one host\n");
+    return -1;
+  }
+  /* A box holds the whole vector: one piece. */
+  S.chunk = S.onehost ? (uint32_t)(job->count ? job->count : 1)
+                      : (uint32_t)(job->slot_bytes / (size_t)job->dsize);
   if (S.chunk == 0) S.chunk = 1;
   S.oversub = m->cores > 0 && (k < p ? k : p) > m->cores;
   int *host_of = malloc(sizeof(int) * (size_t)p);
@@ -525,7 +405,7 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   /* The hierarchical algorithm reads where the ranks run; the others ignore it. */
   struct zcoll__algo_params ap = {job->arity, host_of, S.nhosts};
   int rc = 0;
-  for (int r = 0; r < p && rc == 0; r++) rc = build_rank(&S, r, &ap);
+  for (int r = 0; r < p && rc == 0; r++) rc = zsim__build_rank(&S, r, &ap);
   free(host_of);
   /* Peer j of rank r, seen from that peer: which of its peers is r. */
   for (int r = 0; r < p && rc == 0; r++) {

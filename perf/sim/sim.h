@@ -41,6 +41,16 @@ struct zsim_model {
   double o_recv; /* receiver CPU per piece consumed */
   double call;   /* CPU per call besides its pieces: entering and leaving the library, the
                   * collective's descriptor and schedule lookup (a p = 1 call's time) */
+  /* The one-host allreduce through mailboxes (lib/core/onehost.h; job algo ZSIM_ONEHOST):
+   * a rank writes its vector once into its own box, every peer sees it an oh_alpha later
+   * and pays oh_recv to take the box's lines (and the reduction, gamma) -- no pieces, no
+   * credits, no put completions. */
+  double oh_o;     /* the call's own cost and the publication, besides copying the vector
+                    * into the box (the path skips the executor: `call` is not paid) */
+  double oh_alpha; /* from publication to a peer's look finding it */
+  double oh_recv;  /* a reader's per box: the call checked, its first line come over */
+  double oh_beta;  /* a reader's per byte of a box: the lines come over one by one from the
+                    * writer's cache (per line, not at a streaming rate) */
   /* The memory hierarchy: a host's ranks touch their inputs, results and the slots they
    * own, W bytes in all; the part of W beyond the last-level cache comes from memory, so
    * every per-byte CPU cost above (shm.beta, gamma, copy) is taken times
@@ -68,8 +78,11 @@ struct zsim_model {
                   * tenants); 0 or 1: none */
 };
 
+/* The one-host mailbox exchange, in zsim_job.algo (not a schedule of the table's). */
+#define ZSIM_ONEHOST (-2)
+
 struct zsim_job {
-  int algo;          /* index into zcoll__algos[] */
+  int algo;          /* index into zcoll__algos[], or ZSIM_ONEHOST */
   int p, k;          /* ranks, ranks per host */
   size_t count;      /* elements */
   int dsize;         /* bytes per element */
@@ -100,6 +113,10 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
 /* The bytes the job's schedules put between hosts and within them, all ranks: what the
  * library counts (zcoll_comm_stats), without simulating. 0 on success. */
 int zsim_traffic(const struct zsim_job *job, double *net, double *shm);
+
+/* An algorithm's index by name (the table's, or "onehost"), -1 if none; and its name. */
+int zsim_algo_find(const char *name);
+const char *zsim_algo_name(int algo);
 
 /* Parses "key=value" (the model file's keys, see sim.c); 0 on success. */
 int zsim_model_set(struct zsim_model *m, const char *kv);

@@ -196,10 +196,8 @@ zcoll_status_t zcoll__agree(zcoll_comm_t *comm) {
 /* Every rank on one host, a small vector: through the mailboxes (core/onehost.h), no
  * schedule. Only for blocking calls, which a rank makes one at a time, as the mailboxes'
  * reuse needs. */
-static zcoll_status_t onehost(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
-                              zcoll_dtype_t dtype, zcoll_op_t op) {
-  zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
-  if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+static zcoll_status_t onehost_run(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                  size_t count, zcoll_dtype_t dtype, zcoll_op_t op) {
   const struct zcoll__coll_desc d = {.kind = ZCOLL_COLL_ALLREDUCE,
                                      .dtype = (uint8_t)dtype,
                                      .op = (uint8_t)op,
@@ -208,6 +206,13 @@ static zcoll_status_t onehost(zcoll_comm_t *comm, const void *sendbuf, void *rec
                                      .count = count};
   return zcoll__execute(comm, &comm->oh->sched, &d, sendbuf == ZCOLL_IN_PLACE ? recvbuf : sendbuf,
                         recvbuf);
+}
+
+static zcoll_status_t onehost(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+                              zcoll_dtype_t dtype, zcoll_op_t op) {
+  zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
+  if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
+  return onehost_run(comm, sendbuf, recvbuf, count, dtype, op);
 }
 
 /* A large vector on one host: through the mailboxes if every rank's vectors lie in memory
@@ -219,7 +224,7 @@ static zcoll_status_t onehost_big(zcoll_comm_t *comm, const void *sendbuf, void 
   zcoll_status_t st = check_args(sendbuf, recvbuf, count, dtype, op);
   if (st != ZCOLL_OK) return zcoll__plan_failed(comm, st);
   uint64_t ordinal = comm->ordinal;
-  st = onehost(comm, sendbuf, recvbuf, count, dtype, op);
+  st = onehost_run(comm, sendbuf, recvbuf, count, dtype, op);
   if (st == ZCOLL_OK && comm->oh->fell_back) {
     comm->ordinal = ordinal; /* the schedule's run is this collective: it takes its number */
     *done = 0;

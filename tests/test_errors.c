@@ -172,6 +172,26 @@ Test(errors, bad_configuration) {
   cr_assert_eq(zcoll_config_set(cfg, "PIPELINE_DEPTH", "1"), ZCOLL_ERR_INVALID_ARG);
   cr_assert_eq(zcoll_config_set(cfg, "TRANSPORT", "carrier-pigeon"), ZCOLL_ERR_INVALID_ARG);
   cr_assert(strstr(zcoll_last_error(), "auto|shm|verbs|ucx|loopback"), "%s", zcoll_last_error());
+  /* The verbs settings (docs/configuration.md), refused by name before any device is
+   * looked at; each good value is taken. */
+  static const struct {
+    const char *name, *bad[3], *good;
+  } ib[] = {{"IB_HCA", {"mlx5_0:0", "^", "a b"}, "^=mlx5_0:1,mlx5_1"},
+            {"IB_GID_INDEX", {"-2", "256", "3x"}, "3"},
+            {"IB_TC", {"-2", "256", "ef"}, "106"},
+            {"IB_TIMEOUT", {"0", "32", "-1"}, "20"},
+            {"IB_RETRY_CNT", {"-1", "8", "7.5"}, "0"},
+            {"IB_QP_DEPTH", {"575", "1048577", "-1"}, "4096"}};
+  for (size_t i = 0; i < sizeof(ib) / sizeof(ib[0]); i++) {
+    for (int b = 0; b < 3; b++) {
+      cr_expect_eq(zcoll_config_set(cfg, ib[i].name, ib[i].bad[b]), ZCOLL_ERR_INVALID_ARG,
+                   "ZCOLL_%s=%s accepted", ib[i].name, ib[i].bad[b]);
+      cr_expect(strstr(zcoll_last_error(), ib[i].name) && strstr(zcoll_last_error(), ib[i].bad[b]),
+                "%s", zcoll_last_error());
+    }
+    cr_expect_eq(zcoll_config_set(cfg, ib[i].name, ib[i].good), ZCOLL_OK, "ZCOLL_%s=%s: %s",
+                 ib[i].name, ib[i].good, zcoll_last_error());
+  }
   cr_assert_eq(zcoll_config_set(cfg, "NO_SUCH_THING", "1"), ZCOLL_ERR_INVALID_ARG);
   cr_assert(strstr(zcoll_last_error(), "NO_SUCH_THING"));
   /* A rejected value leaves the field as it was. */

@@ -142,8 +142,103 @@ Test(verbs, bad_device_is_a_clear_error, .timeout = 120) {
   free(r.out);
 }
 
+/* The ZCOLL_IB_* settings as the queue pairs hold them (ibv_query_qp, logged at info once
+ * a connection is up): the traffic class, ack timeout and retry count asked for, the GID
+ * index chosen (1: rxe's IPv4-mapped entry), at least the default depth (a device may
+ * round it up: rxe gives 1023 for 576). */
+Test(verbs, ib_settings_reach_the_queue_pairs, .timeout = 300) {
+  need_rdma();
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "4096", NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=verbs",
+                       "ZCOLL_IB_TC=96",
+                       "ZCOLL_IB_TIMEOUT=14",
+                       "ZCOLL_IB_RETRY_CNT=5",
+                       "ZCOLL_IB_GID_INDEX=1",
+                       "ZCOLL_LOG=info",
+                       NULL};
+  struct sp_result r = sp_run(argv, env, 280);
+  cr_assert_eq(r.status, 0, "%s", r.out);
+  int qps = 0;
+  for (const char *l = strstr(r.out, "queue pair to rank"); l;
+       l = strstr(l + 1, "queue pair to rank")) {
+    int len = (int)strcspn(l, "\n"), sq = 0, rq = 0;
+    const char *want = "GID index 1, traffic class 96, ack timeout 14, retry count 5, ";
+    const char *at = strstr(l, want);
+    cr_expect(at && at < l + len &&
+                  sscanf(at + strlen(want), "%d send and %d receive", &sq, &rq) == 2 && sq >= 576 &&
+                  rq >= 576,
+              "%.*s\nwanted: %s, at least 576 send and receive work requests", len, l, want);
+    qps++;
+  }
+  cr_expect_eq(qps, 2, "a queue pair line per rank:\n%s", r.out);
+  free(r.out);
+}
+
+/* Sized from the device: a depth the device cannot give is refused naming its limit,
+ * never an ibv_create_qp errno. A depth past max_qp_wr where the device's limit is below
+ * ZCOLL_IB_QP_DEPTH's range (1048576); where it is not (rxe here takes 1048576), the
+ * largest depth, which the completion queue cannot hold (max_cqe). */
+Test(verbs, qp_depth_beyond_the_device, .timeout = 120) {
+  need_rdma();
+  int n = 0;
+  struct ibv_device **devs = ibv_get_device_list(&n);
+  cr_assert(devs && n > 0);
+  struct ibv_context *ctx = ibv_open_device(devs[0]);
+  struct ibv_device_attr a;
+  cr_assert(ctx && ibv_query_device(ctx, &a) == 0);
+  ibv_close_device(ctx);
+  ibv_free_device_list(devs);
+  int past = a.max_qp_wr < (1 << 20);
+  char depth[64], want[160];
+  snprintf(depth, sizeof(depth), "ZCOLL_IB_QP_DEPTH=%d", past ? a.max_qp_wr + 1 : 1 << 20);
+  if (past)
+    snprintf(want, sizeof(want),
+             "queue pairs of %d work requests (ZCOLL_IB_QP_DEPTH) are more "
+             "than rxe",
+             a.max_qp_wr + 1);
+  else
+    snprintf(want, sizeof(want), "(2 x %d work requests each), more than rxe", 1 << 20);
+  cr_log_info("max_qp_wr %d, max_cqe %d: %s\n", a.max_qp_wr, a.max_cqe, depth);
+  const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "64", NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=verbs", depth, NULL};
+  struct sp_result r = sp_run(argv, env, 100);
+  cr_assert_neq(r.status, 0, "%s", r.out);
+  cr_expect(strstr(r.out, want) && strstr(r.out, past ? "(max_qp_wr " : "(max_cqe "),
+            "wanted: %s\n%s", want, r.out);
+  cr_expect(strstr(r.out, "not supported by this build or machine"), "%s", r.out);
+  free(r.out);
+}
+
+/* ZCOLL_IB_HCA picks the port (NCCL's syntax): "^rxe0" leaves rxe1 to both ranks, "=rxe0:1"
+ * rxe0; a GID index without an IPv4-mapped GID (0: rxe's IPv6 link-local entry) is refused
+ * naming it, while RDMA CM needs IPv4. */
+Test(verbs, hca_list_and_gid_index_choose_the_port, .timeout = 300) {
+  need_rdma();
+  static const struct {
+    const char *hca, *gid, *uses;
+  } runs[] = {{"ZCOLL_IB_HCA=^rxe0", "ZCOLL_IB_GID_INDEX=-1", "uses rxe1 port 1"},
+              {"ZCOLL_IB_HCA==rxe0:1", "ZCOLL_IB_GID_INDEX=-1", "uses rxe0 port 1"},
+              {"ZCOLL_IB_HCA=", "ZCOLL_IB_GID_INDEX=0", NULL}};
+  for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+    const char *argv[] = {SP_BIN("zcoll_run"), "-np", "2", SP_PROG("allreduce_check"), "64", NULL};
+    const char *env[] = {"ZCOLL_TRANSPORT=verbs", runs[i].hca, runs[i].gid, "ZCOLL_LOG=info", NULL};
+    struct sp_result r = sp_run(argv, env, 280);
+    if (runs[i].uses) {
+      cr_expect_eq(r.status, 0, "%s: %s", runs[i].hca, r.out);
+      int n = 0;
+      for (const char *l = strstr(r.out, runs[i].uses); l; l = strstr(l + 1, runs[i].uses)) n++;
+      cr_expect_eq(n, 2, "%s: both ranks should say '%s'\n%s", runs[i].hca, runs[i].uses, r.out);
+    } else {
+      cr_expect_neq(r.status, 0, "%s", r.out);
+      cr_expect(strstr(r.out, "at GID index 0 (ZCOLL_IB_GID_INDEX)"), "%s", r.out);
+    }
+    free(r.out);
+  }
+}
+
 /* ZCOLL_IB_DEV's port is a whole number 1..255: anything else is refused by name before
- * any device is looked at (atoi took "1x" for port 1), so this needs no device. */
+ * any device is looked at (atoi took "1x" for port 1), so this needs no device. (The
+ * configuration refuses the same in ZCOLL_IB_HCA: tests/test_hca.c, test_errors.c.) */
 Test(verbs, bad_port_number_is_refused, .timeout = 60) {
   const char *bad[] = {"mlx5_0:1x", "mlx5_0:", "mlx5_0:0", "mlx5_0:256", "mlx5_0:-1", "rxe0:1.5"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -154,7 +249,9 @@ Test(verbs, bad_port_number_is_refused, .timeout = 60) {
     struct sockaddr_in ip;
     cr_expect_eq(zcoll__verbs_pick_device(&cfg, 0, name, sizeof(name), &port, &ip),
                  ZCOLL_ERR_INVALID_ARG, "%s was accepted", bad[i]);
-    cr_expect(strstr(zcoll_last_error(), "bad port number"), "%s: %s", bad[i], zcoll_last_error());
+    cr_expect(strstr(zcoll_last_error(), "ZCOLL_IB_DEV") &&
+                  strstr(zcoll_last_error(), "port must be a number 1..255"),
+              "%s: %s", bad[i], zcoll_last_error());
   }
 }
 

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "log.h"
+#include "hca.h"
 #include "hostport.h"
+#include "log.h"
 
 extern char **environ;
 
@@ -297,6 +298,60 @@ static int parse_chunk(const char *text, void *dst, size_t size, char *why, size
   return 0;
 }
 
+/* An integer in [lo, hi]; why names the range. */
+static int parse_range(const char *text, void *dst, long lo, long hi, char *why, size_t why_len) {
+  if (parse_int(text, dst, sizeof(int), why, why_len, NULL) || *(int *)dst < lo ||
+      *(int *)dst > hi) {
+    snprintf(why, why_len, "must be an integer from %ld to %ld", lo, hi);
+    return -1;
+  }
+  return 0;
+}
+
+static int parse_ib_hca(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                        const struct zcoll__config_names *nm) {
+  struct zcoll__hca_spec spec;
+  if (zcoll__hca_parse(text, &spec, why, why_len)) return -1;
+  return parse_string(text, dst, size, why, why_len, nm);
+}
+
+/* -1 in each: unset, the device's or RDMA CM's choice. */
+static int parse_gid_index(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                           const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  return parse_range(text, dst, -1, 255, why, why_len);
+}
+
+static int parse_ib_tc(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                       const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  return parse_range(text, dst, -1, 255, why, why_len);
+}
+
+/* Never 0: that disables retransmission, and one lost packet hangs the queue pair. */
+static int parse_ib_timeout(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                            const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  return parse_range(text, dst, 1, 31, why, why_len);
+}
+
+static int parse_ib_retry(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                          const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  return parse_range(text, dst, 0, 7, why, why_len);
+}
+
+static int parse_qp_depth(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                          const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  if (parse_range(text, dst, 0, 1 << 20, why, why_len)) return -1;
+  if (*(int *)dst != 0 && *(int *)dst < ZCOLL_IB_QP_DEPTH_MIN) {
+    snprintf(why, why_len, "must be 0 (automatic) or from %d to 1048576", ZCOLL_IB_QP_DEPTH_MIN);
+    return -1;
+  }
+  return 0;
+}
+
 #define F(name, deflt, doc, member, parser)                   \
   {                                                           \
     name, deflt, doc, offsetof(struct zcoll_config, member),  \
@@ -336,8 +391,22 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
       "(auto: per peer, shm to ranks on this host, else verbs where both ends have an RDMA "
       "device up, else ucx)",
       transport, parse_transport),
-    F("IB_DEV", "", "RDMA device as name[:port]; empty: the first active one", ib_dev,
-      parse_string),
+    F("IB_DEV", "", "RDMA device as name[:port]: the old name of ZCOLL_IB_HCA=\"=name[:port]\", "
+      "used when ZCOLL_IB_HCA is empty", ib_dev, parse_string),
+    F("IB_HCA", "", "RDMA devices and ports, as NCCL_IB_HCA: name[:port],... (a name is a "
+      "prefix), =name,... (exact names), ^name,... (all but these); empty: every device with "
+      "an active port. A host's ranks spread over the ports listed", ib_hca, parse_ib_hca),
+    F("IB_GID_INDEX", "-1", "GID index of the port (-1: the RoCE v2 entry of its IPv4-mapped "
+      "GID; an index chosen must hold an IPv4-mapped GID)", ib_gid_index, parse_gid_index),
+    F("IB_TC", "-1", "traffic class of the queue pairs (RoCE: the IP TOS byte; -1: RDMA CM's "
+      "default)", ib_tc, parse_ib_tc),
+    F("IB_TIMEOUT", "16", "local ack timeout, 1..31: a try waits 4.096 us * 2^t (16: 268 ms); "
+      "never 0, which turns retransmission off", ib_timeout, parse_ib_timeout),
+    F("IB_RETRY_CNT", "7", "retransmissions (0..7) before a send fails: with ZCOLL_IB_TIMEOUT, "
+      "how long a lost peer or link takes to show", ib_retry_cnt, parse_ib_retry),
+    F("IB_QP_DEPTH", "0", "work requests per queue pair and direction, 576..1048576 (a queue "
+      "pair holds the 256 writes in flight to a peer the executor allows, their credits and "
+      "flushes), checked against the device's max_qp_wr; 0: 576", ib_qp_depth, parse_qp_depth),
     F("ALGO", "auto", "allreduce algorithm: auto or one of the algorithms zcoll_info lists", algo,
       parse_algo),
     F("BCAST_ALGO", "auto", "broadcast algorithm: auto, chain (large vectors) or tree (small)",

@@ -11,10 +11,15 @@
 
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
+/* Work requests a verbs queue pair needs at least, per direction: the 256 writes in flight
+ * to one peer the executor allows (transport.h's put), as many credit returns, and
+ * flushes. */
+#define ZCOLL_IB_QP_DEPTH_MIN (2 * 256 + 64)
+
 /* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into the table of transports. */
 #define ZCOLL_TL_AUTO (-1)
 
-#define ZCOLL_CONFIG_NFIELDS 29
+#define ZCOLL_CONFIG_NFIELDS 35
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -29,7 +34,13 @@ struct zcoll_config {
   int require_key;   /* 1: no job key is an error */
   char job_id[128];  /* public: tells jobs sharing a port apart */
   int transport;     /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
-  char ib_dev[64];
+  char ib_dev[64];   /* the old name of ib_hca's single device (an alias) */
+  char ib_hca[256];  /* ZCOLL_IB_HCA: devices and ports (hca.h); "": ib_dev, else any */
+  int ib_gid_index;  /* -1: the RoCE v2 entry of the port's IPv4-mapped GID */
+  int ib_tc;         /* traffic class (RoCE: the IP TOS byte); -1: RDMA CM's default */
+  int ib_timeout;    /* the local ack timeout's exponent: 4.096 us * 2^t per try */
+  int ib_retry_cnt;  /* transport retries before a send fails */
+  int ib_qp_depth;   /* work requests per queue pair and direction; 0: ZCOLL_IB_QP_DEPTH_MIN */
   char algo[32];
   char bcast_algo[32];
   int tree_arity;

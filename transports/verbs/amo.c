@@ -20,8 +20,6 @@
 #include "base/log.h"
 #include "verbs.h"
 
-#define ACK_TIMEOUT 16 /* as ep.c's: never 0, which disables retransmission */
-
 static zcoll_status_t reply_buffer(struct zcoll_tl *tl) {
   if (tl->amo_mr) return ZCOLL_OK;
   if (posix_memalign((void **)&tl->amo_buf, 64, 64))
@@ -135,8 +133,8 @@ static zcoll_status_t self_connect(struct zcoll_tl *tl, struct ibv_qp *qp) {
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: self queue pair to RTR: %m");
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = ACK_TIMEOUT;
-  a.retry_cnt = 7;
+  a.timeout = (uint8_t)tl->cfg->ib_timeout; /* as ep.c's: never 0 (config.c) */
+  a.retry_cnt = (uint8_t)tl->cfg->ib_retry_cnt;
   a.rnr_retry = 7;
   a.sq_psn = 0;
   a.max_rd_atomic = 1;

@@ -11,8 +11,6 @@
 #include "base/clock.h"
 #include "verbs.h"
 
-#define ACK_TIMEOUT 16 /* 4.096 us * 2^16 = 268 ms per try, 7 tries: a dead peer in ~2 s */
-
 static zcoll_status_t create_qp(struct zcoll_tl *tl, struct zcoll_ep *ep, struct rdma_cm_id *id) {
   if (id->verbs != tl->ctx)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
@@ -40,11 +38,28 @@ static zcoll_status_t create_qp(struct zcoll_tl *tl, struct zcoll_ep *ep, struct
   ep->id = id;
   ep->qp = id->qp;
   id->context = ep;
-  uint8_t t = ACK_TIMEOUT;
-  /* Never 0: that disables retransmission, and one lost packet would hang forever. */
+  /* ZCOLL_IB_TIMEOUT: 16 (268 ms a try, 7 tries: a dead peer in ~2 s); never 0 (config.c),
+   * which turns retransmission off and hangs on one lost packet. */
+  uint8_t t = (uint8_t)tl->cfg->ib_timeout;
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)))
-    zcoll_log_debug("verbs: cannot set the ack timeout for rank %d: %m", ep->peer);
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "verbs: cannot set the ack timeout (ZCOLL_IB_TIMEOUT=%d) for rank %d: %m",
+                       tl->cfg->ib_timeout, ep->peer);
   return zcoll__verbs_post_recvs(ep, (uint32_t)tl->rq_depth);
+}
+
+/* What the queue pair got (info): where the ZCOLL_IB_* settings show on a live QP. */
+static void log_qp(const struct zcoll_tl *tl, const struct zcoll_ep *ep) {
+  struct ibv_qp_attr a;
+  struct ibv_qp_init_attr ia;
+  if (ZCOLL_LOG_INFO > zcoll__log_level ||
+      ibv_query_qp(ep->qp, &a, IBV_QP_AV | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_CAP, &ia))
+    return;
+  zcoll_log_info("verbs: queue pair to rank %d on %s port %u: GID index %u, traffic class %u, "
+                 "ack timeout %u, retry count %u, %u send and %u receive work requests",
+                 ep->peer, tl->dev_name, tl->port, a.ah_attr.grh.sgid_index,
+                 a.ah_attr.grh.traffic_class, a.timeout, a.retry_cnt, ia.cap.max_send_wr,
+                 ia.cap.max_recv_wr);
 }
 
 /* One atomic in flight each way where the communicator asks for atomics: with a responder
@@ -55,7 +70,7 @@ static struct rdma_conn_param conn_param(const struct zcoll_tl *tl,
                               .private_data_len = sizeof(*pd),
                               .responder_resources = tl->atomics ? 1 : 0,
                               .initiator_depth = tl->atomics ? 1 : 0,
-                              .retry_count = 7,
+                              .retry_count = (uint8_t)tl->cfg->ib_retry_cnt,
                               .rnr_retry_count = 7}; /* 7: retry forever if out of receives */
   return p;
 }
@@ -72,10 +87,13 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
                                   int *done, struct rdma_cm_id **rejected) {
   struct zcoll_ep *ep = e->event == RDMA_CM_EVENT_CONNECT_REQUEST ? NULL : e->id->context;
   switch (e->event) {
-  case RDMA_CM_EVENT_ADDR_RESOLVED:
+  case RDMA_CM_EVENT_ADDR_RESOLVED: {
+    zcoll_status_t st = zcoll__verbs_set_tos(tl, e->id);
+    if (st != ZCOLL_OK) return st;
     if (rdma_resolve_route(e->id, 5000))
       return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: route to rank %d: %m", ep->peer);
     return ZCOLL_OK;
+  }
   case RDMA_CM_EVENT_ROUTE_RESOLVED: {
     zcoll_status_t st = create_qp(tl, ep, e->id);
     if (st != ZCOLL_OK) return st;
@@ -111,6 +129,7 @@ static zcoll_status_t setup_event(struct zcoll_tl *tl, struct rdma_cm_event *e,
   case RDMA_CM_EVENT_ESTABLISHED:
     if (!ep->established) (*done)++;
     ep->established = 1;
+    log_qp(tl, ep);
     return ZCOLL_OK;
   default:
     return zcoll__fail(e->event == RDMA_CM_EVENT_REJECTED ? ZCOLL_ERR_PEER_FAILED
@@ -130,10 +149,22 @@ zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks
   if (tl->neps)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: connect may be called once per instance");
   /* Every piece, credit and flush write of a channel fits: the executor keeps at most
-   * PIPELINE_DEPTH (<= 256) pieces in flight per peer. */
-  tl->sq_depth = 2 * 256 + 64;
-  tl->rq_depth = 2 * 256 + 64;
-  tl->cq_size = (n ? n : 1) * (tl->sq_depth + tl->rq_depth) + 16;
+   * PIPELINE_DEPTH (<= 256) pieces in flight per peer. Sized within what the device takes,
+   * or refused naming the limit -- never a bare errno from ibv_create_*. */
+  tl->sq_depth = tl->rq_depth = tl->cfg->ib_qp_depth ? tl->cfg->ib_qp_depth : ZCOLL_IB_QP_DEPTH_MIN;
+  if (tl->sq_depth > tl->dev.max_qp_wr)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "verbs: queue pairs of %d work requests (ZCOLL_IB_QP_DEPTH%s) are more than "
+                       "%s allows (max_qp_wr %d)",
+                       tl->sq_depth, tl->cfg->ib_qp_depth ? "" : " automatic", tl->dev_name,
+                       tl->dev.max_qp_wr);
+  long cqe = (long)(n ? n : 1) * (tl->sq_depth + tl->rq_depth) + 16;
+  if (cqe > tl->dev.max_cqe)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "verbs: %d peers need a completion queue of %ld entries (2 x %d work "
+                       "requests each), more than %s allows (max_cqe %d)",
+                       n, cqe, tl->sq_depth, tl->dev_name, tl->dev.max_cqe);
+  tl->cq_size = (int)cqe;
   if (!(tl->cq = ibv_create_cq(tl->ctx, tl->cq_size, NULL, tl->comp_ch, 0)))
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot create a completion queue of %d: %m",
                        tl->cq_size);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/config.h"
+#include "base/hca.h"
 #include "base/log.h"
 #include "base/node.h"
 #include "verbs.h"
@@ -23,11 +24,12 @@
  * the address of the port's network device (IPoIB). *gid is the GID index RDMA CM will
  * use for it -- the RoCE v2 entry where v1 has the same address, as RDMA CM's default
  * mode is v2 -- with its type, or -1 for IPoIB, where RDMA CM takes the port's GID. */
-static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out, int *gid,
+static int port_ipv4(const char *dev, uint8_t port, int want_gid, struct sockaddr_in *out, int *gid,
                      char *gid_type, size_t type_len) {
   char path[256], line[128];
   *gid = -1;
-  for (int i = 0; i < 32; i++) {
+  /* ZCOLL_IB_GID_INDEX: that entry or none (RDMA CM binds the address it holds). */
+  for (int i = want_gid >= 0 ? want_gid : 0; i < (want_gid >= 0 ? want_gid + 1 : 32); i++) {
     snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gids/%d", dev, port, i);
     FILE *f = fopen(path, "r");
     if (!f) break;
@@ -53,6 +55,7 @@ static int port_ipv4(const char *dev, uint8_t port, struct sockaddr_in *out, int
     if (!strcmp(type, "RoCE v2")) break;
   }
   if (*gid >= 0) return 0;
+  if (want_gid >= 0) return -1; /* a GID index is a RoCE choice: no IPoIB fallback */
   snprintf(gid_type, type_len, "IPoIB");
   snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net", dev);
   DIR *dir = opendir(path);
@@ -80,9 +83,9 @@ struct candidate {
   struct sockaddr_in ip;
 };
 
-/* Active ports with an IPv4 address, of the named device or of every device. */
-static int list_candidates(const char *want, int want_port, struct candidate *out, int max,
-                           char *names, size_t names_len) {
+/* Active ports with an IPv4 address, of the devices the list lets in. */
+static int list_candidates(const struct zcoll__hca_spec *spec, int want_gid, struct candidate *out,
+                           int max, char *names, size_t names_len) {
   int ndev = 0, n = 0;
   struct ibv_device **devs = ibv_get_device_list(&ndev);
   names[0] = '\0';
@@ -90,20 +93,19 @@ static int list_candidates(const char *want, int want_port, struct candidate *ou
     const char *name = ibv_get_device_name(devs[i]);
     size_t off = strlen(names);
     snprintf(names + off, names_len - off, "%s%s", off ? ", " : "", name);
-    if (want[0] && strcmp(want, name) != 0) continue;
     struct ibv_context *ctx = ibv_open_device(devs[i]);
     struct ibv_device_attr attr;
     if (!ctx) continue;
     if (ibv_query_device(ctx, &attr) == 0) {
       for (uint8_t p = 1; p <= attr.phys_port_cnt && n < max; p++) {
         struct ibv_port_attr pa;
-        if (want_port && p != want_port) continue;
+        if (!zcoll__hca_match(spec, name, p)) continue;
         if (ibv_query_port(ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE) continue;
         struct candidate c = {"", p, {0}};
         snprintf(c.name, sizeof(c.name), "%s", name);
         int gid;
         char type[32];
-        if (port_ipv4(name, p, &c.ip, &gid, type, sizeof(type)) == 0) out[n++] = c;
+        if (port_ipv4(name, p, want_gid, &c.ip, &gid, type, sizeof(type)) == 0) out[n++] = c;
       }
     }
     ibv_close_device(ctx);
@@ -112,31 +114,44 @@ static int list_candidates(const char *want, int want_port, struct candidate *ou
   return n;
 }
 
+/* The list in force: ZCOLL_IB_HCA, else ZCOLL_IB_DEV's one exact name, else every device;
+ * *var names the variable for messages. */
+static zcoll_status_t hca_spec(const zcoll_config_t *cfg, struct zcoll__hca_spec *spec,
+                               const char **var, const char **text) {
+  char why[160] = "", dev[80];
+  *var = cfg->ib_hca[0] ? "ZCOLL_IB_HCA" : "ZCOLL_IB_DEV";
+  *text = cfg->ib_hca[0] ? cfg->ib_hca : cfg->ib_dev;
+  snprintf(dev, sizeof(dev), "=%s", cfg->ib_dev);
+  if (zcoll__hca_parse(cfg->ib_hca[0]   ? cfg->ib_hca
+                       : cfg->ib_dev[0] ? dev
+                                        : "",
+                       spec, why, sizeof(why)))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s=%s: %s", *var, *text, why);
+  return ZCOLL_OK;
+}
+
 zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,
                                         size_t name_len, uint8_t *port, struct sockaddr_in *ip) {
-  char want[64] = "", names[512];
-  int want_port = 0;
-  snprintf(want, sizeof(want), "%s", cfg->ib_dev);
-  char *colon = strchr(want, ':');
-  if (colon) {
-    *colon = '\0';
-    char *end;
-    long pnum = strtol(colon + 1, &end, 10); /* atoi took "1x" for 1 */
-    if (end == colon + 1 || *end || pnum < 1 || pnum > 255)
-      return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_IB_DEV=%s: bad port number", cfg->ib_dev);
-    want_port = (int)pnum;
-  }
+  char names[512];
+  struct zcoll__hca_spec spec;
+  const char *var, *text;
+  zcoll_status_t st = hca_spec(cfg, &spec, &var, &text);
+  if (st != ZCOLL_OK) return st;
   struct candidate c[32];
-  int n = list_candidates(want, want_port, c, 32, names, sizeof(names));
+  int n = list_candidates(&spec, cfg->ib_gid_index, c, 32, names, sizeof(names));
   if (n == 0) {
-    if (want[0])
+    char gid[64] = "";
+    if (cfg->ib_gid_index >= 0)
+      snprintf(gid, sizeof(gid), " at GID index %d (ZCOLL_IB_GID_INDEX)", cfg->ib_gid_index);
+    if (text[0])
       return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                         "ZCOLL_IB_DEV=%s: no such RDMA device with an active port and an IPv4 "
-                         "address (devices here: %s)",
-                         cfg->ib_dev, names[0] ? names : "none");
+                         "%s=%s: no such RDMA device with an active port and an IPv4 "
+                         "address%s (devices here: %s)",
+                         var, text, gid, names[0] ? names : "none");
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "no RDMA device with an active port and an IPv4 address (devices here: %s)",
-                       names[0] ? names : "none");
+                       "no RDMA device with an active port and an IPv4 address%s (devices here: "
+                       "%s)",
+                       gid, names[0] ? names : "none");
   }
   /* Spread the ranks of a node over its devices, as MPI libraries do. A process that is
    * no rank yet (zcoll_info -d: rank -1) is shown what the first rank would take. */
@@ -181,7 +196,8 @@ static const char *port_state(enum ibv_port_state st) {
 /* One entry per port of every device: what ibv_devinfo shows that matters to zcoll, the
  * GID index RDMA CM will use (port_ipv4), and which port this rank takes (pick_device). */
 static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, const char *name,
-                          uint8_t p, const char *mine, uint8_t mine_port) {
+                          uint8_t p, const char *mine, uint8_t mine_port, int cfg_gid,
+                          const char *unlisted) {
   struct ibv_port_attr pa;
   snprintf(d->what, sizeof(d->what), "%s port %u", name, p);
   if (ibv_query_port(ctx, p, &pa)) {
@@ -192,7 +208,7 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, 
   struct sockaddr_in ip;
   int gid;
   char type[32], ipstr[INET_ADDRSTRLEN] = "", gids[96];
-  int has_ip = port_ipv4(name, p, &ip, &gid, type, sizeof(type)) == 0;
+  int has_ip = port_ipv4(name, p, cfg_gid, &ip, &gid, type, sizeof(type)) == 0;
   if (has_ip) inet_ntop(AF_INET, &ip.sin_addr, ipstr, sizeof(ipstr));
   if (gid >= 0)
     snprintf(gids, sizeof(gids), "GID index %d (%s, %s)", gid, type, ipstr);
@@ -201,14 +217,20 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, 
   else
     snprintf(gids, sizeof(gids), "no GID with an IPv4 address");
   int active = pa.state == IBV_PORT_ACTIVE;
-  d->ok = active && has_ip;
+  d->ok = active && has_ip && !unlisted;
+  char why[96] = "";
+  if (!strcmp(name, mine) && p == mine_port)
+    snprintf(why, sizeof(why), "; zcoll uses this port");
+  else if (!active)
+    snprintf(why, sizeof(why), "; not usable: not ACTIVE");
+  else if (!has_ip)
+    snprintf(why, sizeof(why), "; not usable: RDMA CM needs an IPv4 address%s",
+             cfg_gid >= 0 ? " at ZCOLL_IB_GID_INDEX" : "");
+  else if (unlisted)
+    snprintf(why, sizeof(why), "; not used: not in %s", unlisted);
   snprintf(d->detail, sizeof(d->detail), "%s, %s, MTU %d, %.4g Gb/s, %s%s", port_state(pa.state),
            pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
-           128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), gids,
-           !strcmp(name, mine) && p == mine_port ? "; zcoll uses this port"
-           : !active                             ? "; not usable: not ACTIVE"
-           : !has_ip                             ? "; not usable: RDMA CM needs an IPv4 address"
-                                                 : "");
+           128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), gids, why);
 }
 
 static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
@@ -217,6 +239,9 @@ static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *o
   struct sockaddr_in ip;
   if (zcoll__verbs_pick_device(cfg, cfg->rank, mine, sizeof(mine), &mine_port, &ip) != ZCOLL_OK)
     mine[0] = '\0';
+  struct zcoll__hca_spec spec;
+  const char *var = NULL, *text = "";
+  if (hca_spec(cfg, &spec, &var, &text) != ZCOLL_OK) spec.n = 0;
   int ndev = 0, n = 0;
   struct ibv_device **devs = ibv_get_device_list(&ndev);
   if (!devs || ndev == 0) {
@@ -248,7 +273,9 @@ static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *o
       n++;
     } else {
       for (uint8_t p = 1; p <= attr.phys_port_cnt; p++, n++)
-        if (n < max) describe_port(&out[n], ctx, name, p, mine, mine_port);
+        if (n < max)
+          describe_port(&out[n], ctx, name, p, mine, mine_port, cfg->ib_gid_index,
+                        zcoll__hca_match(&spec, name, p) ? NULL : var);
     }
     if (ctx) ibv_close_device(ctx);
   }
@@ -275,6 +302,15 @@ static zcoll_status_t verbs_probe(const zcoll_config_t *cfg, char *why, size_t w
   zcoll_status_t st = zcoll__verbs_pick_device(cfg, cfg->rank, name, sizeof(name), &port, &ip);
   if (st != ZCOLL_OK) snprintf(why, why_len, "%s", zcoll__last_error());
   return st;
+}
+
+zcoll_status_t zcoll__verbs_set_tos(struct zcoll_tl *tl, struct rdma_cm_id *id) {
+  if (tl->cfg->ib_tc < 0) return ZCOLL_OK;
+  uint8_t tos = (uint8_t)tl->cfg->ib_tc;
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ZCOLL_IB_TC=%d on %s: %m", tl->cfg->ib_tc,
+                       tl->dev_name);
+  return ZCOLL_OK;
 }
 
 static void verbs_close(struct zcoll_tl *tl) {
@@ -319,6 +355,7 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rdma_create_id: %m");
     goto fail;
   }
+  if ((st = zcoll__verbs_set_tos(tl, tl->listen_id)) != ZCOLL_OK) goto fail;
   struct sockaddr_in any = tl->ip;
   any.sin_port = 0;
   if (rdma_bind_addr(tl->listen_id, (struct sockaddr *)&any) || rdma_listen(tl->listen_id, 128)) {
@@ -338,9 +375,12 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
                      tl->dev_name);
     goto fail;
   }
-  struct ibv_device_attr da;
-  tl->atomics = p->cfg->atomics && ibv_query_device(tl->ctx, &da) == 0 &&
-                da.atomic_cap != IBV_ATOMIC_NONE && da.max_qp_rd_atom > 0;
+  if (ibv_query_device(tl->ctx, &tl->dev)) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_query_device(%s): %m", tl->dev_name);
+    goto fail;
+  }
+  tl->atomics = p->cfg->atomics && tl->dev.atomic_cap != IBV_ATOMIC_NONE &&
+                tl->dev.max_qp_rd_atom > 0;
   /* One descriptor to sleep on: completions, asynchronous device events, CM events. */
   tl->epfd = epoll_create1(EPOLL_CLOEXEC);
   int fds[3] = {tl->comp_ch->fd, tl->ctx->async_fd, tl->cm_ch->fd};

@@ -47,7 +47,8 @@ struct zcoll_tl {
   uint64_t nonce;
   struct rdma_event_channel *cm_ch;
   struct rdma_cm_id *listen_id;
-  struct ibv_context *ctx; /* the listener's device */
+  struct ibv_context *ctx;    /* the listener's device */
+  struct ibv_device_attr dev; /* its limits (ibv_query_device): queues are sized within them */
   struct ibv_pd *pd;
   struct ibv_comp_channel *comp_ch;
   struct ibv_cq *cq;
@@ -141,6 +142,10 @@ zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev,
 int zcoll__verbs_event_fd(struct zcoll_tl *tl);
 void zcoll__verbs_quiesce(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl);
+
+/* ZCOLL_IB_TC on a connection (or the listener, whose requests inherit it): before its
+ * route is resolved. */
+zcoll_status_t zcoll__verbs_set_tos(struct zcoll_tl *tl, struct rdma_cm_id *id);
 
 /* Device choice (iface.c): the RDMA device and port to use, and its IPv4 address. */
 zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,

@@ -33,10 +33,10 @@ static inline struct sp_async sp_start_fsize(const char *const *argv, const char
   return a;
 }
 
-/* argv: the program each rank runs, with its arguments; fsize (NULL: none) each rank's
- * RLIMIT_FSIZE. */
-static inline void run_job_limited(const char *transport, int np, const char *const *argv,
-                                   const unsigned long long *fsize, struct job_result *res) {
+/* Starts the ranks of argv (each rank's RLIMIT_FSIZE fsize[r], NULL: none) into jobs;
+ * returns when they started. */
+static inline double job_start(const char *transport, int np, const char *const *argv,
+                               const unsigned long long *fsize, struct sp_async *jobs) {
   int lfd = socket(AF_INET, SOCK_STREAM, 0); /* inherited by rank 0 */
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t alen = sizeof(a);
@@ -46,7 +46,6 @@ static inline void run_job_limited(const char *transport, int np, const char *co
   snprintf(root, sizeof(root), "ZCOLL_ROOT=127.0.0.1:%d", ntohs(a.sin_port));
   snprintf(size, sizeof(size), "ZCOLL_SIZE=%d", np);
   snprintf(fd, sizeof(fd), "ZCOLL_ROOT_FD=%d", lfd);
-  struct sp_async jobs[16];
   double t0 = sp_now();
   for (int r = 0; r < np; r++) {
     char rank[32];
@@ -58,6 +57,10 @@ static inline void run_job_limited(const char *transport, int np, const char *co
     jobs[r] = sp_start_fsize(argv, env, fsize ? fsize[r] : 0);
   }
   close(lfd);
+  return t0;
+}
+
+static inline void job_finish(int np, struct sp_async *jobs, double t0, struct job_result *res) {
   for (int r = 0; r < np; r++) {
     struct sp_result x = sp_finish(&jobs[r], 90);
     res->status[r] = x.status;
@@ -65,6 +68,15 @@ static inline void run_job_limited(const char *transport, int np, const char *co
     free(x.out);
   }
   res->seconds = sp_now() - t0;
+}
+
+/* argv: the program each rank runs, with its arguments; fsize (NULL: none) each rank's
+ * RLIMIT_FSIZE. */
+static inline void run_job_limited(const char *transport, int np, const char *const *argv,
+                                   const unsigned long long *fsize, struct job_result *res) {
+  struct sp_async jobs[16];
+  double t0 = job_start(transport, np, argv, fsize, jobs);
+  job_finish(np, jobs, t0, res);
 }
 
 static inline void run_job_argv(const char *transport, int np, const char *const *argv,

@@ -90,6 +90,33 @@ rxe_net_up() {
   export ZCOLL_RXE_DEVS ZCOLL_RXE_ADDRS ZCOLL_RXE_NETDEVS
 }
 
+# rxe_net_relink: after a test took a link of the pair down and up again
+# (tests/test_verbs.c), puts back what the kernel flushed with it -- the routes of table
+# $ZR_TABLE and the static neighbours -- and the rxe devices themselves: on 6.1 an rxe
+# device whose link went down under live queue pairs connects nothing afterwards (RDMA CM
+# times out), so both are made anew. Waits until both ports are ACTIVE with their IPv4
+# GIDs again; 0 when they are.
+rxe_net_relink() {
+  local mac0 mac1 i s0 s1
+  for i in 1 0; do rdma link delete "${ZR_DEVS[i]}" 2>/dev/null || true; done
+  read -r mac0 <"/sys/class/net/${ZR_NETDEVS[0]}/address"
+  read -r mac1 <"/sys/class/net/${ZR_NETDEVS[1]}/address"
+  printf '%s\n' "link set ${ZR_NETDEVS[0]} up" "link set ${ZR_NETDEVS[1]} up" \
+    "route replace ${ZR_ADDRS[1]} dev ${ZR_NETDEVS[0]} src ${ZR_ADDRS[0]} table $ZR_TABLE" \
+    "route replace ${ZR_ADDRS[0]} dev ${ZR_NETDEVS[1]} src ${ZR_ADDRS[1]} table $ZR_TABLE" \
+    "neigh replace ${ZR_ADDRS[1]} dev ${ZR_NETDEVS[0]} lladdr $mac1 nud permanent" \
+    "neigh replace ${ZR_ADDRS[0]} dev ${ZR_NETDEVS[1]} lladdr $mac0 nud permanent" |
+    ip -batch -
+  for i in 0 1; do rdma link add "${ZR_DEVS[i]}" type rxe netdev "${ZR_NETDEVS[i]}" || return 1; done
+  for ((i = 0; i < 200; i++)); do
+    read -r s0 <"/sys/class/infiniband/${ZR_DEVS[0]}/ports/1/state"
+    read -r s1 <"/sys/class/infiniband/${ZR_DEVS[1]}/ports/1/state"
+    [[ $s0 == *ACTIVE* && $s1 == *ACTIVE* ]] && rxe_gids_ready 2 && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 rxe_gids_ready() {
   local i g
   for ((i = 0; i < $1; i++)); do

@@ -4,7 +4,9 @@
  *
  *   fail_peer VICTIM MODE MS    MODE: signal (killed by SIGALRM after MS ms, most
  *                               likely inside a collective), exit (_exit(3) between
- *                               collectives), abort (zcoll_comm_abort)
+ *                               collectives), abort (zcoll_comm_abort); VICTIM -1: no
+ *                               rank fails, the stream runs until something else ends
+ *                               it (a link taken down: tests/test_verbs.c)
  * Survivors print "survivor R: <status> after S s: <message>" and exit 0 when they
  * saw PEER_FAILED; anything else exits 1.
  */

@@ -241,8 +241,10 @@ zcoll_status_t zcoll__verbs_cm_events(struct zcoll_tl *tl) {
     if (e->event == RDMA_CM_EVENT_DISCONNECTED || e->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
       if (ep && ep != (void *)tl) ep->failed = 1;
       if (!tl->failed)
-        tl->failed = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: %s from rank %d",
-                                 rdma_event_str(e->event), ep && ep != (void *)tl ? ep->peer : -1);
+        tl->failed = zcoll__fail(
+            e->event == RDMA_CM_EVENT_DISCONNECTED ? ZCOLL_ERR_PEER_FAILED : ZCOLL_ERR_TRANSPORT,
+            "verbs: %s from rank %d on %s port %u", rdma_event_str(e->event),
+            ep && ep != (void *)tl ? ep->peer : -1, tl->dev_name, (unsigned)tl->port);
     } else if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
       rdma_reject(e->id, NULL, 0); /* setup is over: nobody else may join */
       struct rdma_cm_id *id = e->id;

@@ -2,9 +2,11 @@
  * receives for the immediates, and the events that poll() hands to the executor. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config.h"
 #include "base/log.h"
 #include "base/clock.h"
 #include "verbs.h"
@@ -12,14 +14,27 @@
 #define WR_RECV (1ull << 63)
 #define CHECK_EVENTS_EVERY 256
 
+/* A failed completion is the fabric's news, not a peer's death: TRANSPORT, naming where.
+ * A peer known dead (the job's rendezvous saw it go, RDMA CM's disconnect) is PEER_FAILED
+ * elsewhere -- and the executor reports that cause, not this echo, when it comes within a
+ * moment (exec_wait.c). */
 zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s) {
+  return s == IBV_WC_SUCCESS ? ZCOLL_OK : ZCOLL_ERR_TRANSPORT;
+}
+
+/* What a failed completion's status most likely means, for the message. */
+static const char *wc_hint(const struct zcoll_tl *tl, enum ibv_wc_status s, char *buf, size_t len) {
   switch (s) {
-  case IBV_WC_SUCCESS: return ZCOLL_OK;
-  case IBV_WC_RETRY_EXC_ERR: /* the peer's NIC stopped acknowledging: it is gone */
-  case IBV_WC_RNR_RETRY_EXC_ERR:
-  case IBV_WC_WR_FLUSH_ERR: /* the queue pair broke earlier */
-  case IBV_WC_REM_ABORT_ERR: return ZCOLL_ERR_PEER_FAILED;
-  default: return ZCOLL_ERR_TRANSPORT;
+  case IBV_WC_RETRY_EXC_ERR:
+    snprintf(buf, len,
+             ": no acknowledgement after %d retries of 4.096 us x 2^%d each (ZCOLL_IB_RETRY_CNT, "
+             "ZCOLL_IB_TIMEOUT) -- the peer, its link or the fabric between",
+             tl->cfg->ib_retry_cnt, tl->cfg->ib_timeout);
+    return buf;
+  case IBV_WC_RNR_RETRY_EXC_ERR: return ": the peer posted no receive in time (it stalled)";
+  case IBV_WC_REM_ACCESS_ERR: return ": the peer refused the address or key written to";
+  case IBV_WC_WR_FLUSH_ERR: return ": the queue pair had already failed";
+  default: return "";
   }
 }
 
@@ -132,14 +147,16 @@ static void retire(struct zcoll_ep *ep, uint32_t slot) {
 static void fail_wc(struct zcoll_tl *tl, const struct ibv_wc *wc, struct zcoll_ep *ep) {
   if (ep) ep->failed = 1;
   if (tl->failed) return;
+  char hint[256];
   tl->failed = zcoll__fail(
-      zcoll__verbs_wc_status(wc->status), "verbs: %s with rank %d failed: %s%s",
-      wc->wr_id & WR_RECV ? "a receive"
+      zcoll__verbs_wc_status(wc->status),
+      "verbs: %s rank %d failed on %s port %u: %s (status %d)%s",
+      wc->wr_id & WR_RECV ? "a receive from"
       : ep && ep->wrs[(uint32_t)wc->wr_id % (uint32_t)tl->sq_depth].report == ZCOLL_VERBS_WR_AMO
-          ? "an atomic"
-          : "a write",
-      ep ? ep->peer : -1, ibv_wc_status_str(wc->status),
-      wc->status == IBV_WC_RETRY_EXC_ERR ? " (the peer stopped answering)" : "");
+          ? "an atomic at"
+          : "a write to",
+      ep ? ep->peer : -1, tl->dev_name, (unsigned)tl->port, ibv_wc_status_str(wc->status),
+      (int)wc->status, wc_hint(tl, wc->status, hint, sizeof(hint)));
 }
 
 /* Drains the completion queue into events; returns how many completions it saw. */
@@ -197,14 +214,22 @@ void zcoll__verbs_async_events(struct zcoll_tl *tl) {
   struct ibv_async_event e;
   while (ibv_get_async_event(tl->ctx, &e) == 0) {
     enum ibv_event_type t = e.event_type;
+    /* A port event names its port; another port of the device is not ours to fail on. */
+    int port_ev = t == IBV_EVENT_PORT_ERR || t == IBV_EVENT_PORT_ACTIVE ||
+                  t == IBV_EVENT_LID_CHANGE || t == IBV_EVENT_GID_CHANGE ||
+                  t == IBV_EVENT_PKEY_CHANGE || t == IBV_EVENT_SM_CHANGE;
+    unsigned port = port_ev ? (unsigned)e.element.port_num : tl->port;
     ibv_ack_async_event(&e);
-    if (t == IBV_EVENT_QP_FATAL || t == IBV_EVENT_QP_REQ_ERR || t == IBV_EVENT_QP_ACCESS_ERR ||
-        t == IBV_EVENT_CQ_ERR || t == IBV_EVENT_DEVICE_FATAL || t == IBV_EVENT_PORT_ERR) {
+    int ours = !port_ev || port == tl->port;
+    if (ours &&
+        (t == IBV_EVENT_QP_FATAL || t == IBV_EVENT_QP_REQ_ERR || t == IBV_EVENT_QP_ACCESS_ERR ||
+         t == IBV_EVENT_CQ_ERR || t == IBV_EVENT_DEVICE_FATAL || t == IBV_EVENT_PORT_ERR)) {
       if (!tl->failed)
-        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s reported %s", tl->dev_name,
-                                 ibv_event_type_str(t));
+        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s port %u: %s%s", tl->dev_name, port,
+                                 ibv_event_type_str(t),
+                                 t == IBV_EVENT_PORT_ERR ? " (the link went down)" : "");
     } else {
-      zcoll_log_info("verbs: %s reported %s", tl->dev_name, ibv_event_type_str(t));
+      zcoll_log_info("verbs: %s port %u: %s", tl->dev_name, port, ibv_event_type_str(t));
     }
   }
 }

@@ -628,7 +628,11 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     free(P);
     return st;
   }
+  /* pc's progress thread (ZCOLL_PROGRESS=thread) reads pc->partial under pc->mu: the
+   * request appears to it whole, never half made. */
+  if (pc->progress_on) pthread_mutex_lock(&pc->mu);
   pc->partial = P;
+  if (pc->progress_on) pthread_mutex_unlock(&pc->mu);
   *req = P->q;
   return ZCOLL_OK;
 }

@@ -25,9 +25,9 @@
  * (zcoll__onehost_crosscheck, on the 10 ms checks of a wait).
  *
  * Large vectors (ZCOLL_ONEHOST_BIG_MIN and up) use the same boxes for a handshake that says
- * where every rank's vectors lie; if all lie in memory the others can map, the ranks reduce
- * and copy straight from each other's memory (onehost_big.c), else they all run the
- * schedule.
+ * where every rank's vectors lie; if all lie in memory the others can map, each rank
+ * reduces its block straight from every rank's input and writes it into every rank's
+ * result (onehost_big.c), else they all run the schedule.
  *
  * A peer asleep in its wait is knocked awake by the transport after each publication,
  * and a rank about to sleep looks at its mailboxes after arming (zcoll__onehost_ready):
@@ -56,7 +56,7 @@ struct zcoll__run;
 
 /* Vectors from this size up go through the mailboxes when every rank's lies in memory the
  * others can map (zcoll_mem_alloc): each rank reduces its block straight from the peers'
- * vectors and copies the other blocks straight from their results (onehost_big.c). Below
+ * vectors and writes it into every rank's result (onehost_big.c). Below
  * it, the handshake that finds out whether they all do would show. */
 #define ZCOLL_ONEHOST_BIG_MIN ((size_t)1 << 20)
 /* A large call out of place streams its result past the cache (non-temporal stores) once
@@ -178,7 +178,7 @@ void zcoll__onehost_knock(zcoll_comm_t *comm);
 /* ---- large vectors (onehost_big.c) ---- */
 /* Fills a large call's part of this rank's box (stage 1). */
 void zcoll__onehost_big_publish(struct zcoll__run *r, struct zcoll__oh_box *b);
-/* Every box read and checked: map, reduce, copy, wait -- or fall back. */
+/* Every box read and checked: map, reduce and write everywhere, wait -- or fall back. */
 zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress);
 /* Is the peer a large run in its later phases waits on there? */
 int zcoll__onehost_big_ready(const struct zcoll__run *r);

@@ -180,7 +180,11 @@ zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress) {
     comm->oh->fell_back = 0;
     set_stage(r, ZCOLL_OH_WRITING);
     for (int q = 0; q < p; q++)
-      if (q != comm->rank && stage_of(r, q) == ZCOLL_OH_OUT) return peer_out(q);
+      if (q != comm->rank && stage_of(r, q) == ZCOLL_OH_OUT) {
+        /* Nothing written: OUT at once, so that nobody quiescing waits on us meanwhile. */
+        set_stage(r, ZCOLL_OH_OUT);
+        return peer_out(q);
+      }
     push_block(r);
     set_stage(r, ZCOLL_OH_DONE);
     r->oh_phase = 1;
@@ -223,10 +227,13 @@ void zcoll__onehost_quiesce(zcoll_comm_t *comm) {
     if (q == comm->rank) continue;
     const struct zcoll__oh_box *b = zcoll__oh_box_of(oh, q, oh->open_which);
     const struct zcoll__chan *c = &comm->chans[comm->chan_of[q]];
-    /* Only a box of this very call has a stage (a small call's box holds data there). */
-    while (atomic_load_explicit(&b->seq, memory_order_acquire) == oh->open_seq &&
+    /* The stage first, sequentially consistent: the other half of the Dekker pair with the
+     * writer's store of WRITING (an acquire load of seq ahead of it could be ordered before
+     * our store of OUT on POWER or ARMv8.3's LDAPR). Then whether the box is this very
+     * call's: a small call's box holds data where the stage is. */
+    while (atomic_load_explicit(&b->big.stage, memory_order_seq_cst) == ZCOLL_OH_WRITING &&
+           atomic_load_explicit(&b->seq, memory_order_acquire) == oh->open_seq &&
            b->fp == own->fp && memcmp(&b->desc, &own->desc, sizeof(own->desc)) == 0 &&
-           atomic_load_explicit(&b->big.stage, memory_order_seq_cst) == ZCOLL_OH_WRITING &&
            !c->ops->peer_gone(c->ep))
       nanosleep(&(struct timespec){0, 20000}, NULL); /* a writer waits for nothing: this is
                                                         its copy's time */

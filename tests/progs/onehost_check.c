@@ -26,7 +26,11 @@
  *                                  must be the end of writes into its result -- it is
  *                                  copied, and compared 50 ms later. Prints "rank R: calls
  *                                  K, then STATUS; result unchanged after" or "rank R:
- *                                  WRITTEN AFTER THE ERROR at byte I".
+ *                                  WRITTEN AFTER THE ERROR at byte I"; every result of a
+ *                                  call that succeeded is checked (a sample of elements).
+ *   onehost_check bigdie           the same, but rank 2 _exits from a thread 40..100 ms
+ *                                  in (mid-call, most likely mid-copy): the others must
+ *                                  fail with PEER_FAILED, no result changing after.
  *   onehost_check big WHO ITERS    ITERS blocking allreduces of 1..3 MiB (odd counts too),
  *                                  the six dtype x op pairs in turn, in place every other
  *                                  time (the third call of 9 MiB, out of place, which
@@ -245,7 +249,14 @@ static void *revoker(void *arg) {
   return NULL;
 }
 
-static int bigrevoke(zcoll_comm_t *comm) {
+static void *dier(void *arg) {
+  (void)arg;
+  usleep(40000 + (useconds_t)(rand() % 60000));
+  _exit(0); /* mid-call, most likely mid-copy: zcoll_run lets the job go on */
+}
+
+/* die: rank 2 _exits instead of rank 0 revoking. */
+static int bigrevoke(zcoll_comm_t *comm, int die) {
   int rank = zcoll_comm_rank(comm);
   size_t bytes = (size_t)32 << 20, n = bytes / sizeof(float);
   float *in, *out;
@@ -258,12 +269,20 @@ static int bigrevoke(zcoll_comm_t *comm) {
   for (size_t i = 0; i < n; i++) in[i] = (float)(rank + i % 7);
   pthread_t t;
   srand((unsigned)getpid());
-  if (rank == 0 && pthread_create(&t, NULL, revoker, comm) != 0) return 1;
+  int p = zcoll_comm_size(comm), starter = die ? 2 : 0;
+  if (rank == starter && pthread_create(&t, NULL, die ? dier : revoker, comm) != 0) return 1;
   zcoll_status_t st = ZCOLL_OK;
   int calls = 0;
   for (; calls < 100000 && st == ZCOLL_OK; calls++) {
     memset(out, 0xee, bytes); /* nothing zcoll writes: a write after the error shows */
     st = zcoll_allreduce(comm, in, out, n, ZCOLL_FLOAT32, ZCOLL_SUM);
+    /* Every call that succeeded is right: a sample (every 4093rd element, the last), so
+     * that the loop's time is the calls', where the death or the revoke should land. */
+    for (size_t i = 0; st == ZCOLL_OK && i < n; i = i + 4093 < n || i == n - 1 ? i + 4093 : n - 1)
+      if (out[i] != (float)(p * (p - 1) / 2 + p * (int)(i % 7))) {
+        printf("rank %d WRONG call %d element %zu: %g\n", rank, calls, i, (double)out[i]);
+        return 1;
+      }
   }
   memcpy(copy, out, bytes);
   usleep(50000);
@@ -276,7 +295,7 @@ static int bigrevoke(zcoll_comm_t *comm) {
   } else {
     printf("rank %d: calls %d, then %s; result unchanged after\n", rank, calls, zcoll_strerror(st));
   }
-  if (rank == 0) pthread_join(t, NULL);
+  if (rank == starter) pthread_join(t, NULL);
   free(copy);
   return rc;
 }
@@ -285,7 +304,7 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: onehost_check stress ITERS | big all|one ITERS | cross-bcast | cross-count | "
-            "cross-op | kill | bigkill | bigrevoke\n");
+            "cross-op | kill | bigkill | bigrevoke | bigdie\n");
     return 2;
   }
   zcoll_comm_t *comm;
@@ -296,8 +315,8 @@ int main(int argc, char **argv) {
   int rc = 0;
   if (strcmp(argv[1], "stress") == 0)
     rc = stress(comm, argc > 2 ? atoi(argv[2]) : 200);
-  else if (strcmp(argv[1], "bigrevoke") == 0)
-    rc = bigrevoke(comm);
+  else if (strcmp(argv[1], "bigrevoke") == 0 || strcmp(argv[1], "bigdie") == 0)
+    rc = bigrevoke(comm, strcmp(argv[1], "bigdie") == 0);
   else if (strcmp(argv[1], "big") == 0)
     rc = big(comm, argc > 2 ? argv[2] : "all", argc > 3 ? atoi(argv[3]) : 12);
   else

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command where real soft-RoCE (rdma_rxe) devices exist: rxe0 and rxe1 on the two
-# ends of a veth pair (10.77.0.1 and 10.77.0.2), and exits with the command's status.
+# ends of a veth pair (10.77.0.1 and 10.77.0.2; IPv6-only fd77::1 and fd77::2 with
+# --family 6), and exits with the command's status.
 #   direct mode: this kernel can load rdma_rxe: set the devices up here, tear them down after;
 #   guest mode:  it cannot: boot a throwaway qemu guest (Debian's kernel, software
 #                emulation) that mounts this machine's root read-only and runs the command
@@ -10,6 +11,8 @@
 #   ci/rxe.sh --selftest
 # Options:
 #   --np-devices N   1 or 2 rxe devices (default 2)
+#   --family 4|6     addresses of the rxe netdevs: 4 (default) IPv4 10.77.0.1/.2; 6 IPv6
+#                    only, fd77::1/.2 and link-local, no IPv4 (ZCOLL_RXE_FAMILY)
 #   --timeout S      guest mode: kill the guest after S seconds (0: never), exit 124
 #                    (default 2400)
 #   --selftest       run ci/rxe/selftest.sh (devices, pingpong, ib_write_bw/lat) as COMMAND
@@ -23,13 +26,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 me="zcoll-rxe"
 
-ndev=2 timeout_s=${ZCOLL_RXE_TIMEOUT:-2400} shell=0 mode=${ZCOLL_RXE_MODE:-auto}
+ndev=2 family=${ZCOLL_RXE_FAMILY:-4} timeout_s=${ZCOLL_RXE_TIMEOUT:-2400} shell=0 mode=${ZCOLL_RXE_MODE:-auto}
 rw_dirs=() extra_env=() cmd=()
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
   case $1 in
     --np-devices) ndev=${2:?}; shift 2 ;;
     --np-devices=*) ndev=${1#*=}; shift ;;
+    --family) family=${2:?}; shift 2 ;;
+    --family=*) family=${1#*=}; shift ;;
     --timeout) timeout_s=${2:?}; shift 2 ;;
     --timeout=*) timeout_s=${1#*=}; shift ;;
     --selftest) cmd=(bash "$here/rxe/selftest.sh"); shift ;;
@@ -44,6 +49,8 @@ while (($#)); do
   esac
 done
 [[ $ndev == [12] ]] || { echo "$me: --np-devices must be 1 or 2" >&2; exit 2; }
+[[ $family == [46] ]] || { echo "$me: --family must be 4 or 6" >&2; exit 2; }
+export ZCOLL_RXE_FAMILY=$family # net.sh reads it (here or in the guest: env.sh)
 [[ $timeout_s =~ ^[0-9]+$ ]] || { echo "$me: --timeout wants seconds" >&2; exit 2; }
 if ((${#cmd[@]} == 0 && !shell)); then
   echo "$me: no command (usage: ci/rxe.sh [options] -- COMMAND [ARGS...])" >&2
@@ -108,7 +115,7 @@ if [ "$mode" = direct ]; then
   trap 'rxe_net_down' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  echo "$me: direct mode (kernel $(uname -r))"
+  echo "$me: direct mode (kernel $(uname -r)), IPv$family"
   rxe_net_up "$ndev"
   rxe_net_show
   st=0
@@ -280,7 +287,7 @@ qemu=(qemu-system-x86_64 -accel tcg -machine pc -cpu max -smp "${ZCOLL_RXE_SMP:-
   -kernel "$vmlinuz" -initrd "$tmp/initrd.cpio"
   "${qemu_shares[@]}")
 log=$tmp/console.log boot=$tmp/boot.log
-echo "$me: guest mode: booting Debian kernel $kver under qemu (TCG), $ndev rxe device(s), timeout ${timeout_s}s"
+echo "$me: guest mode: booting Debian kernel $kver under qemu (TCG), $ndev rxe device(s), IPv$family, timeout ${timeout_s}s"
 if ((shell)); then
   # Interactive: the serial console on this terminal; Ctrl-A x quits qemu.
   qemu+=(-append "console=ttyS0 quiet loglevel=3 panic=-1 mitigations=off rdinit=/init ${ZCOLL_RXE_APPEND:-}"

@@ -3,11 +3,19 @@
 # ibv_rc_pingpong pair, ib_write_bw and ib_write_lat pairs between the first and the last
 # device (rxe0 -> rxe1 over the veth pair when there are two), and proof from the veth
 # counters that the RoCE packets crossed the pair. Exits 0 only if everything worked.
+# IPv6 mode (ci/rxe.sh --family 6): the same with the fd77:: GID and the TCP side channel
+# on 127.0.0.1 (the rxe netdevs have no IPv4 address, which is checked), plus rxe0 <-> rxe0
+# and the link-local GID (index 0); no RDMA CM pair (perftest 4.5's -R resolves the server
+# name as IPv4 only: "Address family for hostname not supported").
 set -uo pipefail
 read -r -a devs <<<"${ZCOLL_RXE_DEVS:?not inside ci/rxe.sh}"
 read -r -a addrs <<<"$ZCOLL_RXE_ADDRS"
 read -r -a ndevs <<<"$ZCOLL_RXE_NETDEVS"
 srv_dev=${devs[0]} srv_addr=${addrs[0]} cli_dev=${devs[-1]}
+family=${ZCOLL_RXE_FAMILY:-4} gid=${ZCOLL_RXE_GID_INDEX:-1}
+# The TCP side channel of ibv_rc_pingpong and perftest (not RoCE): IPv4 only (their
+# servers listen on 0.0.0.0), so loopback in IPv6 mode.
+[ "$family" = 6 ] && srv_addr=127.0.0.1
 T=${ZCOLL_RXE_SELFTEST_TIMEOUT:-120}
 failed=()
 log=$(mktemp -d)
@@ -83,22 +91,48 @@ crossed() {
   fi
 }
 
+if [ "$family" = 6 ]; then
+  v4=$(ip -4 -o addr show dev "${ndevs[0]}"; ip -4 -o addr show dev "${ndevs[1]}")
+  if [ -n "$v4" ]; then
+    echo "-- IPv6 mode, but the rxe netdevs have IPv4 addresses:"
+    echo "$v4"
+    failed+=(no-ipv4)
+  else
+    echo "== IPv6 mode: no IPv4 address on ${ndevs[*]}; GID index $gid"
+  fi
+fi
+
 before=$(counters)
-pair ibv_rc_pingpong 18515 ibv_rc_pingpong -g 1 -d "$srv_dev" -n 1000 -- \
-  ibv_rc_pingpong -g 1 -d "$cli_dev" -n 1000 "$srv_addr"
+pair ibv_rc_pingpong 18515 ibv_rc_pingpong -g "$gid" -d "$srv_dev" -n 1000 -- \
+  ibv_rc_pingpong -g "$gid" -d "$cli_dev" -n 1000 "$srv_addr"
 crossed ibv_rc_pingpong 1000 "$before" # 1000 round trips
 
-# Connected through the RDMA CM, as zcoll's verbs transport does: the CM must pick the
-# client's device from the route to the server's address (see net.sh), not loop back.
-before=$(counters)
-pair rdma_cm 18515 ib_write_bw -F -R -x 1 -d "$srv_dev" -n 200 -- \
-  ib_write_bw -F -R -x 1 -d "$cli_dev" -n 200 "$srv_addr"
-crossed rdma_cm 200 "$before" # 200 x 64 KiB: the data alone is 12800 packets one way
+if [ "$family" = 6 ]; then
+  # Out-of-band set-up (as zcoll's verbs transport is moving to) on the same device, and
+  # with the link-local GID.
+  if [ "$srv_dev" != "$cli_dev" ]; then # (with one device, the pair above was that)
+    pair ibv_rc_pingpong:self 18515 ibv_rc_pingpong -g "$gid" -d "$srv_dev" -n 1000 -- \
+      ibv_rc_pingpong -g "$gid" -d "$srv_dev" -n 1000 "$srv_addr"
+  fi
+  before=$(counters)
+  pair ibv_rc_pingpong:link-local 18515 ibv_rc_pingpong -g 0 -d "$srv_dev" -n 1000 -- \
+    ibv_rc_pingpong -g 0 -d "$cli_dev" -n 1000 "$srv_addr"
+  crossed ibv_rc_pingpong:link-local 1000 "$before"
+else
+  # Connected through the RDMA CM, as zcoll's verbs transport does: the CM must pick the
+  # client's device from the route to the server's address (see net.sh), not loop back.
+  before=$(counters)
+  pair rdma_cm 18515 ib_write_bw -F -R -x 1 -d "$srv_dev" -n 200 -- \
+    ib_write_bw -F -R -x 1 -d "$cli_dev" -n 200 "$srv_addr"
+  crossed rdma_cm 200 "$before" # 200 x 64 KiB: the data alone is 12800 packets one way
+fi
 
-pair ib_write_bw 18515 ib_write_bw -F -x 1 -d "$srv_dev" -D 2 -- \
-  ib_write_bw -F -x 1 -d "$cli_dev" -D 2 "$srv_addr"
-pair ib_write_lat 18515 ib_write_lat -F -x 1 -d "$srv_dev" -n 1000 -- \
-  ib_write_lat -F -x 1 -d "$cli_dev" -n 1000 "$srv_addr"
+before=$(counters)
+pair ib_write_bw 18515 ib_write_bw -F -x "$gid" -d "$srv_dev" -D 2 -- \
+  ib_write_bw -F -x "$gid" -d "$cli_dev" -D 2 "$srv_addr"
+[ "$family" = 6 ] && crossed ib_write_bw 100 "$before" # the side channel is on lo
+pair ib_write_lat 18515 ib_write_lat -F -x "$gid" -d "$srv_dev" -n 1000 -- \
+  ib_write_lat -F -x "$gid" -d "$cli_dev" -n 1000 "$srv_addr"
 
 if ((${#failed[@]})); then
   echo "selftest: FAILED: ${failed[*]}"

@@ -12,7 +12,7 @@ set -euo pipefail
 # list (dpkg-shlibdeps; CPack finds the ELF files with file), for tests/deb_test.sh.
 # clang-format-14 and clang-tidy-14: ci/format.sh and ci/tidy.sh call these exact binaries
 # (Debian 12's default version), so formatting and findings do not change with the machine.
-need=(gcc make cmake pkg-config libucx-dev libibverbs-dev librdmacm-dev libcriterion-dev libssl-dev
+need=(gcc make cmake pkg-config libucx-dev libibverbs-dev libcriterion-dev libssl-dev
       libpmix-dev python3-numpy python3-pytest dataset-fashion-mnist iproute2 help2man man-db
       dpkg-dev file clang-format-14 clang-tidy-14 "$@")
 missing=()

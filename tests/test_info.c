@@ -363,7 +363,7 @@ Test(info, selection_is_what_zcoll_perf_runs, .timeout = 600) {
 
 /* Where RDMA devices exist (the rxe harness sets ZCOLL_TEST_REQUIRE_RDMA=1 and has two):
  * every device's port is listed ACTIVE with its MTU, speed and GID, RoCE ports by their
- * RoCE v2 GID (RDMA CM's default mode), one is the port zcoll takes, and verbs is usable. */
+ * RoCE v2 GID (port.c prefers v2), one is the port zcoll takes, and verbs is usable. */
 Test(info, rdma_ports_where_there_are_devices) {
   const char *names[16];
   int built[16];

@@ -117,28 +117,53 @@ int conf_open_tl(struct rank *r, struct zcoll_tl **tl) {
   return 0;
 }
 
+int conf_peer_address(struct rank *r, struct zcoll_tl *tl, int n, const int *ranks, int store) {
+  if (!r->ops->peer_address) return 0;
+  unsigned char parts[MAXR * PART];
+  size_t each = PART;
+  CHECK_ST(r, r->ops->peer_address(tl, n, ranks, parts, &each), ZCOLL_OK, "peer_address()");
+  CHECK(r, each <= PART, "peer_address() wrote parts of %zu bytes, more than the %d allowed", each,
+        PART);
+  for (int i = 0; store && i < n; i++)
+    if (ranks[i] >= 0) memcpy(r->sh->part[r->rank][ranks[i]], parts + (size_t)i * each, each);
+  if (store) r->sh->part_len[r->rank] = each;
+  return 0;
+}
+
+size_t conf_addr_for(const struct rank *r, int peer, unsigned char *buf) {
+  size_t n = r->sh->addr_len[peer], p = r->sh->part_len[peer];
+  memcpy(buf, r->sh->addr[peer], n);
+  memcpy(buf + n, r->sh->part[peer][r->rank], p);
+  return n + p;
+}
+
 int conf_setup(struct rank *r, size_t region_len, size_t src_len, int how) {
   r->live = r->size;
   CHECK(r, zcoll_config_create(&r->cfg) == ZCOLL_OK, "config: %s", zcoll_last_error());
   r->cfg->rank = r->rank;
   r->cfg->size = r->size;
   r->cfg->timeout = WAIT_S;
+  if (how == SETUP_SHORT_RETRIES) {
+    r->cfg->ib_timeout = 10;
+    r->cfg->ib_retry_cnt = 2;
+  }
   if (conf_open_tl(r, &r->tl)) return -1;
   size_t n = BLOB;
   CHECK_ST(r, r->ops->address(r->tl, r->sh->addr[r->rank], &n), ZCOLL_OK, "address()");
   r->sh->addr_len[r->rank] = n;
-  if (conf_sync_ranks(r)) return -1;
-  if (how == SETUP_BAD_CALLS && bad_setup_calls(r)) return -1;
   int ranks[MAXR], k = 0;
   const void *addrs[MAXR];
   size_t lens[MAXR];
   struct zcoll_ep *eps[MAXR];
+  static _Thread_local unsigned char full[MAXR][BLOB + PART];
   for (int i = 0; i < r->size; i++)
-    if (i != r->rank) {
-      ranks[k] = i;
-      addrs[k] = r->sh->addr[i];
-      lens[k++] = r->sh->addr_len[i];
-    }
+    if (i != r->rank) ranks[k++] = i;
+  if (conf_peer_address(r, r->tl, k, ranks, 1) || conf_sync_ranks(r)) return -1;
+  if (how == SETUP_BAD_CALLS && bad_setup_calls(r)) return -1;
+  for (int i = 0; i < k; i++) {
+    lens[i] = conf_addr_for(r, ranks[i], full[i]);
+    addrs[i] = full[i];
+  }
   zcoll_status_t st = r->ops->connect(r->tl, k, ranks, addrs, lens, eps);
   if (st == ZCOLL_ERR_UNSUPPORTED && !r->threads) {
     atomic_store(&r->sh->unsupported, 1); /* run again as threads */

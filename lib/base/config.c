@@ -315,7 +315,7 @@ static int parse_ib_hca(const char *text, void *dst, size_t size, char *why, siz
   return parse_string(text, dst, size, why, why_len, nm);
 }
 
-/* -1 in each: unset, the device's or RDMA CM's choice. */
+/* -1 in each: unset, the transport's choice (transports/verbs/port.c). */
 static int parse_gid_index(const char *text, void *dst, size_t size, char *why, size_t why_len,
                            const struct zcoll__config_names *nm) {
   (void)size, (void)nm;
@@ -329,6 +329,29 @@ static int parse_ib_tc(const char *text, void *dst, size_t size, char *why, size
 }
 
 /* Never 0: that disables retransmission, and one lost packet hangs the queue pair. */
+static int parse_ib_sl(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                       const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  return parse_range(text, dst, 0, 15, why, why_len);
+}
+
+/* A 16-bit P_Key as the fabric manager writes it (0x8001); -1: unset. */
+static int parse_ib_pkey(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                         const struct zcoll__config_names *nm) {
+  (void)size, (void)nm;
+  char *end;
+  errno = 0;
+  long v = strtol(text, &end, 0);
+  if (errno || end == text || *end || v < -1 || v > 0xffff || (v >= 0 && !(v & 0x7fff))) {
+    snprintf(why, why_len,
+             "must be a partition key from 0x0001 to 0xffff (not 0x0000 or "
+             "0x8000, which are invalid), or -1 for the port's first");
+    return -1;
+  }
+  *(int *)dst = (int)v;
+  return 0;
+}
+
 static int parse_ib_timeout(const char *text, void *dst, size_t size, char *why, size_t why_len,
                             const struct zcoll__config_names *nm) {
   (void)size, (void)nm;
@@ -396,10 +419,15 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("IB_HCA", "", "RDMA devices and ports, as NCCL_IB_HCA: name[:port],... (a name is a "
       "prefix), =name,... (exact names), ^name,... (all but these); empty: every device with "
       "an active port. A host's ranks spread over the ports listed", ib_hca, parse_ib_hca),
-    F("IB_GID_INDEX", "-1", "GID index of the port (-1: the RoCE v2 entry of its IPv4-mapped "
-      "GID; an index chosen must hold an IPv4-mapped GID)", ib_gid_index, parse_gid_index),
-    F("IB_TC", "-1", "traffic class of the queue pairs (RoCE: the IP TOS byte; -1: RDMA CM's "
-      "default)", ib_tc, parse_ib_tc),
+    F("IB_GID_INDEX", "-1", "GID index of the port (RoCE, or routed InfiniBand); -1: RoCE v2 "
+      "before v1, then an IPv4-mapped GID, a global IPv6 one, a link-local one; InfiniBand: the "
+      "LID", ib_gid_index, parse_gid_index),
+    F("IB_TC", "-1", "traffic class of the queue pairs (RoCE: the IP TOS byte; -1: 0)", ib_tc,
+      parse_ib_tc),
+    F("IB_SL", "0", "service level of the queue pairs, 0..15 (InfiniBand; RoCE: the VLAN "
+      "priority)", ib_sl, parse_ib_sl),
+    F("IB_PKEY", "-1", "partition key (0x0001..0xffff), looked up in the port's P_Key table; "
+      "-1: the table's first entry", ib_pkey, parse_ib_pkey),
     F("IB_TIMEOUT", "16", "local ack timeout, 1..31: a try waits 4.096 us * 2^t (16: 268 ms); "
       "never 0, which turns retransmission off", ib_timeout, parse_ib_timeout),
     F("IB_RETRY_CNT", "7", "retransmissions (0..7) before a send fails: with ZCOLL_IB_TIMEOUT, "

@@ -19,7 +19,7 @@ enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 /* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into the table of transports. */
 #define ZCOLL_TL_AUTO (-1)
 
-#define ZCOLL_CONFIG_NFIELDS 35
+#define ZCOLL_CONFIG_NFIELDS 37
 
 struct zcoll_config {
   int rank, size;             /* -1: from the launcher's variables */
@@ -36,8 +36,10 @@ struct zcoll_config {
   int transport;     /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
   char ib_dev[64];   /* the old name of ib_hca's single device (an alias) */
   char ib_hca[256];  /* ZCOLL_IB_HCA: devices and ports (hca.h); "": ib_dev, else any */
-  int ib_gid_index;  /* -1: the RoCE v2 entry of the port's IPv4-mapped GID */
-  int ib_tc;         /* traffic class (RoCE: the IP TOS byte); -1: RDMA CM's default */
+  int ib_gid_index;  /* -1: chosen as NCCL does (transports/verbs/gid.c) */
+  int ib_tc;         /* traffic class (RoCE: the IP TOS byte); -1: 0 */
+  int ib_sl;         /* service level (IB; RoCE: the VLAN priority) */
+  int ib_pkey;       /* partition key; -1: the port's first P_Key table entry */
   int ib_timeout;    /* the local ack timeout's exponent: 4.096 us * 2^t per try */
   int ib_retry_cnt;  /* transport retries before a send fails */
   int ib_qp_depth;   /* work requests per queue pair and direction; 0: ZCOLL_IB_QP_DEPTH_MIN */

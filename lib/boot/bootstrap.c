@@ -55,7 +55,12 @@ zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *pay
                           uint32_t len) {
   struct zcoll__bs_abort m;
   zcoll__bs_parse_abort(payload, len, (uint32_t)from, &m);
-  zcoll_status_t st = m.status == ZCOLL_ERR_MISMATCH ? ZCOLL_ERR_MISMATCH : ZCOLL_ERR_PEER_FAILED;
+  /* A mismatch is every rank's (they disagree), and so is the fabric's failure (TRANSPORT:
+   * a port or link that went, named by the rank that saw it); anything else of one rank
+   * is, to the others, a peer that failed. */
+  zcoll_status_t st = m.status == ZCOLL_ERR_MISMATCH || m.status == ZCOLL_ERR_TRANSPORT
+                          ? m.status
+                          : ZCOLL_ERR_PEER_FAILED;
   if (bs->rank == 0) relay_abort(bs, from, m.origin, st, m.text);
   return fail_sticky(bs, st, "rank %u aborted: %s", m.origin, m.text);
 }

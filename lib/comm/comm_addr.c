@@ -78,8 +78,9 @@ static zcoll_status_t pack_blob(zcoll_comm_t *comm, const int *peers, int npeers
 
 /* Rank q's address (with this rank's part of it) and key for transport idx in the blob
  * rank 0 relayed. */
-zcoll_status_t zcoll__wire_find_entry(const char *blob, size_t len, int q, int idx, const char **addr,
-                                 size_t *alen, const char **key, size_t *klen) {
+zcoll_status_t zcoll__wire_find_entry(const char *blob, size_t len, int q, int idx,
+                                      const char **addr, size_t *alen, const char **key,
+                                      size_t *klen) {
   uint32_t n = 0;
   if (len >= sizeof(n)) memcpy(&n, blob, sizeof(n));
   size_t off = sizeof(n);
@@ -210,8 +211,7 @@ static zcoll_status_t addr_reply(void *arg, int rank, const void *const *blobs,
       if (x == rank) e.pos = i;
     }
     size_t slen = 0;
-    if (slice_entries(as->blob[q], as->blen[q], as->nlist[q], e.pos, b + off + sizeof(e),
-                      &slen)) {
+    if (slice_entries(as->blob[q], as->blen[q], as->nlist[q], e.pos, b + off + sizeof(e), &slen)) {
       free(b);
       return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
                          "rank %d sent malformed addresses (%u bytes; different zcoll versions?)",
@@ -227,8 +227,8 @@ static zcoll_status_t addr_reply(void *arg, int rank, const void *const *blobs,
 }
 
 zcoll_status_t zcoll__wire_addresses(zcoll_comm_t *comm, const int *peers, int npeers,
-                                    const int *kinds, uint32_t *pos, const char **blob,
-                                    uint32_t *blen, void **reply) {
+                                     const int *kinds, uint32_t *pos, const char **blob,
+                                     uint32_t *blen, void **reply) {
   char *mine = NULL;
   size_t mlen = 0;
   zcoll_status_t st = pack_blob(comm, peers, npeers, kinds, &mine, &mlen);
@@ -268,4 +268,3 @@ zcoll_status_t zcoll__wire_addresses(zcoll_comm_t *comm, const int *peers, int n
 bad:
   return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank 0's reply with the peers' addresses is malformed");
 }
-

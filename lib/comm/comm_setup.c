@@ -5,9 +5,7 @@
  * After the host rounds (comm_hosts.c) every rank knows every rank's host and what each
  * can run, and decides each pair's transport with the same rule as the other end
  * (zcoll__transport_pick), so both agree without asking each other. One more round gets
- * each rank its peers' addresses and receive keys: it sends rank 0 its peer list and its
- * own addresses, and rank 0 answers each rank with the entries of its peers only -- the
- * rendezvous moves p * peers entries, not the p^2 an allgather would.
+ * each rank its peers' addresses and receive keys (comm_addr.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,188 +216,6 @@ static zcoll_status_t map_regions(zcoll_comm_t *comm, int npeers) {
   return st;
 }
 
-/* This rank's addresses and receive keys: how many entries, then one per instance:
- * {index, address length, key length}, the address and the key. */
-struct blob_entry {
-  uint32_t idx, alen, klen;
-};
-
-static zcoll_status_t pack_blob(zcoll_comm_t *comm, char **out, size_t *len) {
-  size_t cap = sizeof(uint32_t) + (size_t)comm->ntlis * (sizeof(struct blob_entry) + 4096 + 1024);
-  char *b = malloc(cap);
-  if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  uint32_t n = (uint32_t)comm->ntlis;
-  memcpy(b, &n, sizeof(n));
-  size_t off = sizeof(n);
-  for (int k = 0; k < comm->ntlis; k++) {
-    struct zcoll__tli *t = &comm->tlis[k];
-    size_t alen = 4096, klen = 1024;
-    char *e = b + off + sizeof(struct blob_entry);
-    zcoll_status_t st = t->ops->address(t->tl, e, &alen);
-    if (st == ZCOLL_OK) st = t->ops->rkey_pack(t->recv_mr, e + alen, &klen);
-    if (st != ZCOLL_OK) {
-      free(b);
-      return st;
-    }
-    struct blob_entry h = {(uint32_t)t->idx, (uint32_t)alen, (uint32_t)klen};
-    memcpy(b + off, &h, sizeof(h));
-    off += sizeof(h) + alen + klen;
-  }
-  *out = b;
-  *len = off;
-  return ZCOLL_OK;
-}
-
-/* Rank q's address and key for transport idx in its blob. */
-static zcoll_status_t find_entry(const char *blob, size_t len, int q, int idx, const char **addr,
-                                 size_t *alen, const char **key, size_t *klen) {
-  uint32_t n = 0;
-  if (len >= sizeof(n)) memcpy(&n, blob, sizeof(n));
-  size_t off = sizeof(n);
-  for (uint32_t k = 0; k < n && off + sizeof(struct blob_entry) <= len; k++) {
-    struct blob_entry h;
-    memcpy(&h, blob + off, sizeof(h));
-    if ((size_t)h.alen + h.klen > len - off - sizeof(h)) break;
-    if ((int)h.idx == idx) {
-      *addr = blob + off + sizeof(h);
-      *alen = h.alen;
-      *key = *addr + h.alen;
-      *klen = h.klen;
-      return ZCOLL_OK;
-    }
-    off += sizeof(h) + h.alen + h.klen;
-  }
-  return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
-                     "rank %d published no %s address, though both ends chose it (different "
-                     "ZCOLL_* settings across ranks?)",
-                     q, zcoll__transports[idx].name);
-}
-
-/* ---- the address round ------------------------------------------------------------ */
-
-/* What a rank gets back for each of its peers, in its list's order: {where it is in the
- * peer's list (its ring in the peer's region), the peer's blob length}, then the blob. */
-struct peer_entry {
-  uint32_t pos; /* UINT32_MAX: the peer does not list this rank */
-  uint32_t len;
-};
-
-struct addr_state { /* rank 0: every rank's contribution, parsed once */
-  int size;
-  const int32_t **lists;
-  uint32_t *nlist;
-  const char **blob;
-  uint32_t *blen;
-};
-
-static zcoll_status_t parse_all(struct addr_state *as, const void *const *blobs,
-                                const uint32_t *lens) {
-  int p = as->size;
-  as->lists = malloc(sizeof(*as->lists) * (size_t)p);
-  as->nlist = malloc(sizeof(uint32_t) * (size_t)p);
-  as->blob = malloc(sizeof(*as->blob) * (size_t)p);
-  as->blen = malloc(sizeof(uint32_t) * (size_t)p);
-  if (!as->lists || !as->nlist || !as->blob || !as->blen)
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  for (int r = 0; r < p; r++) {
-    uint32_t n = 0;
-    if (lens[r] >= sizeof(n)) memcpy(&n, blobs[r], sizeof(n));
-    size_t head = sizeof(n) + sizeof(int32_t) * (size_t)n;
-    if (lens[r] < sizeof(n) || n > (uint32_t)p || head > lens[r])
-      return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
-                         "rank %d sent a malformed peer list (%u bytes; different zcoll "
-                         "versions?)",
-                         r, lens[r]);
-    as->nlist[r] = n;
-    as->lists[r] = (const int32_t *)((const char *)blobs[r] + sizeof(n));
-    as->blob[r] = (const char *)blobs[r] + head;
-    as->blen[r] = lens[r] - (uint32_t)head;
-    for (uint32_t k = 0; k < n; k++) {
-      int32_t q;
-      memcpy(&q, as->lists[r] + k, sizeof(q));
-      if (q < 0 || q >= p || q == r)
-        return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank %d lists %d among its peers", r, (int)q);
-    }
-  }
-  return ZCOLL_OK;
-}
-
-static zcoll_status_t addr_reply(void *arg, int rank, const void *const *blobs,
-                                 const uint32_t *lens, void **reply, size_t *len) {
-  struct addr_state *as = arg;
-  zcoll_status_t st;
-  if (!as->lists && (st = parse_all(as, blobs, lens)) != ZCOLL_OK) return st;
-  size_t total = 0;
-  for (uint32_t k = 0; k < as->nlist[rank]; k++) {
-    int32_t q;
-    memcpy(&q, as->lists[rank] + k, sizeof(q));
-    total += sizeof(struct peer_entry) + as->blen[q];
-  }
-  char *b = malloc(total ? total : 1);
-  if (!b) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  size_t off = 0;
-  for (uint32_t k = 0; k < as->nlist[rank]; k++) {
-    int32_t q;
-    memcpy(&q, as->lists[rank] + k, sizeof(q));
-    struct peer_entry e = {UINT32_MAX, as->blen[q]};
-    for (uint32_t i = 0; i < as->nlist[q] && e.pos == UINT32_MAX; i++) {
-      int32_t x;
-      memcpy(&x, as->lists[q] + i, sizeof(x));
-      if (x == rank) e.pos = i;
-    }
-    memcpy(b + off, &e, sizeof(e));
-    memcpy(b + off + sizeof(e), as->blob[q], as->blen[q]);
-    off += sizeof(e) + as->blen[q];
-  }
-  *reply = b;
-  *len = off;
-  return ZCOLL_OK;
-}
-
-/* Sends rank 0 this rank's peers and addresses; fills pos/blob/blen per peer from the
- * reply (*reply to free). */
-static zcoll_status_t address_round(zcoll_comm_t *comm, const int *peers, int npeers, uint32_t *pos,
-                                    const char **blob, uint32_t *blen, void **reply) {
-  char *mine = NULL;
-  size_t mlen = 0;
-  zcoll_status_t st = pack_blob(comm, &mine, &mlen);
-  if (st != ZCOLL_OK) return st;
-  uint32_t n = (uint32_t)npeers;
-  size_t head = sizeof(n) + sizeof(int32_t) * (size_t)npeers;
-  char *c = malloc(head + mlen);
-  if (!c) {
-    free(mine);
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  }
-  memcpy(c, &n, sizeof(n));
-  for (int i = 0; i < npeers; i++) {
-    int32_t q = peers[i];
-    memcpy(c + sizeof(n) + sizeof(q) * (size_t)i, &q, sizeof(q));
-  }
-  memcpy(c + head, mine, mlen);
-  free(mine);
-  struct addr_state as = {comm->size, NULL, NULL, NULL, NULL};
-  size_t rlen = 0;
-  st = zcoll__bootstrap_gather_reply(comm->bs, c, head + mlen, addr_reply, &as, reply, &rlen);
-  free(c);
-  free(as.lists), free(as.nlist), free(as.blob), free(as.blen);
-  if (st != ZCOLL_OK) return st;
-  size_t off = 0;
-  for (int i = 0; i < npeers; i++) {
-    struct peer_entry e;
-    if (rlen - off < sizeof(e)) goto bad;
-    memcpy(&e, (char *)*reply + off, sizeof(e));
-    if (e.len > rlen - off - sizeof(e)) goto bad;
-    pos[i] = e.pos;
-    blob[i] = (char *)*reply + off + sizeof(e);
-    blen[i] = e.len;
-    off += sizeof(e) + e.len;
-  }
-  if (off == rlen) return ZCOLL_OK;
-bad:
-  return zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "rank 0's reply with the peers' addresses is malformed");
-}
-
 /* Connects each instance to its peers and fills the channels. */
 static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int npeers,
                                        const int *kinds, const uint32_t *pos, const char **blob,
@@ -415,6 +231,15 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
     goto out;
   }
+  /* Before any connect: a peer that does not list us has no part of its address for us. */
+  for (int i = 0; i < npeers; i++)
+    if (pos[i] == UINT32_MAX) {
+      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "rank %d does not count rank %d among its peers (different ZCOLL_* "
+                       "settings across ranks?)",
+                       peers[i], comm->rank);
+      goto out;
+    }
   for (int k = 0; k < comm->ntlis; k++) {
     struct zcoll__tli *t = &comm->tlis[k];
     int n = 0;
@@ -431,8 +256,8 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
       }
       const char *key;
       size_t klen;
-      st = find_entry(blob[i], blen[i], peers[i], t->idx, (const char **)&addr_ptrs[n],
-                      &addr_lens[n], &key, &klen);
+      st = zcoll__wire_find_entry(blob[i], blen[i], peers[i], t->idx, (const char **)&addr_ptrs[n],
+                                  &addr_lens[n], &key, &klen);
       if (st != ZCOLL_OK) goto out;
       ranks[n] = e;
       at[n++] = i;
@@ -450,13 +275,6 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
   for (int i = 0; i < npeers; i++) {
     struct zcoll__chan *c = &comm->chans[i];
     int q = peers[i];
-    if (pos[i] == UINT32_MAX) {
-      st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
-                       "rank %d does not count rank %d among its peers (different ZCOLL_* "
-                       "settings across ranks?)",
-                       q, comm->rank);
-      goto out;
-    }
     for (int k = 0; k < comm->ntlis; k++)
       if (comm->tlis[k].idx == kinds[i]) c->t = &comm->tlis[k];
     c->ops = c->t->ops;
@@ -479,7 +297,8 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
     }
     const char *addr, *key;
     size_t alen, klen;
-    if ((st = find_entry(blob[i], blen[i], q, kinds[i], &addr, &alen, &key, &klen)) != ZCOLL_OK ||
+    if ((st = zcoll__wire_find_entry(blob[i], blen[i], q, kinds[i], &addr, &alen, &key, &klen)) !=
+            ZCOLL_OK ||
         (st = c->ops->rkey_unpack(c->ep, key, klen, &c->rkey)) != ZCOLL_OK)
       goto out;
     comm->chan_of[q] = i;
@@ -538,7 +357,8 @@ zcoll_status_t zcoll__wire_channels(zcoll_comm_t *comm, const int *peers, int np
   void *reply = NULL;
   zcoll_status_t st = pos && blen && blob ? map_regions(comm, npeers)
                                           : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
-  if (st == ZCOLL_OK) st = address_round(comm, peers, npeers, pos, blob, blen, &reply);
+  if (st == ZCOLL_OK)
+    st = zcoll__wire_addresses(comm, peers, npeers, kinds, pos, blob, blen, &reply);
   if (st == ZCOLL_OK) {
     comm->nchans = npeers;
     finish_wiring(comm);

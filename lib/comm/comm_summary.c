@@ -5,7 +5,7 @@
  * not verbs" finds the answer in a job's output alone, without zcoll_info on each node.
  *
  *   rank 1 of 4 ready: shm to 0,2; ucx to 3; chunk 256 KiB, depth 8; not usable here:
- *   verbs: no RDMA device with an active port and an IPv4 address (devices here: none)
+ *   verbs: no RDMA device with an active port and an address (devices here: none)
  *
  * It is logged once the communicator is ready (every rank connected), so that it also
  * marks a rank that joined.

@@ -21,8 +21,8 @@ const struct zcoll__tl_entry zcoll__transports[] = {
      "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)"},
 #else
     {"verbs", NULL,
-     "this build has no verbs transport (libibverbs and librdmacm were not found when it "
-     "was configured)",
+     "this build has no verbs transport (libibverbs was not found when it was "
+     "configured)",
      ZCOLL_TLE_AUTO, "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)"},
 #endif
     {"ucx", &zcoll__tl_ucx, NULL, ZCOLL_TLE_AUTO, "UCX's put with a notification (any network)"},

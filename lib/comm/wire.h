@@ -1,6 +1,6 @@
 /*
  * wire.h -- wiring a new communicator: hosts, transports, channels (comm_setup.c,
- * comm_hosts.c, comm_summary.c).
+ * comm_hosts.c, comm_addr.c, comm_summary.c).
  */
 #ifndef ZCOLL_WIRE_H
 #define ZCOLL_WIRE_H
@@ -49,6 +49,19 @@ zcoll_status_t zcoll__wire_tables(zcoll_comm_t *comm, int npeers, int **kinds);
  * instance, an address round through rank 0, endpoints where the instance lacks them. */
 zcoll_status_t zcoll__wire_channels(zcoll_comm_t *comm, const int *peers, int npeers,
                                     const int *kinds);
+
+/* The address round (comm_addr.c), collective: sends rank 0 this rank's peers (kinds[i]:
+ * the transport of peers[i]) and addresses; fills, per peer, where this rank is in the
+ * peer's list (pos, UINT32_MAX if it is not), and the peer's blob (blob/blen, pointing
+ * into *reply, which the caller frees). */
+zcoll_status_t zcoll__wire_addresses(zcoll_comm_t *comm, const int *peers, int npeers,
+                                     const int *kinds, uint32_t *pos, const char **blob,
+                                     uint32_t *blen, void **reply);
+/* Rank q's address for transport idx in its blob, with this rank's part of it appended
+ * (alen counts both), and its receive key. */
+zcoll_status_t zcoll__wire_find_entry(const char *blob, size_t len, int q, int idx,
+                                      const char **addr, size_t *alen, const char **key,
+                                      size_t *klen);
 
 /* The line a ready communicator logs at info (comm_summary.c): each peer's transport and
  * device, chunk and depth, and why the transports probed and refused cannot run. */

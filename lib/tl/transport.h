@@ -25,7 +25,11 @@
  *                          connect, put and poll, with the rank named in the message. A
  *                          transport that reaches other hosts may leave the death of a
  *                          peer on its own host to the bootstrap (UCX: peer error
- *                          handling would rule out its shared memory, see its ep.c).
+ *                          handling would rule out its shared memory, see its ep.c), or
+ *                          of any peer (verbs, connected out of band: it sees only a
+ *                          queue pair that stopped answering, TRANSPORT naming the peer
+ *                          once the retries run out; the core reports the bootstrap's
+ *                          PEER_FAILED instead when that comes within a moment).
  *   ZCOLL_ERR_TIMEOUT      only where the transport itself waits (connection setup).
  * After poll has returned an error the instance is broken: put and poll keep failing,
  * (a transport with ZCOLL_TL_CAP_PEER_LOSS reports a lost peer as an event instead),
@@ -110,6 +114,14 @@ struct zcoll_tl_ops {
   /* The blob peers need to reach us; the bootstrap exchanges it (at most *len bytes
    * on input). */
   zcoll_status_t (*address)(struct zcoll_tl *tl, void *buf, size_t *len);
+  /* Optional: a part of the address for each peer alone (an RDMA queue pair's number),
+   * for a transport that makes a peer's resources before it meets the peer. Called before
+   * each connect with the n positions of the caller's peer list (ranks[i] < 0: no
+   * endpoint of this instance there); fills n parts of *each bytes at buf (at most *each
+   * on input). The exchange hands part i to ranks[i] alone, and connect gets each peer's
+   * address with this rank's part of it appended. */
+  zcoll_status_t (*peer_address)(struct zcoll_tl *tl, int n, const int *ranks, void *buf,
+                                 size_t *each);
   /* Collective among the listed peers (every rank lists the ranks that list it):
    * fills eps[i] for ranks[i]. Every rank is checked before anything is made (INVALID_ARG
    * for our own, a negative one or one >= size); a malformed address (shorter than

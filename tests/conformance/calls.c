@@ -60,12 +60,11 @@ static int bad_calls_body(struct rank *r) {
   if (conf_settle(r, 2, 2, 100) || conf_sync_ranks(r)) goto out;
   /* An address that is not one: empty, or a byte short, each on an instance of its own
    * (a failed connect may leave an instance fit only for close). */
-  size_t al = r->sh->addr_len[peer];
   for (int k = 0; k < 2; k++) {
     struct zcoll_tl *tl2 = NULL;
-    if (conf_open_tl(r, &tl2)) goto out;
-    void *blob = malloc(al);
-    memcpy(blob, r->sh->addr[peer], al);
+    if (conf_open_tl(r, &tl2) || conf_peer_address(r, tl2, 1, &peer, 0)) goto out;
+    unsigned char *blob = malloc(BLOB + PART);
+    size_t al = conf_addr_for(r, peer, blob);
     const void *a[1] = {blob};
     size_t len[1] = {k ? al - 1 : 0};
     struct zcoll_ep *e2 = NULL;

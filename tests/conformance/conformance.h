@@ -24,6 +24,7 @@
 #include "tl/transport.h"
 
 #define MAXR 3
+#define PART 64       /* a part of an address for one peer (peer_address) */
 #define BLOB 8192     /* an address or key: UCX worker addresses run to a few KiB */
 #define WAIT_S 30.0   /* the longest any rank waits for anything (TCG guests are slow) */
 #define CANARY 0xcb   /* every byte of a receive region no put was aimed at */
@@ -39,6 +40,9 @@ struct shared {                  /* MAP_SHARED: the same for thread and process 
   double seconds[MAXR][2]; /* per rank, case-specific timings for the log */
   size_t addr_len[MAXR], key_len[MAXR];
   unsigned char addr[MAXR][BLOB], key[MAXR][BLOB];
+  /* part[q][r]: the part of q's address for r alone (transport.h's peer_address) */
+  size_t part_len[MAXR];
+  unsigned char part[MAXR][MAXR][PART];
 };
 
 struct rank {
@@ -73,7 +77,9 @@ struct rank {
                        zcoll_strerror(got_), zcoll_strerror(want), zcoll_last_error());      \
   } while (0)
 
-enum { SETUP_PLAIN = 0, SETUP_BAD_CALLS = 1 };
+/* SETUP_SHORT_RETRIES: RDMA retries that run out in about a second (ZCOLL_IB_TIMEOUT 10,
+ * ZCOLL_IB_RETRY_CNT 2), where a dead peer shows only so (death.c). */
+enum { SETUP_PLAIN = 0, SETUP_BAD_CALLS = 1, SETUP_SHORT_RETRIES = 2 };
 
 typedef int (*body_fn)(struct rank *r);
 
@@ -90,6 +96,12 @@ int conf_sync_ranks_progress(struct rank *r, int progress);
 int conf_sync_ranks(struct rank *r);
 int conf_wait_flag(struct rank *r, _Atomic int *f, int value);
 int conf_open_tl(struct rank *r, struct zcoll_tl **tl);
+/* peer_address (if the transport has it) on tl for the n ranks: the parts go to sh->part
+ * (store 0) or are dropped (a second instance's). */
+int conf_peer_address(struct rank *r, struct zcoll_tl *tl, int n, const int *ranks, int store);
+/* Rank peer's address as the core's exchange hands it to r: with r's part appended. Into
+ * buf (BLOB + PART bytes); its length. */
+size_t conf_addr_for(const struct rank *r, int peer, unsigned char *buf);
 int conf_setup(struct rank *r, size_t region_len, size_t src_len, int how);
 double conf_teardown(struct rank *r, int meet);
 int conf_poll_ok(struct rank *r, struct zcoll_tl_event *ev, int max, int *n);

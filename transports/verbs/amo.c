@@ -70,7 +70,6 @@ zcoll_status_t zcoll__verbs_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey 
     if (now - last < 10000000) continue;
     last = now;
     zcoll__verbs_async_events(tl);
-    zcoll__verbs_cm_events(tl);
     if (tl->alive && (st = tl->alive(tl->alive_arg)) != ZCOLL_OK) return st;
     if (tl->cfg->timeout > 0 && now - start > (int64_t)(tl->cfg->timeout * 1e9))
       return zcoll__fail(ZCOLL_ERR_TIMEOUT, "verbs: an atomic at rank %d took over %.0f s",
@@ -80,69 +79,11 @@ zcoll_status_t zcoll__verbs_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey 
   return ZCOLL_OK;
 }
 
-/* The self queue pair takes its route from a connected one: the same port and source
- * GID, with this device's own address (GID or LID) as the destination. */
-static zcoll_status_t self_route(struct zcoll_tl *tl, struct ibv_ah_attr *ah, enum ibv_mtu *mtu) {
-  struct zcoll_ep *ref = NULL;
-  for (int i = 0; i < tl->neps && !ref; i++)
-    if (tl->eps[i]->qp && tl->eps[i]->id) ref = tl->eps[i];
-  if (!ref)
-    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "verbs: no connected queue pair to take a route to this rank from");
-  struct ibv_qp_attr a;
-  struct ibv_qp_init_attr ia;
-  if (ibv_query_qp(ref->qp, &a, IBV_QP_AV | IBV_QP_PATH_MTU, &ia))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot query a queue pair: %m");
-  *ah = a.ah_attr;
-  *mtu = a.path_mtu;
-  if (ah->is_global) {
-    if (ibv_query_gid(tl->ctx, ah->port_num, ah->grh.sgid_index, &ah->grh.dgid))
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot read %s's GID: %m", tl->dev_name);
-  } else {
-    struct ibv_port_attr pa;
-    if (ibv_query_port(tl->ctx, ah->port_num, &pa))
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot query %s's port: %m", tl->dev_name);
-    ah->dlid = pa.lid;
-  }
-  return ZCOLL_OK;
-}
-
+/* The self queue pair is its own peer: this port's address, its own number. */
 static zcoll_status_t self_connect(struct zcoll_tl *tl, struct ibv_qp *qp) {
-  struct ibv_ah_attr ah;
-  enum ibv_mtu mtu = IBV_MTU_1024;
-  zcoll_status_t st = self_route(tl, &ah, &mtu);
-  if (st != ZCOLL_OK) return st;
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
-                          .pkey_index = 0,
-                          .port_num = ah.port_num,
-                          .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                             IBV_ACCESS_REMOTE_ATOMIC};
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: self queue pair to INIT: %m");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = mtu;
-  a.dest_qp_num = qp->qp_num;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr = ah;
-  if (ibv_modify_qp(qp, &a,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: self queue pair to RTR: %m");
-  memset(&a, 0, sizeof(a));
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = (uint8_t)tl->cfg->ib_timeout; /* as ep.c's: never 0 (config.c) */
-  a.retry_cnt = (uint8_t)tl->cfg->ib_retry_cnt;
-  a.rnr_retry = 7;
-  a.sq_psn = 0;
-  a.max_rd_atomic = 1;
-  if (ibv_modify_qp(qp, &a,
-                    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: self queue pair to RTS: %m");
-  return ZCOLL_OK;
+  zcoll_status_t st = zcoll__verbs_qp_init(tl, qp, tl->rank);
+  if (st == ZCOLL_OK) st = zcoll__verbs_qp_ready(tl, qp, tl->rank, &tl->pa, qp->qp_num, 0, 0);
+  return st;
 }
 
 zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **out) {
@@ -152,6 +93,8 @@ zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **out) 
   }
   if (!tl->atomics)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "verbs: %s has no atomics here", tl->dev_name);
+  if (!tl->cq)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "verbs: no queue pairs yet (a rank without peers)");
   struct zcoll_ep **eps = realloc(tl->eps, sizeof(struct zcoll_ep *) * (size_t)(tl->neps + 1));
   if (!eps) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
   tl->eps = eps;
@@ -181,7 +124,6 @@ zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **out) 
   ep->tl = tl;
   ep->peer = tl->rank;
   ep->index = tl->neps;
-  ep->established = 1;
   tl->eps[tl->neps++] = ep;
   tl->self = ep;
   zcoll_log_info("verbs: rank %d reaches its own memory through %s for atomics", tl->rank,

@@ -1,89 +1,27 @@
 /* iface.c -- verbs transport: device choice, instance lifecycle, the ops table. */
-#include <arpa/inet.h>
-#include <dirent.h>
 #include <dlfcn.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <limits.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "base/config.h"
 #include "base/hca.h"
 #include "base/log.h"
-#include "base/node.h"
 #include "verbs.h"
-
-/* The IPv4 address RDMA CM can bind for a device port: an IPv4-mapped GID (RoCE), or
- * the address of the port's network device (IPoIB). *gid is the GID index RDMA CM will
- * use for it -- the RoCE v2 entry where v1 has the same address, as RDMA CM's default
- * mode is v2 -- with its type, or -1 for IPoIB, where RDMA CM takes the port's GID. */
-static int port_ipv4(const char *dev, uint8_t port, int want_gid, struct sockaddr_in *out, int *gid,
-                     char *gid_type, size_t type_len) {
-  char path[256], line[128];
-  *gid = -1;
-  /* ZCOLL_IB_GID_INDEX: that entry or none (RDMA CM binds the address it holds). */
-  for (int i = want_gid >= 0 ? want_gid : 0; i < (want_gid >= 0 ? want_gid + 1 : 32); i++) {
-    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gids/%d", dev, port, i);
-    FILE *f = fopen(path, "r");
-    if (!f) break;
-    char *ok = fgets(line, sizeof(line), f);
-    fclose(f);
-    unsigned a, b, c, d;
-    /* The kernel's fixed GID format; %2x cannot overflow and all four are counted. */
-    /* NOLINTNEXTLINE(cert-err34-c) */
-    if (!ok || sscanf(line, "0000:0000:0000:0000:0000:ffff:%2x%2x:%2x%2x", &a, &b, &c, &d) != 4)
-      continue;
-    char type[32];
-    snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", dev, port,
-             i);
-    zcoll__read_line(path, type, sizeof(type));
-    uint32_t addr = htonl(a << 24 | b << 16 | c << 8 | d);
-    /* The first address; its v2 entry if a later one is, and then no further look. */
-    if (*gid >= 0 && (addr != out->sin_addr.s_addr || strcmp(type, "RoCE v2") != 0)) continue;
-    memset(out, 0, sizeof(*out));
-    out->sin_family = AF_INET;
-    out->sin_addr.s_addr = addr;
-    *gid = i;
-    snprintf(gid_type, type_len, "%s", type[0] ? type : "RoCE");
-    if (!strcmp(type, "RoCE v2")) break;
-  }
-  if (*gid >= 0) return 0;
-  if (want_gid >= 0) return -1; /* a GID index is a RoCE choice: no IPoIB fallback */
-  snprintf(gid_type, type_len, "IPoIB");
-  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net", dev);
-  DIR *dir = opendir(path);
-  if (!dir) return -1;
-  struct dirent *e;
-  int found = -1;
-  struct ifaddrs *ifs = NULL;
-  if (getifaddrs(&ifs) == 0) {
-    while (found && (e = readdir(dir))) {
-      for (struct ifaddrs *x = ifs; x && found; x = x->ifa_next)
-        if (x->ifa_addr && x->ifa_addr->sa_family == AF_INET && !strcmp(x->ifa_name, e->d_name)) {
-          memcpy(out, x->ifa_addr, sizeof(*out));
-          found = 0;
-        }
-    }
-    freeifaddrs(ifs);
-  }
-  closedir(dir);
-  return found;
-}
 
 struct candidate {
   char name[64];
   uint8_t port;
-  struct sockaddr_in ip;
+  struct zcoll__verbs_port pa;
 };
 
-/* Active ports with an IPv4 address, of the devices the list lets in. */
+/* Active ports that peers can reach (a GID, or a LID), of the devices the list lets in. */
 static int list_candidates(const struct zcoll__hca_spec *spec, int want_gid, struct candidate *out,
                            int max, char *names, size_t names_len) {
   int ndev = 0, n = 0;
@@ -103,9 +41,9 @@ static int list_candidates(const struct zcoll__hca_spec *spec, int want_gid, str
         if (ibv_query_port(ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE) continue;
         struct candidate c = {"", p, {0}};
         snprintf(c.name, sizeof(c.name), "%s", name);
-        int gid;
-        char type[32];
-        if (port_ipv4(name, p, want_gid, &c.ip, &gid, type, sizeof(type)) == 0) out[n++] = c;
+        char why[128];
+        if (zcoll__verbs_port_addr(ctx, name, p, want_gid, &c.pa, why, sizeof(why)) == 0)
+          out[n++] = c;
       }
     }
     ibv_close_device(ctx);
@@ -131,7 +69,8 @@ static zcoll_status_t hca_spec(const zcoll_config_t *cfg, struct zcoll__hca_spec
 }
 
 zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,
-                                        size_t name_len, uint8_t *port, struct sockaddr_in *ip) {
+                                        size_t name_len, uint8_t *port,
+                                        struct zcoll__verbs_port *pa) {
   char names[512];
   struct zcoll__hca_spec spec;
   const char *var, *text;
@@ -145,12 +84,11 @@ zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, cha
       snprintf(gid, sizeof(gid), " at GID index %d (ZCOLL_IB_GID_INDEX)", cfg->ib_gid_index);
     if (text[0])
       return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                         "%s=%s: no such RDMA device with an active port and an IPv4 "
-                         "address%s (devices here: %s)",
+                         "%s=%s: no such RDMA device with an active port and an address%s "
+                         "(devices here: %s)",
                          var, text, gid, names[0] ? names : "none");
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
-                       "no RDMA device with an active port and an IPv4 address%s (devices here: "
-                       "%s)",
+                       "no RDMA device with an active port and an address%s (devices here: %s)",
                        gid, names[0] ? names : "none");
   }
   /* Spread the ranks of a node over its devices, as MPI libraries do. A process that is
@@ -160,7 +98,7 @@ zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, cha
   const struct candidate *pick = &c[local % n];
   snprintf(name, name_len, "%s", pick->name);
   *port = pick->port;
-  *ip = pick->ip;
+  *pa = pick->pa;
   return ZCOLL_OK;
 }
 
@@ -194,7 +132,7 @@ static const char *port_state(enum ibv_port_state st) {
 }
 
 /* One entry per port of every device: what ibv_devinfo shows that matters to zcoll, the
- * GID index RDMA CM will use (port_ipv4), and which port this rank takes (pick_device). */
+ * GID or LID peers would reach it by (port.c), and which port this rank takes. */
 static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, const char *name,
                           uint8_t p, const char *mine, uint8_t mine_port, int cfg_gid,
                           const char *unlisted) {
@@ -205,39 +143,35 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, 
     snprintf(d->detail, sizeof(d->detail), "ibv_query_port: %s", strerror(errno));
     return;
   }
-  struct sockaddr_in ip;
-  int gid;
-  char type[32], ipstr[INET_ADDRSTRLEN] = "", gids[96];
-  int has_ip = port_ipv4(name, p, cfg_gid, &ip, &gid, type, sizeof(type)) == 0;
-  if (has_ip) inet_ntop(AF_INET, &ip.sin_addr, ipstr, sizeof(ipstr));
-  if (gid >= 0)
-    snprintf(gids, sizeof(gids), "GID index %d (%s, %s)", gid, type, ipstr);
-  else if (has_ip)
-    snprintf(gids, sizeof(gids), "the port's GID, IPoIB address %s", ipstr);
+  struct zcoll__verbs_port addr;
+  char where[128], nowhere[128] = "";
+  int reachable = zcoll__verbs_port_addr(ctx, name, p, cfg_gid, &addr, nowhere, sizeof(nowhere)) ==
+                  0;
+  if (reachable)
+    zcoll__verbs_port_str(&addr, where, sizeof(where));
   else
-    snprintf(gids, sizeof(gids), "no GID with an IPv4 address");
+    snprintf(where, sizeof(where), "%s", nowhere);
   int active = pa.state == IBV_PORT_ACTIVE;
-  d->ok = active && has_ip && !unlisted;
+  d->ok = active && reachable && !unlisted;
   char why[96] = "";
   if (!strcmp(name, mine) && p == mine_port)
     snprintf(why, sizeof(why), "; zcoll uses this port");
   else if (!active)
     snprintf(why, sizeof(why), "; not usable: not ACTIVE");
-  else if (!has_ip)
-    snprintf(why, sizeof(why), "; not usable: RDMA CM needs an IPv4 address%s",
-             cfg_gid >= 0 ? " at ZCOLL_IB_GID_INDEX" : "");
+  else if (!reachable)
+    snprintf(why, sizeof(why), "; not usable: peers cannot address it");
   else if (unlisted)
     snprintf(why, sizeof(why), "; not used: not in %s", unlisted);
   snprintf(d->detail, sizeof(d->detail), "%s, %s, MTU %d, %.4g Gb/s, %s%s", port_state(pa.state),
            pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
-           128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), gids, why);
+           128 << (int)pa.active_mtu, port_gbps(pa.active_speed, pa.active_width), where, why);
 }
 
 static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
   char mine[64] = "";
   uint8_t mine_port = 0;
-  struct sockaddr_in ip;
-  if (zcoll__verbs_pick_device(cfg, cfg->rank, mine, sizeof(mine), &mine_port, &ip) != ZCOLL_OK)
+  struct zcoll__verbs_port pa;
+  if (zcoll__verbs_pick_device(cfg, cfg->rank, mine, sizeof(mine), &mine_port, &pa) != ZCOLL_OK)
     mine[0] = '\0';
   struct zcoll__hca_spec spec;
   const char *var = NULL, *text = "";
@@ -298,19 +232,10 @@ static void verbs_version(char *buf, size_t len) {
 static zcoll_status_t verbs_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
   char name[64];
   uint8_t port;
-  struct sockaddr_in ip;
-  zcoll_status_t st = zcoll__verbs_pick_device(cfg, cfg->rank, name, sizeof(name), &port, &ip);
+  struct zcoll__verbs_port pa;
+  zcoll_status_t st = zcoll__verbs_pick_device(cfg, cfg->rank, name, sizeof(name), &port, &pa);
   if (st != ZCOLL_OK) snprintf(why, why_len, "%s", zcoll__last_error());
   return st;
-}
-
-zcoll_status_t zcoll__verbs_set_tos(struct zcoll_tl *tl, struct rdma_cm_id *id) {
-  if (tl->cfg->ib_tc < 0) return ZCOLL_OK;
-  uint8_t tos = (uint8_t)tl->cfg->ib_tc;
-  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos)))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ZCOLL_IB_TC=%d on %s: %m", tl->cfg->ib_tc,
-                       tl->dev_name);
-  return ZCOLL_OK;
 }
 
 static void verbs_close(struct zcoll_tl *tl) {
@@ -320,8 +245,7 @@ static void verbs_close(struct zcoll_tl *tl) {
   if (tl->cq) ibv_destroy_cq(tl->cq);
   if (tl->comp_ch) ibv_destroy_comp_channel(tl->comp_ch);
   if (tl->pd) ibv_dealloc_pd(tl->pd);
-  if (tl->listen_id) rdma_destroy_id(tl->listen_id);
-  if (tl->cm_ch) rdma_destroy_event_channel(tl->cm_ch);
+  if (tl->ctx) ibv_close_device(tl->ctx);
   if (tl->epfd >= 0) close(tl->epfd);
   zcoll__evq_free(&tl->evq);
   free(tl);
@@ -330,6 +254,30 @@ static void verbs_close(struct zcoll_tl *tl) {
 static int nonblock(int fd) {
   int fl = fcntl(fd, F_GETFL);
   return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* The device by name: the context the instance owns. */
+static struct ibv_context *open_by_name(const char *name) {
+  int n = 0;
+  struct ibv_device **devs = ibv_get_device_list(&n);
+  struct ibv_context *ctx = NULL;
+  for (int i = 0; devs && i < n && !ctx; i++)
+    if (!strcmp(ibv_get_device_name(devs[i]), name)) ctx = ibv_open_device(devs[i]);
+  if (devs) ibv_free_device_list(devs);
+  return ctx;
+}
+
+/* ZCOLL_IB_PKEY's index in the port's P_Key table (the first entry without it). */
+static zcoll_status_t pkey_index(struct zcoll_tl *tl) {
+  if (tl->cfg->ib_pkey < 0) return ZCOLL_OK;
+  int i = ibv_get_pkey_index(tl->ctx, tl->port, htobe16((uint16_t)tl->cfg->ib_pkey));
+  if (i < 0)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "verbs: ZCOLL_IB_PKEY=0x%04x is not in %s port %u's P_Key table (a "
+                       "partition this node is no member of)",
+                       tl->cfg->ib_pkey, tl->dev_name, tl->port);
+  tl->pkey_index = (uint16_t)i;
+  return ZCOLL_OK;
 }
 
 static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_tl **out) {
@@ -342,32 +290,13 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
   tl->alive_arg = p->alive_arg;
   tl->epfd = -1;
   zcoll_status_t st = zcoll__verbs_pick_device(p->cfg, p->rank, tl->dev_name, sizeof(tl->dev_name),
-                                               &tl->port, &tl->ip);
+                                               &tl->port, &tl->pa);
   if (st != ZCOLL_OK) goto fail;
-  if (getrandom(&tl->nonce, sizeof(tl->nonce), 0) != sizeof(tl->nonce)) tl->nonce ^= (uint64_t)tl;
-  char ipstr[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &tl->ip.sin_addr, ipstr, sizeof(ipstr));
-  if (!(tl->cm_ch = rdma_create_event_channel())) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rdma_create_event_channel: %m");
+  if (!(tl->ctx = open_by_name(tl->dev_name))) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot open %s: %m", tl->dev_name);
     goto fail;
   }
-  if (rdma_create_id(tl->cm_ch, &tl->listen_id, tl, RDMA_PS_TCP)) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rdma_create_id: %m");
-    goto fail;
-  }
-  if ((st = zcoll__verbs_set_tos(tl, tl->listen_id)) != ZCOLL_OK) goto fail;
-  struct sockaddr_in any = tl->ip;
-  any.sin_port = 0;
-  if (rdma_bind_addr(tl->listen_id, (struct sockaddr *)&any) || rdma_listen(tl->listen_id, 128)) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot listen on %s (%s port %u): %m", ipstr,
-                     tl->dev_name, tl->port);
-    goto fail;
-  }
-  tl->ip.sin_port = rdma_get_src_port(tl->listen_id);
-  if (!(tl->ctx = tl->listen_id->verbs)) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s is not the address of an RDMA device", ipstr);
-    goto fail;
-  }
+  if ((st = pkey_index(tl)) != ZCOLL_OK) goto fail;
   if (!(tl->pd = ibv_alloc_pd(tl->ctx)) || !(tl->comp_ch = ibv_create_comp_channel(tl->ctx))) {
     st = zcoll__fail(ZCOLL_ERR_TRANSPORT,
                      "verbs: cannot allocate a protection domain or "
@@ -381,18 +310,19 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
   }
   tl->atomics = p->cfg->atomics && tl->dev.atomic_cap != IBV_ATOMIC_NONE &&
                 tl->dev.max_qp_rd_atom > 0;
-  /* One descriptor to sleep on: completions, asynchronous device events, CM events. */
+  /* One descriptor to sleep on: completions and asynchronous device events. */
   tl->epfd = epoll_create1(EPOLL_CLOEXEC);
-  int fds[3] = {tl->comp_ch->fd, tl->ctx->async_fd, tl->cm_ch->fd};
-  for (int i = 0; i < 3; i++) {
+  int fds[2] = {tl->comp_ch->fd, tl->ctx->async_fd};
+  for (int i = 0; i < 2; i++) {
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
     if (tl->epfd < 0 || nonblock(fds[i]) || epoll_ctl(tl->epfd, EPOLL_CTL_ADD, fds[i], &ev)) {
       st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot set up event descriptors: %m");
       goto fail;
     }
   }
-  zcoll_log_info("verbs: rank %d uses %s port %u, %s:%u", p->rank, tl->dev_name, tl->port, ipstr,
-                 ntohs(tl->ip.sin_port));
+  char where[128];
+  zcoll__verbs_port_str(&tl->pa, where, sizeof(where));
+  zcoll_log_info("verbs: rank %d uses %s port %u, %s", p->rank, tl->dev_name, tl->port, where);
   *out = tl;
   return ZCOLL_OK;
 fail:
@@ -401,7 +331,17 @@ fail:
 }
 
 static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len) {
-  struct zcoll__verbs_addr a = {tl->ip, tl->nonce, tl->rank, 0};
+  struct zcoll__verbs_addr a = {ZCOLL_VERBS_ADDR_MAGIC,
+                                tl->rank,
+                                {0},
+                                tl->pa.lid,
+                                tl->pa.link_layer,
+                                (uint8_t)tl->pa.mtu,
+                                tl->pa.gid_index >= 0,
+                                (uint8_t)tl->pa.gid_kind,
+                                (uint8_t)tl->pa.roce_v2,
+                                0};
+  memcpy(a.gid, tl->pa.gid.raw, sizeof(a.gid));
   if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: address buffer short");
   memcpy(buf, &a, sizeof(a));
   *len = sizeof(a);
@@ -422,6 +362,7 @@ const struct zcoll_tl_ops zcoll__tl_verbs = {
     .open = verbs_open,
     .close = verbs_close,
     .address = verbs_address,
+    .peer_address = zcoll__verbs_peer_address,
     .connect = zcoll__verbs_connect,
     .mem_reg = zcoll__verbs_mem_reg,
     .mem_dereg = zcoll__verbs_mem_dereg,

@@ -42,8 +42,9 @@ static int choose_gid(struct ibv_context *ctx, uint8_t port, int table_len, int 
     if (e[i].port_num != port || gid_zero((const union ibv_gid *)&e[i].gid)) continue;
     int v2 = e[i].gid_type == IBV_GID_TYPE_ROCE_V2;
     int score = v2 * 10 + gid_kind((const union ibv_gid *)&e[i].gid);
-    if (want >= 0 ? (int)e[i].gid_index == want
-                  : score > best_score || (score == best_score && e[i].gid_index < (uint32_t)best)) {
+    if (want >= 0
+            ? (int)e[i].gid_index == want
+            : score > best_score || (score == best_score && e[i].gid_index < (uint32_t)best)) {
       best = (int)e[i].gid_index;
       best_score = score;
       memcpy(pa->gid.raw, &e[i].gid, sizeof(pa->gid.raw));

@@ -15,7 +15,7 @@
 #define CHECK_EVENTS_EVERY 256
 
 /* A failed completion is the fabric's news, not a peer's death: TRANSPORT, naming where.
- * A peer known dead (the job's rendezvous saw it go, RDMA CM's disconnect) is PEER_FAILED
+ * A peer known dead (the job's rendezvous saw it go) is PEER_FAILED
  * elsewhere -- and the executor reports that cause, not this echo, when it comes within a
  * moment (exec_wait.c). */
 zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s) {
@@ -240,7 +240,6 @@ static void check_events(struct zcoll_tl *tl) {
   /* Consume the channel's notification so that the descriptor goes quiet again. */
   while (ibv_get_cq_event(tl->comp_ch, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
   zcoll__verbs_async_events(tl);
-  zcoll__verbs_cm_events(tl);
 }
 
 zcoll_status_t zcoll__verbs_poll(struct zcoll_tl *tl, struct zcoll_tl_event *ev, int max, int *n) {

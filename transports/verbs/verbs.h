@@ -1,6 +1,10 @@
 /*
- * verbs.h -- the RDMA transport: RC queue pairs over libibverbs, connected with
- * librdmacm, one per peer.
+ * verbs.h -- the RDMA transport: RC queue pairs over libibverbs, one per peer, connected
+ * out of band: each rank makes its peers' queue pairs before the address exchange and
+ * puts their numbers in the parts of its address meant for each peer (transport.h's
+ * peer_address), with its port's GID or LID and MTU; connect moves them to RTR and RTS
+ * as rc_pingpong does. No IP address is needed (InfiniBand without IPoIB, IPv6-only
+ * RoCE), and no connection manager.
  *
  * put() is one IBV_WR_RDMA_WRITE_WITH_IMM straight into the peer's registered slot;
  * the 32-bit immediate is the notification, delivered by the receiver's completion
@@ -13,8 +17,6 @@
 #define ZCOLL_TL_VERBS_H
 
 #include <infiniband/verbs.h>
-#include <netinet/in.h>
-#include <rdma/rdma_cma.h>
 #include <stdint.h>
 
 #include "tl/evq.h"
@@ -23,17 +25,32 @@
 #define ZCOLL_VERBS_SIGNAL_EVERY 16 /* unsignalled writes between two signalled ones */
 #define ZCOLL_VERBS_RECV_BATCH 32   /* receives reposted at once */
 
-struct zcoll__verbs_addr { /* what the bootstrap carries for us */
-  struct sockaddr_in sin;  /* the listener: device IP and port */
-  uint64_t nonce;          /* this instance; echoed by connecting peers */
-  int32_t rank;
-  uint32_t reserved;
+/* What a GID is, for the two ends to agree on (port.c): an IPv4-mapped GID cannot talk
+ * to an IPv6 one, nor RoCE v1 to v2. */
+enum { ZCOLL_VERBS_GID_LOCAL = 1, ZCOLL_VERBS_GID_IPV6 = 2, ZCOLL_VERBS_GID_IPV4 = 3 };
+
+struct zcoll__verbs_port { /* how peers reach a port (port.c) */
+  uint8_t link_layer;      /* IBV_LINK_LAYER_* */
+  uint16_t lid;
+  enum ibv_mtu mtu; /* the port's active MTU */
+  int gid_index;    /* -1: LID-routed InfiniBand, no GRH */
+  union ibv_gid gid;
+  int roce_v2;  /* the GID's type: RoCE v2 (UDP) rather than v1 or IB */
+  int gid_kind; /* ZCOLL_VERBS_GID_* */
 };
 
-struct zcoll__verbs_conn { /* private data of a connection request */
+#define ZCOLL_VERBS_ADDR_MAGIC 0x7a760002u /* "zv", version 2: out-of-band queue pairs */
+
+struct zcoll__verbs_addr { /* the address every peer gets */
+  uint32_t magic;
   int32_t rank;
-  uint32_t reserved;
-  uint64_t nonce; /* the listener's, proving the request is for this instance */
+  uint8_t gid[16];
+  uint16_t lid;
+  uint8_t link_layer, mtu, global, gid_kind, roce_v2, reserved;
+};
+
+struct zcoll__verbs_part { /* the part for one peer: its queue pair at our end */
+  uint32_t qpn, psn;
 };
 
 struct zcoll_tl {
@@ -43,24 +60,23 @@ struct zcoll_tl {
   void *alive_arg;
   char dev_name[64];
   uint8_t port;
-  struct sockaddr_in ip; /* the device's IPv4 address */
-  uint64_t nonce;
-  struct rdma_event_channel *cm_ch;
-  struct rdma_cm_id *listen_id;
-  struct ibv_context *ctx;    /* the listener's device */
+  struct zcoll__verbs_port pa; /* the port's address */
+  uint16_t pkey_index;         /* ZCOLL_IB_PKEY's entry in the port's table */
+  struct ibv_context *ctx;
   struct ibv_device_attr dev; /* its limits (ibv_query_device): queues are sized within them */
   struct ibv_pd *pd;
   struct ibv_comp_channel *comp_ch;
   struct ibv_cq *cq;
   int cq_size;
-  int epfd; /* epoll over the completion channel, async events and CM events */
+  int epfd; /* epoll over the completion channel and async events */
   uint32_t max_inline;
   int sq_depth, rq_depth;
   struct zcoll__evq evq; /* events raised by callbacks, harvested by poll */
   zcoll_status_t failed;
   struct zcoll_ep **eps;
   int neps;
-  int polls; /* poll() calls since async and CM events were last read */
+  int polls;     /* poll() calls since async events were last read */
+  int connected; /* connect has run: the queue pairs are in RTS */
   /* Remote atomics (amo.c): only for a communicator that asks (cfg->atomics) on a device
    * that has them; the reply buffer, registered on first use; the queue pair to itself. */
   int atomics;
@@ -84,9 +100,8 @@ struct zcoll_ep {
   struct zcoll_tl *tl;
   int index; /* in tl->eps, carried in wr_id */
   int peer;
-  struct rdma_cm_id *id;
   struct ibv_qp *qp;
-  int established;
+  uint32_t psn; /* our first packet sequence number */
   int failed;
   /* send queue bookkeeping: a ring of posted writes, oldest at head */
   struct zcoll__verbs_wr *wrs;
@@ -108,7 +123,6 @@ struct zcoll_tl_rkey {
 
 zcoll_status_t zcoll__verbs_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
 zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n);
-zcoll_status_t zcoll__verbs_cm_events(struct zcoll_tl *tl);
 void zcoll__verbs_async_events(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s);
 /* Posts wr on ep's send queue (progress.c), signalled where selective signalling wants
@@ -124,9 +138,17 @@ zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **ep);
 void zcoll__verbs_amo_close(struct zcoll_tl *tl);
 
 /* The ops, one file each by concern (ep.c, mr.c, progress.c). */
+zcoll_status_t zcoll__verbs_peer_address(struct zcoll_tl *tl, int n, const int *ranks, void *buf,
+                                         size_t *each);
 zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                     const void *const *addrs, const size_t *lens,
                                     struct zcoll_ep **eps);
+/* A queue pair's way from INIT to RTS, toward the queue pair qpn/psn at the port pa
+ * (ep.c; amo.c's to itself too). */
+zcoll_status_t zcoll__verbs_qp_init(struct zcoll_tl *tl, struct ibv_qp *qp, int peer);
+zcoll_status_t zcoll__verbs_qp_ready(struct zcoll_tl *tl, struct ibv_qp *qp, int peer,
+                                     const struct zcoll__verbs_port *pa, uint32_t qpn,
+                                     uint32_t rpsn, uint32_t psn);
 void zcoll__verbs_close_eps(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                     struct zcoll_tl_mr **mr);
@@ -143,12 +165,16 @@ int zcoll__verbs_event_fd(struct zcoll_tl *tl);
 void zcoll__verbs_quiesce(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl);
 
-/* ZCOLL_IB_TC on a connection (or the listener, whose requests inherit it): before its
- * route is resolved. */
-zcoll_status_t zcoll__verbs_set_tos(struct zcoll_tl *tl, struct rdma_cm_id *id);
-
-/* Device choice (iface.c): the RDMA device and port to use, and its IPv4 address. */
+/* Device choice (iface.c): the RDMA device and port to use, and how peers reach it. */
 zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,
-                                        size_t name_len, uint8_t *port, struct sockaddr_in *ip);
+                                        size_t name_len, uint8_t *port,
+                                        struct zcoll__verbs_port *pa);
+
+/* port.c: how peers reach port `port` of ctx (dev names it for messages): its GID, chosen
+ * as NCCL does or at want_gid (>= 0), or its LID. 0, or -1 with why. */
+int zcoll__verbs_port_addr(struct ibv_context *ctx, const char *dev, uint8_t port, int want_gid,
+                           struct zcoll__verbs_port *pa, char *why, size_t why_len);
+/* "GID index 1 (RoCE v2, fd77::1)" or "LID 0x1" */
+void zcoll__verbs_port_str(const struct zcoll__verbs_port *pa, char *buf, size_t len);
 
 #endif

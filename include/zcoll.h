@@ -270,6 +270,10 @@ typedef struct zcoll_comm_stats {
    * (what crosses the network; headers and credits aside). */
   uint64_t bytes_sent_same_host;
   uint64_t bytes_sent_other_hosts;
+  /* Payload bytes this rank put over each rail of its RDMA transport, in the order
+   * zcoll_comm_device() names them: verbs stripes its puts over every port ZCOLL_IB_HCA
+   * lists; one port is rail 0 alone; all 0 without verbs. */
+  uint64_t rail_bytes[4];
 } zcoll_comm_stats_t;
 ZCOLL_API zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats,
                                           size_t size);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs inside ci/rxe.sh (rxe0 <-> rxe1 across a veth): perftest's raw RDMA WRITE
 # bandwidth and latency, then zcoll_perf over verbs on the same devices, and prints
-# zcoll's figures as ratios of the raw link's. Usage: perf/rxe_compare.sh (the host side).
+# zcoll's figures as ratios of the raw link's; then two rails against one (ZCOLL_IB_HCA),
+# and with ZCOLL_RXE_BENCH_BASE=DIR (another build's directory, e.g. of the commit before a
+# change) this build against that one. Usage: perf/rxe_compare.sh (the host side).
 set -euo pipefail
 build=${1:?build directory}
 iters=${ZCOLL_RXE_BENCH_ITERS:-200}
@@ -52,3 +54,38 @@ awk -v z="$z8m_bw" -v r="${raw_bw[8388608]}" \
   'BEGIN {printf "%-28s %12.5f %12.5f %8.2f\n", "busbw 8 MiB (GB/s)", z, r, z / r}'
 awk -v z="$z8_time" -v r="$lat_typ" \
   'BEGIN {printf "%-28s %12.2f %12.2f %8.2f\n", "8 B latency (us)", z, r, z / r}'
+
+# The median of a few runs, taken in turns (A B A B ...) so that the guest's drift hits
+# every configuration alike. bw8m / lat8: GB/s at 8 MiB, us at 8 B, from one run's table.
+bw8m() { awk '$1 == 8388608 && $0 !~ /^#/ {printf "%.6f\n", 8388608 / $6 / 1e3}'; }
+lat8() { awk '$1 == 8 && $0 !~ /^#/ {print $6}'; }
+median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+rounds=${ZCOLL_RXE_BENCH_ROUNDS:-3}
+one=() two=()
+for ((i = 0; i < rounds; i++)); do
+  one+=("$(zperf -b 8M -e 8M -n 10 -w 2 | bw8m)")
+  two+=("$(ZCOLL_IB_HCA=rxe0,rxe1 zperf -b 8M -e 8M -n 10 -w 2 | bw8m)")
+done
+m1=$(printf '%s\n' "${one[@]}" | median) m2=$(printf '%s\n' "${two[@]}" | median)
+echo
+echo "# two rails (ZCOLL_IB_HCA=rxe0,rxe1) against one, busbw at 8 MiB, median of $rounds"
+echo "# (on rxe both ranks' rail 0 is rxe0 and rail 1 rxe1: two softirq engines, one wire)"
+awk -v a="$m2" -v b="$m1" 'BEGIN {printf "%-28s %12.5f %12.5f %8.2f\n", "2 rails / 1 rail (GB/s)", a, b, a / b}'
+if [ -n "${ZCOLL_RXE_BENCH_BASE:-}" ]; then
+  base=$ZCOLL_RXE_BENCH_BASE
+  bperf() { ZCOLL_TRANSPORT=verbs "$base/zcoll_run" -np 2 "$base/zcoll_perf" -c 1 -z 1 -a 3 "$@"; }
+  nb=() bb=() nl=() bl=()
+  for ((i = 0; i < rounds; i++)); do
+    nl+=("$(zperf -b 8 -e 8 -n 200 -w 20 | lat8)")
+    bl+=("$(bperf -b 8 -e 8 -n 200 -w 20 | lat8)")
+    nb+=("$(zperf -b 8M -e 8M -n 10 -w 2 | bw8m)")
+    bb+=("$(bperf -b 8M -e 8M -n 10 -w 2 | bw8m)")
+  done
+  echo
+  echo "# this build against $base, one rail, median of $rounds taken in turns"
+  printf '%-28s %12s %12s %8s\n' "" this base ratio
+  awk -v a="$(printf '%s\n' "${nb[@]}" | median)" -v b="$(printf '%s\n' "${bb[@]}" | median)" \
+    'BEGIN {printf "%-28s %12.5f %12.5f %8.2f\n", "busbw 8 MiB (GB/s)", a, b, a / b}'
+  awk -v a="$(printf '%s\n' "${nl[@]}" | median)" -v b="$(printf '%s\n' "${bl[@]}" | median)" \
+    'BEGIN {printf "%-28s %12.2f %12.2f %8.2f\n", "8 B latency (us)", a, b, a / b}'
+fi

@@ -114,6 +114,72 @@ Test(verbs, no_ipv4_needed, .timeout = 900) {
   }
 }
 
+/* Two rails per rank (ZCOLL_IB_HCA=rxe0,rxe1: every rank takes both devices): puts to a
+ * peer take the rails in turn and the receiver hands their notifications out in the same
+ * turn, so results are exact at p = 2 and 3 (allreduce_check: pieces of every size, the
+ * staged and the registered paths), every rank says it uses both, zcoll_perf's bytes
+ * per rail show both carrying half (+- 10 %) and zcoll_info -d marks both ports. On rxe both ranks' rail 0 is rxe0 -- a
+ * device talking to itself -- and rail 1 rxe1; on a cluster each rail is a NIC of each
+ * host. */
+Test(verbs, two_rails_carry_half_each, .timeout = 900) {
+  need_rdma();
+  for (int p = 2; p <= 3; p++) {
+    char np[8];
+    snprintf(np, sizeof(np), "%d", p);
+    const char *argv[] = {SP_BIN("zcoll_run"),        "-np",    np,
+                          SP_PROG("allreduce_check"), "262144", NULL};
+    const char *env[] = {"ZCOLL_TRANSPORT=verbs", "ZCOLL_IB_HCA=rxe0,rxe1", "ZCOLL_LOG=info",
+                         p == 3 ? "ZCOLL_TEST_REGISTER=1" : "ZCOLL_TEST_REGISTER=0", NULL};
+    struct sp_result r = sp_run(argv, env, 400);
+    cr_log_info("verbs over two rails, p=%d: %.1f s\n", p, r.seconds);
+    cr_assert_eq(r.status, 0, "p=%d: exit %d\n%s", p, r.status, r.out);
+    cr_expect(strstr(r.out, "over verbs") && strstr(r.out, "every element exact on every rank"),
+              "%s", r.out);
+    int n = 0;
+    for (const char *l = strstr(r.out, "(a rail)"); l; l = strstr(l + 1, "(a rail)")) n++;
+    cr_expect_eq(n, 2 * p, "every rank should say it uses rxe0 and rxe1 as rails:\n%s", r.out);
+    free(r.out);
+  }
+  const char *perf[] = {SP_BIN("zcoll_run"),
+                        "-np",
+                        "2",
+                        SP_BIN("zcoll_perf"),
+                        "-b",
+                        "1M",
+                        "-e",
+                        "4M",
+                        "-f",
+                        "2",
+                        "-n",
+                        "4",
+                        "-w",
+                        "1",
+                        "-c",
+                        "1",
+                        NULL};
+  const char *env[] = {"ZCOLL_TRANSPORT=verbs", "ZCOLL_IB_HCA=rxe0,rxe1", NULL};
+  struct sp_result r = sp_run(perf, env, 580);
+  cr_log_info("zcoll_perf over two rails:\n%s", r.out);
+  cr_assert_eq(r.status, 0, "%s", r.out);
+  const char *l = strstr(r.out, "# Bytes per rail       : ");
+  double a = 0, b = 0;
+  cr_assert(l && sscanf(l, "# Bytes per rail       : rail 0 %lf MiB, rail 1 %lf MiB", &a, &b) == 2,
+            "%s", r.out);
+  cr_expect(a > 0 && b > 0 && a < 1.1 * b && b < 1.1 * a, "rails uneven: %.1f and %.1f MiB\n%s", a,
+            b, r.out);
+  cr_expect(strstr(r.out, "device rxe0:1,rxe1:1"), "%s", r.out);
+  free(r.out);
+  /* zcoll_info -d marks both ports, each with its rail. */
+  const char *info[] = {SP_BIN("zcoll_info"), "-d", NULL};
+  const char *hca[] = {"ZCOLL_IB_HCA=rxe0,rxe1", NULL};
+  r = sp_run(info, hca, 60);
+  const char *p0 = strstr(r.out, "rxe0 port 1"), *p1 = strstr(r.out, "rxe1 port 1");
+  cr_expect(p0 && p1 && strstr(p0, "zcoll uses this port (rail 0 of 2)") &&
+                strstr(p1, "zcoll uses this port (rail 1 of 2)"),
+            "%s", r.out);
+  free(r.out);
+}
+
 /* Registered buffers go out without staging copies: same results. */
 Test(verbs, registered_buffers, .timeout = 600) {
   need_rdma();
@@ -307,11 +373,10 @@ Test(verbs, bad_port_number_is_refused, .timeout = 60) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     zcoll_config_t cfg = {0};
     snprintf(cfg.ib_dev, sizeof(cfg.ib_dev), "%s", bad[i]);
-    char name[64];
-    uint8_t port;
-    struct zcoll__verbs_port pa;
-    cr_expect_eq(zcoll__verbs_pick_device(&cfg, 0, name, sizeof(name), &port, &pa),
-                 ZCOLL_ERR_INVALID_ARG, "%s was accepted", bad[i]);
+    struct zcoll__verbs_rail rail[ZCOLL_VERBS_MAX_RAILS];
+    int n = 0;
+    cr_expect_eq(zcoll__verbs_pick_rails(&cfg, 0, rail, &n), ZCOLL_ERR_INVALID_ARG,
+                 "%s was accepted", bad[i]);
     cr_expect(strstr(zcoll_last_error(), "ZCOLL_IB_DEV") &&
                   strstr(zcoll_last_error(), "port must be a number 1..255"),
               "%s: %s", bad[i], zcoll_last_error());

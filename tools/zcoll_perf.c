@@ -335,9 +335,11 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be) {
     report(c, "zcoll_comm_stats", st);
     return -1;
   }
-  uint64_t v[6] = {s.rcache_misses,        s.rcache_hits,          s.rcache_reg_ns,
-                   s.rcache_invalidations, s.bytes_sent_same_host, s.bytes_sent_other_hosts};
-  if (be->sum_u64(be->ctx, v, 6)) return -1;
+  uint64_t v[10] = {s.rcache_misses,        s.rcache_hits,          s.rcache_reg_ns,
+                    s.rcache_invalidations, s.bytes_sent_same_host, s.bytes_sent_other_hosts,
+                    s.rail_bytes[0],        s.rail_bytes[1],        s.rail_bytes[2],
+                    s.rail_bytes[3]};
+  if (be->sum_u64(be->ctx, v, 10)) return -1;
   if (be->rank == 0 && v[0] + v[1] > 0)
     printf("# %-20s : %" PRIu64 " registrations in %.3f ms (%.1f us each, first use), %" PRIu64
            " later uses hit, %" PRIu64 " invalidated (all ranks)\n#\n",
@@ -348,6 +350,13 @@ static int print_rcache(const struct perf_ctx *c, const struct pt_backend *be) {
     printf("# %-20s : %.1f MiB within hosts, %.1f MiB between hosts (payload, all ranks, "
            "the whole run)\n#\n",
            "Bytes sent", (double)v[4] / 1048576.0, (double)v[5] / 1048576.0);
+  /* Over several RDMA ports (ZCOLL_IB_HCA), what each carried: striping should even them. */
+  if (be->rank == 0 && v[7] > 0) {
+    printf("# %-20s :", "Bytes per rail");
+    for (int r = 0; r < 4 && v[6 + r]; r++)
+      printf("%s rail %d %.1f MiB", r ? "," : "", r, (double)v[6 + r] / 1048576.0);
+    printf(" (payload, all ranks, the whole run; rails as each rank's device names them)\n#\n");
+  }
   return 0;
 }
 

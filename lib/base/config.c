@@ -417,8 +417,9 @@ static const struct field fields[ZCOLL_CONFIG_NFIELDS] = {
     F("IB_DEV", "", "RDMA device as name[:port]: the old name of ZCOLL_IB_HCA=\"=name[:port]\", "
       "used when ZCOLL_IB_HCA is empty", ib_dev, parse_string),
     F("IB_HCA", "", "RDMA devices and ports, as NCCL_IB_HCA: name[:port],... (a name is a "
-      "prefix), =name,... (exact names), ^name,... (all but these); empty: every device with "
-      "an active port. A host's ranks spread over the ports listed", ib_hca, parse_ib_hca),
+      "prefix), =name,... (exact names), ^name,... (all but these): every rank uses each port "
+      "listed (up to 4) as a rail and stripes its puts over them; empty: every device with an "
+      "active port, a host's ranks spread over them one each", ib_hca, parse_ib_hca),
     F("IB_GID_INDEX", "-1", "GID index of the port (RoCE, or routed InfiniBand); -1: RoCE v2 "
       "before v1, then an IPv4-mapped GID, a global IPv6 one, a link-local one; InfiniBand: the "
       "LID", ib_gid_index, parse_gid_index),

@@ -21,6 +21,9 @@ zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats, s
   for (int i = 0; i < comm->nchans; i++)
     *(comm->chans[i].same_host ? &s.bytes_sent_same_host
                                : &s.bytes_sent_other_hosts) += comm->chans[i].bytes_out;
+  for (int k = 0; k < comm->ntlis; k++)
+    if (comm->tlis[k].ops->rail_bytes)
+      comm->tlis[k].ops->rail_bytes(comm->tlis[k].tl, s.rail_bytes, 4);
   if (comm->rcache) {
     struct zcoll__rcache_stats rc;
     zcoll__rcache_stats(comm->rcache, &rc);

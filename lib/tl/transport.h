@@ -216,6 +216,9 @@ struct zcoll_tl_ops {
   /* Optional: the device an open instance uses, for operators ("rxe0:1"); NULL where
    * there is none to name (shared memory). At most len bytes, NUL included. */
   void (*device)(struct zcoll_tl *tl, char *buf, size_t len);
+  /* Optional: payload bytes put over each rail (port) of the instance so far, into
+   * bytes[0..max); returns how many rails it has (zcoll_comm_stats' rail_bytes). */
+  int (*rail_bytes)(struct zcoll_tl *tl, uint64_t *bytes, int max);
   /* Optional, for zcoll_info -d: what the transport finds or needs here, one entry per
    * device, port or prerequisite, each tried the way the transport itself does it. Fills
    * up to max entries and returns how many there are. */

@@ -24,7 +24,7 @@ static zcoll_status_t reply_buffer(struct zcoll_tl *tl) {
   if (tl->amo_mr) return ZCOLL_OK;
   if (posix_memalign((void **)&tl->amo_buf, 64, 64))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
-  if (!(tl->amo_mr = ibv_reg_mr(tl->pd, tl->amo_buf, 64, IBV_ACCESS_LOCAL_WRITE))) {
+  if (!(tl->amo_mr = ibv_reg_mr(tl->rail[0].pd, tl->amo_buf, 64, IBV_ACCESS_LOCAL_WRITE))) {
     free(tl->amo_buf);
     tl->amo_buf = NULL;
     return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot register an atomic's reply: %m");
@@ -43,7 +43,7 @@ zcoll_status_t zcoll__verbs_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey 
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
                        "verbs: %s has no atomics here (the device has none, or this instance "
                        "was not opened for them)",
-                       tl->dev_name);
+                       tl->rail[0].dev_name);
   if (tl->failed) return tl->failed;
   if (ep->failed) return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: rank %d is gone", ep->peer);
   zcoll_status_t st = reply_buffer(tl);
@@ -52,9 +52,9 @@ zcoll_status_t zcoll__verbs_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey 
   struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD};
   wr.wr.atomic.remote_addr = rkey->addr + roff;
   wr.wr.atomic.compare_add = add;
-  wr.wr.atomic.rkey = rkey->rkey;
+  wr.wr.atomic.rkey = rkey->rkey[0];
   tl->amo_done = 0;
-  if ((st = zcoll__verbs_post(ep, &wr, 0, ZCOLL_VERBS_WR_AMO)) != ZCOLL_OK) return st;
+  if ((st = zcoll__verbs_post(ep, 0, &wr, 0, ZCOLL_VERBS_WR_AMO)) != ZCOLL_OK) return st;
   /* rxe does the atomic in the kernel, on this core maybe: yield it after a short spin. A
    * peer that dies ends the wait through the queue pair's retries (about 2 s) or the job's
    * news; so does ZCOLL_TIMEOUT. */
@@ -79,10 +79,11 @@ zcoll_status_t zcoll__verbs_fetch_add(struct zcoll_ep *ep, struct zcoll_tl_rkey 
   return ZCOLL_OK;
 }
 
-/* The self queue pair is its own peer: this port's address, its own number. */
+/* The self queue pair is its own peer: rail 0's port address, its own number. */
 static zcoll_status_t self_connect(struct zcoll_tl *tl, struct ibv_qp *qp) {
-  zcoll_status_t st = zcoll__verbs_qp_init(tl, qp, tl->rank);
-  if (st == ZCOLL_OK) st = zcoll__verbs_qp_ready(tl, qp, tl->rank, &tl->pa, qp->qp_num, 0, 0);
+  zcoll_status_t st = zcoll__verbs_qp_init(tl, 0, qp, tl->rank);
+  if (st == ZCOLL_OK)
+    st = zcoll__verbs_qp_ready(tl, 0, qp, tl->rank, &tl->rail[0].pa, qp->qp_num, 0, 0);
   return st;
 }
 
@@ -91,43 +92,43 @@ zcoll_status_t zcoll__verbs_self_ep(struct zcoll_tl *tl, struct zcoll_ep **out) 
     *out = tl->self;
     return ZCOLL_OK;
   }
+  struct zcoll__verbs_rail *r = &tl->rail[0];
   if (!tl->atomics)
-    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "verbs: %s has no atomics here", tl->dev_name);
-  if (!tl->cq)
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "verbs: %s has no atomics here", r->dev_name);
+  if (!r->cq)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "verbs: no queue pairs yet (a rank without peers)");
   struct zcoll_ep **eps = realloc(tl->eps, sizeof(struct zcoll_ep *) * (size_t)(tl->neps + 1));
   if (!eps) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
   tl->eps = eps;
   struct zcoll_ep *ep = calloc(1, sizeof(*ep));
-  if (ep) ep->wrs = calloc((size_t)tl->sq_depth, sizeof(*ep->wrs));
-  if (!ep || !ep->wrs) {
+  if (ep) ep->q[0].wrs = calloc((size_t)tl->sq_depth, sizeof(*ep->q[0].wrs));
+  if (!ep || !ep->q[0].wrs) {
     free(ep);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "verbs: out of memory");
   }
-  struct ibv_qp_init_attr ia = {.send_cq = tl->cq,
-                                .recv_cq = tl->cq,
+  struct ibv_qp_init_attr ia = {.send_cq = r->cq,
+                                .recv_cq = r->cq,
                                 .cap = {.max_send_wr = (uint32_t)tl->sq_depth,
                                         .max_recv_wr = 1,
                                         .max_send_sge = 1,
                                         .max_recv_sge = 1},
                                 .qp_type = IBV_QPT_RC};
-  ep->qp = ibv_create_qp(tl->pd, &ia);
-  zcoll_status_t st = ep->qp ? self_connect(tl, ep->qp)
-                             : zcoll__fail(ZCOLL_ERR_TRANSPORT,
-                                           "verbs: cannot create a self queue pair: %m");
+  ep->q[0].qp = ibv_create_qp(r->pd, &ia);
+  zcoll_status_t st = ep->q[0].qp ? self_connect(tl, ep->q[0].qp)
+                                  : zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                                                "verbs: cannot create a self queue pair: %m");
   if (st != ZCOLL_OK) {
-    if (ep->qp) ibv_destroy_qp(ep->qp);
-    free(ep->wrs);
-    free(ep);
+    zcoll__verbs_free_ep(ep);
     return st;
   }
   ep->tl = tl;
   ep->peer = tl->rank;
   ep->index = tl->neps;
+  ep->nrails = 1;
   tl->eps[tl->neps++] = ep;
   tl->self = ep;
   zcoll_log_info("verbs: rank %d reaches its own memory through %s for atomics", tl->rank,
-                 tl->dev_name);
+                 r->dev_name);
   *out = ep;
   return ZCOLL_OK;
 }

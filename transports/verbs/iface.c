@@ -68,9 +68,8 @@ static zcoll_status_t hca_spec(const zcoll_config_t *cfg, struct zcoll__hca_spec
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,
-                                        size_t name_len, uint8_t *port,
-                                        struct zcoll__verbs_port *pa) {
+zcoll_status_t zcoll__verbs_pick_rails(const zcoll_config_t *cfg, int rank,
+                                       struct zcoll__verbs_rail *rail, int *nrails) {
   char names[512];
   struct zcoll__hca_spec spec;
   const char *var, *text;
@@ -91,14 +90,20 @@ zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, cha
                        "no RDMA device with an active port and an address%s (devices here: %s)",
                        gid, names[0] ? names : "none");
   }
-  /* Spread the ranks of a node over its devices, as MPI libraries do. A process that is
-   * no rank yet (zcoll_info -d: rank -1) is shown what the first rank would take. */
+  /* ZCOLL_IB_HCA lists the ports every rank uses, as NCCL_IB_HCA does: each a rail. Without
+   * it, spread the ranks of a node over its ports, one each, as MPI libraries do. A process
+   * that is no rank yet (zcoll_info -d: rank -1) is shown what the first rank would take. */
   int local = cfg->local_rank >= 0 ? cfg->local_rank : rank;
   if (local < 0) local = 0;
-  const struct candidate *pick = &c[local % n];
-  snprintf(name, name_len, "%s", pick->name);
-  *port = pick->port;
-  *pa = pick->pa;
+  int all = cfg->ib_hca[0] != '\0';
+  *nrails = all ? (n < ZCOLL_VERBS_MAX_RAILS ? n : ZCOLL_VERBS_MAX_RAILS) : 1;
+  for (int i = 0; i < *nrails; i++) {
+    const struct candidate *pick = &c[all ? i : local % n];
+    memset(&rail[i], 0, sizeof(rail[i]));
+    snprintf(rail[i].dev_name, sizeof(rail[i].dev_name), "%s", pick->name);
+    rail[i].port = pick->port;
+    rail[i].pa = pick->pa;
+  }
   return ZCOLL_OK;
 }
 
@@ -134,7 +139,7 @@ static const char *port_state(enum ibv_port_state st) {
 /* One entry per port of every device: what ibv_devinfo shows that matters to zcoll, the
  * GID or LID peers would reach it by (port.c), and which port this rank takes. */
 static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, const char *name,
-                          uint8_t p, const char *mine, uint8_t mine_port, int cfg_gid,
+                          uint8_t p, const struct zcoll__verbs_rail *mine, int nmine, int cfg_gid,
                           const char *unlisted) {
   struct ibv_port_attr pa;
   snprintf(d->what, sizeof(d->what), "%s port %u", name, p);
@@ -154,7 +159,12 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, 
   int active = pa.state == IBV_PORT_ACTIVE;
   d->ok = active && reachable && !unlisted;
   char why[96] = "";
-  if (!strcmp(name, mine) && p == mine_port)
+  int rail = -1;
+  for (int i = 0; i < nmine; i++)
+    if (!strcmp(name, mine[i].dev_name) && p == mine[i].port) rail = i;
+  if (rail >= 0 && nmine > 1)
+    snprintf(why, sizeof(why), "; zcoll uses this port (rail %d of %d)", rail, nmine);
+  else if (rail >= 0)
     snprintf(why, sizeof(why), "; zcoll uses this port");
   else if (!active)
     snprintf(why, sizeof(why), "; not usable: not ACTIVE");
@@ -168,11 +178,9 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, 
 }
 
 static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *out, int max) {
-  char mine[64] = "";
-  uint8_t mine_port = 0;
-  struct zcoll__verbs_port pa;
-  if (zcoll__verbs_pick_device(cfg, cfg->rank, mine, sizeof(mine), &mine_port, &pa) != ZCOLL_OK)
-    mine[0] = '\0';
+  struct zcoll__verbs_rail mine[ZCOLL_VERBS_MAX_RAILS];
+  int nmine = 0;
+  if (zcoll__verbs_pick_rails(cfg, cfg->rank, mine, &nmine) != ZCOLL_OK) nmine = 0;
   struct zcoll__hca_spec spec;
   const char *var = NULL, *text = "";
   if (hca_spec(cfg, &spec, &var, &text) != ZCOLL_OK) spec.n = 0;
@@ -208,7 +216,7 @@ static int verbs_describe(const zcoll_config_t *cfg, zcoll_transport_detail_t *o
     } else {
       for (uint8_t p = 1; p <= attr.phys_port_cnt; p++, n++)
         if (n < max)
-          describe_port(&out[n], ctx, name, p, mine, mine_port, cfg->ib_gid_index,
+          describe_port(&out[n], ctx, name, p, mine, nmine, cfg->ib_gid_index,
                         zcoll__hca_match(&spec, name, p) ? NULL : var);
     }
     if (ctx) ibv_close_device(ctx);
@@ -230,10 +238,9 @@ static void verbs_version(char *buf, size_t len) {
 }
 
 static zcoll_status_t verbs_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
-  char name[64];
-  uint8_t port;
-  struct zcoll__verbs_port pa;
-  zcoll_status_t st = zcoll__verbs_pick_device(cfg, cfg->rank, name, sizeof(name), &port, &pa);
+  struct zcoll__verbs_rail rail[ZCOLL_VERBS_MAX_RAILS];
+  int n;
+  zcoll_status_t st = zcoll__verbs_pick_rails(cfg, cfg->rank, rail, &n);
   if (st != ZCOLL_OK) snprintf(why, why_len, "%s", zcoll__last_error());
   return st;
 }
@@ -242,10 +249,13 @@ static void verbs_close(struct zcoll_tl *tl) {
   if (!tl) return;
   zcoll__verbs_close_eps(tl);
   zcoll__verbs_amo_close(tl);
-  if (tl->cq) ibv_destroy_cq(tl->cq);
-  if (tl->comp_ch) ibv_destroy_comp_channel(tl->comp_ch);
-  if (tl->pd) ibv_dealloc_pd(tl->pd);
-  if (tl->ctx) ibv_close_device(tl->ctx);
+  for (int i = 0; i < tl->nrails; i++) {
+    struct zcoll__verbs_rail *r = &tl->rail[i];
+    if (r->cq) ibv_destroy_cq(r->cq);
+    if (r->comp_ch) ibv_destroy_comp_channel(r->comp_ch);
+    if (r->pd) ibv_dealloc_pd(r->pd);
+    if (r->ctx) ibv_close_device(r->ctx);
+  }
   if (tl->epfd >= 0) close(tl->epfd);
   zcoll__evq_free(&tl->evq);
   free(tl);
@@ -268,15 +278,38 @@ static struct ibv_context *open_by_name(const char *name) {
 }
 
 /* ZCOLL_IB_PKEY's index in the port's P_Key table (the first entry without it). */
-static zcoll_status_t pkey_index(struct zcoll_tl *tl) {
+static zcoll_status_t pkey_index(struct zcoll_tl *tl, struct zcoll__verbs_rail *r) {
   if (tl->cfg->ib_pkey < 0) return ZCOLL_OK;
-  int i = ibv_get_pkey_index(tl->ctx, tl->port, htobe16((uint16_t)tl->cfg->ib_pkey));
+  int i = ibv_get_pkey_index(r->ctx, r->port, htobe16((uint16_t)tl->cfg->ib_pkey));
   if (i < 0)
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
                        "verbs: ZCOLL_IB_PKEY=0x%04x is not in %s port %u's P_Key table (a "
                        "partition this node is no member of)",
-                       tl->cfg->ib_pkey, tl->dev_name, tl->port);
-  tl->pkey_index = (uint16_t)i;
+                       tl->cfg->ib_pkey, r->dev_name, r->port);
+  r->pkey_index = (uint16_t)i;
+  return ZCOLL_OK;
+}
+
+/* A rail's device opened: its protection domain, completion channel and limits; its
+ * descriptors in the instance's epoll set. */
+static zcoll_status_t open_rail(struct zcoll_tl *tl, struct zcoll__verbs_rail *r) {
+  if (!(r->ctx = open_by_name(r->dev_name)))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot open %s: %m", r->dev_name);
+  zcoll_status_t st = pkey_index(tl, r);
+  if (st != ZCOLL_OK) return st;
+  if (!(r->pd = ibv_alloc_pd(r->ctx)) || !(r->comp_ch = ibv_create_comp_channel(r->ctx)))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "verbs: cannot allocate a protection domain or completion channel on "
+                       "%s: %m",
+                       r->dev_name);
+  if (ibv_query_device(r->ctx, &r->dev))
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_query_device(%s): %m", r->dev_name);
+  int fds[2] = {r->comp_ch->fd, r->ctx->async_fd};
+  for (int i = 0; i < 2; i++) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
+    if (nonblock(fds[i]) || epoll_ctl(tl->epfd, EPOLL_CTL_ADD, fds[i], &ev))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot set up event descriptors: %m");
+  }
   return ZCOLL_OK;
 }
 
@@ -289,40 +322,29 @@ static zcoll_status_t verbs_open(const struct zcoll_tl_params *p, struct zcoll_t
   tl->alive = p->alive;
   tl->alive_arg = p->alive_arg;
   tl->epfd = -1;
-  zcoll_status_t st = zcoll__verbs_pick_device(p->cfg, p->rank, tl->dev_name, sizeof(tl->dev_name),
-                                               &tl->port, &tl->pa);
+  int n = 0;
+  zcoll_status_t st = zcoll__verbs_pick_rails(p->cfg, p->rank, tl->rail, &n);
   if (st != ZCOLL_OK) goto fail;
-  if (!(tl->ctx = open_by_name(tl->dev_name))) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot open %s: %m", tl->dev_name);
+  /* One descriptor to sleep on: every rail's completions and asynchronous events. */
+  if ((tl->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: epoll_create1: %m");
     goto fail;
   }
-  if ((st = pkey_index(tl)) != ZCOLL_OK) goto fail;
-  if (!(tl->pd = ibv_alloc_pd(tl->ctx)) || !(tl->comp_ch = ibv_create_comp_channel(tl->ctx))) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT,
-                     "verbs: cannot allocate a protection domain or "
-                     "completion channel on %s: %m",
-                     tl->dev_name);
-    goto fail;
-  }
-  if (ibv_query_device(tl->ctx, &tl->dev)) {
-    st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_query_device(%s): %m", tl->dev_name);
-    goto fail;
-  }
-  tl->atomics = p->cfg->atomics && tl->dev.atomic_cap != IBV_ATOMIC_NONE &&
-                tl->dev.max_qp_rd_atom > 0;
-  /* One descriptor to sleep on: completions and asynchronous device events. */
-  tl->epfd = epoll_create1(EPOLL_CLOEXEC);
-  int fds[2] = {tl->comp_ch->fd, tl->ctx->async_fd};
-  for (int i = 0; i < 2; i++) {
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
-    if (tl->epfd < 0 || nonblock(fds[i]) || epoll_ctl(tl->epfd, EPOLL_CTL_ADD, fds[i], &ev)) {
-      st = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot set up event descriptors: %m");
+  tl->atomics = p->cfg->atomics;
+  for (; tl->nrails < n; tl->nrails++) {
+    struct zcoll__verbs_rail *r = &tl->rail[tl->nrails];
+    if ((st = open_rail(tl, r)) != ZCOLL_OK) {
+      tl->nrails++; /* closed with the others */
       goto fail;
     }
+    /* Atomics go through rail 0 only (amo.c). */
+    if (tl->nrails == 0)
+      tl->atomics &= r->dev.atomic_cap != IBV_ATOMIC_NONE && r->dev.max_qp_rd_atom > 0;
+    char where[128];
+    zcoll__verbs_port_str(&r->pa, where, sizeof(where));
+    zcoll_log_info("verbs: rank %d uses %s port %u, %s%s", p->rank, r->dev_name, r->port, where,
+                   n > 1 ? " (a rail)" : "");
   }
-  char where[128];
-  zcoll__verbs_port_str(&tl->pa, where, sizeof(where));
-  zcoll_log_info("verbs: rank %d uses %s port %u, %s", p->rank, tl->dev_name, tl->port, where);
   *out = tl;
   return ZCOLL_OK;
 fail:
@@ -331,25 +353,42 @@ fail:
 }
 
 static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len) {
-  struct zcoll__verbs_addr a = {ZCOLL_VERBS_ADDR_MAGIC,
-                                tl->rank,
-                                {0},
-                                tl->pa.lid,
-                                tl->pa.link_layer,
-                                (uint8_t)tl->pa.mtu,
-                                tl->pa.gid_index >= 0,
-                                (uint8_t)tl->pa.gid_kind,
-                                (uint8_t)tl->pa.roce_v2,
-                                0};
-  memcpy(a.gid, tl->pa.gid.raw, sizeof(a.gid));
-  if (*len < sizeof(a)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: address buffer short");
+  struct zcoll__verbs_addr a = {ZCOLL_VERBS_ADDR_MAGIC, tl->rank, (uint32_t)tl->nrails, 0};
+  size_t need = sizeof(a) + (size_t)tl->nrails * sizeof(struct zcoll__verbs_addr_port);
+  if (*len < need) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: address buffer short");
   memcpy(buf, &a, sizeof(a));
-  *len = sizeof(a);
+  for (int i = 0; i < tl->nrails; i++) {
+    const struct zcoll__verbs_port *pa = &tl->rail[i].pa;
+    struct zcoll__verbs_addr_port ap = {{0},
+                                        pa->lid,
+                                        pa->link_layer,
+                                        (uint8_t)pa->mtu,
+                                        pa->gid_index >= 0,
+                                        (uint8_t)pa->gid_kind,
+                                        (uint8_t)pa->roce_v2,
+                                        0};
+    memcpy(ap.gid, pa->gid.raw, sizeof(ap.gid));
+    memcpy((char *)buf + sizeof(a) + (size_t)i * sizeof(ap), &ap, sizeof(ap));
+  }
+  *len = need;
   return ZCOLL_OK;
 }
 
 static void verbs_device(struct zcoll_tl *tl, char *buf, size_t len) {
-  snprintf(buf, len, "%s:%u", tl->dev_name, (unsigned)tl->port);
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < tl->nrails && off < len; i++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%s:%u", i ? "," : "", tl->rail[i].dev_name,
+                            (unsigned)tl->rail[i].port);
+}
+
+_Static_assert(sizeof(((zcoll_comm_stats_t *)0)->rail_bytes) ==
+                   sizeof(uint64_t[ZCOLL_VERBS_MAX_RAILS]),
+               "zcoll_comm_stats_t has a count for each rail");
+
+static int verbs_rail_bytes(struct zcoll_tl *tl, uint64_t *bytes, int max) {
+  for (int i = 0; i < tl->nrails && i < max; i++) bytes[i] = tl->rail[i].bytes;
+  return tl->nrails;
 }
 
 const struct zcoll_tl_ops zcoll__tl_verbs = {
@@ -377,6 +416,7 @@ const struct zcoll_tl_ops zcoll__tl_verbs = {
     .arm = zcoll__verbs_arm,
     .quiesce = zcoll__verbs_quiesce,
     .device = verbs_device,
+    .rail_bytes = verbs_rail_bytes,
     .describe = verbs_describe,
     .version = verbs_version,
 };

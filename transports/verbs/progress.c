@@ -44,52 +44,64 @@ zcoll_status_t zcoll__verbs_push(struct zcoll_tl *tl, const struct zcoll_tl_even
   return st;
 }
 
-zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n) {
+/* wr_id: the endpoint's index in bits 32..62, the rail in 24..26, the send ring's slot
+ * below (sq_depth <= 2^20); a receive: WR_RECV, the rail and the index. */
+#define WR_RAIL_SHIFT 24
+#define WR_SLOT_MASK 0xffffffu
+
+static uint64_t wr_id(const struct zcoll_ep *ep, int rail, uint32_t slot) {
+  return ((uint64_t)ep->index << 32) | ((uint64_t)rail << WR_RAIL_SHIFT) | slot;
+}
+
+zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, int rail, uint32_t n) {
   /* The data goes where the writer says; a receive only catches the immediate, so it
    * needs no buffer at all. */
+  struct zcoll__verbs_qp *q = &ep->q[rail];
   struct ibv_recv_wr wr[ZCOLL_VERBS_RECV_BATCH], *bad;
   while (n) {
     uint32_t k = n < ZCOLL_VERBS_RECV_BATCH ? n : ZCOLL_VERBS_RECV_BATCH;
     for (uint32_t i = 0; i < k; i++)
-      wr[i] = (struct ibv_recv_wr){.wr_id = WR_RECV | (uint64_t)ep->index,
+      wr[i] = (struct ibv_recv_wr){.wr_id = WR_RECV | wr_id(ep, rail, 0),
                                    .next = i + 1 < k ? &wr[i + 1] : NULL,
                                    .sg_list = NULL,
                                    .num_sge = 0};
-    if (ibv_post_recv(ep->qp, wr, &bad))
-      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post receives for rank %d: %s",
-                         ep->peer, strerror(errno));
-    ep->recv_posted += k;
+    if (ibv_post_recv(q->qp, wr, &bad))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post receives for rank %d on %s: %s",
+                         ep->peer, ep->tl->rail[rail].dev_name, strerror(errno));
+    q->recv_posted += k;
     n -= k;
   }
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll__verbs_post(struct zcoll_ep *ep, struct ibv_send_wr *wr, uint64_t cookie,
-                                 int report) {
+zcoll_status_t zcoll__verbs_post(struct zcoll_ep *ep, int rail, struct ibv_send_wr *wr,
+                                 uint64_t cookie, int report) {
   struct zcoll_tl *tl = ep->tl;
-  if (ep->wr_count + 1 >= (uint32_t)tl->sq_depth)
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: send queue to rank %d is full", ep->peer);
-  uint32_t slot = (ep->wr_head + ep->wr_count) % (uint32_t)tl->sq_depth;
-  ep->wrs[slot] = (struct zcoll__verbs_wr){cookie, (uint8_t)report};
-  wr->wr_id = ((uint64_t)ep->index << 32) | slot;
+  struct zcoll__verbs_qp *q = &ep->q[rail];
+  if (q->wr_count + 1 >= (uint32_t)tl->sq_depth)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: send queue to rank %d on %s is full", ep->peer,
+                       tl->rail[rail].dev_name);
+  uint32_t slot = (q->wr_head + q->wr_count) % (uint32_t)tl->sq_depth;
+  q->wrs[slot] = (struct zcoll__verbs_wr){cookie, (uint8_t)report};
+  wr->wr_id = wr_id(ep, rail, slot);
   /* Selective signalling: one signalled completion retires every earlier write. A
    * write posted while none is signalled is signalled itself, so that light traffic
    * needs no extra flush write (each costs a packet). */
-  if (++ep->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || report != ZCOLL_VERBS_WR_PUT ||
-      !ep->signal_pending) {
+  if (++q->since_signal >= ZCOLL_VERBS_SIGNAL_EVERY || report != ZCOLL_VERBS_WR_PUT ||
+      !q->signal_pending) {
     wr->send_flags |= IBV_SEND_SIGNALED;
-    ep->since_signal = 0;
-    ep->signal_pending++;
+    q->since_signal = 0;
+    q->signal_pending++;
   }
   struct ibv_send_wr *bad;
-  int rc = ibv_post_send(ep->qp, wr, &bad);
+  int rc = ibv_post_send(q->qp, wr, &bad);
   if (rc) {
-    if (wr->send_flags & IBV_SEND_SIGNALED) ep->signal_pending--;
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post %s to rank %d: %s",
+    if (wr->send_flags & IBV_SEND_SIGNALED) q->signal_pending--;
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: cannot post %s to rank %d on %s: %s",
                        report == ZCOLL_VERBS_WR_AMO ? "an atomic" : "a write", ep->peer,
-                       strerror(rc));
+                       tl->rail[rail].dev_name, strerror(rc));
   }
-  ep->wr_count++;
+  q->wr_count++;
   return ZCOLL_OK;
 }
 
@@ -97,23 +109,27 @@ zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zco
                                 struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,
                                 uint64_t cookie) {
   struct zcoll_tl *tl = ep->tl;
+  /* The rails in turn, the next one after each put with data; the peer hands the
+   * notifications out by the same rule (order_arrivals). */
+  int rail = ep->tx_rail;
+  struct zcoll__verbs_rail *r = &tl->rail[rail];
   /* The caller's mistakes first (INVALID_ARG), then the instance's state (transport.h). */
   if (len > UINT32_MAX || (len && (!rkey || roff > rkey->len || len > rkey->len - roff)))
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "verbs: a write of %zu bytes overruns rank %d's region", len, ep->peer);
-  int inl = len && len <= tl->max_inline;
+  int inl = len && len <= r->max_inline;
   if (len && !inl && !lmr)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "verbs: a write of %zu bytes from unregistered memory", len);
   /* Outside lmr the NIC would fail the write with a protection error and break the
    * queue pair: the caller's mistake, said as such before anything is posted. */
-  uintptr_t s = (uintptr_t)src, base = lmr ? (uintptr_t)lmr->mr->addr : 0;
-  if (len && lmr && (s < base || len > lmr->mr->length || s - base > lmr->mr->length - len))
+  uintptr_t s = (uintptr_t)src, base = lmr ? (uintptr_t)lmr->mr[0]->addr : 0;
+  if (len && lmr && (s < base || len > lmr->mr[0]->length || s - base > lmr->mr[0]->length - len))
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "verbs: a write of %zu bytes from outside its source registration", len);
   if (tl->failed) return tl->failed;
   if (ep->failed) return zcoll__fail(ZCOLL_ERR_PEER_FAILED, "verbs: rank %d is gone", ep->peer);
-  struct ibv_sge sge = {(uintptr_t)src, (uint32_t)len, lmr ? lmr->mr->lkey : 0};
+  struct ibv_sge sge = {(uintptr_t)src, (uint32_t)len, lmr ? lmr->mr[rail]->lkey : 0};
   struct ibv_send_wr wr = {.sg_list = &sge,
                            .num_sge = len ? 1 : 0,
                            .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
@@ -121,50 +137,92 @@ zcoll_status_t zcoll__verbs_put(struct zcoll_ep *ep, const void *src, struct zco
                            .imm_data = htonl(imm)};
   /* A zero-length write needs no address or key (IBA C9-88). */
   wr.wr.rdma.remote_addr = rkey ? rkey->addr + roff : 0;
-  wr.wr.rdma.rkey = rkey ? rkey->rkey : 0;
-  return zcoll__verbs_post(ep, &wr, cookie, ZCOLL_VERBS_WR_PUT);
+  wr.wr.rdma.rkey = rkey ? rkey->rkey[rail] : 0;
+  zcoll_status_t st = zcoll__verbs_post(ep, rail, &wr, cookie, ZCOLL_VERBS_WR_PUT);
+  if (st == ZCOLL_OK && len) {
+    ep->tx_rail = (rail + 1) % ep->nrails;
+    r->bytes += len;
+  }
+  return st;
 }
 
-/* Everything up to and including `slot` on ep's send queue is complete. */
-static void retire(struct zcoll_ep *ep, uint32_t slot) {
+/* Everything up to and including `slot` on the rail's send queue is complete. */
+static void retire(struct zcoll_ep *ep, int rail, uint32_t slot) {
   struct zcoll_tl *tl = ep->tl;
-  ep->signal_pending--;
-  while (ep->wr_count) {
-    uint32_t s = ep->wr_head;
-    struct zcoll__verbs_wr *w = &ep->wrs[s];
+  struct zcoll__verbs_qp *q = &ep->q[rail];
+  q->signal_pending--;
+  while (q->wr_count) {
+    uint32_t s = q->wr_head;
+    struct zcoll__verbs_wr *w = &q->wrs[s];
     if (w->report == ZCOLL_VERBS_WR_AMO) tl->amo_done = 1;
     if (w->report == ZCOLL_VERBS_WR_PUT) {
       struct zcoll_tl_event ev = {
           .kind = ZCOLL_TL_EV_PUT_DONE, .peer = ep->peer, .cookie = w->cookie, .status = ZCOLL_OK};
       zcoll__verbs_push(tl, &ev);
     }
-    ep->wr_head = (ep->wr_head + 1) % (uint32_t)tl->sq_depth;
-    ep->wr_count--;
+    q->wr_head = (q->wr_head + 1) % (uint32_t)tl->sq_depth;
+    q->wr_count--;
     if (s == slot) break;
   }
 }
 
-static void fail_wc(struct zcoll_tl *tl, const struct ibv_wc *wc, struct zcoll_ep *ep) {
+static void fail_wc(struct zcoll_tl *tl, int rail, const struct ibv_wc *wc, struct zcoll_ep *ep) {
   if (ep) ep->failed = 1;
   if (tl->failed) return;
   char hint[256];
+  const struct zcoll__verbs_qp *q = ep ? &ep->q[rail] : NULL;
   tl->failed = zcoll__fail(
       zcoll__verbs_wc_status(wc->status),
       "verbs: %s rank %d failed on %s port %u: %s (status %d)%s",
       wc->wr_id & WR_RECV ? "a receive from"
-      : ep && ep->wrs[(uint32_t)wc->wr_id % (uint32_t)tl->sq_depth].report == ZCOLL_VERBS_WR_AMO
+      : q && q->wrs[(uint32_t)(wc->wr_id & WR_SLOT_MASK) % (uint32_t)tl->sq_depth].report ==
+                  ZCOLL_VERBS_WR_AMO
           ? "an atomic at"
           : "a write to",
-      ep ? ep->peer : -1, tl->dev_name, (unsigned)tl->port, ibv_wc_status_str(wc->status),
-      (int)wc->status, wc_hint(tl, wc->status, hint, sizeof(hint)));
+      ep ? ep->peer : -1, tl->rail[rail].dev_name, (unsigned)tl->rail[rail].port,
+      ibv_wc_status_str(wc->status), (int)wc->status, wc_hint(tl, wc->status, hint, sizeof(hint)));
 }
 
-/* Drains the completion queue into events; returns how many completions it saw. */
-static int drain_cq(struct zcoll_tl *tl, size_t want) {
+/* Hands out ep's held notifications whose turn has come: the writer moved to the next
+ * rail after each put with data, each rail delivers in order, so following the same rule
+ * gives the puts' order. */
+static void order_arrivals(struct zcoll_tl *tl, struct zcoll_ep *ep) {
+  for (;;) {
+    struct zcoll__verbs_qp *q = &ep->q[ep->rx_rail];
+    if (!q->held_count) return;
+    struct zcoll__verbs_arrival a = q->held[q->held_head];
+    q->held_head = (q->held_head + 1) % (uint32_t)tl->rq_depth;
+    q->held_count--;
+    if (a.len) ep->rx_rail = (ep->rx_rail + 1) % ep->nrails;
+    struct zcoll_tl_event ev = {
+        .kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->peer, .imm = a.imm, .len = a.len};
+    zcoll__verbs_push(tl, &ev);
+  }
+}
+
+static void arrived(struct zcoll_tl *tl, struct zcoll_ep *ep, int rail, const struct ibv_wc *wc) {
+  struct zcoll__verbs_qp *q = &ep->q[rail];
+  if (q->held_count == (uint32_t)tl->rq_depth) { /* more than its receives: cannot be */
+    if (!tl->failed)
+      tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rank %d overran its receives on %s",
+                               ep->peer, tl->rail[rail].dev_name);
+    return;
+  }
+  q->held[(q->held_head + q->held_count) % (uint32_t)tl->rq_depth] = (struct zcoll__verbs_arrival){
+      ntohl(wc->imm_data), wc->byte_len};
+  q->held_count++;
+  order_arrivals(tl, ep);
+  if (--q->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth &&
+      zcoll__verbs_post_recvs(ep, rail, ZCOLL_VERBS_RECV_BATCH) != ZCOLL_OK && !tl->failed)
+    tl->failed = ZCOLL_ERR_TRANSPORT; /* out of receives, the peer would stall */
+}
+
+/* Drains the rail's completion queue into events; returns how many completions it saw. */
+static int drain_rail(struct zcoll_tl *tl, int rail, size_t want) {
   struct ibv_wc wc[32];
   int total = 0;
   while (tl->evq.len < want) {
-    int n = ibv_poll_cq(tl->cq, 32, wc);
+    int n = ibv_poll_cq(tl->rail[rail].cq, 32, wc);
     if (n < 0) {
       if (!tl->failed) tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_poll_cq failed");
       break;
@@ -172,27 +230,25 @@ static int drain_cq(struct zcoll_tl *tl, size_t want) {
     for (int i = 0; i < n; i++) {
       uint32_t idx = (uint32_t)((wc[i].wr_id >> 32) & 0x7fffffff);
       struct zcoll_ep *ep = idx < (uint32_t)tl->neps ? tl->eps[idx] : NULL;
-      if (wc[i].wr_id & WR_RECV) ep = tl->eps[wc[i].wr_id & 0xffffffff];
       if (wc[i].status != IBV_WC_SUCCESS || !ep) {
-        fail_wc(tl, &wc[i], ep);
+        fail_wc(tl, rail, &wc[i], ep);
         continue;
       }
-      if (wc[i].wr_id & WR_RECV) {
-        struct zcoll_tl_event ev = {.kind = ZCOLL_TL_EV_ARRIVED,
-                                    .peer = ep->peer,
-                                    .imm = ntohl(wc[i].imm_data),
-                                    .len = wc[i].byte_len};
-        zcoll__verbs_push(tl, &ev);
-        if (--ep->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth &&
-            zcoll__verbs_post_recvs(ep, ZCOLL_VERBS_RECV_BATCH) != ZCOLL_OK && !tl->failed)
-          tl->failed = ZCOLL_ERR_TRANSPORT; /* out of receives, the peer would stall */
-      } else {
-        retire(ep, (uint32_t)wc[i].wr_id);
-      }
+      if (wc[i].wr_id & WR_RECV)
+        arrived(tl, ep, rail, &wc[i]);
+      else
+        retire(ep, rail, (uint32_t)(wc[i].wr_id & WR_SLOT_MASK));
     }
     total += n;
     if (n < 32) break;
   }
+  return total;
+}
+
+static int drain_cq(struct zcoll_tl *tl, size_t want) {
+  int total = 0;
+  for (int r = 0; r < tl->nrails; r++)
+    if (tl->rail[r].cq) total += drain_rail(tl, r, want);
   return total;
 }
 
@@ -203,42 +259,53 @@ void zcoll__verbs_drain(struct zcoll_tl *tl) { drain_cq(tl, SIZE_MAX); }
 static void flush_tails(struct zcoll_tl *tl) {
   for (int i = 0; i < tl->neps; i++) {
     struct zcoll_ep *ep = tl->eps[i];
-    if (!ep->wr_count || ep->signal_pending || ep->failed) continue;
-    struct ibv_send_wr wr = {.sg_list = NULL, .num_sge = 0, .opcode = IBV_WR_RDMA_WRITE};
-    if (zcoll__verbs_post(ep, &wr, 0, ZCOLL_VERBS_WR_QUIET) != ZCOLL_OK && !tl->failed)
-      tl->failed = ZCOLL_ERR_TRANSPORT;
+    for (int r = 0; r < ep->nrails && !ep->failed; r++) {
+      struct zcoll__verbs_qp *q = &ep->q[r];
+      if (!q->wr_count || q->signal_pending) continue;
+      struct ibv_send_wr wr = {.sg_list = NULL, .num_sge = 0, .opcode = IBV_WR_RDMA_WRITE};
+      if (zcoll__verbs_post(ep, r, &wr, 0, ZCOLL_VERBS_WR_QUIET) != ZCOLL_OK && !tl->failed)
+        tl->failed = ZCOLL_ERR_TRANSPORT;
+    }
   }
 }
 
-void zcoll__verbs_async_events(struct zcoll_tl *tl) {
+static void rail_events(struct zcoll_tl *tl, const struct zcoll__verbs_rail *r) {
   struct ibv_async_event e;
-  while (ibv_get_async_event(tl->ctx, &e) == 0) {
+  while (ibv_get_async_event(r->ctx, &e) == 0) {
     enum ibv_event_type t = e.event_type;
     /* A port event names its port; another port of the device is not ours to fail on. */
     int port_ev = t == IBV_EVENT_PORT_ERR || t == IBV_EVENT_PORT_ACTIVE ||
                   t == IBV_EVENT_LID_CHANGE || t == IBV_EVENT_GID_CHANGE ||
                   t == IBV_EVENT_PKEY_CHANGE || t == IBV_EVENT_SM_CHANGE;
-    unsigned port = port_ev ? (unsigned)e.element.port_num : tl->port;
+    unsigned port = port_ev ? (unsigned)e.element.port_num : r->port;
     ibv_ack_async_event(&e);
-    int ours = !port_ev || port == tl->port;
+    int ours = !port_ev || port == r->port;
     if (ours &&
         (t == IBV_EVENT_QP_FATAL || t == IBV_EVENT_QP_REQ_ERR || t == IBV_EVENT_QP_ACCESS_ERR ||
          t == IBV_EVENT_CQ_ERR || t == IBV_EVENT_DEVICE_FATAL || t == IBV_EVENT_PORT_ERR)) {
       if (!tl->failed)
-        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s port %u: %s%s", tl->dev_name, port,
+        tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: %s port %u: %s%s", r->dev_name, port,
                                  ibv_event_type_str(t),
                                  t == IBV_EVENT_PORT_ERR ? " (the link went down)" : "");
     } else {
-      zcoll_log_info("verbs: %s port %u: %s", tl->dev_name, port, ibv_event_type_str(t));
+      zcoll_log_info("verbs: %s port %u: %s", r->dev_name, port, ibv_event_type_str(t));
     }
   }
 }
 
+void zcoll__verbs_async_events(struct zcoll_tl *tl) {
+  /* Each rail has its own context, so each reads its own copy of a device's events. */
+  for (int i = 0; i < tl->nrails; i++) rail_events(tl, &tl->rail[i]);
+}
+
 static void check_events(struct zcoll_tl *tl) {
-  struct ibv_cq *cq;
-  void *ctx;
-  /* Consume the channel's notification so that the descriptor goes quiet again. */
-  while (ibv_get_cq_event(tl->comp_ch, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+  for (int i = 0; i < tl->nrails; i++) {
+    struct ibv_cq *cq;
+    void *ctx;
+    /* Consume the channel's notification so that the descriptor goes quiet again. */
+    while (tl->rail[i].comp_ch && ibv_get_cq_event(tl->rail[i].comp_ch, &cq, &ctx) == 0)
+      ibv_ack_cq_events(cq, 1);
+  }
   zcoll__verbs_async_events(tl);
 }
 
@@ -259,25 +326,31 @@ void zcoll__verbs_quiesce(struct zcoll_tl *tl) {
   /* Writes from registered user memory may still be reading it: put every queue pair
    * into the error state, which flushes all its work requests, and reap the flushes. */
   for (int i = 0; i < tl->neps; i++) {
-    struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-    if (tl->eps[i]->qp) ibv_modify_qp(tl->eps[i]->qp, &a, IBV_QP_STATE);
+    for (int r = 0; r < ZCOLL_VERBS_MAX_RAILS; r++) {
+      struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+      if (tl->eps[i]->q[r].qp) ibv_modify_qp(tl->eps[i]->q[r].qp, &a, IBV_QP_STATE);
+    }
     tl->eps[i]->failed = 1;
   }
   int64_t deadline = zcoll__deadline(1.0);
   for (;;) {
     int busy = 0;
-    for (int i = 0; i < tl->neps && !busy; i++) busy = tl->eps[i]->wr_count != 0;
+    for (int i = 0; i < tl->neps && !busy; i++)
+      for (int r = 0; r < ZCOLL_VERBS_MAX_RAILS && !busy; r++)
+        busy = tl->eps[i]->q[r].wr_count != 0;
     if (!busy || zcoll__now_ms() >= deadline) break;
-    struct ibv_wc wc[32];
-    int n = ibv_poll_cq(tl->cq, 32, wc);
-    for (int k = 0; k < n; k++) {
-      if (wc[k].wr_id & WR_RECV) continue;
-      uint32_t idx = (uint32_t)((wc[k].wr_id >> 32) & 0x7fffffff);
-      if (idx < (uint32_t)tl->neps && tl->eps[idx]->wr_count) {
-        /* Flushed writes complete one by one, signalled or not. */
-        struct zcoll_ep *ep = tl->eps[idx];
-        ep->wr_head = (ep->wr_head + 1) % (uint32_t)tl->sq_depth;
-        ep->wr_count--;
+    for (int r = 0; r < tl->nrails; r++) {
+      struct ibv_wc wc[32];
+      int n = tl->rail[r].cq ? ibv_poll_cq(tl->rail[r].cq, 32, wc) : 0;
+      for (int k = 0; k < n; k++) {
+        if (wc[k].wr_id & WR_RECV) continue;
+        uint32_t idx = (uint32_t)((wc[k].wr_id >> 32) & 0x7fffffff);
+        if (idx >= (uint32_t)tl->neps) continue;
+        struct zcoll__verbs_qp *q = &tl->eps[idx]->q[r];
+        if (q->wr_count) { /* flushed writes complete one by one, signalled or not */
+          q->wr_head = (q->wr_head + 1) % (uint32_t)tl->sq_depth;
+          q->wr_count--;
+        }
       }
     }
   }
@@ -288,8 +361,9 @@ zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl) {
   check_events(tl);
   if (tl->failed) return tl->failed;
   if (tl->evq.len) return ZCOLL_IN_PROGRESS;
-  if (ibv_req_notify_cq(tl->cq, 0))
-    return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_req_notify_cq: %s", strerror(errno));
+  for (int r = 0; r < tl->nrails; r++)
+    if (tl->rail[r].cq && ibv_req_notify_cq(tl->rail[r].cq, 0))
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: ibv_req_notify_cq: %s", strerror(errno));
   /* A completion that slipped in before the request would not wake us: look again. */
   if (drain_cq(tl, 1) || tl->evq.len) return ZCOLL_IN_PROGRESS;
   return ZCOLL_OK;

@@ -39,25 +39,30 @@ struct zcoll__verbs_port { /* how peers reach a port (port.c) */
   int gid_kind; /* ZCOLL_VERBS_GID_* */
 };
 
-#define ZCOLL_VERBS_ADDR_MAGIC 0x7a760002u /* "zv", version 2: out-of-band queue pairs */
+#define ZCOLL_VERBS_MAX_RAILS 4 /* ports a rank stripes its puts over */
 
-struct zcoll__verbs_addr { /* the address every peer gets */
+#define ZCOLL_VERBS_ADDR_MAGIC 0x7a760003u /* "zv", version 3: out of band, with rails */
+
+struct zcoll__verbs_addr { /* the address every peer gets: this head, then a port each rail */
   uint32_t magic;
   int32_t rank;
+  uint32_t nrails;
+  uint32_t reserved;
+};
+
+struct zcoll__verbs_addr_port {
   uint8_t gid[16];
   uint16_t lid;
   uint8_t link_layer, mtu, global, gid_kind, roce_v2, reserved;
 };
 
-struct zcoll__verbs_part { /* the part for one peer: its queue pair at our end */
+struct zcoll__verbs_part { /* the part for one peer, a rail each: its queue pair at our end */
   uint32_t qpn, psn;
 };
 
-struct zcoll_tl {
-  int rank, size;
-  const zcoll_config_t *cfg;
-  zcoll_status_t (*alive)(void *arg);
-  void *alive_arg;
+/* One port a rank uses (a rail): its device's own context, protection domain and
+ * completion queue -- a queue pair, a registration and a CQ belong to one device. */
+struct zcoll__verbs_rail {
   char dev_name[64];
   uint8_t port;
   struct zcoll__verbs_port pa; /* the port's address */
@@ -68,8 +73,18 @@ struct zcoll_tl {
   struct ibv_comp_channel *comp_ch;
   struct ibv_cq *cq;
   int cq_size;
-  int epfd; /* epoll over the completion channel and async events */
   uint32_t max_inline;
+  uint64_t bytes; /* payload put over it (zcoll_comm_stats' rail_bytes) */
+};
+
+struct zcoll_tl {
+  int rank, size;
+  const zcoll_config_t *cfg;
+  zcoll_status_t (*alive)(void *arg);
+  void *alive_arg;
+  struct zcoll__verbs_rail rail[ZCOLL_VERBS_MAX_RAILS];
+  int nrails;
+  int epfd; /* epoll over every rail's completion channel and async events */
   int sq_depth, rq_depth;
   struct zcoll__evq evq; /* events raised by callbacks, harvested by poll */
   zcoll_status_t failed;
@@ -77,8 +92,9 @@ struct zcoll_tl {
   int neps;
   int polls;     /* poll() calls since async events were last read */
   int connected; /* connect has run: the queue pairs are in RTS */
-  /* Remote atomics (amo.c): only for a communicator that asks (cfg->atomics) on a device
-   * that has them; the reply buffer, registered on first use; the queue pair to itself. */
+  /* Remote atomics (amo.c), on rail 0: only for a communicator that asks (cfg->atomics)
+   * on a device that has them; the reply buffer, registered on first use; the queue pair
+   * to itself. */
   int atomics;
   uint64_t *amo_buf;
   struct ibv_mr *amo_mr;
@@ -96,39 +112,58 @@ struct zcoll__verbs_wr { /* one posted send, until its completion is known */
   uint8_t report; /* ZCOLL_VERBS_WR_* */
 };
 
-struct zcoll_ep {
-  struct zcoll_tl *tl;
-  int index; /* in tl->eps, carried in wr_id */
-  int peer;
+struct zcoll__verbs_arrival { /* a notification held back for order (progress.c) */
+  uint32_t imm, len;
+};
+
+struct zcoll__verbs_qp { /* an endpoint's queue pair on one rail */
   struct ibv_qp *qp;
   uint32_t psn; /* our first packet sequence number */
-  int failed;
   /* send queue bookkeeping: a ring of posted writes, oldest at head */
   struct zcoll__verbs_wr *wrs;
   uint32_t wr_head, wr_count;
   uint32_t since_signal;   /* posted since the last signalled write */
   uint32_t signal_pending; /* signalled writes not yet completed */
   uint32_t recv_posted;
+  /* notifications that arrived on this rail ahead of their turn (a ring of rq_depth) */
+  struct zcoll__verbs_arrival *held;
+  uint32_t held_head, held_count;
+};
+
+/* Puts to a peer take its rails in turn -- the next rail after each put that carries data,
+ * so that credits and bare notifications do not pin the data to one -- and the peer hands
+ * the notifications out by the same rule (it sees each one's length): each queue pair
+ * delivers in order, so the merge restores the order of the puts across rails
+ * (transport.h's promise). */
+struct zcoll_ep {
+  struct zcoll_tl *tl;
+  int index; /* in tl->eps, carried in wr_id */
+  int peer;
+  int failed;
+  int nrails; /* the rails both ends have: rail i meets the peer's rail i */
+  struct zcoll__verbs_qp q[ZCOLL_VERBS_MAX_RAILS];
+  int tx_rail, rx_rail; /* the rail of the next put, of the next notification */
 };
 
 struct zcoll_tl_mr {
-  struct ibv_mr *mr;
+  struct ibv_mr *mr[ZCOLL_VERBS_MAX_RAILS]; /* one registration per rail's device */
   int remote; /* peers may write into it: only such regions have a key */
 };
 
 struct zcoll_tl_rkey {
   uint64_t addr, len;
-  uint32_t rkey;
+  uint32_t nrails;
+  uint32_t rkey[ZCOLL_VERBS_MAX_RAILS];
 };
 
 zcoll_status_t zcoll__verbs_push(struct zcoll_tl *tl, const struct zcoll_tl_event *ev);
-zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, uint32_t n);
+zcoll_status_t zcoll__verbs_post_recvs(struct zcoll_ep *ep, int rail, uint32_t n);
 void zcoll__verbs_async_events(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_wc_status(enum ibv_wc_status s);
-/* Posts wr on ep's send queue (progress.c), signalled where selective signalling wants
- * it and always for anything but a put; report: ZCOLL_VERBS_WR_*. */
-zcoll_status_t zcoll__verbs_post(struct zcoll_ep *ep, struct ibv_send_wr *wr, uint64_t cookie,
-                                 int report);
+/* Posts wr on ep's send queue of the rail (progress.c), signalled where selective
+ * signalling wants it and always for anything but a put; report: ZCOLL_VERBS_WR_*. */
+zcoll_status_t zcoll__verbs_post(struct zcoll_ep *ep, int rail, struct ibv_send_wr *wr,
+                                 uint64_t cookie, int report);
 /* Reaps every completion there is into events (progress.c). */
 void zcoll__verbs_drain(struct zcoll_tl *tl);
 /* amo.c: transport.h's fetch_add and self_ep; the reply buffer's release. */
@@ -143,12 +178,14 @@ zcoll_status_t zcoll__verbs_peer_address(struct zcoll_tl *tl, int n, const int *
 zcoll_status_t zcoll__verbs_connect(struct zcoll_tl *tl, int n, const int *ranks,
                                     const void *const *addrs, const size_t *lens,
                                     struct zcoll_ep **eps);
-/* A queue pair's way from INIT to RTS, toward the queue pair qpn/psn at the port pa
- * (ep.c; amo.c's to itself too). */
-zcoll_status_t zcoll__verbs_qp_init(struct zcoll_tl *tl, struct ibv_qp *qp, int peer);
-zcoll_status_t zcoll__verbs_qp_ready(struct zcoll_tl *tl, struct ibv_qp *qp, int peer,
+/* A queue pair's way on a rail from INIT to RTS, toward the queue pair qpn/psn at the
+ * port pa (ep.c; amo.c's to itself too). */
+zcoll_status_t zcoll__verbs_qp_init(struct zcoll_tl *tl, int rail, struct ibv_qp *qp, int peer);
+zcoll_status_t zcoll__verbs_qp_ready(struct zcoll_tl *tl, int rail, struct ibv_qp *qp, int peer,
                                      const struct zcoll__verbs_port *pa, uint32_t qpn,
                                      uint32_t rpsn, uint32_t psn);
+/* The endpoint's queue pairs' bookkeeping, and their release (ep.c). */
+void zcoll__verbs_free_ep(struct zcoll_ep *ep);
 void zcoll__verbs_close_eps(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_mem_reg(struct zcoll_tl *tl, void *addr, size_t len, int remote,
                                     struct zcoll_tl_mr **mr);
@@ -165,10 +202,11 @@ int zcoll__verbs_event_fd(struct zcoll_tl *tl);
 void zcoll__verbs_quiesce(struct zcoll_tl *tl);
 zcoll_status_t zcoll__verbs_arm(struct zcoll_tl *tl);
 
-/* Device choice (iface.c): the RDMA device and port to use, and how peers reach it. */
-zcoll_status_t zcoll__verbs_pick_device(const zcoll_config_t *cfg, int rank, char *name,
-                                        size_t name_len, uint8_t *port,
-                                        struct zcoll__verbs_port *pa);
+/* Device choice (iface.c): the ports this rank uses, and how peers reach them -- every
+ * port ZCOLL_IB_HCA lists (up to ZCOLL_VERBS_MAX_RAILS), else one of all, local ranks
+ * spread over them. Fills rail[i].dev_name, port and pa; *n of them. */
+zcoll_status_t zcoll__verbs_pick_rails(const zcoll_config_t *cfg, int rank,
+                                       struct zcoll__verbs_rail *rail, int *n);
 
 /* port.c: how peers reach port `port` of ctx (dev names it for messages): its GID, chosen
  * as NCCL does or at want_gid (>= 0), or its LID. 0, or -1 with why. */

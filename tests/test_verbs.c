@@ -395,45 +395,52 @@ Test(verbs, peer_killed_mid_collective, .timeout = 300) {
 }
 
 /* A link taken down mid-job (the veth pair under rxe0 and rxe1, ci/rxe/net.sh: one end
- * down takes the other's carrier too): the job fails well within ZCOLL_TIMEOUT (60 s
- * here), not hanging, and every rank's error is TRANSPORT naming a device and port --
- * the first rank to fail says how (its port went down, or its writes' retries ran out, or
- * rxe failed the queue pair: which comes first varies), the other either its own news or
- * that rank's, relayed by the rendezvous as the fabric's ("rank R aborted: ..."). Short retries
- * (4 ms x 3), so that writes in flight give up quickly. The links, the routes the kernel
- * flushed with them and the rxe devices (ci/rxe/net.sh rxe_net_relink) come back for the
- * tests after this one. */
+ * down takes the other's carrier too), with one rail per rank and then with two
+ * (ZCOLL_IB_HCA=rxe0,rxe1; the pair takes both rails' ports down here, a cluster's rail
+ * would go alone): the job fails well within ZCOLL_TIMEOUT (60 s here), not hanging, and
+ * every rank's error is TRANSPORT naming a device and port -- the first rank to fail says
+ * how (its port went down, or its writes' retries ran out, or rxe failed the queue pair:
+ * which comes first varies), the other either its own news or that rank's, relayed by the
+ * rendezvous as the fabric's ("rank R aborted: ..."). Short retries (4 ms x 3), so that
+ * writes in flight give up quickly. The links, the routes the kernel flushed with them
+ * and the rxe devices (ci/rxe/net.sh rxe_net_relink) come back for the tests after this
+ * one. */
 Test(verbs, link_down_mid_job_names_the_port, .timeout = 300) {
   need_rdma();
   if (system("ip link show zrxe1 >/dev/null 2>&1") != 0)
     cr_skip_test("no zrxe1 link to take down (ci/rxe/net.sh makes it)");
   setenv("ZCOLL_IB_TIMEOUT", "10", 1);
   setenv("ZCOLL_IB_RETRY_CNT", "3", 1);
-  const char *argv[] = {SP_PROG("fail_peer"), "-1", "none", "0", NULL};
-  struct sp_async jobs[2];
-  struct job_result res;
-  double t0 = job_start("verbs", 2, argv, NULL, jobs);
-  sleep(3);
-  int down = system("ip link set zrxe1 down");
-  job_finish(2, jobs, t0, &res);
-  int up = system("bash -c '. " ZCOLL_TEST_SOURCE_DIR "/ci/rxe/net.sh && rxe_net_relink'");
-  cr_assert(down == 0 && up == 0, "taking zrxe1 down (%d) or bringing the pair back (%d) failed",
-            down, up);
-  for (int r = 0; r < 2; r++) cr_log_info("rank %d: %d\n%s", r, res.status[r], res.out[r]);
-  cr_expect_lt(res.seconds, 30, "took %.1f s", res.seconds);
-  int transport = 0;
-  for (int r = 0; r < 2; r++) {
-    /* 1 run in 12 here, rxe delivered a write-with-immediate twice as the link went (the
-     * receiver's completion queue saw piece n again after n): the receiver calls that what
-     * it is, a protocol violation by the writer, before its own port's news. */
-    cr_expect(
-        strstr(res.out[r], "rxe0 port 1") || strstr(res.out[r], "rxe1 port 1") ||
-            (strstr(res.out[r], "protocol violation by rank ") && strstr(res.out[!r], " port 1: ")),
-        "rank %d:\n%s", r, res.out[r]);
-    transport += strstr(res.out[r], "transport error after") != NULL;
+  for (int rails = 1; rails <= 2; rails++) {
+    if (rails == 2) setenv("ZCOLL_IB_HCA", "rxe0,rxe1", 1);
+    const char *argv[] = {SP_PROG("fail_peer"), "-1", "none", "0", NULL};
+    struct sp_async jobs[2];
+    struct job_result res;
+    double t0 = job_start("verbs", 2, argv, NULL, jobs);
+    sleep(3);
+    int down = system("ip link set zrxe1 down");
+    job_finish(2, jobs, t0, &res);
+    int up = system("bash -c '. " ZCOLL_TEST_SOURCE_DIR "/ci/rxe/net.sh && rxe_net_relink'");
+    unsetenv("ZCOLL_IB_HCA");
+    cr_assert(down == 0 && up == 0, "taking zrxe1 down (%d) or bringing the pair back (%d) failed",
+              down, up);
+    for (int r = 0; r < 2; r++)
+      cr_log_info("%d rail(s), rank %d: %d\n%s", rails, r, res.status[r], res.out[r]);
+    cr_expect_lt(res.seconds, 30, "took %.1f s", res.seconds);
+    int transport = 0;
+    for (int r = 0; r < 2; r++) {
+      /* 1 run in 12 here, rxe delivered a write-with-immediate twice as the link went (the
+       * receiver's completion queue saw piece n again after n): the receiver calls that
+       * what it is, a protocol violation by the writer, before its own port's news. */
+      cr_expect(strstr(res.out[r], "rxe0 port 1") || strstr(res.out[r], "rxe1 port 1") ||
+                    (strstr(res.out[r], "protocol violation by rank ") &&
+                     strstr(res.out[!r], " port 1: ")),
+                "%d rail(s), rank %d:\n%s", rails, r, res.out[r]);
+      transport += strstr(res.out[r], "transport error after") != NULL;
+    }
+    cr_expect_eq(transport, 2, "%d rail(s): every rank should say transport error:\n%s\n%s", rails,
+                 res.out[0], res.out[1]);
   }
-  cr_expect_eq(transport, 2, "every rank should say transport error:\n%s\n%s", res.out[0],
-               res.out[1]);
 }
 
 /* Non-blocking and persistent requests over verbs: 16 in flight ended in any order, a

@@ -16,10 +16,10 @@
  * What an error means for a communicator: ZCOLL_ERR_INVALID_ARG for a concurrent call
  * leaves it as it was. Any other error from a collective -- an argument error included,
  * because the other ranks have made that collective call and cannot finish it -- breaks
- * it for good: the peers are told (ZCOLL_ERR_MISMATCH or ZCOLL_ERR_PEER_FAILED, naming
- * this rank), every later call returns the error, and the only thing left to do is
- * zcoll_comm_destroy (or zcoll_comm_abort). Once a call has returned an error, zcoll
- * writes nothing more into that call's buffers.
+ * it for good: the peers are told (ZCOLL_ERR_MISMATCH, ZCOLL_ERR_TRANSPORT when the
+ * network failed, else ZCOLL_ERR_PEER_FAILED, naming this rank), every later call returns
+ * the error, and the only thing left to do is zcoll_comm_destroy (or zcoll_comm_abort).
+ * Once a call has returned an error, zcoll writes nothing more into that call's buffers.
  *
  * fork(): a communicator belongs to the process that created it. In a child forked
  * afterwards every call on it returns ZCOLL_ERR_INVALID_ARG, and zcoll_comm_destroy

@@ -279,6 +279,18 @@ static zcoll_status_t connect_ep(struct zcoll_tl *tl, struct zcoll_ep *ep, const
       return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                          "verbs: rank %d sent a malformed address (no queue pair for this rank)",
                          ep->peer);
+    /* Rails (ZCOLL_IB_HCA) meet by their place among the ports that are up: a port down
+     * on one host shifts its rails against the other's, which a fabric with a plane per
+     * rail may not route. Said once; it may still work (one switched fabric). Without the
+     * list a rank's one port is its local rank's pick, unrelated to the peer's. */
+    if (tl->cfg->ib_hca[0] && ap.listed != tl->rail[r].listed && !tl->rails_shifted) {
+      tl->rails_shifted = 1;
+      zcoll_log_warn("verbs: rank %d's rail %d is the port %d of its ZCOLL_IB_HCA list, this "
+                     "rank's (%s:%u) the port %d: a port is down on one of the hosts, and rails "
+                     "on separate fabric planes would not reach each other",
+                     ep->peer, r, ap.listed + 1, tl->rail[r].dev_name, tl->rail[r].port,
+                     tl->rail[r].listed + 1);
+    }
     struct zcoll__verbs_port pa;
     zcoll_status_t st = peer_port(tl, r, ep->peer, &ap, &pa);
     if (st == ZCOLL_OK)

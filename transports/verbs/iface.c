@@ -17,14 +17,14 @@
 
 struct candidate {
   char name[64];
-  uint8_t port;
+  uint8_t port, listed;
   struct zcoll__verbs_port pa;
 };
 
 /* Active ports that peers can reach (a GID, or a LID), of the devices the list lets in. */
 static int list_candidates(const struct zcoll__hca_spec *spec, int want_gid, struct candidate *out,
                            int max, char *names, size_t names_len) {
-  int ndev = 0, n = 0;
+  int ndev = 0, n = 0, listed = 0;
   struct ibv_device **devs = ibv_get_device_list(&ndev);
   names[0] = '\0';
   for (int i = 0; devs && i < ndev; i++) {
@@ -38,8 +38,9 @@ static int list_candidates(const struct zcoll__hca_spec *spec, int want_gid, str
       for (uint8_t p = 1; p <= attr.phys_port_cnt && n < max; p++) {
         struct ibv_port_attr pa;
         if (!zcoll__hca_match(spec, name, p)) continue;
+        uint8_t place = (uint8_t)listed++;
         if (ibv_query_port(ctx, p, &pa) || pa.state != IBV_PORT_ACTIVE) continue;
-        struct candidate c = {"", p, {0}};
+        struct candidate c = {"", p, place, {0}};
         snprintf(c.name, sizeof(c.name), "%s", name);
         char why[128];
         if (zcoll__verbs_port_addr(ctx, name, p, want_gid, &c.pa, why, sizeof(why)) == 0)
@@ -97,11 +98,17 @@ zcoll_status_t zcoll__verbs_pick_rails(const zcoll_config_t *cfg, int rank,
   if (local < 0) local = 0;
   int all = cfg->ib_hca[0] != '\0';
   *nrails = all ? (n < ZCOLL_VERBS_MAX_RAILS ? n : ZCOLL_VERBS_MAX_RAILS) : 1;
+  if (all && n > ZCOLL_VERBS_MAX_RAILS && rank <= 0)
+    zcoll_log_warn("verbs: ZCOLL_IB_HCA=%s matches %d active ports; rails are the first %d "
+                   "(%s:%u to %s:%u)",
+                   cfg->ib_hca, n, ZCOLL_VERBS_MAX_RAILS, c[0].name, c[0].port,
+                   c[ZCOLL_VERBS_MAX_RAILS - 1].name, c[ZCOLL_VERBS_MAX_RAILS - 1].port);
   for (int i = 0; i < *nrails; i++) {
     const struct candidate *pick = &c[all ? i : local % n];
     memset(&rail[i], 0, sizeof(rail[i]));
-    snprintf(rail[i].dev_name, sizeof(rail[i].dev_name), "%s", pick->name);
+    snprintf(rail[i].dev_name, sizeof(rail[i].dev_name), "%.63s", pick->name);
     rail[i].port = pick->port;
+    rail[i].listed = pick->listed;
     rail[i].pa = pick->pa;
   }
   return ZCOLL_OK;
@@ -149,7 +156,7 @@ static void describe_port(zcoll_transport_detail_t *d, struct ibv_context *ctx, 
     return;
   }
   struct zcoll__verbs_port addr;
-  char where[128], nowhere[128] = "";
+  char where[96], nowhere[96] = ""; /* with why, within the detail's 256 bytes */
   int reachable = zcoll__verbs_port_addr(ctx, name, p, cfg_gid, &addr, nowhere, sizeof(nowhere)) ==
                   0;
   if (reachable)
@@ -366,7 +373,7 @@ static zcoll_status_t verbs_address(struct zcoll_tl *tl, void *buf, size_t *len)
                                         pa->gid_index >= 0,
                                         (uint8_t)pa->gid_kind,
                                         (uint8_t)pa->roce_v2,
-                                        0};
+                                        tl->rail[i].listed};
     memcpy(ap.gid, pa->gid.raw, sizeof(ap.gid));
     memcpy((char *)buf + sizeof(a) + (size_t)i * sizeof(ap), &ap, sizeof(ap));
   }

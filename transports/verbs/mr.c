@@ -41,7 +41,10 @@ void zcoll__verbs_mem_dereg(struct zcoll_tl_mr *mr) {
 zcoll_status_t zcoll__verbs_rkey_pack(struct zcoll_tl_mr *mr, void *buf, size_t *len) {
   if (!mr->remote)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: a source region has no remote key");
-  struct zcoll_tl_rkey k = {(uintptr_t)mr->mr[0]->addr, mr->mr[0]->length, 0, {0}};
+  struct zcoll_tl_rkey k;
+  memset(&k, 0, sizeof(k)); /* padding included: it goes on the wire */
+  k.addr = (uintptr_t)mr->mr[0]->addr;
+  k.len = mr->mr[0]->length;
   for (int i = 0; i < ZCOLL_VERBS_MAX_RAILS && mr->mr[i]; i++) k.rkey[k.nrails++] = mr->mr[i]->rkey;
   if (*len < sizeof(k)) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "verbs: rkey buffer too short");
   memcpy(buf, &k, sizeof(k));

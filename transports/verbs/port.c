@@ -29,7 +29,10 @@ static int gid_zero(const union ibv_gid *g) {
 /* The entry for a RoCE port, or -1 (*why says). */
 static int choose_gid(struct ibv_context *ctx, uint8_t port, int table_len, int want,
                       struct zcoll__verbs_port *pa, char *why, size_t why_len) {
-  size_t max = table_len > 0 ? (size_t)table_len : 1;
+  /* The table holds every port's entries: room for each port's whole table. */
+  struct ibv_device_attr da;
+  size_t ports = ibv_query_device(ctx, &da) == 0 && da.phys_port_cnt ? da.phys_port_cnt : 1;
+  size_t max = (table_len > 0 ? (size_t)table_len : 1) * ports;
   struct ibv_gid_entry *e = calloc(max, sizeof(*e));
   if (!e) {
     snprintf(why, why_len, "out of memory");

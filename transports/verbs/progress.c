@@ -183,12 +183,24 @@ static void fail_wc(struct zcoll_tl *tl, int rail, const struct ibv_wc *wc, stru
       ibv_wc_status_str(wc->status), (int)wc->status, wc_hint(tl, wc->status, hint, sizeof(hint)));
 }
 
+/* A rail's receives come back only as its held notifications are handed out: a rail's
+ * posted receives and held notifications together never pass rq_depth, so a writer that
+ * runs ahead on one rail while another's notification is late waits (RNR, retried
+ * forever) rather than overrunning the ring. */
+static void repost(struct zcoll_tl *tl, struct zcoll_ep *ep, int rail) {
+  struct zcoll__verbs_qp *q = &ep->q[rail];
+  if (q->recv_posted + q->held_count + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth &&
+      zcoll__verbs_post_recvs(ep, rail, ZCOLL_VERBS_RECV_BATCH) != ZCOLL_OK && !tl->failed)
+    tl->failed = ZCOLL_ERR_TRANSPORT; /* out of receives, the peer would stall */
+}
+
 /* Hands out ep's held notifications whose turn has come: the writer moved to the next
  * rail after each put with data, each rail delivers in order, so following the same rule
  * gives the puts' order. */
 static void order_arrivals(struct zcoll_tl *tl, struct zcoll_ep *ep) {
   for (;;) {
-    struct zcoll__verbs_qp *q = &ep->q[ep->rx_rail];
+    int rail = ep->rx_rail;
+    struct zcoll__verbs_qp *q = &ep->q[rail];
     if (!q->held_count) return;
     struct zcoll__verbs_arrival a = q->held[q->held_head];
     q->held_head = (q->held_head + 1) % (uint32_t)tl->rq_depth;
@@ -197,24 +209,24 @@ static void order_arrivals(struct zcoll_tl *tl, struct zcoll_ep *ep) {
     struct zcoll_tl_event ev = {
         .kind = ZCOLL_TL_EV_ARRIVED, .peer = ep->peer, .imm = a.imm, .len = a.len};
     zcoll__verbs_push(tl, &ev);
+    repost(tl, ep, rail);
   }
 }
 
 static void arrived(struct zcoll_tl *tl, struct zcoll_ep *ep, int rail, const struct ibv_wc *wc) {
   struct zcoll__verbs_qp *q = &ep->q[rail];
-  if (q->held_count == (uint32_t)tl->rq_depth) { /* more than its receives: cannot be */
+  /* A completion per posted receive: with repost's bound the ring cannot be full. */
+  if (!q->recv_posted || q->held_count == (uint32_t)tl->rq_depth) {
     if (!tl->failed)
       tl->failed = zcoll__fail(ZCOLL_ERR_TRANSPORT, "verbs: rank %d overran its receives on %s",
                                ep->peer, tl->rail[rail].dev_name);
     return;
   }
+  q->recv_posted--;
   q->held[(q->held_head + q->held_count) % (uint32_t)tl->rq_depth] = (struct zcoll__verbs_arrival){
       ntohl(wc->imm_data), wc->byte_len};
   q->held_count++;
   order_arrivals(tl, ep);
-  if (--q->recv_posted + ZCOLL_VERBS_RECV_BATCH <= (uint32_t)tl->rq_depth &&
-      zcoll__verbs_post_recvs(ep, rail, ZCOLL_VERBS_RECV_BATCH) != ZCOLL_OK && !tl->failed)
-    tl->failed = ZCOLL_ERR_TRANSPORT; /* out of receives, the peer would stall */
 }
 
 /* Drains the rail's completion queue into events; returns how many completions it saw. */

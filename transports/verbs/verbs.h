@@ -53,7 +53,8 @@ struct zcoll__verbs_addr { /* the address every peer gets: this head, then a por
 struct zcoll__verbs_addr_port {
   uint8_t gid[16];
   uint16_t lid;
-  uint8_t link_layer, mtu, global, gid_kind, roce_v2, reserved;
+  uint8_t link_layer, mtu, global, gid_kind, roce_v2;
+  uint8_t listed; /* the rail's place among the ports ZCOLL_IB_HCA matches, up or not */
 };
 
 struct zcoll__verbs_part { /* the part for one peer, a rail each: its queue pair at our end */
@@ -65,6 +66,7 @@ struct zcoll__verbs_part { /* the part for one peer, a rail each: its queue pair
 struct zcoll__verbs_rail {
   char dev_name[64];
   uint8_t port;
+  uint8_t listed;              /* its place among the ports the list matches, up or not */
   struct zcoll__verbs_port pa; /* the port's address */
   uint16_t pkey_index;         /* ZCOLL_IB_PKEY's entry in the port's table */
   struct ibv_context *ctx;
@@ -90,8 +92,9 @@ struct zcoll_tl {
   zcoll_status_t failed;
   struct zcoll_ep **eps;
   int neps;
-  int polls;     /* poll() calls since async events were last read */
-  int connected; /* connect has run: the queue pairs are in RTS */
+  int polls;         /* poll() calls since async events were last read */
+  int connected;     /* connect has run: the queue pairs are in RTS */
+  int rails_shifted; /* a peer's rails were found out of line with ours (said once) */
   /* Remote atomics (amo.c), on rail 0: only for a communicator that asks (cfg->atomics)
    * on a device that has them; the reply buffer, registered on first use; the queue pair
    * to itself. */

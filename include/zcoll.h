@@ -274,6 +274,9 @@ typedef struct zcoll_comm_stats {
    * zcoll_comm_device() names them: verbs stripes its puts over every port ZCOLL_IB_HCA
    * lists; one port is rail 0 alone; all 0 without verbs. */
   uint64_t rail_bytes[4];
+  /* Allreduces that read every rank's vector where it lies instead of moving it: every
+   * rank on one host, every vector in zcoll_mem_alloc memory, 1 MiB and up. */
+  uint64_t mapped_collectives;
 } zcoll_comm_stats_t;
 ZCOLL_API zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats,
                                           size_t size);

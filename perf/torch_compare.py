@@ -12,7 +12,12 @@ order swapped every round), each timing -n blocking all_reduces of the same floa
 after a warm-up, the ranks lined up by a barrier first. A rank's time per call is its mean;
 the table gives the slowest rank's, median over rounds: time, busbw (nccl-tests' allreduce
 factor 2(p-1)/p) and Gloo's time over zcoll's (above 1: zcoll is faster). Every result is
-checked. Then (unless --no-ddp) one DDP training step of a small MLP (3 x 1024 hidden,
+checked. The tensors are torch's (torch.empty, where DDP's buckets are) in one table and
+zcoll.torch.empty's in the other (--memory), the same tensor for both backends. "one pass"
+is every rank's t.mul_(1) over its own tensor at once, timed alike: each tensor read and
+written once, the least an in-place allreduce must do, so no allreduce beats it by much
+where the tensors outgrow the cache (zcoll / pass near 1 is the machine's memory, not
+the library). Then (unless --no-ddp) one DDP training step of a small MLP (3 x 1024 hidden,
 3.1 M parameters, batch 64) on each backend, the mean of 20 steps after 5. The machine is
 shared and noisy: only ratios from one run mean anything.
 """
@@ -40,7 +45,7 @@ def human(n):
 def rank_main(args):
     import torch
     import torch.distributed as dist
-    import zcoll.torch  # noqa: F401
+    import zcoll.torch
 
     dist.init_process_group("zcoll")
     gloo = dist.new_group(backend="gloo")
@@ -51,30 +56,39 @@ def rank_main(args):
         sizes.append(n)
         n *= args.f
     rows = []
-    for size in sizes:
-        count = max(1, size // 4)
-        t = torch.empty(count, dtype=torch.float32)
-        iters = args.n if size <= (1 << 20) else max(3, args.n * (1 << 20) // size)
-        times = {"zcoll": [], "gloo": []}
-        for rnd in range(args.r):
-            order = ["zcoll", "gloo"] if rnd % 2 == 0 else ["gloo", "zcoll"]
-            for name in order:
-                g = groups[name]
-                for _ in range(args.w):
-                    dist.all_reduce(t, group=g)
-                t.fill_(me + 1)
-                dist.barrier(group=g)
-                t0 = time.perf_counter()
-                for i in range(iters):
-                    dist.all_reduce(t, group=g)
-                    if i == 0:  # the first result is checked; the rest only timed
-                        want = p * (p + 1) / 2
-                        if t[0].item() != want or t[-1].item() != want:
-                            raise SystemExit(f"{name}: a wrong element at {size} B")
-                mine = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64)
-                dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=g)
-                times[name].append(mine.item())
-        rows.append((size, statistics.median(times["zcoll"]), statistics.median(times["gloo"])))
+    for memory in args.memory.split(","):
+        for size in sizes:
+            count = max(1, size // 4)
+            # The same tensor for both backends: torch's memory, or zcoll.torch.empty's
+            # (which zcoll's all_reduce reads where it lies; Gloo takes it as any tensor).
+            t = (torch.empty(count, dtype=torch.float32) if memory == "torch" else
+                 zcoll.torch.empty(count, dtype=torch.float32))
+            iters = args.n if size <= (1 << 20) else max(3, args.n * (1 << 20) // size)
+            times = {"zcoll": [], "gloo": [], "pass": []}
+            for rnd in range(args.r):
+                order = ["zcoll", "gloo", "pass"] if rnd % 2 == 0 else ["pass", "gloo", "zcoll"]
+                for name in order:
+                    g = groups.get(name)
+                    for _ in range(args.w):
+                        dist.all_reduce(t, group=g) if name != "pass" else t.mul_(1.0)
+                    t.fill_(me + 1)
+                    dist.barrier(group=g)
+                    t0 = time.perf_counter()
+                    for i in range(iters):
+                        if name == "pass":  # every rank's tensor read and written once
+                            t.mul_(1.0)
+                            continue
+                        dist.all_reduce(t, group=g)
+                        if i == 0:  # the first result is checked; the rest only timed
+                            want = p * (p + 1) / 2
+                            if t[0].item() != want or t[-1].item() != want:
+                                raise SystemExit(f"{name}: a wrong element at {size} B")
+                    mine = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64)
+                    dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=g)
+                    times[name].append(mine.item())
+            rows.append((memory, size, statistics.median(times["zcoll"]),
+                         statistics.median(times["gloo"]), statistics.median(times["pass"])))
+            del t
 
     ddp = {}
     if not args.no_ddp:
@@ -100,17 +114,26 @@ def rank_main(args):
                 dist.all_reduce(mine, op=dist.ReduceOp.MAX, group=groups[name])
                 ddp.setdefault(name, []).append(mine.item())
     if me == 0:
-        print(f"## p = {p}: all_reduce float32 sum, blocking, median of {args.r} rounds "
-              f"(transport: {dist.distributed_c10d._get_default_group().transport})")
-        print("| size | zcoll time | zcoll busbw | gloo time | gloo busbw | gloo / zcoll |")
-        print("|---|---|---|---|---|---|")
         factor = 2 * (p - 1) / p
-        for size, z, g in rows:
-            print(f"| {human(size)} | {z * 1e6:.1f} us | {size * factor / z / 1e9:.2f} GB/s | "
-                  f"{g * 1e6:.1f} us | {size * factor / g / 1e9:.2f} GB/s | **{g / z:.1f}x** |")
+        tl = dist.distributed_c10d._get_default_group().transport
+        for memory in args.memory.split(","):
+            where = ("torch's memory (torch.empty)" if memory == "torch" else
+                     "zcoll.torch.empty's memory")
+            print(f"## p = {p}: all_reduce float32 sum, blocking, in {where}, median of "
+                  f"{args.r} rounds (transport: {tl})")
+            print("| size | zcoll time | zcoll busbw | gloo time | gloo busbw | gloo / zcoll "
+                  "| one pass | zcoll / pass |")
+            print("|---|---|---|---|---|---|---|---|")
+            for mem, size, z, g, one in rows:
+                if mem != memory:
+                    continue
+                print(f"| {human(size)} | {z * 1e6:.1f} us | {size * factor / z / 1e9:.2f} GB/s | "
+                      f"{g * 1e6:.1f} us | {size * factor / g / 1e9:.2f} GB/s | **{g / z:.1f}x** | "
+                      f"{one * 1e6:.1f} us | {z / one:.2f} |")
+            print()
         if ddp:
             z, g = min(ddp["zcoll"]), min(ddp["gloo"])
-            print(f"\nDDP step (MLP 3.1 M parameters, batch 64, p = {p}): zcoll {z * 1e3:.1f} ms, "
+            print(f"DDP step (MLP 3.1 M parameters, batch 64, p = {p}): zcoll {z * 1e3:.1f} ms, "
                   f"gloo {g * 1e3:.1f} ms, gloo / zcoll {g / z:.2f}x\n", flush=True)
     dist.destroy_process_group()
 
@@ -141,6 +164,9 @@ def main():
                     "above 1 MiB)")
     ap.add_argument("-w", type=int, default=3, help="warm-up calls (default 3)")
     ap.add_argument("-r", type=int, default=3, help="rounds (default 3)")
+    ap.add_argument("--memory", default="torch,zcoll",
+                    help='whose memory the tensors are in: "torch" (torch.empty), "zcoll" '
+                    '(zcoll.torch.empty), or both (default "torch,zcoll")')
     ap.add_argument("--no-ddp", action="store_true", help="no DDP training step")
     ap.add_argument("--rank", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()

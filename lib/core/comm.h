@@ -125,6 +125,7 @@ struct zcoll_comm {
   /* Result pieces received: delivered in place (placement hook, grants) or copied out
    * of a slot (zcoll_comm_stats). */
   uint64_t pieces_placed, pieces_copied;
+  uint64_t mapped_collectives; /* one-host allreduces from the vectors where they lie */
   /* The next collective's number: every rank counts its collective calls alike (an
    * argument error counts too, see allreduce.c), and the wire header carries it. */
   uint64_t ordinal;

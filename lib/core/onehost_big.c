@@ -92,6 +92,10 @@ static zcoll_status_t decide(struct zcoll__run *r, int *mapped) {
   for (int q = 0; q < comm->size && *mapped; q++) {
     const struct zcoll__oh_box *b = zcoll__oh_box_of(oh, q, r->oh_which);
     *mapped = b->big.src.serial && b->big.dst.serial;
+    if (!*mapped) /* why a large call was not read where it lies: zcoll_perf -M, torch */
+      zcoll_log_debug("allreduce of %zu bytes: rank %d's %s is not in zcoll_mem_alloc memory; "
+                      "the schedule moves it",
+                      bytes, q, b->big.src.serial ? "result" : "input");
   }
   if (!*mapped) return ZCOLL_OK;
   for (int q = 0; q < comm->size; q++) {
@@ -178,6 +182,7 @@ zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress) {
       return ZCOLL_OK;
     }
     comm->oh->fell_back = 0;
+    comm->mapped_collectives++;
     set_stage(r, ZCOLL_OH_WRITING);
     for (int q = 0; q < p; q++)
       if (q != comm->rank && stage_of(r, q) == ZCOLL_OH_OUT) {

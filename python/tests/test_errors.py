@@ -106,7 +106,11 @@ def test_context_manager_destroys():
         assert comm.algorithm(np.zeros(100)) == "ring"
         assert comm.stats()["collectives"] == 0
         comm.allreduce(np.zeros(4))
-        assert comm.stats()["collectives"] == 1
+        st = comm.stats()
+        assert st["collectives"] == 1
+        # every field of zcoll_comm_stats_t, the rails' as a list; nothing mapped alone
+        assert st["rail_bytes"] == [0, 0, 0, 0] and st["mapped_collectives"] == 0, st
+        assert st["bytes_sent_same_host"] == st["bytes_sent_other_hosts"] == 0, st
     assert comm.closed
     with pytest.raises(ValueError, match="communicator is closed"):
         comm.allreduce(np.zeros(4))

@@ -50,15 +50,28 @@ def test_under_torchrun(what):
     assert all(int(n) > 10 for _, n in passed), out
 
 
-def test_the_readme_example():
+def run_example(name):
     exe = shutil.which("torchrun") or "/usr/bin/torchrun"
-    example = os.path.join(HERE, "..", "..", "examples", "torch_ddp.py")
+    example = os.path.join(HERE, "..", "..", "examples", name)
     r = subprocess.run([exe, "--standalone", "--nproc_per_node=2", "--redirects", "9:1", "--tee",
                         "9:1", example], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stdout
+    return r.stdout
+
+
+def test_the_readme_example():
+    out = run_example("torch_ddp.py")
     for rank in (0, 1):
-        assert f"rank {rank}: the same model everywhere: True" in r.stdout, r.stdout
+        assert f"rank {rank}: the same model everywhere: True" in out, out
+
+
+def test_the_averaging_example_reads_the_model_where_it_lies():
+    out = run_example("torch_average.py")
+    for rank in (0, 1):
+        m = re.search(rf"rank {rank}: loss ([0-9.]+), the same model everywhere: True, averages "
+                      r"read in place: 10 of 10", out)
+        assert m and float(m.group(1)) < 1.0, out
 
 
 def test_a_rank_killed_mid_step_fails_the_others():

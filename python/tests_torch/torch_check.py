@@ -3,7 +3,8 @@
     torch_check.py collectives   every collective x dtype x op against Gloo's result where Gloo
                                  has it, and against a reference computed here from every
                                  rank's input (each rank's input is a function of its rank);
-                                 new_group, async_op, unsupported calls and bad tensors
+                                 new_group, async_op, unsupported calls and bad tensors;
+                                 zcoll.torch.empty's tensors (read where they lie, freed)
     torch_check.py training      DDP (20 steps), PeriodicModelAverager, the post-local-SGD hook
                                  and ZeroRedundancyOptimizer, each run once on zcoll and once on
                                  Gloo from the same start: parameters equal within 1e-6
@@ -20,7 +21,7 @@ import time
 import torch
 import torch.distributed as dist
 
-import zcoll.torch  # noqa: F401 -- registers "zcoll"
+import zcoll.torch  # registers "zcoll"
 
 R = ReduceOp = dist.ReduceOp
 checks = 0
@@ -230,6 +231,92 @@ def collectives(gloo):
     t = torch.ones(4)
     dist.all_reduce(t)
     close(t, torch.full((4,), float(p)), "all_reduce after the refused calls")
+    zcoll_memory(gloo, sub)
+
+
+def mapping_of(addr):
+    """The /proc/self/maps line holding addr: (start, inode), or None."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            span, _, _, _, inode = line.split()[:5]
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            if lo <= addr < hi:
+                return lo, inode
+    return None
+
+
+def zcoll_memory(gloo, sub):
+    """zcoll.torch.empty: tensors in memory the group's ranks can map, reduced where they lie."""
+    me, p = dist.get_rank(), dist.get_world_size()
+    zt = zcoll.torch
+    for size, dtype in [((0,), torch.float32), ((5,), torch.int64), ((2, 3), torch.bfloat16),
+                        ((4, 0, 2), torch.float16)]:
+        t = zt.empty(*size, dtype=dtype)
+        check(t.shape == size and t.dtype == dtype and t.is_contiguous() and
+              bool((t == 0).all()), f"empty{size} {dtype}: {t.shape} {t.dtype}")
+    check(zt.empty((3, 4)).shape == (3, 4), "empty of a tuple")
+    check(zt.empty_like(torch.ones(2, 2, dtype=torch.float64)).dtype == torch.float64,
+          "empty_like's dtype")
+    for bad, err in [(lambda: zt.empty(-1), ValueError), (lambda: zt.empty(2.5), ValueError),
+                     (lambda: zt.empty(3, dtype="float32"), TypeError),
+                     (lambda: zt.empty(3, group=gloo), TypeError)]:
+        try:
+            bad()
+            check(False, f"{err.__name__} expected")
+        except err as e:
+            check("zcoll.torch.empty" in str(e), f"empty's refusal names itself: {e}")
+
+    # 1 MiB and up: every rank's tensor read where it lies (the counter says so), in place
+    n = 3 << 18  # 1.5 MiB of bfloat16
+    for dtype, op in [(torch.float32, "SUM"), (torch.bfloat16, "MAX"), (torch.int32, "PRODUCT"),
+                      (torch.float64, "AVG")]:
+        allin = [rank_input(r, n, dtype) for r in range(p)]
+        t = zt.empty(n, dtype=dtype)
+        t.copy_(allin[me])
+        before = zt.stats()["mapped_collectives"]
+        dist.all_reduce(t, op=torch_op(op, 1.0))
+        close(t, reference(allin, op, dtype), f"all_reduce of zcoll memory {dtype} {op}",
+              rtol=tol(dtype))
+        check(zt.stats()["mapped_collectives"] == before + 1, f"{dtype} {op}: not read in place")
+    # a view at an offset of a larger tensor; then Gloo on the same tensor
+    big = zt.empty(2 * n + 3)
+    v = big[3:3 + 2 * n]
+    v.copy_(rank_input(me, 2 * n, torch.float32))
+    before = zt.stats()["mapped_collectives"]
+    dist.all_reduce(v)
+    want = reference([rank_input(r, 2 * n, torch.float32) for r in range(p)], "SUM", torch.float32)
+    close(v, want, "all_reduce of a view of zcoll memory")
+    check(zt.stats()["mapped_collectives"] == before + 1, "the view was not read in place")
+    v.copy_(rank_input(me, 2 * n, torch.float32))
+    dist.all_reduce(v, group=gloo)
+    close(v, want, "gloo's all_reduce of zcoll memory")
+    # one rank's tensor is torch's: every rank moves it (the same answer everywhere), right
+    t = torch.empty(n) if me == 1 else zt.empty(n)
+    t.copy_(rank_input(me, n, torch.float32))
+    before = zt.stats()["mapped_collectives"]
+    dist.all_reduce(t)
+    close(t, reference([rank_input(r, n, torch.float32) for r in range(p)], "SUM", torch.float32),
+          "all_reduce with one rank's tensor in torch's memory")
+    check(zt.stats()["mapped_collectives"] == before, "a torch tensor was taken as mapped")
+    # a subgroup's own memory
+    if sub != dist.GroupMember.NON_GROUP_MEMBER:
+        t = zt.empty(n, group=sub)
+        t.fill_(me)
+        before = zt.stats(sub)["mapped_collectives"]
+        dist.all_reduce(t, group=sub)
+        close(t, torch.full((n,), 2.0), "all_reduce of the subgroup's memory")
+        check(zt.stats(sub)["mapped_collectives"] == before + 1, "the subgroup's: not in place")
+    # memory goes back when the last tensor on it goes (a free is queued before the barrier)
+    t = zt.empty(1 << 20)
+    where = mapping_of(t.data_ptr())
+    check(where is not None, "a zcoll tensor's memory is mapped")
+    view = t[10:20]
+    del t
+    dist.barrier()
+    check(mapping_of(view.data_ptr()) == where, "a view keeps the memory")
+    del view
+    dist.barrier()
+    check(mapping_of(where[0]) != where, "the memory was not returned")
 
 
 def mlp():
@@ -347,6 +434,7 @@ def main():
     # destructor lets go of the GIL, so the callback runs and nothing deadlocks.
     # Rank 0 comes late, so the others' destroy begins with the collective still pending.
     seen = []
+    kept = zcoll.torch.empty(1000) if what == "collectives" else None
     if me == 0:
         time.sleep(0.5)
     fut = dist.all_reduce(torch.ones(1 << 20), async_op=True).get_future()
@@ -355,6 +443,9 @@ def main():
     dist.destroy_process_group()  # the group goes here unless a model still holds it
     done.wait()
     check(seen == [float(p)], f"the callback of a collective pending at destroy: {seen}")
+    if kept is not None:  # outlived its group: ordinary memory, still there
+        kept.fill_(2.0)
+        check(float(kept.sum()) == 2000.0, "a zcoll tensor after its group was destroyed")
     print(f"rank {me}: {checks} checks passed", flush=True)
 
 

@@ -1,6 +1,7 @@
 // module.cpp -- the Python module zcoll._zcoll_torch: ProcessGroupZcoll for torch.distributed
 // (zcoll/torch.py registers it as the backend "zcoll").
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "process_group.hpp"
@@ -17,5 +18,11 @@ PYBIND11_MODULE(_zcoll_torch, m) {
       .def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, std::chrono::milliseconds>(),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
            py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("transport", &zcoll_torch::ProcessGroupZcoll::transport);
+      .def_property_readonly("transport", &zcoll_torch::ProcessGroupZcoll::transport)
+      // zcoll.torch.empty's memory: blocks on the group's worker, without the GIL.
+      .def("_alloc", &zcoll_torch::ProcessGroupZcoll::alloc, py::arg("nbytes"),
+           py::call_guard<py::gil_scoped_release>())
+      // zcoll_comm_stats' counters, as a dict (zcoll.torch.stats).
+      .def("_stats", &zcoll_torch::ProcessGroupZcoll::stats,
+           py::call_guard<py::gil_scoped_release>());
 }

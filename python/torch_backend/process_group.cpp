@@ -209,6 +209,8 @@ ProcessGroupZcoll::ProcessGroupZcoll(const c10::intrusive_ptr<c10d::Store> &stor
   if (st != ZCOLL_OK) throw failure("init (zcoll_comm_init_rank)", st);
   // Every rank has joined: the id is spent, and a later group on the same store makes its own.
   if (rank == 0) store->deleteKey(kKey);
+  alive_ = std::make_shared<Alive>();
+  alive_->pg = this;
   worker_ = std::thread([this] { loop(); });
 }
 
@@ -217,6 +219,10 @@ ProcessGroupZcoll::~ProcessGroupZcoll() {
   // future whose callbacks (a DDP comm hook in Python) need it, and the destroy waits for
   // the other ranks: let go of it meanwhile.
   PyThreadState *saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  if (alive_) { // from here a tensor's memory stays mapped until the process ends
+    std::lock_guard<std::mutex> g(alive_->mu);
+    alive_->pg = nullptr;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -257,8 +263,58 @@ void ProcessGroupZcoll::loop() {
       error = std::current_exception();
     }
     it.job = nullptr; // the tensors it holds go before the work completes
-    it.work->complete(error);
+    if (it.work) {
+      it.work->complete(error);
+    } else if (error) { // a free: nobody to tell but the log
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception &e) {
+        TORCH_WARN(e.what());
+      }
+    }
   }
+}
+
+at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
+  TORCH_CHECK(nbytes >= 0, "zcoll: empty: ", nbytes, " bytes");
+  auto ptr = std::make_shared<void *>(nullptr);
+  const size_t len = nbytes > 0 ? static_cast<size_t>(nbytes) : 1; // a 0-byte tensor has a home
+  auto work = enqueue(c10d::OpType::UNKNOWN, "empty (zcoll_mem_alloc)", {},
+                      [ptr, len](zcoll_comm_t *c) { return zcoll_mem_alloc(c, len, ptr.get()); });
+  work->wait(); // raises the worker's error
+  std::shared_ptr<Alive> alive = alive_;
+  return at::from_blob(
+      *ptr, {nbytes},
+      [alive](void *p) {
+        std::lock_guard<std::mutex> g(alive->mu);
+        if (alive->pg) alive->pg->release(p);
+      },
+      at::TensorOptions().dtype(at::kByte));
+}
+
+std::map<std::string, uint64_t> ProcessGroupZcoll::stats() {
+  auto s = std::make_shared<zcoll_comm_stats_t>();
+  enqueue(c10d::OpType::UNKNOWN, "stats (zcoll_comm_stats)", {}, [s](zcoll_comm_t *c) {
+    return zcoll_comm_stats(c, s.get(), sizeof(*s));
+  })->wait();
+  return {{"collectives", s->collectives},
+          {"mapped_collectives", s->mapped_collectives},
+          {"result_pieces_placed", s->result_pieces_placed},
+          {"result_pieces_copied", s->result_pieces_copied},
+          {"bytes_sent_same_host", s->bytes_sent_same_host},
+          {"bytes_sent_other_hosts", s->bytes_sent_other_hosts}};
+}
+
+void ProcessGroupZcoll::release(void *p) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (stop_) return; // the worker may be gone: the memory stays mapped
+    queue_.push_back(Item{c10::intrusive_ptr<ZcollWork>(),
+                          [p](zcoll_comm_t *c) { return zcoll_mem_free(c, p); }, nullptr,
+                          "freeing a tensor's memory (zcoll_mem_free)"});
+    queued_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_one();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::enqueue(c10d::OpType type, const char *call,

@@ -13,6 +13,8 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -57,6 +59,14 @@ public:
   const std::string getBackendName() const override { return "zcoll"; }
   // What zcoll_comm_transport says ("shm", "ucx", "verbs", ...).
   std::string transport() const;
+  // nbytes of memory this host's members can map (zcoll_mem_alloc, run by the worker, as
+  // every call on the communicator is), as a uint8 tensor: the one-host allreduce reduces
+  // such tensors straight from the peers' memory. Its storage hands it back (zcoll_mem_free,
+  // queued to the worker) when the last tensor on it goes; if the group went first, it stays
+  // mapped until the process ends (zcoll's contract). Blocks until allocated.
+  at::Tensor alloc(int64_t nbytes);
+  // The communicator's counters (zcoll_comm_stats, on the worker, after what is queued).
+  std::map<std::string, uint64_t> stats();
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
                                            const c10d::BroadcastOptions &opts) override;
@@ -104,7 +114,7 @@ public:
 private:
   using Job = std::function<zcoll_status_t(zcoll_comm_t *)>;
   struct Item {
-    c10::intrusive_ptr<ZcollWork> work;
+    c10::intrusive_ptr<ZcollWork> work; // none for a free: nobody waits for it
     Job job;
     std::function<void()> after; // on success, on the worker (copies out of scratch)
     const char *call;
@@ -113,6 +123,15 @@ private:
                                          std::vector<at::Tensor> outputs, Job job,
                                          std::function<void()> after = nullptr);
   void loop();
+  // A storage's deleter hands its memory back through here: queued, never throws.
+  void release(void *p);
+  // What a storage's deleter reaches the group through: cleared when the group goes, so a
+  // tensor that outlives it never calls into a destroyed one.
+  struct Alive {
+    std::mutex mu;
+    ProcessGroupZcoll *pg;
+  };
+  std::shared_ptr<Alive> alive_;
 
   zcoll_comm_t *comm_ = nullptr;
   std::mutex mu_;

@@ -28,7 +28,9 @@ class Stats(ctypes.Structure):
     _fields_ = [(name, c_uint64) for name in (
         "collectives", "rcache_hits", "rcache_misses", "rcache_evictions",
         "rcache_invalidations", "rcache_reg_ns", "rcache_bytes",
-        "result_pieces_placed", "result_pieces_copied")]
+        "result_pieces_placed", "result_pieces_copied", "bytes_sent_same_host",
+        "bytes_sent_other_hosts")] + [("rail_bytes", c_uint64 * 4),
+                                      ("mapped_collectives", c_uint64)]
 
 
 # zcoll_user_fn_t: void (*)(const void *in, void *inout, size_t count, zcoll_dtype_t, void *user).

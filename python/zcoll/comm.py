@@ -4,7 +4,7 @@ collectives.py) allgather, reduce-scatter, reduce and the object collectives."""
 import atexit
 import sys
 import weakref
-from ctypes import byref, c_char_p, c_void_p, create_string_buffer, sizeof
+from ctypes import Array, byref, c_char_p, c_void_p, create_string_buffer, sizeof
 from threading import get_ident
 
 from . import _buffers, _config, _wait
@@ -151,7 +151,8 @@ class Comm(Collectives):
         st = lib.zcoll_comm_stats(self._live(self._ptr), byref(s), sizeof(s))
         if st:
             raise error(st, self._ptr)
-        return {name: getattr(s, name) for name, _ in Stats._fields_}
+        return {name: list(v) if isinstance(v := getattr(s, name), Array) else v
+                for name, _ in Stats._fields_}
 
     def algorithm(self, x, op=SUM):
         """The algorithm allreduce would use for x ("ring", ...). Local."""

@@ -12,8 +12,15 @@ all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor, reduce, new_group
 async_op=True. What zcoll has no collective for (send, recv, gather, scatter, all_to_all,
 the coalesced forms) raises NotImplementedError naming the call; a GPU, sparse or
 non-contiguous tensor raises RuntimeError. docs/torch.md says more.
+
+zcoll.torch.empty(*size, dtype=None, group=None) makes a tensor in memory the group's ranks
+on this host can map: all_reduce reduces such tensors straight from the peers' memory, the
+traffic of one memcpy per rank (tensors torch allocated are copied through shared memory).
 """
 
+import math as _math
+
+import torch as _torch
 import torch.distributed as _dist
 
 try:
@@ -37,3 +44,48 @@ def _create(store, rank, size, timeout):
 
 if BACKEND.upper() not in _dist.Backend._plugins:
     _dist.Backend.register_backend(BACKEND, _create)
+
+
+def _zcoll_group(group, call):
+    pg = _dist.distributed_c10d._get_default_group() if group is None else group
+    if not isinstance(pg, ProcessGroupZcoll):
+        raise TypeError(f"zcoll.torch.{call}: {'the default group' if group is None else group!r} "
+                        f"is not a zcoll process group (init_process_group(\"zcoll\") or "
+                        f"new_group(backend=\"zcoll\") makes one)")
+    return pg
+
+
+def empty(*size, dtype=None, group=None):
+    """A CPU tensor of `size` (ints, or one sequence of them) and `dtype` (torch's default
+    dtype if None) in memory that `group`'s ranks on this host can map (zcoll_mem_alloc of
+    the group's communicator; the default group if None). Zero-filled. all_reduce of such
+    tensors on that group -- or any view of one, contiguous -- reduces straight from every
+    rank's memory (from 1 MiB up, when every rank's tensor is one); elsewhere it is an
+    ordinary tensor (Gloo, other groups and every torch operation take it). Its memory goes
+    back to the group when the last tensor on it is gone; one still alive when its group is
+    destroyed stays mapped until the process ends."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, _torch.Size)):
+        size = tuple(size[0])
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in size):
+        raise ValueError(f"zcoll.torch.empty: size {size}: dimensions are ints >= 0")
+    dtype = _torch.get_default_dtype() if dtype is None else dtype
+    if not isinstance(dtype, _torch.dtype):
+        raise TypeError(f"zcoll.torch.empty: dtype {dtype!r} is not a torch.dtype")
+    pg = _zcoll_group(group, "empty")
+    item = _torch.empty((), dtype=dtype).element_size()
+    raw = pg._alloc(_math.prod(size) * item)
+    return raw.view(dtype).view(size)
+
+
+def empty_like(tensor, group=None):
+    """zcoll.torch.empty of `tensor`'s shape and dtype (a CPU tensor's; its values are not
+    copied)."""
+    return empty(tuple(tensor.shape), dtype=tensor.dtype, group=group)
+
+
+def stats(group=None):
+    """The counters of `group`'s communicator (the default group if None), read after every
+    call queued before: a dict of zcoll_comm_stats_t's collectives, mapped_collectives (the
+    all_reduces that read every rank's tensor where it lies: zcoll.torch.empty's),
+    result_pieces_placed / _copied and bytes_sent_same_host / _other_hosts."""
+    return _zcoll_group(group, "stats")._stats()

@@ -40,7 +40,9 @@
  *                                  one-host path); WHO = one: rank 0's in malloc'd memory
  *                                  (every rank falls back to the schedule). Prints
  *                                  "onehost: rank R: ITERS ok over T" with the collective
- *                                  count (zcoll_comm_stats), which must be ITERS.
+ *                                  count (zcoll_comm_stats), which must be ITERS, and how
+ *                                  many read the vectors where they lie (ITERS for all, 0
+ *                                  for one).
  *
  * The cross modes print "rank R: STATUS: MESSAGE" for the one call and exit 0: every rank
  * must fail it (MISMATCH where it saw the difference, or the news of it), none may hang.
@@ -197,8 +199,9 @@ static int big(zcoll_comm_t *comm, const char *who, int iters) {
   }
   zcoll_comm_stats_t s;
   zcoll_comm_stats(comm, &s, sizeof(s));
-  printf("onehost: rank %d: %d ok over %s, %llu collectives\n", rank, iters,
-         zcoll_comm_transport(comm), (unsigned long long)s.collectives);
+  printf("onehost: rank %d: %d ok over %s, %llu collectives, %llu mapped\n", rank, iters,
+         zcoll_comm_transport(comm), (unsigned long long)s.collectives,
+         (unsigned long long)s.mapped_collectives);
   if (mapped) {
     zcoll_mem_free(comm, in);
     zcoll_mem_free(comm, out);

@@ -160,7 +160,10 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
           f);
   if (p->features & PT_HAS_MEM_ALLOC)
     fputs("  -M, --mem_alloc 0|1     1: the send and receive buffers from zcoll_mem_alloc\n"
-          "                          (memory this host's ranks can map; default 0: malloc)\n",
+          "                          (memory this host's ranks can map; default 0: malloc).\n"
+          "                          Blocking allreduces (-z 1) of 1 MiB and up on one host\n"
+          "                          then read them where they lie (\"# Mapped allreduces\"\n"
+          "                          counts them)\n",
           f);
   if (p->features & PT_HAS_STALL_TIMEOUT)
     fputs("  -T, --timeout SECONDS   the library's deadline for a stalled collective (the\n"

@@ -47,3 +47,13 @@ def test_empty_between_processes():
     r = run_job(3, "mem_empty.py")
     assert r.returncode == 0, r.stdout
     assert r.stdout.count("mem_empty ok") == 3, r.stdout
+
+
+def test_ranks_meet_from_any_thread_and_empty_is_read_in_place():
+    # Even ranks call from the main thread, odd ones from another: 20 allreduces each, of
+    # which the 8 MiB ones in comm.empty memory (in and out of place) read it where it lies.
+    for np_ in (2, 3):
+        r = run_job(np_, "threads.py")
+        assert r.returncode == 0, r.stdout
+        assert r.stdout.count("threads ok") == np_, r.stdout
+        assert r.stdout.count(": 2 mapped") == np_, r.stdout

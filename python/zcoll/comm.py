@@ -25,6 +25,16 @@ _ibroadcast = lib.zcoll_ibroadcast
 _free = lib.zcoll_request_free
 _MAIN = _wait.MAIN
 _INVALID_ARG = 1
+_wait_req = lib.zcoll_wait
+# Which C call allreduce makes must not depend on the thread a rank calls from: on one
+# host the blocking form of a small call goes through the mailboxes and that of a large one
+# reads zcoll_mem_alloc memory where it lies, and a rank in one form cannot meet a peer in
+# the other (Mismatch). So every thread makes the same call: the non-blocking form below
+# this many bytes (the main thread waits in slices, for Ctrl-C), the blocking one from here
+# on, which the main thread hands to the waiter thread. That hand-over cost 30-60 us here
+# (two threads woken on an oversubscribed host): 20-50 % of a 1-4 MiB call in numpy's
+# memory, under 8 % from 8 MiB, where reading comm.empty's arrays in place halves a call.
+_BLOCKING_FROM = 8 << 20
 
 
 _open = weakref.WeakSet()  # communicators not yet closed, for interpreter exit
@@ -182,13 +192,27 @@ class Comm(Collectives):
         if op.__class__ is CreatedOp:
             return self._allreduce_created(x, out, op, dtype)
         send, recv, count, code, result, keep = _operands(x, out, None, dtype)
-        if get_ident() != _MAIN:
-            st = _allreduce(self._ptr, send, recv, count, code, op)
+        main = get_ident() == _MAIN
+        if keep[0].nbytes >= _BLOCKING_FROM:
+            ptr = self._live(self._ptr)
+            if main:  # on the waiter thread, while this one looks at its signals
+                st, detail = _wait.call(ptr, keep, _allreduce, ptr, send, recv, count, code, op)
+            else:
+                st, detail = _allreduce(ptr, send, recv, count, code, op), None
             if st:
-                raise error(st, self._ptr) if self._ptr else ValueError(
-                    "the communicator is closed")
-            return result
-        self._sliced(_iallreduce, keep, send, recv, count, code, op)
+                raise error(st, ptr, detail)
+        elif main:
+            self._sliced(_iallreduce, keep, send, recv, count, code, op)
+        else:
+            ptr = self._live(self._ptr)
+            req = c_void_p()
+            st = _iallreduce(ptr, send, recv, count, code, op, byref(req))
+            if st:
+                raise error(st, ptr)
+            st = _wait_req(req)
+            _free(req)
+            if st:
+                raise error(st, ptr)
         return result
 
     def _sliced(self, issue, keep, *args):

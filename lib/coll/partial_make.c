@@ -1,0 +1,127 @@
+/*
+ * partial_make.c -- zcoll_allreduce_partial_init's collective part: every rank's arguments
+ * checked alike (a rank that refuses its own tells the others, who fail too, naming it),
+ * then the request and its home words made (partial.c runs it).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "partial_impl.h"
+
+/* What each rank asks for, compared across ranks: the same quorum, count, dtype and op. */
+struct ask {
+  int32_t quorum, dtype, op, bad;
+  uint64_t count;
+};
+
+static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t count,
+                                 zcoll_dtype_t dtype, zcoll_op_t op, int quorum, int p) {
+  const char *fn = "zcoll_allreduce_partial_init";
+  if ((unsigned)dtype >= ZCOLL_DTYPE_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: unknown dtype %d", fn, (int)dtype);
+  if ((unsigned)op >= ZCOLL_OP_COUNT)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "%s: op %d is not a built-in op (created ops are not supported here)", fn,
+                       (int)op);
+  if (quorum < 1 || quorum > p)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: quorum %d is not within 1..%d (the ranks)", fn,
+                       quorum, p);
+  size_t dsize = zcoll__dsize(dtype);
+  if (count > (size_t)PTRDIFF_MAX / dsize)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: count %zu overflows the address space", fn,
+                       count);
+  if (count && (!recvbuf || !sendbuf))
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                       recvbuf ? "sendbuf" : "recvbuf");
+  uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf, b = count * dsize;
+  if (count && sendbuf != ZCOLL_IN_PLACE && s < r + b && r < s + b)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "%s: sendbuf and recvbuf overlap; pass ZCOLL_IN_PLACE to reduce in place",
+                       fn);
+  return ZCOLL_OK;
+}
+
+/* Every rank's ask against rank 0's: MISMATCH naming the first that differs. */
+static zcoll_status_t compare(const struct ask *all, int p, zcoll_status_t mine) {
+  for (int r = 0; r < p; r++)
+    if (all[r].bad)
+      return mine != ZCOLL_OK ? mine
+                              : zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                                            "zcoll_allreduce_partial_init: rank %d refused its "
+                                            "arguments",
+                                            r);
+  for (int r = 1; r < p; r++) {
+    if (all[r].quorum != all[0].quorum)
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "zcoll_allreduce_partial_init: rank %d asks for a quorum of %d, rank 0 "
+                         "of %d",
+                         r, (int)all[r].quorum, (int)all[0].quorum);
+    if (all[r].count != all[0].count || all[r].dtype != all[0].dtype || all[r].op != all[0].op)
+      return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                         "zcoll_allreduce_partial_init: rank %d asks for %llu x %s (op %d), rank 0 "
+                         "for %llu x %s (op %d)",
+                         r, (unsigned long long)all[r].count,
+                         zcoll_dtype_name((zcoll_dtype_t)all[r].dtype), (int)all[r].op,
+                         (unsigned long long)all[0].count,
+                         zcoll_dtype_name((zcoll_dtype_t)all[0].dtype), (int)all[0].op);
+  }
+  return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
+                                   size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                   zcoll_request_t **req) {
+  struct zcoll__partial *P = calloc(1, sizeof(*P));
+  int p = zcoll_comm_size(pc);
+  zcoll_status_t local = check_args(sendbuf, recvbuf, count, dtype, op, quorum, p);
+  if (local == ZCOLL_OK && !P)
+    local = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+  struct ask mine = {quorum, (int32_t)dtype, (int32_t)op, local != ZCOLL_OK, count};
+  struct ask *all = malloc(sizeof(*all) * (size_t)p);
+  char why[512];
+  snprintf(why, sizeof(why), "%s", zcoll__last_error());
+  /* every rank takes part in what follows, whatever failed here: the others wait in it */
+  zcoll_status_t st = zcoll_allgather(pc, all ? &mine : NULL, all, sizeof(mine) / 4, ZCOLL_INT32);
+  if (st == ZCOLL_OK && all) {
+    if (local != ZCOLL_OK) zcoll__record_error(local, "%s", why);
+    st = compare(all, p, local);
+  }
+  free(all);
+  if (st == ZCOLL_OK && !P) st = local; /* not so: a rank without P refused (local) */
+  if (st == ZCOLL_OK && P) {
+    P->pc = pc;
+    P->p = p;
+    P->rank = zcoll_comm_rank(pc);
+    P->in_place = sendbuf == ZCOLL_IN_PLACE;
+    P->src = P->in_place ? recvbuf : sendbuf;
+    P->dst = recvbuf;
+    P->count = count;
+    P->dtype = dtype;
+    P->op = op;
+    P->quorum = quorum;
+    P->bytes = count * zcoll__dsize(dtype);
+    P->need_flush = 1;
+    P->members = malloc(sizeof(int) * (size_t)p);
+    P->keep = P->bytes ? malloc(P->bytes) : NULL;
+    if (!P->members || (P->bytes && !P->keep))
+      st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+    st = zcoll__phome_setup(&P->home, pc, W_ENTRY / 8 + (size_t)p, st);
+  }
+  if (st == ZCOLL_OK && !(P->q = zcoll__request_of_partial(pc, P)))
+    st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+  if (st != ZCOLL_OK) {
+    if (P && P->pc) zcoll__partial_release(P);
+    free(P);
+    return st;
+  }
+  /* pc's progress thread (ZCOLL_PROGRESS=thread) reads pc->partial under pc->mu: the
+   * request appears to it whole, never half made. */
+  if (pc->progress_on) pthread_mutex_lock(&pc->mu);
+  pc->partial = P;
+  if (pc->progress_on) pthread_mutex_unlock(&pc->mu);
+  *req = P->q;
+  return ZCOLL_OK;
+}

@@ -319,7 +319,10 @@ ZCOLL_API int zcoll_transport_names(const char **names, int *built, int max);
  * that each zcoll_start issues anew, with whatever the buffers hold then.
  * - Order: collectives start in the order a rank issues them -- blocking, non-blocking
  *   and persistent starts alike -- and every rank must issue them in the same order.
- *   Requests may be completed in any order.
+ *   Requests may be completed in any order. As in MPI, every rank must make the same form
+ *   of a given collective: a blocking allreduce does not match a peer's non-blocking or
+ *   persistent one -- on one host the blocking call takes paths requests do not (the
+ *   mailboxes, memory read where it lies), and the ranks get ZCOLL_ERR_MISMATCH.
  * - Progress: ZCOLL_PROGRESS=caller (the default): a request moves while this thread is
  *   inside a call on the communicator (zcoll_test, zcoll_wait, any collective); call
  *   zcoll_test now and then during long computations. ZCOLL_PROGRESS=thread: a thread

@@ -57,3 +57,10 @@ def test_ranks_meet_from_any_thread_and_empty_is_read_in_place():
         assert r.returncode == 0, r.stdout
         assert r.stdout.count("threads ok") == np_, r.stdout
         assert r.stdout.count(": 2 mapped") == np_, r.stdout
+
+
+def test_abort_from_another_thread_while_one_waits():
+    r = run_job(2, "threads.py", "abort")
+    assert r.returncode == 0, r.stdout
+    assert "abort ok rank 0: ['PeerFailed']" in r.stdout and "abort ok rank 1" in r.stdout, \
+        r.stdout

@@ -306,6 +306,13 @@ def zcoll_memory(gloo, sub):
         dist.all_reduce(t, group=sub)
         close(t, torch.full((n,), 2.0), "all_reduce of the subgroup's memory")
         check(zt.stats(sub)["mapped_collectives"] == before + 1, "the subgroup's: not in place")
+    # from a future's callback, which runs on the group's worker: at once, not queued
+    # behind the worker itself (that would wait forever)
+    fut = dist.all_reduce(torch.ones(4), async_op=True).get_future()
+    got = fut.then(lambda f: (zt.empty(16, dtype=torch.int32), zt.stats())).wait()
+    check(got[0].shape == (16,) and got[0].dtype == torch.int32 and
+          got[1]["collectives"] >= 1, f"empty and stats in a callback: {got}")
+    del got
     # memory goes back when the last tensor on it goes (a free is queued before the barrier)
     t = zt.empty(1 << 20)
     where = mapping_of(t.data_ptr())

@@ -275,13 +275,23 @@ void ProcessGroupZcoll::loop() {
   }
 }
 
+void ProcessGroupZcoll::run_here_or_queue(const char *call, Job job) {
+  // On the worker -- a future's callback (then(), a DDP comm hook) runs there, between two
+  // jobs -- the job runs at once: queued, it would wait for the worker, which waits for it.
+  if (std::this_thread::get_id() == worker_.get_id()) {
+    zcoll_status_t st = job(comm_);
+    if (st != ZCOLL_OK) throw failure(call, st);
+    return;
+  }
+  enqueue(c10d::OpType::UNKNOWN, call, {}, std::move(job))->wait(); // raises the job's error
+}
+
 at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
   TORCH_CHECK(nbytes >= 0, "zcoll: empty: ", nbytes, " bytes");
   auto ptr = std::make_shared<void *>(nullptr);
   const size_t len = nbytes > 0 ? static_cast<size_t>(nbytes) : 1; // a 0-byte tensor has a home
-  auto work = enqueue(c10d::OpType::UNKNOWN, "empty (zcoll_mem_alloc)", {},
-                      [ptr, len](zcoll_comm_t *c) { return zcoll_mem_alloc(c, len, ptr.get()); });
-  work->wait(); // raises the worker's error
+  run_here_or_queue("empty (zcoll_mem_alloc)",
+                    [ptr, len](zcoll_comm_t *c) { return zcoll_mem_alloc(c, len, ptr.get()); });
   std::shared_ptr<Alive> alive = alive_;
   return at::from_blob(
       *ptr, {nbytes},
@@ -294,9 +304,8 @@ at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
 
 std::map<std::string, uint64_t> ProcessGroupZcoll::stats() {
   auto s = std::make_shared<zcoll_comm_stats_t>();
-  enqueue(c10d::OpType::UNKNOWN, "stats (zcoll_comm_stats)", {}, [s](zcoll_comm_t *c) {
-    return zcoll_comm_stats(c, s.get(), sizeof(*s));
-  })->wait();
+  run_here_or_queue("stats (zcoll_comm_stats)",
+                    [s](zcoll_comm_t *c) { return zcoll_comm_stats(c, s.get(), sizeof(*s)); });
   return {{"collectives", s->collectives},
           {"mapped_collectives", s->mapped_collectives},
           {"result_pieces_placed", s->result_pieces_placed},

@@ -63,7 +63,8 @@ public:
   // every call on the communicator is), as a uint8 tensor: the one-host allreduce reduces
   // such tensors straight from the peers' memory. Its storage hands it back (zcoll_mem_free,
   // queued to the worker) when the last tensor on it goes; if the group went first, it stays
-  // mapped until the process ends (zcoll's contract). Blocks until allocated.
+  // mapped until the process ends (zcoll's contract). Blocks until allocated: after the
+  // collectives queued before it (a future's callback, on the worker, allocates at once).
   at::Tensor alloc(int64_t nbytes);
   // The communicator's counters (zcoll_comm_stats, on the worker, after what is queued).
   std::map<std::string, uint64_t> stats();
@@ -123,6 +124,9 @@ private:
                                          std::vector<at::Tensor> outputs, Job job,
                                          std::function<void()> after = nullptr);
   void loop();
+  // A local call on the communicator (allocation, counters): run by the worker after what
+  // is queued, or at once when the caller is the worker itself; raises its error.
+  void run_here_or_queue(const char *call, Job job);
   // A storage's deleter hands its memory back through here: queued, never throws.
   void release(void *p);
   // What a storage's deleter reaches the group through: cleared when the group goes, so a

@@ -63,7 +63,7 @@ def _send_address(a, send, o, offset):
 
 
 class Collectives:
-    """Mixed into Comm: its _ptr, _live, _req, _req_ref, _orphans and _reap."""
+    """Mixed into Comm: its _ptr, _live, _req, _req_ref, _orphans, _reap and _drop."""
 
     def _run(self, name, blocking, issue, args, keep, created):
         """A blocking collective: on the main thread its non-blocking form waited for in
@@ -82,7 +82,7 @@ class Collectives:
                     if created is not None:
                         created._take_error()
                     raise
-                _free(r)
+                detail = self._drop(r, keep + (created,), st, detail)
         if created is not None:
             raise_failed(created, self, name)
         if st:

@@ -5,11 +5,11 @@ import atexit
 import sys
 import weakref
 from ctypes import Array, byref, c_char_p, c_void_p, create_string_buffer, sizeof
-from threading import get_ident
+from threading import RLock, get_ident
 
 from . import _buffers, _config, _wait
 from .collectives import Collectives
-from ._errors import IN_PROGRESS, error
+from ._errors import IN_PROGRESS, _text, error
 from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
 from .partial import PartialRequest
@@ -126,6 +126,9 @@ class Comm(Collectives):
         """Takes the communicator at ptr (zcoll_comm_init's, or a split's)."""
         self._ptr = ptr
         self._orphans = []  # (request, buffers) dropped in flight; see request.py
+        # Held by abort() and by a blocking call freeing its request: abort from another
+        # thread frees the communicator's requests, and a handle freed after is dangling.
+        self._free_lock = RLock()
         self._partials = weakref.WeakSet()  # partial requests open: close() frees them
         self._req = c_void_p()  # where a blocking call's request goes (_sliced)
         self._req_ref = byref(self._req)
@@ -210,9 +213,9 @@ class Comm(Collectives):
             if st:
                 raise error(st, ptr)
             st = _wait_req(req)
-            _free(req)
+            detail = self._drop(req.value, keep, st, None)
             if st:
-                raise error(st, ptr)
+                raise error(st, ptr, detail)
         return result
 
     def _sliced(self, issue, keep, *args):
@@ -224,9 +227,23 @@ class Comm(Collectives):
             raise error(st, ptr)
         r = self._req.value
         st, detail = _wait.end(ptr, r, keep)  # on an exception, end() disposed of r
-        _free(r)
+        detail = self._drop(r, keep, st, detail)
         if st:
             raise error(st, ptr, detail)
+
+    def _drop(self, req, keep, st, detail):
+        """Frees request req once a blocking call waited for it (with status st, and detail
+        its message if another thread read it) -- unless abort() (from another thread) freed
+        the communicator and its requests meanwhile, or the library refuses because req is
+        still in flight (its wait was refused: the communicator was used concurrently); then
+        it is an orphan, kept with its buffers until it ends. Returns the wait's message,
+        read before the free, which may replace this thread's last error."""
+        if st and detail is None:
+            detail = _text(lib.zcoll_last_error())
+        with self._free_lock:
+            if self._ptr is not None and _free(req):
+                self._orphans.append((req, keep))
+        return detail
 
     def _allreduce_created(self, x, out, op, dtype):
         value = int(op)
@@ -244,7 +261,7 @@ class Comm(Collectives):
                 except BaseException:
                     op._take_error()
                     raise
-                _free(r)
+                detail = self._drop(r, keep + (op,), st, detail)
         raise_failed(op, self, "allreduce")
         if st:
             raise error(st, ptr, detail)
@@ -455,13 +472,14 @@ class Comm(Collectives):
         """Tells every peer to give up (they get PeerFailed naming this rank) and frees
         this rank's communicator. Local. May be called from another thread while a call
         on this communicator is blocked (it then raises PeerFailed)."""
-        ptr = self._ptr
-        if ptr is None:
-            return
-        st = lib.zcoll_comm_abort(ptr)
-        if st:
-            raise error(st)
-        self._closed()
+        with self._free_lock:  # a blocking call's request is freed before or not at all
+            ptr = self._ptr
+            if ptr is None:
+                return
+            st = lib.zcoll_comm_abort(ptr)
+            if st:
+                raise error(st)
+            self._closed()
 
     def _finish_orphans(self):
         for req, _keep in self._orphans:

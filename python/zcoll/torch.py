@@ -63,7 +63,8 @@ def empty(*size, dtype=None, group=None):
     rank's memory (from 1 MiB up, when every rank's tensor is one); elsewhere it is an
     ordinary tensor (Gloo, other groups and every torch operation take it). Its memory goes
     back to the group when the last tensor on it is gone; one still alive when its group is
-    destroyed stays mapped until the process ends."""
+    destroyed stays mapped until the process ends. It is allocated by the group's worker
+    after the collectives queued before (from a future's callback, at once)."""
     if len(size) == 1 and isinstance(size[0], (tuple, list, _torch.Size)):
         size = tuple(size[0])
     if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in size):
@@ -85,7 +86,7 @@ def empty_like(tensor, group=None):
 
 def stats(group=None):
     """The counters of `group`'s communicator (the default group if None), read after every
-    call queued before: a dict of zcoll_comm_stats_t's collectives, mapped_collectives (the
+    collective queued before has ended (from a future's callback, at once): a dict of zcoll_comm_stats_t's collectives, mapped_collectives (the
     all_reduces that read every rank's tensor where it lies: zcoll.torch.empty's),
     result_pieces_placed / _copied and bytes_sent_same_host / _other_hosts."""
     return _zcoll_group(group, "stats")._stats()

@@ -2,7 +2,8 @@
 ranks and from another thread on odd ones -- small (the mailboxes' sizes), middling, and
 large in numpy's memory and in comm.empty's, in place and out -- every element checked.
 Ranks must meet whatever thread they call from. Prints the count of allreduces that read
-the vectors where they lie (zcoll_comm_stats), which must be the 8 MiB comm.empty ones."""
+the vectors where they lie (zcoll_comm_stats), which must be the 8 MiB comm.empty ones.
+"threads.py abort": an abort from the main thread while another thread waits."""
 import sys
 import threading
 
@@ -24,6 +25,51 @@ def calls(comm):
                 if not (out == want).all():
                     sys.exit(f"rank {r}: {n} floats in {where}, in place {in_place}: wrong")
 
+
+def abort_from_another_thread():
+    """Rank 0 aborts from its main thread while another of its threads waits in a small
+    allreduce that rank 1 never joins (a busy third thread holding the GIL in turns, so
+    that the waiter is slow to free its request): the waiter gets PeerFailed, nothing
+    crashes (the request went with the communicator, and is not freed twice)."""
+    import time
+    comm = zcoll.Comm()
+    if comm.rank == 0:
+        got, stop = [], []
+
+        def call():
+            try:
+                comm.allreduce(np.ones(16, np.float32))
+                got.append("returned")
+            except zcoll.Error as e:
+                got.append(type(e).__name__)
+
+        def spin():
+            while not stop:
+                pass
+
+        waiter = threading.Thread(target=call)
+        waiter.start()
+        time.sleep(0.5)
+        sys.setswitchinterval(0.2)
+        spinner = threading.Thread(target=spin)
+        spinner.start()
+        comm.abort()
+        waiter.join()
+        stop.append(1)
+        spinner.join()
+        print(f"abort ok rank 0: {got}", flush=True)
+    else:
+        time.sleep(2)
+        try:
+            comm.abort()
+        except zcoll.Error:
+            pass
+        print("abort ok rank 1", flush=True)
+
+
+if sys.argv[1:] == ["abort"]:
+    abort_from_another_thread()
+    sys.exit(0)
 
 with zcoll.Comm() as comm:
     if comm.rank % 2 == 0:

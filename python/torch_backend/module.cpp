@@ -24,5 +24,8 @@ PYBIND11_MODULE(_zcoll_torch, m) {
            py::call_guard<py::gil_scoped_release>())
       // zcoll_comm_stats' counters, as a dict (zcoll.torch.stats).
       .def("_stats", &zcoll_torch::ProcessGroupZcoll::stats,
+           py::call_guard<py::gil_scoped_release>())
+      // zcoll/torch.py's atexit: the worker stopped while Python still runs.
+      .def("_shutdown", &zcoll_torch::ProcessGroupZcoll::shutdown,
            py::call_guard<py::gil_scoped_release>());
 }

@@ -237,6 +237,15 @@ ProcessGroupZcoll::~ProcessGroupZcoll() {
     TORCH_WARN("zcoll: destroying the process group: ", zcoll_strerror(st), ": ", why);
 }
 
+void ProcessGroupZcoll::shutdown() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (worker_.joinable() && std::this_thread::get_id() != worker_.get_id()) worker_.join();
+}
+
 std::string ProcessGroupZcoll::transport() const {
   const char *t = zcoll_comm_transport(comm_);
   return t ? t : "";

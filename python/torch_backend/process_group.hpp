@@ -66,6 +66,12 @@ public:
   // mapped until the process ends (zcoll's contract). Blocks until allocated: after the
   // collectives queued before it (a future's callback, on the worker, allocates at once).
   at::Tensor alloc(int64_t nbytes);
+  // At the interpreter's exit (zcoll/torch.py's atexit): runs what is queued and stops the
+  // worker while Python still runs, since the last reference to a tensor or a Work it drops
+  // may need the GIL, which a thread cannot take once the interpreter is finalizing (it
+  // would be ended there, through a noexcept destructor: std::terminate). Later calls
+  // raise; the communicator stays until the group is destroyed.
+  void shutdown();
   // The communicator's counters (zcoll_comm_stats, on the worker, after what is queued).
   std::map<std::string, uint64_t> stats();
 

@@ -18,7 +18,9 @@ on this host can map: all_reduce reduces such tensors straight from the peers' m
 traffic of one memcpy per rank (tensors torch allocated are copied through shared memory).
 """
 
+import atexit as _atexit
 import math as _math
+import weakref as _weakref
 
 import torch as _torch
 import torch.distributed as _dist
@@ -38,8 +40,22 @@ ProcessGroupZcoll = _zcoll_torch.ProcessGroupZcoll
 BACKEND = "zcoll"
 
 
+# Every group made here, until it goes: at exit their workers stop while Python still runs
+# (a worker dropping the last reference to a tensor needs the GIL, which no thread can take
+# once the interpreter finalizes; a group nobody destroyed would abort the process there).
+_groups = _weakref.WeakSet()
+
+
 def _create(store, rank, size, timeout):
-    return ProcessGroupZcoll(store, rank, size, timeout)
+    pg = ProcessGroupZcoll(store, rank, size, timeout)
+    _groups.add(pg)
+    return pg
+
+
+@_atexit.register
+def _stop_workers():
+    for pg in list(_groups):
+        pg._shutdown()
 
 
 if BACKEND.upper() not in _dist.Backend._plugins:

@@ -259,6 +259,7 @@ def zcoll_memory(gloo, sub):
           "empty_like's dtype")
     for bad, err in [(lambda: zt.empty(-1), ValueError), (lambda: zt.empty(2.5), ValueError),
                      (lambda: zt.empty(3, dtype="float32"), TypeError),
+                     (lambda: zt.empty(3, dtype=torch.qint8), TypeError),
                      (lambda: zt.empty(3, group=gloo), TypeError)]:
         try:
             bad()

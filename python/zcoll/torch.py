@@ -88,8 +88,12 @@ def empty(*size, dtype=None, group=None):
     dtype = _torch.get_default_dtype() if dtype is None else dtype
     if not isinstance(dtype, _torch.dtype):
         raise TypeError(f"zcoll.torch.empty: dtype {dtype!r} is not a torch.dtype")
+    probe = _torch.empty((), dtype=dtype)
+    if probe.is_quantized:  # a quantized tensor needs its scale: not raw memory's to give
+        raise TypeError(f"zcoll.torch.empty: dtype {dtype} is quantized; make the tensor of "
+                        f"its integer dtype and quantize it")
     pg = _zcoll_group(group, "empty")
-    item = _torch.empty((), dtype=dtype).element_size()
+    item = probe.element_size()
     raw = pg._alloc(_math.prod(size) * item)
     return raw.view(dtype).view(size)
 

@@ -223,12 +223,7 @@ ProcessGroupZcoll::~ProcessGroupZcoll() {
     std::lock_guard<std::mutex> g(alive_->mu);
     alive_->pg = nullptr;
   }
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  if (worker_.joinable()) worker_.join();
+  shutdown();
   zcoll_status_t st = zcoll_comm_destroy(comm_);
   const char *last = st != ZCOLL_OK ? zcoll_last_error() : nullptr;
   std::string why = last ? last : "";

@@ -177,6 +177,19 @@ zcoll_status_t zcoll__sched_finish(struct zcoll__sched *s) {
     return s->error = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory indexing a schedule");
   s->npeers = 0;
   s->nlocal = 0;
+  for (int k = 0; k < ZCOLL_NBUFS; k++) s->reach[k] = 0;
+  for (int i = 0; i < n; i++) {
+    const struct zcoll__sop *o = &s->ops[i];
+    int two = o->kind == ZCOLL_SOP_RECV_REDUCE || o->kind == ZCOLL_SOP_COPY;
+    for (int b = 0; b < 1 + two; b++) {
+      int k = b ? o->acc : o->buf;
+      size_t end = o->off + o->count;
+      if (end > s->base[k] && end - s->base[k] > s->reach[k]) s->reach[k] = end - s->base[k];
+    }
+  }
+  size_t post_end = s->post_off + s->post_count, dbase = s->base[ZCOLL_BUF_DST];
+  if (s->post_count && post_end > dbase && post_end - dbase > s->reach[ZCOLL_BUF_DST])
+    s->reach[ZCOLL_BUF_DST] = post_end - dbase;
   for (int f = 0; f < s->nfirst; f++) /* those with ops only */
     for (int i = 0; i < n; i++)
       if (s->ops[i].peer == s->first[f]) {

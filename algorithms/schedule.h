@@ -55,6 +55,9 @@ struct zcoll__sched {
   /* A reduce-scatter in place: at the end, DST's coordinates [post_off, post_off + post_count)
    * move to its first element (MPI puts the block at the start of the buffer). */
   size_t post_off, post_count;
+  /* Filled by zcoll__sched_finish: how far the ops reach into each buffer, in elements
+   * from its first (what a collective holds of the user's memory: mem.h). */
+  size_t reach[ZCOLL_NBUFS];
   int remap_dst; /* while building: ops the builder says write (or read) DST use this one */
   struct zcoll__sop *ops;
   int nops, ops_cap;

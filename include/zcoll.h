@@ -504,8 +504,8 @@ ZCOLL_API zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr);
  * whole pages), zero-filled, page-aligned, in a memfd of the shared-memory transport's
  * where the communicator has it (elsewhere anonymous memory). Collectives take it like any
  * other memory. zcoll_mem_free returns it; it refuses (ZCOLL_ERR_INVALID_ARG) a pointer
- * zcoll_mem_alloc of this communicator did not return, and memory a collective in flight
- * uses. Memory still allocated when the communicator is destroyed stays mapped (ordinary
+ * zcoll_mem_alloc of this communicator did not return, and memory any byte of which a
+ * collective in flight uses, on any communicator (the message names the collective). Memory still allocated when the communicator is destroyed stays mapped (ordinary
  * memory from then on, returned with the process): an array that outlives its
  * communicator is never left dangling. */
 ZCOLL_API zcoll_status_t zcoll_mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr);

@@ -147,6 +147,7 @@ static void round_end(struct zcoll__partial *P) {
   if (st == ZCOLL_OK && P->members[0] == P->rank && P->bytes) memcpy(P->keep, P->dst, P->bytes);
   P->status = st;
   P->state = st == ZCOLL_OK ? P_DONE : P_FAILED;
+  zcoll__mem_unhold(&P->hold);
 }
 
 static void failed(struct zcoll__partial *P, zcoll_status_t st) {
@@ -157,6 +158,7 @@ static void failed(struct zcoll__partial *P, zcoll_status_t st) {
     P->have_sched = 0;
     P->state = P_FAILED;
     P->status = st;
+    zcoll__mem_unhold(&P->hold);
   }
 }
 
@@ -256,6 +258,8 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
   if (st != ZCOLL_OK) return zcoll__fail_runs(P->pc, st);
   P->need_flush = 1;
   P->idle = (struct zcoll__idle){0};
+  const struct zcoll__mem_user who = {ZCOLL_COLL_PARTIAL, P->round, P->rank, P->p};
+  zcoll__mem_hold(&P->hold, &who, P->src, P->bytes, P->dst, P->bytes);
   P->state = P_GATHER;
   int progress = 0;
   if ((st = step(P, &progress)) != ZCOLL_OK) {
@@ -363,6 +367,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
 }
 
 void zcoll__partial_release(struct zcoll__partial *P) {
+  zcoll__mem_unhold(&P->hold); /* freed in flight, on a broken communicator */
   zcoll__phome_close(&P->home);
   if (P->have_sched) zcoll__sched_free(&P->sched);
   zcoll__exec_free(P->e);

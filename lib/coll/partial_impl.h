@@ -49,6 +49,9 @@ struct zcoll__partial {
   struct zcoll__idle idle;
   void *keep;      /* the lowest member's copy of its round's result, for the flush */
   int64_t news_ns; /* when offer() last heard the job's news */
+  /* zcoll_mem_alloc memory of the user's buffers, held from the offer until it ends (its
+   * round's run holds them too, but only once the round is decided). */
+  struct zcoll__mem_hold hold;
 };
 
 /* Frees what the request holds beside its communicator (partial.c). */

@@ -12,6 +12,7 @@
 
 #include "comm.h"
 #include "kernels/op.h"
+#include "mem.h"
 
 struct zcoll__exec_state {
   int cap_ops, cap_peers;
@@ -78,6 +79,7 @@ struct zcoll__run {
   int oh_next, oh_which;
   /* A large one-host call (onehost_big.c): its phase (0: the handshake) and progress in it. */
   int oh_big, oh_phase, oh_i;
+  struct zcoll__mem_hold hold; /* of zcoll_mem_alloc memory, from its start to its end */
 };
 
 struct zcoll__idle {
@@ -88,7 +90,9 @@ struct zcoll__idle {
   int64_t seen_ns; /* the last clock read of the calls' waits, 0: none (flight.h) */
 };
 
-/* Sets r up for collective `ordinal` (not yet in flight). */
+/* Sets r up for collective `ordinal` (not yet in flight). On success it holds the
+ * zcoll_mem_alloc memory its buffers touch (r->hold): every way a run ends (reaped, failed,
+ * a blocking call's own end) lets go of it. */
 zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
                                const struct zcoll__sched *s, struct zcoll__exec_state *e,
                                const struct zcoll__coll_desc *desc, uint64_t ordinal,

@@ -100,6 +100,7 @@ zcoll_status_t zcoll__run_start(zcoll_comm_t *comm, struct zcoll__run *r,
       zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r->started_ns, zcoll__now_ns(), -1,
                          0);
     r->status = ZCOLL_OK;
+    zcoll__mem_unhold(&r->hold);
     zcoll__flight_end(r->fl, ordinal, ZCOLL_OK, 0);
     atomic_store_explicit(&r->ended, 1, memory_order_release);
     return ZCOLL_OK;
@@ -119,6 +120,7 @@ void zcoll__reap(zcoll_comm_t *comm) {
     if (r->remaining == 0) {
       if (r->ngkeys) zcoll__run_drop_grants(r);
       r->status = ZCOLL_OK;
+      zcoll__mem_unhold(&r->hold);
       zcoll__flight_end(r->fl, r->ordinal, ZCOLL_OK, 0);
       atomic_store_explicit(&r->ended, 1, memory_order_release);
       if (prev)
@@ -142,6 +144,7 @@ void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
     zcoll__grant_revoke(comm, r->grant);
     if (r->ngkeys) zcoll__run_drop_grants(r);
     r->status = st;
+    zcoll__mem_unhold(&r->hold);
     zcoll__flight_end(r->fl, r->ordinal, st, 0);
     atomic_store_explicit(&r->ended, 1, memory_order_release);
     r->next = NULL;

@@ -64,8 +64,11 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->buf[ZCOLL_BUF_DST] = dst;
   r->uop = NULL;
   r->dsize = zcoll__dsize(dtype);
+  const struct zcoll__mem_user who = {desc->kind, ordinal, comm->rank, comm->size};
   if (desc->algo == ZCOLL_ALGO_ONEHOST && desc->kind == ZCOLL_COLL_ALLREDUCE) {
     zcoll__onehost_init(r); /* no schedule: the rest is its own */
+    size_t bytes = (size_t)desc->count * r->dsize;
+    zcoll__mem_hold(&r->hold, &who, src, bytes, dst, bytes);
     return ZCOLL_OK;
   }
   if (desc->op >= ZCOLL_OP_COUNT) {
@@ -132,5 +135,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
     e->peer_of_chan[ci] = j;
   }
   r->fl = NULL; /* the caller opens its flight recorder entry */
+  zcoll__mem_hold(&r->hold, &who, src, s->reach[ZCOLL_BUF_SRC] * r->dsize, dst,
+                  s->reach[ZCOLL_BUF_DST] * r->dsize);
   return ZCOLL_OK;
 }

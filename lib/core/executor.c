@@ -560,6 +560,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   comm->active = comm->active_tail = NULL;
   if (r.ngkeys) zcoll__run_drop_grants(&r);
   r.status = ZCOLL_OK;
+  zcoll__mem_unhold(&r.hold);
   zcoll__flight_end(r.fl, ordinal, ZCOLL_OK, lazy && id.seen_ns ? id.seen_ns / 1000 : 0);
   if (!s->nops && r.started_ns) /* nothing to move: run_step never saw it end */
     zcoll__trace_event(&comm->trace, ZCOLL_STAGE_COLLECTIVE, r.started_ns, zcoll__now_ns(), -1, 0);

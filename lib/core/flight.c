@@ -90,7 +90,7 @@ static const char *status_word(zcoll_status_t st, char buf[static 24]) {
   return buf;
 }
 
-static const char *kind_name(int kind) {
+const char *zcoll__flight_kind_name(int kind) {
   switch (kind) {
   case ZCOLL_COLL_ALLREDUCE: return "allreduce";
   case ZCOLL_COLL_BROADCAST: return "broadcast";
@@ -166,7 +166,7 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
   put(t,
       "zcoll flight rank=%d seq=%llu kind=%s count=%llu dtype=%s op=%s algo=%s state=%s "
       "awaiting=",
-      rank, (unsigned long long)s->seq, kind_name(kind), (unsigned long long)s->count,
+      rank, (unsigned long long)s->seq, zcoll__flight_kind_name(kind), (unsigned long long)s->count,
       dname ? dname : "?", oname ? oname : "?", algo_name(kind, algo), stname);
   int any = 0;
   for (int k = 0; state == ZCOLL_FLIGHT_RUNNING && k < ZCOLL_FLIGHT_AWAIT && s->await[k] >= 0;

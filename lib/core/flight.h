@@ -113,6 +113,9 @@ static inline void zcoll__flight_end(struct zcoll__flight_ent *e, uint64_t seq, 
 struct zcoll__run;
 void zcoll__flight_awaited(const struct zcoll__run *r);
 
+/* A collective kind's name as the recorder writes it ("allreduce"; ZCOLL_COLL_*). */
+const char *zcoll__flight_kind_name(int kind);
+
 /* ZCOLL_FLIGHT_RECORDER entries for comm (0: off). */
 zcoll_status_t zcoll__flight_open(struct zcoll__flight *f, unsigned n);
 void zcoll__flight_close(struct zcoll__flight *f);

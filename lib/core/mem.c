@@ -4,8 +4,8 @@
  * peer's vector where it lies; elsewhere it is anonymous memory. */
 #include "mem.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
-
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 
 #include "base/log.h"
 #include "exec.h"
+#include "flight.h"
 
 struct zcoll__mem {
   char *addr;
@@ -23,12 +24,87 @@ struct zcoll__mem {
   struct zcoll_tl_mr *mr; /* registered for the peers to map, once asked (zcoll__mem_place) */
   uint32_t keylen;
   unsigned char key[sizeof(((struct zcoll__oh_place *)0)->key)];
-  struct zcoll__mem *next;
+  struct zcoll__mem *next; /* in its communicator's comm->mems */
+  /* In the process's list (under regions_mu), with the collectives that hold it: those of
+   * any communicator, on any thread, so not in comm->mems, which only its owner reads. */
+  struct zcoll__mem *gnext;
+  int holds;
+  struct zcoll__mem_user holder; /* the latest */
+  int detached; /* some pages are private copies now (zcoll__mem_detach): peers copy */
 };
 
 /* Region numbers, unique in the process: a reader tells a region from a later one at the
- * same address by it. */
+ * same address by it, and a hold the regions it took from those made after it. */
 static _Atomic uint64_t serials;
+
+/* Every region alive in the process. Taken twice per collective on such memory (a few in
+ * a process): a short list under one lock. */
+static pthread_mutex_t regions_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t regions_once = PTHREAD_ONCE_INIT;
+static struct zcoll__mem *regions;
+_Atomic long zcoll__mem_live;
+
+/* fork(): the child must find the lock free (another thread may have held it). */
+static void before_fork(void) { pthread_mutex_lock(&regions_mu); }
+static void after_fork(void) { pthread_mutex_unlock(&regions_mu); }
+static void after_fork_child(void) { pthread_mutex_init(&regions_mu, NULL); }
+static void regions_setup(void) { pthread_atfork(before_fork, after_fork, after_fork_child); }
+
+static void regions_lock(void) {
+  pthread_once(&regions_once, regions_setup);
+  pthread_mutex_lock(&regions_mu);
+}
+
+static void regions_add(struct zcoll__mem *m) {
+  regions_lock();
+  m->gnext = regions;
+  regions = m;
+  atomic_fetch_add_explicit(&zcoll__mem_live, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&regions_mu);
+}
+
+/* Unlinks m unless held; returns its holds (0: unlinked). Called with regions_mu held. */
+static int regions_take(struct zcoll__mem *m) {
+  if (m->holds) return m->holds;
+  struct zcoll__mem **p = &regions;
+  while (*p && *p != m) p = &(*p)->gnext;
+  if (*p) {
+    *p = m->gnext;
+    atomic_fetch_sub_explicit(&zcoll__mem_live, 1, memory_order_relaxed);
+  }
+  return 0;
+}
+
+static int touches(const struct zcoll__mem *m, const struct zcoll__mem_hold *h) {
+  for (int i = 0; i < ZCOLL_MEM_HOLD_SPANS; i++)
+    if (h->len[i] && h->at[i] < m->addr + m->len && m->addr < h->at[i] + h->len[i]) return 1;
+  return 0;
+}
+
+void zcoll__mem_hold_slow(struct zcoll__mem_hold *h, const struct zcoll__mem_user *who) {
+  regions_lock();
+  /* Regions made later than this are not the hold's, whatever they touch: the unhold
+   * leaves them alone (a later mapping cannot cover a buffer in use, but a buffer freed
+   * under a collective must not make the counts wrong). */
+  h->upto = atomic_load_explicit(&serials, memory_order_relaxed);
+  int any = 0;
+  for (struct zcoll__mem *m = regions; m; m = m->gnext)
+    if (touches(m, h)) {
+      m->holds++;
+      m->holder = *who;
+      any = 1;
+    }
+  if (!any) h->upto = 0;
+  pthread_mutex_unlock(&regions_mu);
+}
+
+void zcoll__mem_unhold_slow(struct zcoll__mem_hold *h) {
+  regions_lock();
+  for (struct zcoll__mem *m = regions; m; m = m->gnext)
+    if (m->serial <= h->upto && m->holds && touches(m, h)) m->holds--;
+  pthread_mutex_unlock(&regions_mu);
+  h->upto = 0;
+}
 
 static struct zcoll__tli *allocator(zcoll_comm_t *comm) {
   for (int k = 0; k < comm->ntlis; k++)
@@ -66,16 +142,9 @@ zcoll_status_t zcoll__mem_alloc(zcoll_comm_t *comm, size_t len, void **ptr) {
   }
   m->next = comm->mems;
   comm->mems = m;
+  regions_add(m);
   *ptr = m->addr;
   return ZCOLL_OK;
-}
-
-/* Does a collective in flight read or write [a, a + len)? */
-static int in_use(const zcoll_comm_t *comm, const char *a, size_t len) {
-  for (const struct zcoll__run *r = comm->active; r; r = r->next)
-    for (int k = 0; k < ZCOLL_NBUFS; k++)
-      if (r->buf[k] && r->buf[k] >= a && r->buf[k] < a + len) return 1;
-  return 0;
 }
 
 static void release(zcoll_comm_t *comm, struct zcoll__mem *m, int unmap) {
@@ -99,12 +168,18 @@ zcoll_status_t zcoll__mem_free(zcoll_comm_t *comm, void *ptr) {
                        "zcoll_mem_free: %p is not memory zcoll_mem_alloc of this communicator "
                        "returned (or it was freed already)",
                        ptr);
-  if (in_use(comm, (*p)->addr, (*p)->len))
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                       "zcoll_mem_free: a collective in flight uses the memory at %p (zcoll_wait "
-                       "for it first)",
-                       ptr);
   struct zcoll__mem *m = *p;
+  regions_lock();
+  int holds = regions_take(m);
+  struct zcoll__mem_user u = m->holder;
+  pthread_mutex_unlock(&regions_mu);
+  if (holds)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_mem_free: %s #%llu (rank %d of a communicator of %d) is in flight "
+                       "and uses the memory at %p%s: zcoll_wait for it (or free its request) "
+                       "first",
+                       zcoll__flight_kind_name(u.kind), (unsigned long long)u.ordinal, u.rank,
+                       u.size, ptr, holds > 1 ? ", and so do other collectives" : "");
   *p = m->next;
   release(comm, m, 1);
   return ZCOLL_OK;
@@ -114,11 +189,51 @@ void zcoll__mem_forget_all(zcoll_comm_t *comm, int local) {
   while (comm->mems) {
     struct zcoll__mem *m = comm->mems;
     comm->mems = m->next;
+    /* Still mapped: a collective of another communicator that holds it goes on safely;
+     * its unhold no longer finds it. */
+    regions_lock();
+    m->holds = 0;
+    regions_take(m);
+    pthread_mutex_unlock(&regions_mu);
     if (local) /* a forked child: the transport's state is the parent's */
       free(m);
     else
       release(comm, m, 0);
   }
+}
+
+int zcoll__mem_detach(zcoll_comm_t *comm, void *addr, size_t len, int writer) {
+  char *a = addr;
+  struct zcoll__mem *m = comm->mems;
+  while (m && !(a >= m->addr && a < m->addr + m->len)) m = m->next;
+  if (!m || !m->t || !len) return 1;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), off = (size_t)(a - m->addr) / page * page;
+  size_t end = (size_t)(a - m->addr) + len;
+  end = end >= m->len ? m->len : (end + page - 1) / page * page;
+  char *lo = m->addr + off;
+  size_t n = end - off;
+  void *copy = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) {
+    zcoll_log_error("one-host allreduce: rank %d is still writing into this rank's result, and "
+                    "there is no memory for a private copy of its %zu bytes (%m): waiting for it",
+                    writer, n);
+    return 0;
+  }
+  memcpy(copy, lo, n);
+  /* One call moves the copy over the shared pages: the range is never unmapped. */
+  if (mremap(copy, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, lo) == MAP_FAILED) {
+    zcoll_log_error("one-host allreduce: cannot put a private copy over this rank's result "
+                    "(%m): waiting for rank %d to finish writing into it",
+                    writer);
+    munmap(copy, n);
+    return 0;
+  }
+  m->detached = 1;
+  zcoll_log_warn("one-host allreduce: rank %d is still writing into this rank's result after "
+                 "the call failed: its %zu bytes are now a private copy here, and the late "
+                 "writes land in pages this process no longer maps",
+                 writer, n);
+  return 1;
 }
 
 int zcoll__mem_place(zcoll_comm_t *comm, const void *addr, size_t len,
@@ -128,7 +243,7 @@ int zcoll__mem_place(zcoll_comm_t *comm, const void *addr, size_t len,
   struct zcoll__mem *m = comm->mems;
   while (m && !(a >= m->addr && len <= m->len && (size_t)(a - m->addr) <= m->len - len))
     m = m->next;
-  if (!m || !m->t) return 0;
+  if (!m || !m->t || m->detached) return 0;
   if (!m->mr) { /* the first call from it: registered for peers to map, and kept so */
     int locked = zcoll__tl_lock(comm->fam);
     size_t klen = sizeof(m->key);

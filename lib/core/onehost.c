@@ -134,6 +134,45 @@ static zcoll_status_t piece_instead(const struct zcoll__run *r, int q) {
                      q, zcoll__imm_ord(sl->imm), (unsigned long long)r->ordinal);
 }
 
+/* Peer q took back its box: its call of this collective failed after publishing. */
+static zcoll_status_t withdrawn(const struct zcoll__run *r, int q) {
+  return zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                     "rank %d's call of collective #%llu (a one-host allreduce) failed after it "
+                     "published its vector (revoked, aborted, timed out or refused there): this "
+                     "rank's call fails too",
+                     q, (unsigned long long)r->ordinal + 1);
+}
+
+/* After combining: did a peer take its box back meanwhile? A rank whose call fails after
+ * publishing swaps its box's seq for the withdrawn mark (sequentially consistent, then
+ * these loads are too): a rank that reads every box after that fails, and one that read
+ * them all before had every vector -- its result is whole, and it keeps it (faults.md).
+ * So a call that fails before every rank has published leaves nobody OK. */
+static zcoll_status_t still_published(const struct zcoll__run *r) {
+  const zcoll_comm_t *comm = r->comm;
+  for (int q = 0; q < comm->size; q++) {
+    if (q == comm->rank) continue;
+    const struct zcoll__oh_box *b = zcoll__oh_box_of(comm->oh, q, r->oh_which);
+    if (atomic_load_explicit(&b->seq, memory_order_seq_cst) != r->ordinal + 1)
+      return withdrawn(r, q);
+  }
+  return ZCOLL_OK;
+}
+
+void zcoll__onehost_quiesce(zcoll_comm_t *comm) {
+  if (!comm->oh) return;
+  /* A blocking call's run (one at a time) that published and has not ended. */
+  for (const struct zcoll__run *r = comm->active; r; r = r->next) {
+    if (r->desc.algo != ZCOLL_ALGO_ONEHOST || r->oh_next < 0 || !r->remaining) continue;
+    struct zcoll__oh_box *b = zcoll__oh_box_of(comm->oh, comm->rank, r->oh_which);
+    uint64_t want = r->ordinal + 1;
+    atomic_compare_exchange_strong_explicit(&b->seq, &want, want | ZCOLL_OH_WITHDRAWN,
+                                            memory_order_seq_cst, memory_order_relaxed);
+    zcoll__onehost_knock(comm);
+  }
+  zcoll__onehost_big_quiesce(comm);
+}
+
 /* Every box read: x_0 op x_1 op ... op x_{p-1}, into the result. */
 static void combine(struct zcoll__run *r) {
   zcoll_comm_t *comm = r->comm;
@@ -169,6 +208,7 @@ zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
     const struct zcoll__oh_box *b = zcoll__oh_box_of(oh, q, r->oh_which);
     uint64_t seq = atomic_load_explicit(&b->seq, memory_order_acquire);
     if (seq != want) {
+      if (seq == (want | ZCOLL_OH_WITHDRAWN)) return withdrawn(r, q);
       /* A box is rewritten two one-host calls later, after this rank's next one: a number
        * past ours means the peer counts its calls differently. */
       if (seq > want) return box_differs(r, q, b, seq);
@@ -186,6 +226,8 @@ zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
   }
   if (r->oh_big) return zcoll__onehost_big_step(r, progress); /* every box read: on */
   combine(r);
+  zcoll_status_t st = still_published(r);
+  if (st != ZCOLL_OK) return st;
   r->remaining = 0;
   *progress = 1;
   return ZCOLL_OK;

@@ -93,6 +93,11 @@ struct zcoll__oh_big {
   struct zcoll__oh_place src, dst;
 };
 
+/* A box's seq once its call failed after publishing it (the call's number + 1 with this
+ * bit): a peer that reads it fails too, rather than reduce a vector whose owner got an
+ * error (onehost.c). */
+#define ZCOLL_OH_WITHDRAWN ((uint64_t)1 << 63)
+
 /* A box: what a rank publishes for one call. The header and the first 16 bytes of a small
  * vector share a cache line, so that an 8-byte allreduce moves one line per peer. */
 #define ZCOLL_OH_BOX_BYTES (ZCOLL_ONEHOST_MAILBOX_BYTES / 2)
@@ -134,6 +139,8 @@ struct zcoll__onehost {
    * until no peer may write into this rank's memory for it; 0: none. */
   uint64_t open_seq;
   int open_which;
+  char *open_dst; /* its result, and how long: what a late writer would write into */
+  size_t open_bytes;
 };
 
 static inline struct zcoll__oh_box *zcoll__oh_box_of(const struct zcoll__onehost *oh, int rank,
@@ -182,9 +189,11 @@ void zcoll__onehost_big_publish(struct zcoll__run *r, struct zcoll__oh_box *b);
 zcoll_status_t zcoll__onehost_big_step(struct zcoll__run *r, int *progress);
 /* Is the peer a large run in its later phases waits on there? */
 int zcoll__onehost_big_ready(const struct zcoll__run *r);
-/* A call that fails (exec_wait.c, before the error reaches the application): says OUT,
- * then waits until no live peer writes into this rank's vectors any more. */
+/* A call that fails (exec_wait.c, before the error reaches the application): takes back
+ * its published box (onehost.c), and for a large call says OUT and makes sure that no peer
+ * writes into this rank's vectors any more (onehost_big.c). */
 void zcoll__onehost_quiesce(zcoll_comm_t *comm);
+void zcoll__onehost_big_quiesce(zcoll_comm_t *comm);
 /* The peers' mapped regions, released (local: a forked child keeps the parent's). */
 void zcoll__onehost_big_free(zcoll_comm_t *comm, int local);
 /* After arming, before sleeping: has a peer a one-host run in flight waits on published? */

@@ -52,6 +52,8 @@ void zcoll__onehost_big_publish(struct zcoll__run *r, struct zcoll__oh_box *b) {
                                                                      release covers it */
   comm->oh->open_seq = r->ordinal + 1;
   comm->oh->open_which = r->oh_which;
+  comm->oh->open_dst = r->buf[ZCOLL_BUF_DST];
+  comm->oh->open_bytes = bytes;
 }
 
 /* Peer q's region `serial`, mapped here: from the cache, else through the transport. */
@@ -222,26 +224,47 @@ int zcoll__onehost_big_ready(const struct zcoll__run *r) {
   return stage_of(r, q) >= ZCOLL_OH_DONE;
 }
 
-void zcoll__onehost_quiesce(zcoll_comm_t *comm) {
+/* How long a failed call waits for a live peer to finish writing its block into this
+ * rank's result before it stops waiting: a writer waits for nothing, so this is its copy's
+ * time (a few ms per 16 MiB here). A writer that is not through by then is stopped, or
+ * starved of its core: the wait must not be its to end (ZCOLL_TIMEOUT, revoke). */
+#define QUIESCE_GRACE_NS 20000000
+
+static int writing(const struct zcoll__onehost *oh, const struct zcoll__oh_box *own,
+                   const struct zcoll__oh_box *b) {
+  /* The stage first, sequentially consistent: the other half of the Dekker pair with the
+   * writer's store of WRITING (an acquire load of seq ahead of it could be ordered before
+   * our store of OUT on POWER or ARMv8.3's LDAPR). Then whether the box is this very
+   * call's: a small call's box holds data where the stage is. */
+  return atomic_load_explicit(&b->big.stage, memory_order_seq_cst) == ZCOLL_OH_WRITING &&
+         atomic_load_explicit(&b->seq, memory_order_acquire) == oh->open_seq && b->fp == own->fp &&
+         memcmp(&b->desc, &own->desc, sizeof(own->desc)) == 0;
+}
+
+void zcoll__onehost_big_quiesce(zcoll_comm_t *comm) {
   struct zcoll__onehost *oh = comm->oh;
-  if (!oh || !oh->open_seq) return;
+  if (!oh->open_seq) return;
   struct zcoll__oh_box *own = zcoll__oh_box_of(oh, comm->rank, oh->open_which);
   atomic_store_explicit(&own->big.stage, ZCOLL_OH_OUT, memory_order_seq_cst);
   zcoll__onehost_knock(comm);
+  int64_t until = zcoll__now_ns() + QUIESCE_GRACE_NS;
+  int may_detach = 1;
   for (int q = 0; q < comm->size; q++) {
     if (q == comm->rank) continue;
     const struct zcoll__oh_box *b = zcoll__oh_box_of(oh, q, oh->open_which);
     const struct zcoll__chan *c = &comm->chans[comm->chan_of[q]];
-    /* The stage first, sequentially consistent: the other half of the Dekker pair with the
-     * writer's store of WRITING (an acquire load of seq ahead of it could be ordered before
-     * our store of OUT on POWER or ARMv8.3's LDAPR). Then whether the box is this very
-     * call's: a small call's box holds data where the stage is. */
-    while (atomic_load_explicit(&b->big.stage, memory_order_seq_cst) == ZCOLL_OH_WRITING &&
-           atomic_load_explicit(&b->seq, memory_order_acquire) == oh->open_seq &&
-           b->fp == own->fp && memcmp(&b->desc, &own->desc, sizeof(own->desc)) == 0 &&
-           !c->ops->peer_gone(c->ep))
-      nanosleep(&(struct timespec){0, 20000}, NULL); /* a writer waits for nothing: this is
-                                                        its copy's time */
+    while (writing(oh, own, b) && !c->ops->peer_gone(c->ep)) {
+      if (may_detach && (atomic_load(&comm->revoked) || zcoll__now_ns() >= until)) {
+        /* Still writing: this process stops mapping the pages it writes into, keeping
+         * their bytes (mem.c), so that nothing it writes from here on is ours. */
+        if (zcoll__mem_detach(comm, oh->open_dst, oh->open_bytes, q)) {
+          oh->open_seq = 0;
+          return;
+        }
+        may_detach = 0; /* no memory for the copy: the writer's time after all */
+      }
+      nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
   }
   oh->open_seq = 0;
 }

@@ -126,7 +126,10 @@ static int stop(zcoll_comm_t *comm, int revoke) {
   }
   double failed_at = now();
   printf("rank %d: %s: %s\n", rank, zcoll_strerror(st), zcoll_comm_last_error(comm));
-  if (rank != 0) return 0;
+  if (rank != 0) {
+    free(copy);
+    return 0;
+  }
   memcpy(copy, out, bytes);
   while (!atomic_load(&w.resumed)) usleep(10000);
   usleep(500000); /* the writer's time to finish its block */

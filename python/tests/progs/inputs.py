@@ -5,6 +5,8 @@ Values are small integers (powers of two for PROD), exact in every dtype and nev
 overflowing, so results must match element for element, AVG included (it is divided in
 the precision zcoll reduces in: float32 for float16).
 """
+import time
+
 import numpy as np
 
 DTYPES = ["int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
@@ -42,3 +44,11 @@ def reference(p, n, dtype, op, step=0):
             return (np.sign(s) * (np.abs(s) // p)).astype(dt)
     red = {"SUM": np.sum, "PROD": np.prod, "MIN": np.min, "MAX": np.max}[op](wide, axis=0)
     return red.astype(dt)
+
+
+def poll(req):
+    """Tests req until it has ended, giving the core away between tests: the ranks of a
+    job oversubscribe the cores, and a rank that only spins keeps the one it waits for from
+    running (a busy CI machine made a 4-rank job of these take over 60 s, not 7)."""
+    while not req.test():
+        time.sleep(0.0001)

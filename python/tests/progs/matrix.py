@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import zcoll
-from inputs import DTYPES, OPS, make
+from inputs import DTYPES, OPS, make, poll
 
 outdir, n = sys.argv[1], int(sys.argv[2])
 res = {}
@@ -29,8 +29,7 @@ with zcoll.Comm() as comm:
             res[f"inplace-{dtype}-{name}"] = y
 
             req = comm.iallreduce(x, op=op)
-            while not req.test():
-                pass
+            poll(req)
             assert req.test()  # an ended request keeps answering
             res[f"iallreduce-{dtype}-{name}"] = req.wait()
             y = x.copy()
@@ -49,8 +48,7 @@ with zcoll.Comm() as comm:
                 for step in range(3):
                     y[:] = make(r, n, dtype, name, step)
                     p.start()
-                    while not p.test():
-                        pass
+                    poll(p)
                     res[f"persistent_inplace{step}-{dtype}-{name}"] = y.copy()
 
     # Buffer-protocol objects, reduced where they are: their own memory changes.

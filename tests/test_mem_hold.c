@@ -197,6 +197,20 @@ static void span_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
 
 Test(mem_hold, a_buffer_over_two_regions_holds_both) { run_pair(span_body); }
 
+/* Rank 0: *x in a region of mcomm, an iallreduce of it on comm, and a free refused while
+ * it is in flight; NULL (and rank 1 let go) if something failed first. */
+static zcoll_request_t *started_on_memory(struct rt_job *job, zcoll_comm_t *mcomm,
+                                          zcoll_comm_t *comm, float **x, float *res) {
+  if (zcoll_mem_alloc(mcomm, N * sizeof(float), (void **)x) != ZCOLL_OK) {
+    rt_fail(job, 0, zcoll_comm_last_error(mcomm));
+    go(1);
+    return NULL;
+  }
+  zcoll_request_t *req = start(job, comm, *x, res);
+  if (req) expect_refused(job, mcomm, *x, "allreduce");
+  return req;
+}
+
 /* A collective that failed lets go too: rank 1 aborts instead of joining. */
 static void failed_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
   if (rank == 1) {
@@ -206,14 +220,8 @@ static void failed_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
     return;
   }
   float *x = NULL, res[N];
-  if (zcoll_mem_alloc(comm, N * sizeof(float), (void **)&x) != ZCOLL_OK) {
-    rt_fail(job, rank, zcoll_comm_last_error(comm));
-    go(1);
-    return;
-  }
-  zcoll_request_t *req = start(job, comm, x, res);
+  zcoll_request_t *req = started_on_memory(job, comm, comm, &x, res);
   if (!req) return;
-  expect_refused(job, comm, x, "allreduce");
   go(1);
   zcoll_status_t st = zcoll_wait(req);
   if (st != ZCOLL_ERR_PEER_FAILED) rt_fail(job, rank, "the wait did not fail with PEER_FAILED");
@@ -222,3 +230,67 @@ static void failed_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
 }
 
 Test(mem_hold, a_failed_collective_lets_go) { run_pair(failed_body); }
+
+/* In place, and broadcasts (one buffer, read and written): held as well. Rank 0's buffer is
+ * in a region; each step is one collective, rank 1 joining it once the free was refused. */
+static void in_place_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  float *x = NULL, mine[N];
+  if (rank == 0 && zcoll_mem_alloc(comm, N * sizeof(float), (void **)&x) != ZCOLL_OK) {
+    rt_fail(job, rank, zcoll_comm_last_error(comm));
+    go(3);
+    return;
+  }
+  for (int step = 1; step <= 3; step++) {
+    float *buf = rank == 0 ? x : mine;
+    fill(buf, rank);
+    int root = step - 2; /* step 1: an allreduce in place; 2, 3: broadcasts from 0, 1 */
+    zcoll_request_t *req = NULL;
+    if (rank == 1) await(step);
+    zcoll_status_t st = step == 1 ? zcoll_iallreduce(comm, ZCOLL_IN_PLACE, buf, N, ZCOLL_FLOAT32,
+                                                     ZCOLL_SUM, &req)
+                                  : zcoll_ibroadcast(comm, buf, N, ZCOLL_FLOAT32, root, &req);
+    if (st != ZCOLL_OK) {
+      rt_fail(job, rank, zcoll_comm_last_error(comm));
+      go(3);
+      return;
+    }
+    if (rank == 0) {
+      expect_refused(job, comm, x, step == 1 ? "allreduce" : "broadcast");
+      go(step);
+    }
+    if (zcoll_wait(req) != ZCOLL_OK) rt_fail(job, rank, zcoll_comm_last_error(comm));
+    zcoll_request_free(req);
+    float want0 = step == 1 ? 1000.0f : step == 2 ? 0.0f : 1000.0f; /* element 0 */
+    if (buf[0] != want0 || (step == 1 && !sum_ok(buf))) rt_fail(job, rank, "wrong result");
+  }
+  if (rank == 0 && zcoll_mem_free(comm, x) != ZCOLL_OK)
+    rt_fail(job, rank, zcoll_comm_last_error(comm));
+}
+
+Test(mem_hold, in_place_and_broadcasts_hold_their_buffer) { run_pair(in_place_body); }
+
+/* An abort with a request in flight on a split child: the parent's memory it used is
+ * freeable after, though the request is gone with the child. */
+static void abort_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  zcoll_comm_t *child = NULL;
+  if (zcoll_comm_split(comm, 0, rank, &child) != ZCOLL_OK || !child) {
+    rt_fail(job, rank, zcoll_last_error());
+    return;
+  }
+  if (rank == 1) { /* the child's collective fails: its peer aborted */
+    float mine[N], res[N];
+    await(1);
+    fill(mine, 1);
+    zcoll_allreduce(child, mine, res, N, ZCOLL_FLOAT32, ZCOLL_SUM);
+    zcoll_comm_destroy(child);
+    return;
+  }
+  float *x = NULL, res[N];
+  zcoll_request_t *req = started_on_memory(job, comm, child, &x, res);
+  if (!req) return;
+  zcoll_comm_abort(child); /* frees the child and its request */
+  go(1);
+  if (zcoll_mem_free(comm, x) != ZCOLL_OK) rt_fail(job, rank, zcoll_comm_last_error(comm));
+}
+
+Test(mem_hold, an_abort_with_a_request_in_flight_lets_go) { run_pair(abort_body); }

@@ -221,8 +221,10 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
   comm->ordinal += 1 + (uint64_t)q->agrees;
   q->started = 1;
   q->idle = (struct zcoll__idle){0};
-  zcoll_status_t st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal,
-                                       q->plan.src, q->plan.dst);
+  zcoll_status_t st = zcoll__news_at_start(comm);
+  if (st == ZCOLL_OK)
+    st = zcoll__run_start(comm, &q->run, q->plan.s, q->e, &q->plan.desc, ordinal, q->plan.src,
+                          q->plan.dst);
   if (st == ZCOLL_OK && q->agrees) {
     q->word = 0;
     st = zcoll__run_start(comm, &q->agree_run, q->agree_plan.s, q->agree_e, &q->agree_plan.desc,

@@ -44,6 +44,9 @@ static void comm_retire(zcoll_comm_t *comm) {
 static void release(zcoll_comm_t *comm, int local) {
   /* First: a revoke from a signal handler must find nothing from here on. */
   zcoll__guard_unrevocable(comm);
+  /* Runs still listed (an abort with requests in flight) let go of their memory: another
+   * communicator's regions stay freeable (core/mem.h). */
+  for (struct zcoll__run *r = comm->active; r; r = r->next) zcoll__mem_unhold(&r->hold);
   /* Closing a transport may still progress it (UCX flushes), and peers' messages then
    * still arrive: they must not ask the placement hook, which reads the channels we are
    * about to free. Without the hook a transport places by region, into memory it owns. */

@@ -97,6 +97,7 @@ struct zcoll_comm {
   int spin_adapts;
   _Atomic int64_t spin_cut_ns;
   atomic_uint spin_waits; /* waits begun, for the probes */
+  int64_t news_us;        /* the coarse clock when a collective's start last read the news */
   int *host_of;           /* rank -> its host, numbered in order of first rank */
   char tl_why[512]; /* the probes' refusals ("verbs: no RDMA device ..."), for the init line */
   int net_probed;   /* this rank probed the network transports (not on one host) */

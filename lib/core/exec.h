@@ -166,6 +166,12 @@ void zcoll__grant_revoke(zcoll_comm_t *comm, struct zcoll__grant_src *g);
 /* ZCOLL_OK, or PEER_FAILED naming a rank that left the communicator (zcoll_comm_destroy)
  * before a collective in flight that it would have had to make. No system call. */
 zcoll_status_t zcoll__departures(zcoll_comm_t *comm);
+/* A collective of the executor's that starts 10 ms or more after the last one that looked
+ * (the coarse clock: ~15 ns a call) reads the job's news first: a rank that comes late to
+ * a collective that failed elsewhere meanwhile must not complete it from what the failed
+ * rank sent before it failed (its result was never whole there). Back-to-back calls skip
+ * it; their waits look every 10 ms. */
+zcoll_status_t zcoll__news_at_start(zcoll_comm_t *comm);
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct zcoll__idle *id);
 /* Something moved: the wait in id (if any) is over, and tells whether spinning paid. */

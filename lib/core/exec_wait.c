@@ -62,6 +62,13 @@ zcoll_status_t zcoll__departures(zcoll_comm_t *comm) {
   return ZCOLL_OK;
 }
 
+zcoll_status_t zcoll__news_at_start(zcoll_comm_t *comm) {
+  int64_t now = zcoll__now_us_coarse();
+  if (now - comm->news_us < 10000) return ZCOLL_OK;
+  comm->news_us = now;
+  return zcoll__bootstrap_check(comm->bs);
+}
+
 /* Failure news from the rendezvous, and departures that leave a collective in flight
  * waiting in vain. */
 static zcoll_status_t news(zcoll_comm_t *comm) {

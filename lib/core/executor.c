@@ -519,6 +519,8 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   zcoll_status_t st = ZCOLL_OK; /* the scratch grows on the first calls only */
   if (!e || s->nops > e->cap_ops || s->npeers > e->cap_peers || comm->nchans > e->cap_chans)
     st = zcoll__exec_reserve(&comm->exec, s->nops, s->npeers, comm->nchans);
+  if (st == ZCOLL_OK && desc->algo != ZCOLL_ALGO_ONEHOST) /* the mailboxes see it (onehost.c) */
+    st = zcoll__news_at_start(comm);
   if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
     st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
     return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__fail_runs(comm, st);

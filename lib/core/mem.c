@@ -88,6 +88,7 @@ void zcoll__mem_hold_slow(struct zcoll__mem_hold *h, const struct zcoll__mem_use
    * under a collective must not make the counts wrong). */
   h->upto = atomic_load_explicit(&serials, memory_order_relaxed);
   int any = 0;
+  h->who = *who;
   for (struct zcoll__mem *m = regions; m; m = m->gnext)
     if (touches(m, h)) {
       m->holds++;
@@ -101,7 +102,11 @@ void zcoll__mem_hold_slow(struct zcoll__mem_hold *h, const struct zcoll__mem_use
 void zcoll__mem_unhold_slow(struct zcoll__mem_hold *h) {
   regions_lock();
   for (struct zcoll__mem *m = regions; m; m = m->gnext)
-    if (m->serial <= h->upto && m->holds && touches(m, h)) m->holds--;
+    if (m->serial <= h->upto && m->holds && touches(m, h)) {
+      m->holds--;
+      /* The name goes with its collective: free names a collective still in flight. */
+      if (!memcmp(&m->holder, &h->who, sizeof(h->who))) m->holder.kind = 0;
+    }
   pthread_mutex_unlock(&regions_mu);
   h->upto = 0;
 }
@@ -173,13 +178,18 @@ zcoll_status_t zcoll__mem_free(zcoll_comm_t *comm, void *ptr) {
   int holds = regions_take(m);
   struct zcoll__mem_user u = m->holder;
   pthread_mutex_unlock(&regions_mu);
-  if (holds)
+  if (holds && u.kind)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "zcoll_mem_free: %s #%llu (rank %d of a communicator of %d) is in flight "
                        "and uses the memory at %p%s: zcoll_wait for it (or free its request) "
                        "first",
                        zcoll__flight_kind_name(u.kind), (unsigned long long)u.ordinal, u.rank,
                        u.size, ptr, holds > 1 ? ", and so do other collectives" : "");
+  if (holds)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                       "zcoll_mem_free: %d collectives in flight use the memory at %p: "
+                       "zcoll_wait for them (or free their requests) first",
+                       holds, ptr);
   *p = m->next;
   release(comm, m, 1);
   return ZCOLL_OK;
@@ -202,20 +212,13 @@ void zcoll__mem_forget_all(zcoll_comm_t *comm, int local) {
   }
 }
 
-int zcoll__mem_detach(zcoll_comm_t *comm, void *addr, size_t len, int writer) {
-  char *a = addr;
-  struct zcoll__mem *m = comm->mems;
-  while (m && !(a >= m->addr && a < m->addr + m->len)) m = m->next;
-  if (!m || !m->t || !len) return 1;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE), off = (size_t)(a - m->addr) / page * page;
-  size_t end = (size_t)(a - m->addr) + len;
-  end = end >= m->len ? m->len : (end + page - 1) / page * page;
-  char *lo = m->addr + off;
-  size_t n = end - off;
+/* Puts a private copy over [lo, lo + n) (whole pages): 1, or 0 (logged) if it cannot. */
+static int swap_pages(char *lo, size_t n, int writer) {
   void *copy = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (copy == MAP_FAILED) {
     zcoll_log_error("one-host allreduce: rank %d is still writing into this rank's result, and "
-                    "there is no memory for a private copy of its %zu bytes (%m): waiting for it",
+                    "there is no memory for a private copy of %zu bytes of it (%m): waiting "
+                    "for it",
                     writer, n);
     return 0;
   }
@@ -228,11 +231,34 @@ int zcoll__mem_detach(zcoll_comm_t *comm, void *addr, size_t len, int writer) {
     munmap(copy, n);
     return 0;
   }
+  return 1;
+}
+
+int zcoll__mem_detach(zcoll_comm_t *comm, void *addr, size_t len, int writer) {
+  char *a = addr;
+  struct zcoll__mem *m = comm->mems;
+  while (m && !(a >= m->addr && a < m->addr + m->len)) m = m->next;
+  if (!m || !m->t || !len) return 1;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), off = (size_t)(a - m->addr);
+  size_t end = off + len > m->len ? m->len : off + len;
+  size_t lo = off / page * page, hi = (end + page - 1) / page * page;
+  hi = hi > m->len ? m->len : hi;
+  /* The pages wholly inside the result first: nothing but the result is written there (the
+   * application leaves a collective's buffers alone). Then a page it shares with other
+   * bytes at either end, each alone: a store of another thread of this process into those
+   * bytes between that page's copy and its swap (a few microseconds) would be lost. */
+  size_t in_lo = (off + page - 1) / page * page, in_hi = end / page * page;
+  if (end == m->len) in_hi = hi;
+  int ok = 1;
+  if (in_lo < in_hi) ok = swap_pages(m->addr + in_lo, in_hi - in_lo, writer);
+  if (ok && lo < in_lo) ok = swap_pages(m->addr + lo, page, writer);
+  if (ok && in_hi < hi && in_hi >= in_lo) ok = swap_pages(m->addr + in_hi, page, writer);
+  if (!ok) return 0;
   m->detached = 1;
   zcoll_log_warn("one-host allreduce: rank %d is still writing into this rank's result after "
                  "the call failed: its %zu bytes are now a private copy here, and the late "
                  "writes land in pages this process no longer maps",
-                 writer, n);
+                 writer, hi - lo);
   return 1;
 }
 

@@ -14,16 +14,17 @@
  * regions): zcoll_mem_free refuses a held region, naming the collective. A buffer may
  * run over several regions (adjacent mappings): it holds them all. */
 enum { ZCOLL_MEM_HOLD_SPANS = 2 };
+/* Who holds: for free's message. */
+struct zcoll__mem_user {
+  int kind; /* ZCOLL_COLL_* (channel.h); 0: nobody named */
+  uint64_t ordinal;
+  int rank, size; /* of its communicator */
+};
 struct zcoll__mem_hold {
   uint64_t upto; /* 0: holds nothing; else the regions of serial <= upto it touches */
   const char *at[ZCOLL_MEM_HOLD_SPANS];
   size_t len[ZCOLL_MEM_HOLD_SPANS];
-};
-/* Who holds: for free's message. */
-struct zcoll__mem_user {
-  int kind; /* ZCOLL_COLL_* (channel.h) */
-  uint64_t ordinal;
-  int rank, size; /* of its communicator */
+  struct zcoll__mem_user who;
 };
 
 /* Regions alive in the process: while there are none (most programs), a hold costs one
@@ -41,7 +42,7 @@ static inline void zcoll__mem_hold(struct zcoll__mem_hold *h, const struct zcoll
   h->at[0] = a0;
   h->len[0] = a0 ? n0 : 0;
   h->at[1] = a1;
-  h->len[1] = a1 && a1 != a0 ? n1 : 0; /* in place: one span */
+  h->len[1] = a1 ? n1 : 0; /* in place the same start: the longer span counts, once */
   zcoll__mem_hold_slow(h, who);
 }
 /* Lets go of what h holds (nothing: nothing); h then holds nothing. */

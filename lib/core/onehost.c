@@ -140,7 +140,7 @@ static zcoll_status_t withdrawn(const struct zcoll__run *r, int q) {
                      "rank %d's call of collective #%llu (a one-host allreduce) failed after it "
                      "published its vector (revoked, aborted, timed out or refused there): this "
                      "rank's call fails too",
-                     q, (unsigned long long)r->ordinal + 1);
+                     q, (unsigned long long)r->ordinal);
 }
 
 /* After combining: did a peer take its box back meanwhile? A rank whose call fails after

@@ -207,8 +207,10 @@ def test_exit_with_request_in_flight():
 def test_ctrl_c_in_a_collective(mode):
     """SIGINT to a rank blocked in a collective (or in close, the destroy's final
     barrier) raises KeyboardInterrupt there at once, not when the collective ends (3 s
-    later), and the ranks waiting in it with that rank get PeerFailed. The late rank may
-    complete it: its data is all in, and right."""
+    later), and the ranks waiting in it with that rank get PeerFailed -- the late rank too,
+    though the interrupted rank's data reached it before the interrupt: that rank never got
+    its result (a collective starting 10 ms or more after the last reads the job's news).
+    The late rank's close may complete."""
     job = run_job(4, "interrupt.py", mode, env={"ZCOLL_TIMEOUT": "30"})
     assert job.returncode == 0, job.stdout
     (res1,) = _results(job.stdout, 1)
@@ -220,4 +222,7 @@ def test_ctrl_c_in_a_collective(mode):
                if mode == "close" else "rank 1's communicator was revoked")
         assert res.startswith(f"PeerFailed: rank 1 aborted: {why}"), job.stdout
     (res3,) = _results(job.stdout, 3)
-    assert res3 == "ok" or res3.startswith("PeerFailed: rank 1 aborted"), job.stdout
+    if mode == "close":
+        assert res3 == "ok" or res3.startswith("PeerFailed: rank 1 aborted"), job.stdout
+    else:
+        assert res3.startswith("PeerFailed: rank 1 aborted"), job.stdout

@@ -232,8 +232,10 @@ ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
  * signal handler); it changes nothing, and a destroy or abort on another thread waits for
  * it (a handle already freed is refused). The same dump is made by itself,
  * once, when comm breaks (timeout, peer failure, mismatch) or is aborted.
- * docs/flight-recorder.md says how to read a hung job's dumps. ZCOLL_ERR_INVALID_ARG if the
- * file cannot be written. */
+ * docs/flight-recorder.md says how to read a hung job's dumps. The file must be a regular
+ * file (or not exist yet): a symbolic link is not followed, a FIFO, device or socket is
+ * refused, without waiting; ZCOLL_ERR_INVALID_ARG naming the path and why if it cannot be
+ * written (a dump made on a failure logs that error instead: the call returns its own). */
 ZCOLL_API zcoll_status_t zcoll_comm_dump(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:

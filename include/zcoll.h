@@ -145,8 +145,10 @@ ZCOLL_API int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry
  *   who can read or alter traffic on the network in between.
  *
  * cfg NULL: everything from the environment (ZCOLL_RANK/ZCOLL_SIZE/ZCOLL_ROOT, or the
- * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT).
- * Collective over all ranks. */
+ * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT; none
+ * of them: a job of one). WORLD_SIZE above 1 (torchrun's) with none of them is
+ * ZCOLL_ERR_INVALID_ARG naming it, not a job of one: torchrun gives no rendezvous zcoll
+ * can use (docs/launching.md). Collective over all ranks. */
 ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config_t *cfg);
 
 /* A communicator from an id the application moves itself (NCCL's ncclGetUniqueId and

@@ -79,7 +79,9 @@ typedef enum {
 } zcoll_dtype_t;
 
 /* Integer sum and prod wrap modulo 2^bits (no undefined behaviour). AVG is the sum
- * divided by the number of ranks; for integers the division truncates toward zero.
+ * divided by the number of ranks (a partial round's: its contributors); for integers the
+ * wrapped sum is divided as C divides, truncating toward zero, not rounding: int32 AVG of
+ * {-3, 0} is -1 and of {3, 0} is 1 (docs/collectives.md).
  * MIN/MAX on floating point: if either operand is NaN the result is unspecified. */
 typedef enum { ZCOLL_SUM, ZCOLL_PROD, ZCOLL_MIN, ZCOLL_MAX, ZCOLL_AVG, ZCOLL_OP_COUNT } zcoll_op_t;
 

@@ -11,6 +11,19 @@
 #include "base/log.h"
 #include "partial_impl.h"
 
+uint64_t zcoll__partial_first_ticket;
+
+/* Rank 0 moves the counter and the segment to zcoll__partial_first_ticket before anyone
+ * offers (the barrier); every rank's epoch starts there. */
+static zcoll_status_t first_ticket(struct zcoll__partial *P) {
+  uint64_t t = zcoll__partial_first_ticket, old;
+  zcoll_status_t st = ZCOLL_OK;
+  if (P->rank == 0 && (st = zcoll__phome_add(&P->home, W_TICKETS, t, &old)) == ZCOLL_OK)
+    st = zcoll__phome_add(&P->home, W_SEG, t, &old);
+  P->base_t = t;
+  return st == ZCOLL_OK ? zcoll_barrier(P->pc) : st;
+}
+
 /* What each rank asks for, compared across ranks: the same quorum, count, dtype and op. */
 struct ask {
   int32_t quorum, dtype, op, bad;
@@ -108,7 +121,8 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     P->keep = P->bytes ? malloc(P->bytes) : NULL;
     if (!P->members || (P->bytes && !P->keep))
       st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
-    st = zcoll__phome_setup(&P->home, pc, W_ENTRY / 8 + (size_t)p, st);
+    st = zcoll__phome_setup(&P->home, pc, W_WORDS(p), st);
+    if (st == ZCOLL_OK && zcoll__partial_first_ticket) st = first_ticket(P);
   }
   if (st == ZCOLL_OK && !(P->q = zcoll__request_of_partial(pc, P)))
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");

@@ -492,6 +492,7 @@ zcoll_status_t zcoll__partial_free(struct zcoll__partial *P) {
   zcoll__partial_release(P);
   zcoll__leave(pc);
   zcoll_status_t st2 = zcoll_comm_destroy(pc);
+  zcoll__partial_orphan(P);
   zcoll__request_forget(P->q);
   free(P);
   return st != ZCOLL_OK ? st : st2;

@@ -52,14 +52,19 @@ struct zcoll__partial {
   struct zcoll__exec_state *e;
   struct zcoll__run run;
   struct zcoll__idle idle;
-  void *keep;      /* the lowest member's copy of its round's result, for the flush */
-  int64_t news_ns; /* when offer() last heard the job's news */
+  void *keep;                 /* the lowest member's copy of its round's result, for the flush */
+  zcoll_comm_t *parent;       /* the user's communicator it was made from, until freed */
+  struct zcoll__partial *sib; /* the next in parent->partials */
+  int64_t news_ns;            /* when offer() last heard the job's news */
 };
 
 /* Tests only (partial_make.c): where the ticket counter starts, 0 as in a real job. A test
  * sets it to run offers across 2^32 without making 2^32 of them; process-wide, so its
  * ranks are threads (tests/test_partial.c). */
 extern uint64_t zcoll__partial_first_ticket;
+
+/* Takes P off its parent's list (partial_make.c): zcoll_request_free has freed it. */
+void zcoll__partial_orphan(struct zcoll__partial *P);
 
 /* Frees what the request holds beside its communicator (partial.c). */
 void zcoll__partial_release(struct zcoll__partial *P);

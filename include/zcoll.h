@@ -79,7 +79,9 @@ typedef enum {
 } zcoll_dtype_t;
 
 /* Integer sum and prod wrap modulo 2^bits (no undefined behaviour). AVG is the sum
- * divided by the number of ranks; for integers the division truncates toward zero.
+ * divided by the number of ranks (a partial round's: its contributors); for integers the
+ * wrapped sum is divided as C divides, truncating toward zero, not rounding: int32 AVG of
+ * {-3, 0} is -1 and of {3, 0} is 1 (docs/collectives.md).
  * MIN/MAX on floating point: if either operand is NaN the result is unspecified. */
 typedef enum { ZCOLL_SUM, ZCOLL_PROD, ZCOLL_MIN, ZCOLL_MAX, ZCOLL_AVG, ZCOLL_OP_COUNT } zcoll_op_t;
 
@@ -145,8 +147,10 @@ ZCOLL_API int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry
  *   who can read or alter traffic on the network in between.
  *
  * cfg NULL: everything from the environment (ZCOLL_RANK/ZCOLL_SIZE/ZCOLL_ROOT, or the
- * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT).
- * Collective over all ranks. */
+ * variables of Open MPI's mpirun, Slurm's srun or a PMI launcher, with ZCOLL_ROOT; none
+ * of them: a job of one). WORLD_SIZE above 1 (torchrun's) with none of them is
+ * ZCOLL_ERR_INVALID_ARG naming it, not a job of one: torchrun gives no rendezvous zcoll
+ * can use (docs/launching.md). Collective over all ranks. */
 ZCOLL_API zcoll_status_t zcoll_comm_init(zcoll_comm_t **comm, const zcoll_config_t *cfg);
 
 /* A communicator from an id the application moves itself (NCCL's ncclGetUniqueId and
@@ -232,8 +236,10 @@ ZCOLL_API zcoll_status_t zcoll_comm_revoke(zcoll_comm_t *comm);
  * signal handler); it changes nothing, and a destroy or abort on another thread waits for
  * it (a handle already freed is refused). The same dump is made by itself,
  * once, when comm breaks (timeout, peer failure, mismatch) or is aborted.
- * docs/flight-recorder.md says how to read a hung job's dumps. ZCOLL_ERR_INVALID_ARG if the
- * file cannot be written. */
+ * docs/flight-recorder.md says how to read a hung job's dumps. The file must be a regular
+ * file (or not exist yet): a symbolic link is not followed, a FIFO, device or socket is
+ * refused, without waiting; ZCOLL_ERR_INVALID_ARG naming the path and why if it cannot be
+ * written (a dump made on a failure logs that error instead: the call returns its own). */
 ZCOLL_API zcoll_status_t zcoll_comm_dump(zcoll_comm_t *comm);
 ZCOLL_API const char *zcoll_comm_last_error(const zcoll_comm_t *comm);
 /* The transports chosen at init, joined by '+' when peers use different ones:

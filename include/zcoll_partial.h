@@ -25,7 +25,11 @@ extern "C" {
  * the ranks take with remote atomics (shared memory, loopback and UCX have them;
  * ZCOLL_ERR_UNSUPPORTED over a transport without, verbs for now). Free it
  * (zcoll_request_free: collective, a flush first if it was started since the last)
- * before destroying comm. */
+ * before destroying comm; one left behind is freed by zcoll_comm_destroy (as
+ * zcoll_request_free would: every rank leaving it alike; after a failure, or with
+ * zcoll_comm_abort, locally) and its handle is then invalid, as for comm's other
+ * requests. Destroy refuses (ZCOLL_ERR_INVALID_ARG, changing nothing) while its offer is
+ * in flight on a working communicator. */
 ZCOLL_API zcoll_status_t zcoll_allreduce_partial_init(zcoll_comm_t *comm, const void *sendbuf,
                                                       void *recvbuf, size_t count,
                                                       zcoll_dtype_t dtype, zcoll_op_t op,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "spawn.h"
 #include "zcoll.h"
@@ -229,19 +230,29 @@ Test(flight, dumps_on_abort) {
   }
 }
 
-/* flight_skip watch 3 on 2 ranks, dumping into dir (recorder: an extra variable). */
-static void watch_job(const char *dir, const char *recorder) {
+/* flight_skip MODE K on 2 ranks, dumping into dir (extra: one more variable, or NULL),
+ * each expected to exit 0; their outputs into out (the caller frees them), or freed. */
+static void two_ranks(const char *dir, const char *mode, const char *k, const char *extra,
+                      char **out) {
   char file[300];
   snprintf(file, sizeof(file), "ZCOLL_FLIGHT_RECORDER_FILE=%s/fr", dir);
-  const char *extra[] = {file, recorder, NULL};
-  const char *argv[] = {SP_PROG("flight_skip"), "watch", "3", NULL};
+  const char *env[] = {file, extra, NULL};
+  const char *argv[] = {SP_PROG("flight_skip"), mode, k, NULL};
   int status[2];
-  char *out[2];
-  run(2, argv, extra, status, out);
+  char *got[2];
+  run(2, argv, env, status, got);
   for (int r = 0; r < 2; r++) {
-    cr_expect_eq(status[r], 0, "rank %d exited %d:\n%s", r, status[r], out[r]);
-    free(out[r]);
+    cr_expect_eq(status[r], 0, "rank %d exited %d:\n%s", r, status[r], got[r]);
+    if (out)
+      out[r] = got[r];
+    else
+      free(got[r]);
   }
+}
+
+/* flight_skip watch 3 on 2 ranks, dumping into dir (recorder: an extra variable). */
+static void watch_job(const char *dir, const char *recorder) {
+  two_ranks(dir, "watch", "3", recorder, NULL);
 }
 
 Test(flight, dump_from_another_thread_while_blocked) {
@@ -282,6 +293,21 @@ Test(flight, off) {
   free(dir);
 }
 
+/* A one-rank communicator dumping into dir/fr.0. */
+static zcoll_comm_t *one_rank(const char *dir) {
+  char prefix[300];
+  snprintf(prefix, sizeof(prefix), "%s/fr", dir);
+  zcoll_config_t *cfg;
+  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
+  cr_assert_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER_FILE", prefix), ZCOLL_OK);
+  zcoll_comm_t *comm;
+  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_OK, "%s", zcoll_last_error());
+  zcoll_config_free(cfg);
+  return comm;
+}
+
 /* Bad values are errors that name the problem: a recorder size out of range at config
  * time, a file that cannot be written when the dump is asked for. */
 Test(flight, bad_settings_are_errors) {
@@ -290,11 +316,8 @@ Test(flight, bad_settings_are_errors) {
   cr_expect_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER", "-1"), ZCOLL_ERR_INVALID_ARG);
   cr_expect(strstr(zcoll_last_error(), "ZCOLL_FLIGHT_RECORDER") != NULL, "%s", zcoll_last_error());
   cr_expect_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER", "2000000"), ZCOLL_ERR_INVALID_ARG);
-  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER_FILE", "/nonexistent/zcoll/fr"), ZCOLL_OK);
-  zcoll_comm_t *comm;
-  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_OK, "%s", zcoll_last_error());
+  zcoll_config_free(cfg);
+  zcoll_comm_t *comm = one_rank("/nonexistent/zcoll");
   float x = 1;
   cr_expect_eq(zcoll_allreduce(comm, ZCOLL_IN_PLACE, &x, 1, ZCOLL_FLOAT32, ZCOLL_SUM), ZCOLL_OK);
   cr_expect_eq(zcoll_comm_dump(comm), ZCOLL_ERR_INVALID_ARG);
@@ -302,5 +325,82 @@ Test(flight, bad_settings_are_errors) {
             zcoll_last_error());
   cr_expect_eq(zcoll_comm_dump(NULL), ZCOLL_ERR_INVALID_ARG);
   cr_expect_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
-  zcoll_config_free(cfg);
+}
+
+/* The recorder's file must be a regular file of its own name: a FIFO with no reader held
+ * the dump in open() for good (and with it the failing collective that dumped), a symbolic
+ * link made it append to a file the link chose. Both are refused at once, the path and the
+ * reason named. */
+
+/* The dump of a one-rank communicator over dir/fr.0 is refused, promptly, naming the path
+ * and, in its message, what. */
+static void expect_refused(const char *dir, const char *what) {
+  zcoll_comm_t *comm = one_rank(dir);
+  double t0 = sp_now();
+  cr_expect_eq(zcoll_comm_dump(comm), ZCOLL_ERR_INVALID_ARG);
+  double took = sp_now() - t0;
+  char path[300];
+  snprintf(path, sizeof(path), "%s/fr.0", dir);
+  const char *msg = zcoll_last_error();
+  cr_expect(strstr(msg, path) && strstr(msg, what), "the message: %s", msg);
+  cr_expect_lt(took, 1.0, "the dump took %.2f s", took);
+  cr_expect_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
+}
+
+Test(flight, fifo_without_reader_is_refused, .timeout = 10) {
+  char *dir = scratch_dir(), path[300];
+  snprintf(path, sizeof(path), "%s/fr.0", dir);
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  expect_refused(dir, "a FIFO with no reader");
+  cleanup(dir, 1);
+  free(dir);
+}
+
+/* The failing collective that dumps into a FIFO with no reader returns its own status: a
+ * mismatch on 2 ranks, each rank's file a FIFO; each rank logs why its dump went nowhere. */
+Test(flight, fifo_does_not_hold_the_failing_call, .timeout = 30) {
+  char *dir = scratch_dir(), path[300];
+  for (int r = 0; r < 2; r++) {
+    snprintf(path, sizeof(path), "%s/fr.%d", dir, r);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+  }
+  char *out[2];
+  two_ranks(dir, "mismatch", "2", NULL, out);
+  for (int r = 0; r < 2; r++) {
+    char want[400];
+    snprintf(want, sizeof(want), "cannot write %s/fr.%d: a FIFO with no reader", dir, r);
+    cr_expect(strstr(out[r], want), "rank %d did not log '%s':\n%s", r, want, out[r]);
+    free(out[r]);
+  }
+  cleanup(dir, 2);
+  free(dir);
+}
+
+Test(flight, symlink_is_not_followed, .timeout = 10) {
+  char *dir = scratch_dir(), path[300], target[300], absent[300];
+  snprintf(path, sizeof(path), "%s/fr.0", dir);
+  snprintf(target, sizeof(target), "%s/target", dir);
+  snprintf(absent, sizeof(absent), "%s/absent", dir);
+  FILE *f = fopen(target, "w");
+  cr_assert(f);
+  fputs("keep\n", f);
+  fclose(f);
+  cr_assert_eq(symlink(target, path), 0);
+  expect_refused(dir, "symbolic link");
+  char buf[64] = "";
+  f = fopen(target, "r");
+  cr_assert(f);
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  cr_expect_str_eq(buf, "keep\n", "the link's target was written to");
+  /* A dangling link is not followed either: its target is not created. */
+  cr_assert_eq(unlink(path), 0);
+  cr_assert_eq(symlink(absent, path), 0);
+  expect_refused(dir, "symbolic link");
+  cr_expect(access(absent, F_OK) != 0, "the dangling link's target was created");
+  unlink(target);
+  unlink(absent);
+  cleanup(dir, 1);
+  free(dir);
 }

@@ -1,7 +1,7 @@
 /*
  * Rank and size from the launcher in use: Open MPI's, Slurm's and PMI's variables (with
  * ZCOLL_ROOT naming rank 0's rendezvous, which rank 0 then binds itself), and a real
- * `mpirun`. Each job runs the correctness matrix on every rank.
+ * `mpirun`; torchrun's variables without a zcoll launcher are an error, not a job of one. Each job runs the correctness matrix on every rank.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "spawn.h"
+#include "zcoll.h"
 
 /* A port that was free a moment ago (rank 0 binds it itself here, as under mpirun). */
 static int free_port(void) {
@@ -69,4 +70,27 @@ Test(launchers, real_mpirun, .timeout = 200) {
   cr_assert_eq(r.status, 0, "%s", r.out);
   cr_assert(strstr(r.out, "3 ranks over") && strstr(r.out, "every element exact"), "%s", r.out);
   free(r.out);
+}
+
+/* torchrun gives RANK and WORLD_SIZE but no rendezvous of zcoll's: init made a job of one,
+ * each rank averaging only itself. Now an error naming what it found and what to do; a
+ * WORLD_SIZE of 1 is still a job of one. (Criterion runs each test in its own process.) */
+Test(launchers, torchrun_world_size_is_refused, .timeout = 30) {
+  const char *zvars[] = {"ZCOLL_RANK",           "ZCOLL_SIZE", "ZCOLL_ROOT",  "PMIX_NAMESPACE",
+                         "OMPI_COMM_WORLD_RANK", "PMI_RANK",   "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof(zvars) / sizeof(zvars[0]); i++) unsetenv(zvars[i]);
+  setenv("RANK", "1", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("WORLD_SIZE", "3", 1);
+  zcoll_comm_t *comm = NULL;
+  cr_expect_eq(zcoll_comm_init(&comm, NULL), ZCOLL_ERR_INVALID_ARG);
+  const char *msg = zcoll_last_error();
+  cr_expect(strstr(msg, "WORLD_SIZE=3") && strstr(msg, "zcoll_run") && strstr(msg, "unique id"),
+            "the message: %s", msg);
+  cr_expect_null(comm);
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "1", 1);
+  cr_assert_eq(zcoll_comm_init(&comm, NULL), ZCOLL_OK, "%s", zcoll_last_error());
+  cr_expect_eq(zcoll_comm_size(comm), 1);
+  cr_expect_eq(zcoll_comm_destroy(comm), ZCOLL_OK);
 }

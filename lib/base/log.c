@@ -233,6 +233,9 @@ int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t
     int err = errno;
     if (err == ENXIO && stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode)) {
       snprintf(why, why_len, "a FIFO with no reader");
+    } else if (err == ELOOP && (flags & O_NOFOLLOW) && lstat(path, &sb) == 0 &&
+               S_ISLNK(sb.st_mode)) {
+      snprintf(why, why_len, "a symbolic link (not followed)");
     } else {
       errno = err; /* for %m: strerror is not thread-safe */
       snprintf(why, why_len, "%m");
@@ -245,6 +248,24 @@ int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t
   int fl = fcntl(fd, F_GETFL);
   if (!*fifo && fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   return fd;
+}
+
+int zcoll__open_regular(const char *path, int flags, char *why, size_t why_len) {
+  int fifo, fd = zcoll__open_output(path, flags | O_NOFOLLOW, &fifo, why, why_len);
+  if (fd < 0) return -1;
+  struct stat sb;
+  int ok = fstat(fd, &sb) == 0;
+  if (ok && S_ISREG(sb.st_mode)) return fd;
+  if (!ok) /* %m: strerror is not thread-safe */
+    snprintf(why, why_len, "%m");
+  else
+    snprintf(why, why_len, "not a regular file but a %s",
+             S_ISFIFO(sb.st_mode)   ? "FIFO"
+             : S_ISCHR(sb.st_mode)  ? "character device"
+             : S_ISSOCK(sb.st_mode) ? "socket"
+                                    : "special file");
+  close(fd);
+  return -1;
 }
 
 /* A line of this file's own about the log file, with the prefix of every line. */

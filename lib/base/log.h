@@ -79,6 +79,11 @@ void zcoll__log_set_file(const char *pattern);
  * set, for the caller to decide; anything else blocks as usual. -1 with the reason in
  * why if it cannot be opened. */
 int zcoll__open_output(const char *path, int flags, int *fifo, char *why, size_t why_len);
+/* The same for a file that must be a regular one (the flight recorder's): a symbolic
+ * link is not followed ("a symbolic link (not followed)" in why), and a FIFO, device or
+ * socket is refused ("not a regular file but a FIFO"), all without blocking. The file
+ * descriptor blocks as usual, or -1 with the reason in why. */
+int zcoll__open_regular(const char *path, int flags, char *why, size_t why_len);
 
 void zcoll__log_write(zcoll__log_level_t level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

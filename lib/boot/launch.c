@@ -86,6 +86,19 @@ zcoll_status_t zcoll__launch_resolve(zcoll_config_t *cfg, struct zcoll__launch *
       return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                          "ZCOLL_ROOT is set but not this process's rank: set ZCOLL_RANK and "
                          "ZCOLL_SIZE, or start it with zcoll_run, mpirun or srun");
+    /* torchrun (and torch's env:// launchers) say there are other ranks, but give no
+     * rendezvous zcoll can use: a job of one here has each rank reduce only itself. */
+    const char *ws = getenv("WORLD_SIZE");
+    int n;
+    if (env_int("WORLD_SIZE", &n) > 0 && n > 1)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "WORLD_SIZE=%s is set (torchrun's?) but no zcoll launcher is: this "
+                         "would be a job of one; start the ranks with zcoll_run (or mpirun, "
+                         "srun), move a unique id (zcoll_comm_init_rank; Python: "
+                         "zcoll.Comm(unique_id=..., rank=..., size=...), through torch's "
+                         "store), use the torch.distributed backend \"zcoll\", or set "
+                         "ZCOLL_RANK=0 ZCOLL_SIZE=1 for a job of one on purpose",
+                         ws);
     /* Nothing says there are other ranks: a job of one, like an MPI singleton. */
     cfg->rank = 0;
     cfg->size = 1;

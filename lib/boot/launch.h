@@ -1,7 +1,8 @@
 /*
  * launch.h -- who this process is in its job, and where its rendezvous is: from
  * ZCOLL_RANK/ZCOLL_SIZE (or code) first, then a PMIx server, then a launcher's
- * variables (Open MPI, PMI, Slurm); nothing at all is a job of one.
+ * variables (Open MPI, PMI, Slurm); nothing at all is a job of one, unless torchrun's
+ * WORLD_SIZE says there are others: that is an error.
  */
 #ifndef ZCOLL_LAUNCH_H
 #define ZCOLL_LAUNCH_H

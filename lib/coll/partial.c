@@ -8,26 +8,39 @@
  * matched among themselves and never in the user's collective order. Rank 0 of it is the
  * home of 64-bit words that every rank reaches with the transport's fetch_add:
  *
- *   TICKETS  flushing ranks << 32 | offers taken. An offer adds 1; the count before is its
- *            ticket t. Rounds are runs of q tickets from the segment's start s (below):
+ *   TICKETS  offers taken, over the request's life. An offer adds 1; the count before is
+ *            its ticket t. Rounds are runs of q tickets from the segment's start s (below):
  *            t is in round r + (t - s) / q, at position (t - s) % q.
- *   SEG      the segment: rounds of this epoch before it << 32 | its first ticket. A
- *            round decided short (flush, below) ends a segment: the next starts after it.
- *   ENTRY r  rank r's last offer: epoch tag << 48 | position << 32 | ticket, written (as
- *            an add of the difference: only r writes it) right after the ticket is taken.
- *            A member learns its round's members by finding the entries whose tickets fall
- *            in the round. An entry changes only at its rank's next offer, which comes
- *            after its round completed, which needed every member's data, which each sent
- *            only after it had read the entries: every member reads them before any changes.
- *   FIN      (epoch + 1) << 32 | the epoch's rounds, from the rank whose flush completes
- *            the count.
+ *   FLUSHING flushes, over the request's life (epoch * p + the ranks flushing this one).
+ *   SEG, SEG_ROUNDS  the segment: its first ticket, and the rounds of this epoch before
+ *            it. A round decided short (flush, below) ends a segment: the next starts
+ *            after it.
+ *   ENTRY r  rank r's last offer: its ticket + 1 (0: none yet), then the first ticket of
+ *            its round, written (as adds of the difference: only r writes them) right after
+ *            the ticket is taken. A member learns its round's members by finding the
+ *            entries whose tickets fall in the round. An entry changes only at its rank's
+ *            next offer, which comes after its round completed, which needed every member's
+ *            data, which each sent only after it had read the entries: every member reads
+ *            them before any changes. Tickets never repeat, so an entry of an earlier
+ *            epoch (a ticket below the epoch's first) is never in a round of this one.
+ *   FIN, FIN_ROUNDS  epochs ended, and the rounds of the last, from the rank whose flush
+ *            completes the count (the rounds first: who sees FIN move reads them after).
+ *
+ * Every word counts in 64 bits and none wraps (2^64 offers, at 100000 a second, take
+ * 5 million years): with offers and flushes in the halves of one word, the 2^32-th offer
+ * carried into the flushes, and a segment longer than 2^32 tickets was cut into rounds
+ * wrongly. Words read one after the other are consistent where the argument needs it:
+ * SEG and SEG_ROUNDS change only when no rank is between reading them and taking its
+ * ticket (below), and a round's count of TICKETS read before FLUSHING cannot have grown
+ * between the two reads if it and the flushes make p (those are p distinct ranks, none of
+ * which can offer into the round meanwhile).
  *
  * Nobody's CPU decides a round: the ticket order does, and a rank that is computing holds
  * up only the round its own offer is in. A member waits for the others' entries by polling
  * (the last to take a ticket finds them at once; the first ones are woken by the round's
  * first pieces, or look again every 10 ms).
  *
- * Flush. A flushing rank adds 1 << 32 and offers no more. The forming round -- tickets
+ * Flush. A flushing rank adds 1 to FLUSHING and offers no more. The forming round -- tickets
  * taken, fewer than q -- is decided short once flushing ranks and the ranks waiting in it
  * are all p: nobody else can offer, so nothing changes until its members have all seen
  * that (each must have started its part of the round before any can complete it and offer
@@ -56,22 +69,23 @@
 
 /* ---- rounds ---- */
 
-static uint64_t tag_of(uint32_t epoch) { return (uint64_t)(epoch % 0xffffu + 1u) << 48; }
-static int in_epoch(const struct zcoll__partial *P, uint64_t entry) {
-  return (entry & 0xffff000000000000ull) == tag_of(P->epoch);
+static uint32_t entry_of(int rank) { return W_ENTRY + 16u * (uint32_t)rank; }
+
+/* Rank r's ENTRY: its last ticket + 1, 0 if none. */
+static zcoll_status_t read_entry(struct zcoll__partial *P, int r, uint64_t *v) {
+  *v = P->my_entry;
+  return r == P->rank ? ZCOLL_OK : zcoll__phome_add(&P->home, entry_of(r), 0, v);
 }
 
-/* The ranks whose last offer in this epoch has a ticket in [lo, lo + n), into
- * P->members in rank order; how many. */
-static zcoll_status_t find_members(struct zcoll__partial *P, uint32_t lo, uint32_t n, int *found) {
+/* The ranks whose last offer has a ticket in [lo, lo + n), into P->members in rank order;
+ * how many. */
+static zcoll_status_t find_members(struct zcoll__partial *P, uint64_t lo, uint64_t n, int *found) {
   int k = 0;
   for (int r = 0; r < P->p; r++) {
-    uint64_t v = P->my_entry;
-    if (r != P->rank) {
-      zcoll_status_t st = zcoll__phome_add(&P->home, W_ENTRY + 8u * (uint32_t)r, 0, &v);
-      if (st != ZCOLL_OK) return st;
-    }
-    if (in_epoch(P, v) && (uint32_t)((uint32_t)v - lo) < n) P->members[k++] = r;
+    uint64_t v;
+    zcoll_status_t st = read_entry(P, r, &v);
+    if (st != ZCOLL_OK) return st;
+    if (v && v - 1 - lo < n) P->members[k++] = r;
   }
   *found = k;
   return ZCOLL_OK;
@@ -88,12 +102,14 @@ static zcoll_status_t decided(struct zcoll__partial *P, int *n, int *full) {
     *n = st == ZCOLL_OK ? found : 0;
     return st;
   }
-  uint64_t w;
-  if ((st = zcoll__phome_add(&P->home, W_TICKETS, 0, &w)) != ZCOLL_OK) return st;
-  uint32_t held = (uint32_t)w - P->lo, flushing = (uint32_t)(w >> 32) - P->epoch * (uint32_t)P->p;
+  uint64_t t, f; /* TICKETS before FLUSHING (the head comment says why) */
+  if ((st = zcoll__phome_add(&P->home, W_TICKETS, 0, &t)) != ZCOLL_OK ||
+      (st = zcoll__phome_add(&P->home, W_FLUSHING, 0, &f)) != ZCOLL_OK)
+    return st;
+  uint64_t held = t - P->lo, flushing = f - P->epoch * (uint64_t)P->p;
   /* Everyone else flushes or waits in this round: it cannot fill, and is decided with what
    * it holds once their entries are all in. */
-  if (held < q && flushing + held == (uint32_t)P->p && (uint32_t)found == held) *n = found;
+  if (held < q && flushing + held == (uint64_t)P->p && (uint64_t)found == held) *n = found;
   return ZCOLL_OK;
 }
 
@@ -102,8 +118,9 @@ static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
   int me = 0;
   while (P->members[me] != P->rank) me++;
   if (!full && me == 0) { /* the next segment starts after this round, before we send */
-    uint64_t rel = P->round - P->base_round + 1, now = rel << 32 | (P->lo + (uint32_t)n), old;
-    zcoll_status_t st = zcoll__phome_add(&P->home, W_SEG, now - P->seg, &old);
+    uint64_t rel = P->round - P->base_round + 1, old;
+    zcoll_status_t st = zcoll__phome_add(&P->home, W_SEG_ROUNDS, rel - P->seg_rounds, &old);
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG, P->lo + (uint64_t)n - P->seg, &old);
     if (st != ZCOLL_OK) return st;
   }
   const struct zcoll__choice c = {
@@ -244,16 +261,17 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
   /* SEG first: it cannot change before this rank's ticket (a short round needs every rank
    * flushing or waiting in it), and may change right after. */
   if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG, 0, &P->seg);
-  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_TICKETS, 1, &old);
-  uint32_t q = (uint32_t)P->quorum, s0 = (uint32_t)P->seg;
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG_ROUNDS, 0, &P->seg_rounds);
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_TICKETS, 1, &P->ticket);
   if (st == ZCOLL_OK) {
-    P->ticket = (uint32_t)old;
-    uint32_t k = (P->ticket - s0) / q;
-    P->lo = s0 + k * q;
-    P->round = P->base_round + (P->seg >> 32) + k;
-    uint64_t entry = tag_of(P->epoch) | (uint64_t)(P->ticket - P->lo) << 32 | P->ticket;
-    st = zcoll__phome_add(&P->home, W_ENTRY + 8u * (uint32_t)P->rank, entry - P->my_entry, &old);
-    P->my_entry = entry;
+    uint64_t q = (uint64_t)P->quorum, k = (P->ticket - P->seg) / q;
+    P->lo = P->seg + k * q;
+    P->round = P->base_round + P->seg_rounds + k;
+    uint32_t at = entry_of(P->rank);
+    st = zcoll__phome_add(&P->home, at, P->ticket + 1 - P->my_entry, &old);
+    P->my_entry = P->ticket + 1;
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, at + 8u, P->lo - P->my_lo, &old);
+    P->my_lo = P->lo;
   }
   if (st != ZCOLL_OK) return zcoll__fail_runs(P->pc, st);
   P->need_flush = 1;
@@ -273,28 +291,30 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
 /* Ends the epoch (every rank calls it): the last round's result into out. */
 static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   zcoll_comm_t *pc = P->pc;
-  uint32_t p = (uint32_t)P->p, q = (uint32_t)P->quorum;
+  uint64_t p = (uint64_t)P->p, q = (uint64_t)P->quorum;
   uint64_t w, fin, seg;
   zcoll_status_t st = zcoll__check_usable(pc);
-  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_TICKETS, 1ull << 32, &w);
+  if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FLUSHING, 1, &w);
   if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
-  uint32_t rounds = 0;
-  if ((uint32_t)(w >> 32) - P->epoch * p == p - 1) {
+  uint64_t rounds = 0;
+  if (w - P->epoch * p == p - 1) {
     /* The last to flush: every round has ended, the count is final. The next epoch's
      * segment starts at it; then the others learn the epoch's rounds. */
-    uint32_t tf = (uint32_t)w;
-    if ((st = zcoll__phome_add(&P->home, W_SEG, 0, &seg)) == ZCOLL_OK) {
-      uint32_t s0 = (uint32_t)seg;
-      rounds = (uint32_t)(seg >> 32) + (tf - s0 + q - 1) / q;
-      st = zcoll__phome_add(&P->home, W_SEG, (uint64_t)tf - seg, &seg);
+    uint64_t tf, seg_rounds = 0, old;
+    if ((st = zcoll__phome_add(&P->home, W_TICKETS, 0, &tf)) == ZCOLL_OK &&
+        (st = zcoll__phome_add(&P->home, W_SEG, 0, &seg)) == ZCOLL_OK &&
+        (st = zcoll__phome_add(&P->home, W_SEG_ROUNDS, 0, &seg_rounds)) == ZCOLL_OK) {
+      rounds = seg_rounds + (tf - seg + q - 1) / q;
+      st = zcoll__phome_add(&P->home, W_SEG, tf - seg, &seg);
     }
-    uint64_t now = (uint64_t)(P->epoch + 1) << 32 | rounds, was = (uint64_t)P->epoch << 32;
-    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FIN, now - (was | P->fin_rounds), &fin);
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG_ROUNDS, 0 - seg_rounds, &old);
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FIN_ROUNDS, rounds - P->fin_rounds, &old);
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FIN, 1, &old);
   } else {
     P->idle = (struct zcoll__idle){0};
     for (;;) {
       if ((st = zcoll__phome_add(&P->home, W_FIN, 0, &fin)) != ZCOLL_OK) break;
-      if ((uint32_t)(fin >> 32) == P->epoch + 1) break;
+      if (fin == P->epoch + 1) break;
       int progress = 0, who;
       uint64_t nc;
       if (zcoll__bootstrap_departed(pc->bs, &who, &nc)) {
@@ -307,7 +327,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
       if ((st = zcoll__progress(pc, &progress)) != ZCOLL_OK) break;
       if (!progress && (st = zcoll__idle_wait(pc, NULL, &P->idle)) != ZCOLL_OK) break;
     }
-    rounds = (uint32_t)fin;
+    if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FIN_ROUNDS, 0, &rounds);
   }
   /* the next epoch's first ticket: SEG, reset by the last flusher before FIN */
   if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG, 0, &seg);
@@ -316,23 +336,22 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   P->round = UINT64_MAX;
   int n = 0;
   if (rounds) {
-    /* The last round: where the highest ticket of the epoch says it starts. */
-    uint64_t top = 0;
-    int have = 0;
+    /* The last round: where the highest ticket of the epoch says it starts (entries of
+     * earlier epochs have tickets below base_t). */
+    uint64_t top = 0, lo = P->my_lo;
+    int who = -1;
     for (int r = 0; r < P->p && st == ZCOLL_OK; r++) {
-      uint64_t v = P->my_entry;
-      if (r != P->rank) st = zcoll__phome_add(&P->home, W_ENTRY + 8u * (uint32_t)r, 0, &v);
-      if (st == ZCOLL_OK && in_epoch(P, v) &&
-          (!have || (uint32_t)((uint32_t)v - P->base_t) > (uint32_t)((uint32_t)top - P->base_t)))
-        top = v, have = 1;
+      uint64_t v;
+      if ((st = read_entry(P, r, &v)) == ZCOLL_OK && v > P->base_t && v > top) top = v, who = r;
     }
-    uint32_t lo = (uint32_t)top - (uint32_t)(top >> 32 & 0xffff);
-    if (st == ZCOLL_OK && have) st = find_members(P, lo, (uint32_t)top - lo + 1, &n);
+    if (st == ZCOLL_OK && who >= 0 && who != P->rank)
+      st = zcoll__phome_add(&P->home, entry_of(who) + 8u, 0, &lo);
+    if (st == ZCOLL_OK && who >= 0) st = find_members(P, lo, top - lo, &n);
     if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
     if (!n)
       return zcoll__fail_runs(pc, zcoll__fail(ZCOLL_ERR_TRANSPORT,
-                                              "partial allreduce: %u rounds but no offer found",
-                                              rounds));
+                                              "partial allreduce: %llu rounds but no offer found",
+                                              (unsigned long long)rounds));
     for (int i = 0; i < n; i++) P->mine |= P->members[i] == P->rank;
     P->ncontrib = n;
     P->round = P->base_round + rounds - 1;
@@ -357,7 +376,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   zcoll__plan_release(&pl);
   if (st != ZCOLL_OK) return st;
   P->epoch++;
-  P->base_t = (uint32_t)seg;
+  P->base_t = seg;
   P->base_round += rounds;
   P->fin_rounds = rounds;
   P->need_flush = 0;
@@ -478,6 +497,7 @@ zcoll_status_t zcoll__partial_free(struct zcoll__partial *P) {
   zcoll__partial_release(P);
   zcoll__leave(pc);
   zcoll_status_t st2 = zcoll_comm_destroy(pc);
+  zcoll__partial_orphan(P);
   zcoll__request_forget(P->q);
   free(P);
   return st != ZCOLL_OK ? st : st2;

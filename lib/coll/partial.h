@@ -29,6 +29,16 @@ zcoll_status_t zcoll__partial_pump(zcoll_comm_t *comm, int *progress);
 /* Has comm's partial request an offer in flight (the progress thread keeps watching)? */
 int zcoll__partial_busy(const zcoll_comm_t *comm);
 
+/* The partial requests made from comm: zcoll_allreduce_partial_init lists each on comm
+ * (adopt), zcoll_request_free takes it off; comm's destroy refuses while one is in flight
+ * on a communicator that works (busy: how many), and frees those left behind (free_left;
+ * revoke: abort's, or comm broken), as it does comm's other requests: freed as
+ * zcoll_request_free would, collectively, where their communicator works and nothing is in
+ * flight, else revoked first so that it asks nothing of the other ranks. */
+void zcoll__partial_adopt(zcoll_comm_t *comm, zcoll_request_t *req);
+int zcoll__partials_busy(zcoll_comm_t *comm);
+void zcoll__partials_free_left(zcoll_comm_t *comm, int revoke);
+
 /* request.c: a request handle for P on its communicator, and P back from a handle (NULL:
  * not a partial request). */
 zcoll_request_t *zcoll__request_of_partial(zcoll_comm_t *comm, struct zcoll__partial *P);

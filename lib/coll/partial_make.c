@@ -11,6 +11,80 @@
 #include "base/log.h"
 #include "partial_impl.h"
 
+uint64_t zcoll__partial_first_ticket;
+
+/* ---- the parent's list (partial.h) ---- */
+
+/* A request may be freed on another thread than its parent's calls run on. */
+static pthread_mutex_t family_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void zcoll__partial_adopt(zcoll_comm_t *comm, zcoll_request_t *req) {
+  struct zcoll__partial *P = zcoll__partial_of(req);
+  pthread_mutex_lock(&family_lock);
+  P->parent = comm;
+  P->sib = comm->partials;
+  comm->partials = P;
+  pthread_mutex_unlock(&family_lock);
+}
+
+void zcoll__partial_orphan(struct zcoll__partial *P) {
+  pthread_mutex_lock(&family_lock);
+  for (struct zcoll__partial **at = P->parent ? &P->parent->partials : NULL; at && *at;
+       at = &(*at)->sib)
+    if (*at == P) {
+      *at = P->sib;
+      break;
+    }
+  P->parent = NULL;
+  pthread_mutex_unlock(&family_lock);
+}
+
+int zcoll__partials_busy(zcoll_comm_t *comm) {
+  int n = 0;
+  pthread_mutex_lock(&family_lock);
+  for (struct zcoll__partial *P = comm->partials; P; P = P->sib)
+    n += zcoll__partial_busy(P->pc) && P->pc->broken == ZCOLL_OK;
+  pthread_mutex_unlock(&family_lock);
+  return n;
+}
+
+void zcoll__partials_free_left(zcoll_comm_t *comm, int revoke) {
+  for (;;) {
+    pthread_mutex_lock(&family_lock);
+    struct zcoll__partial *P = comm->partials;
+    if (P) {
+      comm->partials = P->sib;
+      P->parent = NULL;
+    }
+    pthread_mutex_unlock(&family_lock);
+    if (!P) return;
+    zcoll_comm_t *pc = P->pc;
+    int quiet = revoke || zcoll__partial_busy(pc);
+    /* Revoked, its offer in flight ends with an error and the free skips the flush and the
+     * barrier; what the revoke makes fail was the caller's choice, not news to log. */
+    if (quiet) {
+      zcoll__log_mute(1);
+      zcoll_comm_revoke(pc);
+      zcoll__partial_test(P);
+    }
+    zcoll_status_t st = zcoll__partial_free(P);
+    if (quiet) zcoll__log_mute(0);
+    if (st != ZCOLL_OK && !quiet)
+      zcoll_log_info("a partial request left at destroy: its free failed: %s", zcoll__last_error());
+  }
+}
+
+/* Rank 0 moves the counter and the segment to zcoll__partial_first_ticket before anyone
+ * offers (the barrier); every rank's epoch starts there. */
+static zcoll_status_t first_ticket(struct zcoll__partial *P) {
+  uint64_t t = zcoll__partial_first_ticket, old;
+  zcoll_status_t st = ZCOLL_OK;
+  if (P->rank == 0 && (st = zcoll__phome_add(&P->home, W_TICKETS, t, &old)) == ZCOLL_OK)
+    st = zcoll__phome_add(&P->home, W_SEG, t, &old);
+  P->base_t = t;
+  return st == ZCOLL_OK ? zcoll_barrier(P->pc) : st;
+}
+
 /* What each rank asks for, compared across ranks: the same quorum, count, dtype and op. */
 struct ask {
   int32_t quorum, dtype, op, bad;
@@ -108,7 +182,8 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     P->keep = P->bytes ? malloc(P->bytes) : NULL;
     if (!P->members || (P->bytes && !P->keep))
       st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
-    st = zcoll__phome_setup(&P->home, pc, W_ENTRY / 8 + (size_t)p, st);
+    st = zcoll__phome_setup(&P->home, pc, W_WORDS(p), st);
+    if (st == ZCOLL_OK && zcoll__partial_first_ticket) st = first_ticket(P);
   }
   if (st == ZCOLL_OK && !(P->q = zcoll__request_of_partial(pc, P)))
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");

@@ -11,6 +11,7 @@
 #include "core/comm_registry.h"
 #include "core/guard.h"
 #include "base/log.h"
+#include "coll/partial.h"
 #include "coll/progress_thread.h"
 #include "coll/request.h"
 #include "coll/tasks.h"
@@ -263,7 +264,8 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
     zcoll__registry_destroy_cancel(comm);
     return st;
   }
-  int busy = comm->broken == ZCOLL_OK ? zcoll__requests_active(comm) : 0;
+  int busy = comm->broken == ZCOLL_OK ? zcoll__requests_active(comm) + zcoll__partials_busy(comm)
+                                      : 0;
   if (busy) {
     st = zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                                          "zcoll_comm_destroy: %d request%s still in flight "
@@ -273,6 +275,9 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
     zcoll__registry_destroy_cancel(comm);
     return st;
   }
+  /* Partial requests left behind, each on a communicator of its own: freed as the others
+   * are (their handles are then invalid), before anything of comm goes. */
+  zcoll__partials_free_left(comm, comm->broken != ZCOLL_OK);
   zcoll__progress_thread_stop(comm, ZCOLL_PT_HELD); /* it uses what follows tears down */
   zcoll_status_t was_broken = comm->broken;
   /* A revoke (or an abort from a watchdog) from here on ends each wait below at once. */
@@ -330,6 +335,7 @@ zcoll_status_t zcoll_comm_abort(zcoll_comm_t *comm) {
                        "%.0f s; the communicator is revoked but not freed",
                        ABORT_WAIT_S);
   }
+  zcoll__partials_free_left(comm, 1); /* revoked: they ask nothing of the other ranks */
   zcoll__progress_thread_stop(comm, ZCOLL_PT_NOT_HELD);
   zcoll__bootstrap_abort(comm->bs, ZCOLL_ERR_PEER_FAILED, "zcoll_comm_abort was called");
   zcoll__bootstrap_destroy(comm->bs);

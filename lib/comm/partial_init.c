@@ -20,6 +20,8 @@ zcoll_status_t zcoll_allreduce_partial_init(zcoll_comm_t *comm, const void *send
     snprintf(msg, sizeof(msg), "%s", zcoll__last_error());
     zcoll_comm_destroy(pc);
     zcoll__record_error(st, "%s", msg);
+    return st;
   }
+  zcoll__partial_adopt(comm, *req); /* comm's destroy frees it if the application does not */
   return st;
 }

@@ -152,9 +152,10 @@ struct zcoll_comm {
   struct zcoll__run *active, *active_tail;
   uint8_t *chan_block; /* scratch of zcoll__progress: per channel, ZCOLL_BLOCK_* */
   int chan_block_cap;
-  struct zcoll_request *requests; /* every request not yet freed (request.c) */
-  struct zcoll__vecs *vecs;       /* the vector interface's keys and sequencer, or NULL */
-  struct zcoll__partial *partial; /* the partial request this communicator is for, or NULL */
+  struct zcoll_request *requests;  /* every request not yet freed (request.c) */
+  struct zcoll__vecs *vecs;        /* the vector interface's keys and sequencer, or NULL */
+  struct zcoll__partial *partial;  /* the partial request this communicator is for, or NULL */
+  struct zcoll__partial *partials; /* those made from this one and not freed (partial_make.c) */
   /* The one-host small allreduce (onehost.h): wanted (every rank on one host over a
    * transport that maps the peers' regions: channels to every peer), and set up, or NULL. */
   int onehost_want;

@@ -211,9 +211,9 @@ static char *dump_text(zcoll_comm_t *comm, const char *trigger) {
 }
 
 /* Logs text (at level) line by line, and appends it to the rank's file if one is set:
- * 0, or -1 with errno if the file could not be written. */
+ * 0, or -1 with the reason in why if the file could not be written. */
 static int dump_out(zcoll_comm_t *comm, const char *text, zcoll__log_level_t level, char *path,
-                    size_t path_len) {
+                    size_t path_len, char *why, size_t why_len) {
   for (const char *p = text; *p;) {
     const char *eol = strchr(p, '\n');
     int len = eol ? (int)(eol - p) : (int)strlen(p);
@@ -224,15 +224,18 @@ static int dump_out(zcoll_comm_t *comm, const char *text, zcoll__log_level_t lev
   if (!prefix[0]) return 0;
   snprintf(path, path_len, "%s.%d", prefix, comm->rank); /* as ZCOLL_TRACE names its files */
   /* One write to a file opened for appending: dumps of several communicators (a split's
-   * rank may equal another's) land whole, one after the other. */
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+   * rank may equal another's) land whole, one after the other. A regular file only, its
+   * own name not a link's: a FIFO with no reader (or a slow one) would hold the failing
+   * call, a link would append to a file somebody else chose. */
+  int fd = zcoll__open_regular(path, O_APPEND, why, why_len);
   if (fd < 0) return -1;
   size_t len = strlen(text);
   ssize_t put_n = write(fd, text, len);
-  int err = errno;
+  int err = put_n < 0 ? errno : ENOSPC;
   close(fd);
   if (put_n == (ssize_t)len) return 0;
-  errno = put_n < 0 ? err : ENOSPC;
+  errno = err; /* for %m: strerror is not thread-safe */
+  snprintf(why, why_len, "%m");
   return -1;
 }
 
@@ -243,15 +246,15 @@ zcoll_status_t zcoll_comm_dump(zcoll_comm_t *comm) {
   zcoll_status_t st = zcoll__registry_hold(comm, "zcoll_comm_dump");
   if (st != ZCOLL_OK) return st;
   char *text = dump_text(comm, "request");
-  char path[600];
+  char path[600], why[256];
   /* Asked for: shown at the default level. */
-  int rc = text ? dump_out(comm, text, ZCOLL_LOG_WARN, path, sizeof(path)) : 0;
+  int rc = text ? dump_out(comm, text, ZCOLL_LOG_WARN, path, sizeof(path), why, sizeof(why)) : 0;
   zcoll__registry_unhold();
   if (!text) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_dump: out of memory");
   free(text);
   if (rc)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "ZCOLL_FLIGHT_RECORDER_FILE: cannot write %s: %s",
-                       path, strerror(errno));
+                       path, why);
   return ZCOLL_OK;
 }
 
@@ -264,10 +267,11 @@ void zcoll__flight_dump_failure(zcoll_comm_t *comm, zcoll_status_t st, const cha
   char word[24];
   char *text = dump_text(comm, trigger ? trigger : status_word(st, word));
   if (!text) return;
-  char path[600];
+  char path[600], why[256];
   /* At info: the failure itself was logged as an error; a page of history after every
-   * one would bury it. The file, where set, always has it. */
-  if (dump_out(comm, text, ZCOLL_LOG_INFO, path, sizeof(path)))
-    zcoll_log_warn("ZCOLL_FLIGHT_RECORDER_FILE: cannot write %s: %s", path, strerror(errno));
+   * one would bury it. The file, where set, always has it; where it cannot, that is an
+   * error of its own (logged, not recorded: the message of the failure is the call's). */
+  if (dump_out(comm, text, ZCOLL_LOG_INFO, path, sizeof(path), why, sizeof(why)))
+    zcoll_log_error("ZCOLL_FLIGHT_RECORDER_FILE: cannot write %s: %s", path, why);
   free(text);
 }

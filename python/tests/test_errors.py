@@ -98,6 +98,25 @@ def test_config_error():
     assert "no-such-algorithm" in str(e.value)
 
 
+def test_torchrun_variables_without_a_zcoll_launcher(monkeypatch):
+    """Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR/PORT, no zcoll rendezvous) Comm() was a
+    job of one, each rank averaging only itself: now an error naming what it found and what
+    to do instead."""
+    for v in ("ZCOLL_RANK", "ZCOLL_SIZE", "ZCOLL_ROOT", "PMIX_NAMESPACE", "PMIX_RANK",
+              "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(v, raising=False)
+    for k, v in dict(RANK="1", LOCAL_RANK="1", WORLD_SIZE="3", MASTER_ADDR="127.0.0.1",
+                     MASTER_PORT="29500").items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(zcoll.InvalidArgument, match="WORLD_SIZE=3") as e:
+        zcoll.Comm()
+    assert "zcoll_run" in str(e.value) and "zcoll.Comm(unique_id=" in str(e.value)
+    monkeypatch.setenv("WORLD_SIZE", "1")  # torchrun --nproc_per_node=1: a job of one
+    monkeypatch.setenv("RANK", "0")
+    with zcoll.Comm() as comm:
+        assert comm.size == 1
+
+
 def test_context_manager_destroys():
     with zcoll.Comm(config={"RANK": 0, "SIZE": 1, "ALGO": "ring"}) as comm:
         assert comm.rank == 0 and comm.size == 1 and not comm.closed

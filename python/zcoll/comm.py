@@ -81,7 +81,9 @@ class Comm(Collectives):
     """A zcoll communicator over all the ranks of the job.
 
     Comm() reads the rank, the size and the rendezvous address from the environment
-    (zcoll_run, mpirun, srun set them); Comm(config={"ALGO": "ring", "TIMEOUT": 5})
+    (zcoll_run, mpirun, srun set them; torchrun's WORLD_SIZE alone is refused, an
+    InvalidArgument naming it: use the "zcoll" torch backend, or a unique id moved through
+    torch's store); Comm(config={"ALGO": "ring", "TIMEOUT": 5})
     overrides ZCOLL_* settings from code. Comm(unique_id=zcoll.get_unique_id() moved from
     rank 0, rank=r, size=p) starts from an id instead (zcoll_comm_init_rank), whatever
     the environment says of ranks. Creating and closing are collective.

@@ -7,9 +7,12 @@
  *                              A third argument: starts per epoch (120; AVG a third of it).
  *   partial_check live FILE    quorum p - 1, the last rank offering only after the others
  *                              each completed 20 rounds more (counted in FILE, mapped by all).
- *   partial_check kill         quorum 2: rank 1 exits without a word after 5 starts; every
+ *   partial_check kill [left]  quorum 2: rank 1 exits without a word after 5 starts; every
  *                              survivor's request must fail (not hang):
- *                              "partial_check: rank R: failed as it should: ...".
+ *                              "partial_check: rank R: failed as it should: ...". Then it
+ *                              frees the request and aborts; with "left" it leaves the
+ *                              request to zcoll_comm_destroy (rank 3: zcoll_comm_abort),
+ *                              which must free it (nothing may leak: ASan).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,7 +23,7 @@
 
 #include "../partial_bodies.h"
 
-static int kill_mode(zcoll_comm_t *comm, int rank) {
+static int kill_mode(zcoll_comm_t *comm, int rank, int left) {
   int64_t x = rank, y = 0;
   zcoll_request_t *req;
   if (zcoll_allreduce_partial_init(comm, &x, &y, 1, ZCOLL_INT64, ZCOLL_SUM, 2, &req) != ZCOLL_OK) {
@@ -40,7 +43,7 @@ static int kill_mode(zcoll_comm_t *comm, int rank) {
     if (st != ZCOLL_OK) {
       printf("partial_check: rank %d: failed as it should: %s\n", rank, zcoll_strerror(st));
       fflush(stdout);
-      zcoll_request_free(req);
+      if (!left) zcoll_request_free(req);
       return 0;
     }
     usleep(200);
@@ -59,8 +62,14 @@ int main(int argc, char **argv) {
   int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm), bad = 0;
   char msg[400];
   if (!strcmp(mode, "kill")) {
-    bad = kill_mode(comm, rank);
-    zcoll_comm_abort(comm);
+    int left = argc > 2 && !strcmp(argv[2], "left");
+    bad = kill_mode(comm, rank, left);
+    if (left && rank != 3) {
+      zcoll_status_t st = zcoll_comm_destroy(comm); /* broken: an error, but it frees */
+      printf("partial_check: rank %d: destroy %s\n", rank, zcoll_strerror(st));
+    } else {
+      zcoll_comm_abort(comm);
+    }
     return bad;
   }
   if (!strcmp(mode, "live")) {

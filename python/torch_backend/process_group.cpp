@@ -3,6 +3,8 @@
 
 #include "process_group.hpp"
 
+#include "dtypes.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -41,8 +43,21 @@ const at::Tensor &single(const std::vector<at::Tensor> &ts, const char *call) {
   return ts[0];
 }
 
-// A tensor moved as bytes (broadcast, allgather): any dtype.
 size_t nbytes(const at::Tensor &t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
+
+// The job of a call that moves t (broadcast, the all_gathers), any dtype: the ranks first
+// agree on what they move (dtypes.hpp), then move(comm, count, dtype) moves it, in t's own
+// zcoll dtype where zcoll has one.
+template <class Move>
+std::function<zcoll_status_t(zcoll_comm_t *)> agreed(const char *call, int root,
+                                                     const at::Tensor &t, Move move) {
+  size_t count = 0;
+  const zcoll_dtype_t dt = moved_as(t, &count);
+  return [m = moved(call, root, t), count, dt, move](zcoll_comm_t *c) {
+    zcoll_status_t st = agree(c, m);
+    return st != ZCOLL_OK ? st : move(c, count, dt);
+  };
+}
 
 // A reduction's zcoll type: count is in zcoll elements (a complex number is two).
 struct Reduction {
@@ -51,24 +66,6 @@ struct Reduction {
   zcoll_op_t op;
   bool created; // op is a premul-sum zcoll_op_create made: freed after the call
 };
-
-zcoll_dtype_t dtype_of(at::ScalarType s, int *per_elem) {
-  *per_elem = 1;
-  switch (s) {
-  case at::kFloat: return ZCOLL_FLOAT32;
-  case at::kDouble: return ZCOLL_FLOAT64;
-  case at::kHalf: return ZCOLL_FLOAT16;
-  case at::kBFloat16: return ZCOLL_BFLOAT16;
-  case at::kChar: return ZCOLL_INT8;
-  case at::kByte: return ZCOLL_UINT8;
-  case at::kBool: return ZCOLL_UINT8;
-  case at::kInt: return ZCOLL_INT32;
-  case at::kLong: return ZCOLL_INT64;
-  case at::kComplexFloat: *per_elem = 2; return ZCOLL_FLOAT32;
-  case at::kComplexDouble: *per_elem = 2; return ZCOLL_FLOAT64;
-  default: return ZCOLL_DTYPE_COUNT;
-  }
-}
 
 const char *op_name(c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -351,9 +348,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::broadcast(std::vector<at::Tens
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "zcoll: broadcast: root ", opts.rootRank,
               " is not a rank of this group of ", size_);
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(c10d::OpType::BROADCAST, call, tensors, [t, root](zcoll_comm_t *c) {
-    return zcoll_broadcast(c, t.data_ptr(), nbytes(t), ZCOLL_UINT8, root);
-  });
+  return enqueue(c10d::OpType::BROADCAST, call, tensors,
+                 agreed(call, root, t, [t, root](zcoll_comm_t *c, size_t n, zcoll_dtype_t dt) {
+                   return zcoll_broadcast(c, t.data_ptr(), n, dt, root);
+                 }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::allreduce(std::vector<at::Tensor> &tensors,
@@ -398,11 +396,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::_allgather_base(at::Tensor &ou
   const bool in_place = static_cast<char *>(input.data_ptr()) ==
                         static_cast<char *>(output.data_ptr()) + n * rank_;
   at::Tensor out = output, in = input;
-  return enqueue(c10d::OpType::_ALLGATHER_BASE, call, {output},
-                 [out, in, n, in_place](zcoll_comm_t *c) {
-                   return zcoll_allgather(c, in_place ? ZCOLL_IN_PLACE : in.data_ptr(),
-                                          out.data_ptr(), n, ZCOLL_UINT8);
-                 });
+  return enqueue(
+      c10d::OpType::_ALLGATHER_BASE, call, {output},
+      agreed(call, -1, in, [out, in, in_place](zcoll_comm_t *c, size_t n, zcoll_dtype_t dt) {
+        return zcoll_allgather(c, in_place ? ZCOLL_IN_PLACE : in.data_ptr(), out.data_ptr(), n, dt);
+      }));
 }
 
 c10::intrusive_ptr<c10d::Work>
@@ -421,16 +419,16 @@ ProcessGroupZcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
   // The list's tensors are separate: the blocks arrive in one buffer and are copied out.
   at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
   std::vector<at::Tensor> outs = outputs[0];
-  const size_t n = nbytes(in);
-  return enqueue(
-      c10d::OpType::ALLGATHER, call, outs,
-      [in, flat, n](zcoll_comm_t *c) {
-        return zcoll_allgather(c, in.data_ptr(), flat.data_ptr(), n, ZCOLL_UINT8);
-      },
-      [flat, outs, in]() {
-        for (size_t r = 0; r < outs.size(); r++)
-          outs[r].view(-1).copy_(flat.narrow(0, static_cast<int64_t>(r) * in.numel(), in.numel()));
-      });
+  return enqueue(c10d::OpType::ALLGATHER, call, outs,
+                 agreed(call, -1, in,
+                        [in, flat](zcoll_comm_t *c, size_t n, zcoll_dtype_t dt) {
+                          return zcoll_allgather(c, in.data_ptr(), flat.data_ptr(), n, dt);
+                        }),
+                 [flat, outs, in]() {
+                   for (size_t r = 0; r < outs.size(); r++)
+                     outs[r].view(-1).copy_(
+                         flat.narrow(0, static_cast<int64_t>(r) * in.numel(), in.numel()));
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work>

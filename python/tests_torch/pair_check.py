@@ -5,13 +5,21 @@ through env:// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), faster than torchru
                               of different dtypes but the same bytes raise on both ranks,
                               naming both dtypes, and the group goes on; a different shape of
                               the same dtype and count is moved, as Gloo moves it
+    pair_check.py interrupt   rank 0 blocked in dist.all_reduce (rank 1 not calling) gets
+                              SIGINT: KeyboardInterrupt at once; rank 1's all_reduce then fails
+                              (of 16 B, the matching call may pass, right; the next fails)
 
+    pair_check.py mismatch interrupt           several, in order, in one job
 
 Prints "pair R: PART passed" after each part, "pair R: N checks passed" at the end and exits
 0, or raises.
 """
+import datetime
 import os
+import signal
 import sys
+import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -87,10 +95,68 @@ def mismatch():
           f"all_gather of [2, 2] and [4]: {outs}")
 
 
+def main_is_in(name):
+    frame = sys._current_frames().get(threading.main_thread().ident)
+    return frame is not None and frame.f_code.co_name == name
+
+
+def interrupted(group, n, store, key):
+    """Rank 0 blocked in an all_reduce of n floats on group, rank 1 not calling, gets SIGINT:
+    KeyboardInterrupt within 300 ms. Rank 1 then calls: returns how its call ended."""
+    if dist.get_rank() == 1:
+        store.get(key)  # rank 0 is out of its all_reduce: now call
+        t = torch.ones(n)
+        try:
+            dist.all_reduce(t, group=group)
+            return t
+        except RuntimeError as e:
+            check("all_reduce failed: a peer failed" in str(e) and "rank 0" in str(e),
+                  f"rank 1's error names rank 0's failure: {e}")
+            return None
+    sent = []
+
+    def ctrl_c():  # once the main thread waits in dist.all_reduce
+        while not main_is_in("all_reduce"):
+            time.sleep(0.005)
+        time.sleep(0.1)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    try:
+        dist.all_reduce(torch.ones(n), group=group)
+        check(False, "all_reduce returned though rank 1 never called")
+    except KeyboardInterrupt:
+        took = time.monotonic() - sent[0]
+        print(f"pair 0: KeyboardInterrupt {took * 1000:.0f} ms after SIGINT", flush=True)
+        check(took < 0.3, f"KeyboardInterrupt {took:.3f} s after SIGINT")
+    store.set(key, "1")
+    return None
+
+
+def interrupt():
+    me = dist.get_rank()
+    store = dist.distributed_c10d._get_default_store()
+    sub = dist.new_group(backend="zcoll")
+    # 1 MiB: rank 1 needs rank 0 again after its first piece, so rank 1's call fails
+    if interrupted(None, 1 << 18, store, "pair/big") is not None:
+        check(False, "rank 1's all_reduce of 1 MiB succeeded though rank 0 was interrupted")
+    # 16 B, on one host: rank 0 handed its vector over before it was interrupted, so rank
+    # 1's matching call may complete, with the right sum; its next call fails
+    t = interrupted(sub, 4, store, "pair/small")
+    if me == 1:
+        check(t is None or t.tolist() == [2.0] * 4, f"rank 1's all_reduce of 16 B: {t}")
+        if t is not None:
+            check(interrupted(sub, 4, store, "pair/small") is None, "rank 1's next call passed")
+        store.set("pair/done", "1")
+    else:
+        store.get("pair/done")  # rank 0 holds the store: it goes after rank 1 is done
+
+
 def main():
-    dist.init_process_group("zcoll")
-    parts = {"mismatch": mismatch}
-    for what in sys.argv[1:]:
+    # A bound on the old code's hang in the interrupt case: ZCOLL_TIMEOUT comes from it.
+    dist.init_process_group("zcoll", timeout=datetime.timedelta(seconds=10))
+    parts = {"mismatch": mismatch, "interrupt": interrupt}
+    for what in sys.argv[1:]:  # several in one job: a job's start costs seconds
         parts[what]()
         print(f"pair {dist.get_rank()}: {what} passed", flush=True)
     print(f"pair {dist.get_rank()}: {checks} checks passed", flush=True)

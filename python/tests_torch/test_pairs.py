@@ -1,6 +1,6 @@
 """Two-rank torch.distributed jobs on the zcoll backend (pair_check.py), started by hand
-through env:// -- quicker than torchrun: dtype agreement of the calls that move bytes
-(issue 38, bug 2).
+through env:// -- quicker than torchrun: dtype agreement of the calls that move bytes and
+Ctrl-C in a wait (issue 38, bugs 2 and 6).
 """
 
 import os
@@ -57,3 +57,9 @@ def test_calls_that_move_bytes_agree_on_dtype(shared_job):
     passed(shared_job, "mismatch")
     for r, (rc, out) in enumerate(shared_job):
         assert rc == 0 and re.search(rf"pair {r}: \d+ checks passed", out), shared_job
+
+
+def test_ctrl_c_in_a_wait_raises_at_once_and_fails_the_peer():
+    outs = pair(["interrupt"], timeout=30)
+    passed(outs, "interrupt")
+    assert re.search(r"pair 0: KeyboardInterrupt \d+ ms after SIGINT", outs[0][1]), outs

@@ -146,38 +146,6 @@ struct OpHolder {
 
 } // namespace
 
-ZcollWork::ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : Work(rank, type), outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-}
-
-// How long a thread spins for its next event before it sleeps: about what a wake-up costs.
-constexpr auto kSpin = std::chrono::microseconds(50);
-
-template <class Ready> static bool spin_until(Ready ready) {
-  const auto end = std::chrono::steady_clock::now() + kSpin;
-  do {
-    if (ready()) return true;
-    std::this_thread::yield(); // the peer's thread may need this core (oversubscribed hosts)
-  } while (std::chrono::steady_clock::now() < end);
-  return ready();
-}
-
-bool ZcollWork::wait(std::chrono::milliseconds timeout) {
-  spin_until([this] { return done_.load(std::memory_order_acquire); });
-  return Work::wait(timeout);
-}
-
-void ZcollWork::complete(std::exception_ptr error) {
-  if (error)
-    future_->setError(error);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
-  finish(error);
-  done_.store(true, std::memory_order_release);
-}
-
 ProcessGroupZcoll::ProcessGroupZcoll(const c10::intrusive_ptr<c10d::Store> &store, int rank,
                                      int size, std::chrono::milliseconds timeout)
     : ProcessGroup(rank, size) {
@@ -330,7 +298,11 @@ void ProcessGroupZcoll::release(void *p) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::enqueue(c10d::OpType type, const char *call,
                                                           std::vector<at::Tensor> outputs, Job job,
                                                           std::function<void()> after) {
-  auto work = c10::make_intrusive<ZcollWork>(rank_, type, std::move(outputs));
+  std::shared_ptr<Alive> alive = alive_;
+  auto work = c10::make_intrusive<ZcollWork>(rank_, type, std::move(outputs), [alive] {
+    std::lock_guard<std::mutex> g(alive->mu);
+    if (alive->pg) zcoll_comm_revoke(alive->pg->comm_);
+  });
   {
     std::lock_guard<std::mutex> g(mu_);
     TORCH_CHECK(!stop_, "zcoll: ", call, ": the process group is being destroyed");

@@ -1,8 +1,8 @@
 """Two-rank torch.distributed jobs on the zcoll backend (pair_check.py), started by hand
-through env:// -- quicker than torchrun: dtype agreement of the calls that move bytes and
-Ctrl-C in a wait (issue 38, bugs 2 and 6).
+through env:// -- quicker than torchrun, a few seconds each: dtype agreement of the calls that
+move bytes, Ctrl-C in a wait, collectives started and waited from a future's callback, and
+DDP's PowerSGD hooks against Gloo (issue 38, bugs 2, 6 and 7).
 """
-
 import os
 import re
 import socket
@@ -50,11 +50,19 @@ def passed(outs, part):
 @pytest.fixture(scope="module")
 def shared_job():
     """The parts that leave the group usable, in one job (its start costs most of its time)."""
-    return pair(["mismatch"])
+    return pair(["mismatch", "callback", "powersgd"])
 
 
 def test_calls_that_move_bytes_agree_on_dtype(shared_job):
     passed(shared_job, "mismatch")
+
+
+def test_a_callback_starts_and_waits_collectives(shared_job):
+    passed(shared_job, "callback")
+
+
+def test_powersgd_hooks_give_gloos_parameters(shared_job):
+    passed(shared_job, "powersgd")
     for r, (rc, out) in enumerate(shared_job):
         assert rc == 0 and re.search(rf"pair {r}: \d+ checks passed", out), shared_job
 

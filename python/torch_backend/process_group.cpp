@@ -203,7 +203,7 @@ void ProcessGroupZcoll::shutdown() {
     stop_ = true;
   }
   cv_.notify_one();
-  if (worker_.joinable() && std::this_thread::get_id() != worker_.get_id()) worker_.join();
+  if (worker_.joinable() && !on_worker()) worker_.join();
 }
 
 std::string ProcessGroupZcoll::transport() const {
@@ -211,7 +211,14 @@ std::string ProcessGroupZcoll::transport() const {
   return t ? t : "";
 }
 
+namespace {
+thread_local const ProcessGroupZcoll *worker_of = nullptr; // the group whose worker this is
+} // namespace
+
+bool ProcessGroupZcoll::on_worker() const { return worker_of == this; }
+
 void ProcessGroupZcoll::loop() {
+  worker_of = this;
   for (;;) {
     Item it;
     spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; });
@@ -223,44 +230,39 @@ void ProcessGroupZcoll::loop() {
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_release);
     }
-    std::exception_ptr error;
-    try {
-      zcoll_status_t st = it.job(comm_);
-      if (st != ZCOLL_OK) throw failure(it.call, st);
-      if (it.after) it.after();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    it.job = nullptr; // the tensors it holds go before the work completes
-    if (it.work) {
-      it.work->complete(error);
-    } else if (error) { // a free: nobody to tell but the log
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception &e) {
-        TORCH_WARN(e.what());
-      }
-    }
+    run(it);
   }
 }
 
-void ProcessGroupZcoll::run_here_or_queue(const char *call, Job job) {
-  // On the worker -- a future's callback (then(), a DDP comm hook) runs there, between two
-  // jobs -- the job runs at once: queued, it would wait for the worker, which waits for it.
-  if (std::this_thread::get_id() == worker_.get_id()) {
-    zcoll_status_t st = job(comm_);
-    if (st != ZCOLL_OK) throw failure(call, st);
-    return;
+void ProcessGroupZcoll::run(Item &it) {
+  std::exception_ptr error;
+  try {
+    zcoll_status_t st = it.job(comm_);
+    if (st != ZCOLL_OK) throw failure(it.call, st);
+    if (it.after) it.after();
+  } catch (...) {
+    error = std::current_exception();
   }
-  enqueue(c10d::OpType::UNKNOWN, call, {}, std::move(job))->wait(); // raises the job's error
+  it.job = nullptr; // the tensors it holds go before the work completes
+  if (it.work) {
+    it.work->complete(error);
+  } else if (error) { // a free: nobody to tell but the log
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception &e) {
+      TORCH_WARN(e.what());
+    }
+  }
 }
 
 at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
   TORCH_CHECK(nbytes >= 0, "zcoll: empty: ", nbytes, " bytes");
   auto ptr = std::make_shared<void *>(nullptr);
   const size_t len = nbytes > 0 ? static_cast<size_t>(nbytes) : 1; // a 0-byte tensor has a home
-  run_here_or_queue("empty (zcoll_mem_alloc)",
-                    [ptr, len](zcoll_comm_t *c) { return zcoll_mem_alloc(c, len, ptr.get()); });
+  // After what is queued (from a callback, at once: enqueue says why); raises its error.
+  enqueue(c10d::OpType::UNKNOWN, "empty (zcoll_mem_alloc)", {}, [ptr, len](zcoll_comm_t *c) {
+    return zcoll_mem_alloc(c, len, ptr.get());
+  })->wait();
   std::shared_ptr<Alive> alive = alive_;
   return at::from_blob(
       *ptr, {nbytes},
@@ -273,8 +275,9 @@ at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
 
 std::map<std::string, uint64_t> ProcessGroupZcoll::stats() {
   auto s = std::make_shared<zcoll_comm_stats_t>();
-  run_here_or_queue("stats (zcoll_comm_stats)",
-                    [s](zcoll_comm_t *c) { return zcoll_comm_stats(c, s.get(), sizeof(*s)); });
+  enqueue(c10d::OpType::UNKNOWN, "stats (zcoll_comm_stats)", {}, [s](zcoll_comm_t *c) {
+    return zcoll_comm_stats(c, s.get(), sizeof(*s));
+  })->wait();
   return {{"collectives", s->collectives},
           {"mapped_collectives", s->mapped_collectives},
           {"result_pieces_placed", s->result_pieces_placed},
@@ -303,10 +306,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::enqueue(c10d::OpType type, con
     std::lock_guard<std::mutex> g(alive->mu);
     if (alive->pg) zcoll_comm_revoke(alive->pg->comm_);
   });
+  Item it{work, std::move(job), std::move(after), call};
+  if (on_worker()) { // a callback: at once (the header says why)
+    run(it);
+    return work;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     TORCH_CHECK(!stop_, "zcoll: ", call, ": the process group is being destroyed");
-    queue_.push_back(Item{work, std::move(job), std::move(after), call});
+    queue_.push_back(std::move(it));
     queued_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_one();

@@ -151,13 +151,18 @@ private:
     std::function<void()> after; // on success, on the worker (copies out of scratch)
     const char *call;
   };
+  // Queues the job for the worker; from the worker itself (a future's callback: then(), a
+  // DDP comm hook such as PowerSGD's, which waits for what it starts) runs it at once,
+  // ahead of what other threads queued meanwhile: queued, it would wait for the worker,
+  // which waits for it. A callback that runs on every rank's worker so runs its collectives
+  // right after the one it follows, in the same order everywhere.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char *call,
                                          std::vector<at::Tensor> outputs, Job job,
                                          std::function<void()> after = nullptr);
   void loop();
-  // A local call on the communicator (allocation, counters): run by the worker after what
-  // is queued, or at once when the caller is the worker itself; raises its error.
-  void run_here_or_queue(const char *call, Job job);
+  bool on_worker() const; // the caller is this group's worker thread
+  // One item's job, then its Work's completion (the future's callbacks), on the worker.
+  void run(Item &it);
   // A storage's deleter hands its memory back through here: queued, never throws.
   void release(void *p);
   // What a storage's deleter reaches the group through: cleared when the group goes, so a

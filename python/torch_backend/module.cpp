@@ -12,6 +12,11 @@ PYBIND11_MODULE(_zcoll_torch, m) {
   m.doc() = "torch.distributed's backend \"zcoll\" (import zcoll.torch to register it)";
   // c10d::ProcessGroup's Python class comes from torch.distributed: it must exist first.
   py::module::import("torch.distributed");
+  // The Works the group returns (pybind11 finds the most derived class): Python's wait lets
+  // Ctrl-C through within a slice (50 ms), C++'s (DDP's reducer) is c10d::Work's.
+  py::class_<zcoll_torch::ZcollWork, c10d::Work, c10::intrusive_ptr<zcoll_torch::ZcollWork>>(
+      m, "ZcollWork")
+      .def("wait", &zcoll_torch::ZcollWork::wait_interruptibly, py::arg("timeout") = ::kNoTimeout);
   py::class_<zcoll_torch::ProcessGroupZcoll, c10d::ProcessGroup,
              c10::intrusive_ptr<zcoll_torch::ProcessGroupZcoll>>(m, "ProcessGroupZcoll")
       // Blocks until every member joined: without the GIL, so the process's other threads go on.

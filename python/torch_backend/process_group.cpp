@@ -3,6 +3,8 @@
 
 #include "process_group.hpp"
 
+#include "dtypes.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -41,8 +43,21 @@ const at::Tensor &single(const std::vector<at::Tensor> &ts, const char *call) {
   return ts[0];
 }
 
-// A tensor moved as bytes (broadcast, allgather): any dtype.
 size_t nbytes(const at::Tensor &t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
+
+// The job of a call that moves t (broadcast, the all_gathers), any dtype: the ranks first
+// agree on what they move (dtypes.hpp), then move(comm, count, dtype) moves it, in t's own
+// zcoll dtype where zcoll has one.
+template <class Move>
+std::function<zcoll_status_t(zcoll_comm_t *)> agreed(const char *call, int root,
+                                                     const at::Tensor &t, Move move) {
+  size_t count = 0;
+  const zcoll_dtype_t dt = moved_as(t, &count);
+  return [m = moved(call, root, t), count, dt, move](zcoll_comm_t *c) {
+    zcoll_status_t st = agree(c, m);
+    return st != ZCOLL_OK ? st : move(c, count, dt);
+  };
+}
 
 // A reduction's zcoll type: count is in zcoll elements (a complex number is two).
 struct Reduction {
@@ -51,24 +66,6 @@ struct Reduction {
   zcoll_op_t op;
   bool created; // op is a premul-sum zcoll_op_create made: freed after the call
 };
-
-zcoll_dtype_t dtype_of(at::ScalarType s, int *per_elem) {
-  *per_elem = 1;
-  switch (s) {
-  case at::kFloat: return ZCOLL_FLOAT32;
-  case at::kDouble: return ZCOLL_FLOAT64;
-  case at::kHalf: return ZCOLL_FLOAT16;
-  case at::kBFloat16: return ZCOLL_BFLOAT16;
-  case at::kChar: return ZCOLL_INT8;
-  case at::kByte: return ZCOLL_UINT8;
-  case at::kBool: return ZCOLL_UINT8;
-  case at::kInt: return ZCOLL_INT32;
-  case at::kLong: return ZCOLL_INT64;
-  case at::kComplexFloat: *per_elem = 2; return ZCOLL_FLOAT32;
-  case at::kComplexDouble: *per_elem = 2; return ZCOLL_FLOAT64;
-  default: return ZCOLL_DTYPE_COUNT;
-  }
-}
 
 const char *op_name(c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -149,38 +146,6 @@ struct OpHolder {
 
 } // namespace
 
-ZcollWork::ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : Work(rank, type), outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-}
-
-// How long a thread spins for its next event before it sleeps: about what a wake-up costs.
-constexpr auto kSpin = std::chrono::microseconds(50);
-
-template <class Ready> static bool spin_until(Ready ready) {
-  const auto end = std::chrono::steady_clock::now() + kSpin;
-  do {
-    if (ready()) return true;
-    std::this_thread::yield(); // the peer's thread may need this core (oversubscribed hosts)
-  } while (std::chrono::steady_clock::now() < end);
-  return ready();
-}
-
-bool ZcollWork::wait(std::chrono::milliseconds timeout) {
-  spin_until([this] { return done_.load(std::memory_order_acquire); });
-  return Work::wait(timeout);
-}
-
-void ZcollWork::complete(std::exception_ptr error) {
-  if (error)
-    future_->setError(error);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
-  finish(error);
-  done_.store(true, std::memory_order_release);
-}
-
 ProcessGroupZcoll::ProcessGroupZcoll(const c10::intrusive_ptr<c10d::Store> &store, int rank,
                                      int size, std::chrono::milliseconds timeout)
     : ProcessGroup(rank, size) {
@@ -238,7 +203,7 @@ void ProcessGroupZcoll::shutdown() {
     stop_ = true;
   }
   cv_.notify_one();
-  if (worker_.joinable() && std::this_thread::get_id() != worker_.get_id()) worker_.join();
+  if (worker_.joinable() && !on_worker()) worker_.join();
 }
 
 std::string ProcessGroupZcoll::transport() const {
@@ -246,7 +211,14 @@ std::string ProcessGroupZcoll::transport() const {
   return t ? t : "";
 }
 
+namespace {
+thread_local const ProcessGroupZcoll *worker_of = nullptr; // the group whose worker this is
+} // namespace
+
+bool ProcessGroupZcoll::on_worker() const { return worker_of == this; }
+
 void ProcessGroupZcoll::loop() {
+  worker_of = this;
   for (;;) {
     Item it;
     spin_until([this] { return queued_.load(std::memory_order_acquire) > 0; });
@@ -258,44 +230,39 @@ void ProcessGroupZcoll::loop() {
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_release);
     }
-    std::exception_ptr error;
-    try {
-      zcoll_status_t st = it.job(comm_);
-      if (st != ZCOLL_OK) throw failure(it.call, st);
-      if (it.after) it.after();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    it.job = nullptr; // the tensors it holds go before the work completes
-    if (it.work) {
-      it.work->complete(error);
-    } else if (error) { // a free: nobody to tell but the log
-      try {
-        std::rethrow_exception(error);
-      } catch (const std::exception &e) {
-        TORCH_WARN(e.what());
-      }
-    }
+    run(it);
   }
 }
 
-void ProcessGroupZcoll::run_here_or_queue(const char *call, Job job) {
-  // On the worker -- a future's callback (then(), a DDP comm hook) runs there, between two
-  // jobs -- the job runs at once: queued, it would wait for the worker, which waits for it.
-  if (std::this_thread::get_id() == worker_.get_id()) {
-    zcoll_status_t st = job(comm_);
-    if (st != ZCOLL_OK) throw failure(call, st);
-    return;
+void ProcessGroupZcoll::run(Item &it) {
+  std::exception_ptr error;
+  try {
+    zcoll_status_t st = it.job(comm_);
+    if (st != ZCOLL_OK) throw failure(it.call, st);
+    if (it.after) it.after();
+  } catch (...) {
+    error = std::current_exception();
   }
-  enqueue(c10d::OpType::UNKNOWN, call, {}, std::move(job))->wait(); // raises the job's error
+  it.job = nullptr; // the tensors it holds go before the work completes
+  if (it.work) {
+    it.work->complete(error);
+  } else if (error) { // a free: nobody to tell but the log
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception &e) {
+      TORCH_WARN(e.what());
+    }
+  }
 }
 
 at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
   TORCH_CHECK(nbytes >= 0, "zcoll: empty: ", nbytes, " bytes");
   auto ptr = std::make_shared<void *>(nullptr);
   const size_t len = nbytes > 0 ? static_cast<size_t>(nbytes) : 1; // a 0-byte tensor has a home
-  run_here_or_queue("empty (zcoll_mem_alloc)",
-                    [ptr, len](zcoll_comm_t *c) { return zcoll_mem_alloc(c, len, ptr.get()); });
+  // After what is queued (from a callback, at once: enqueue says why); raises its error.
+  enqueue(c10d::OpType::UNKNOWN, "empty (zcoll_mem_alloc)", {}, [ptr, len](zcoll_comm_t *c) {
+    return zcoll_mem_alloc(c, len, ptr.get());
+  })->wait();
   std::shared_ptr<Alive> alive = alive_;
   return at::from_blob(
       *ptr, {nbytes},
@@ -308,8 +275,9 @@ at::Tensor ProcessGroupZcoll::alloc(int64_t nbytes) {
 
 std::map<std::string, uint64_t> ProcessGroupZcoll::stats() {
   auto s = std::make_shared<zcoll_comm_stats_t>();
-  run_here_or_queue("stats (zcoll_comm_stats)",
-                    [s](zcoll_comm_t *c) { return zcoll_comm_stats(c, s.get(), sizeof(*s)); });
+  enqueue(c10d::OpType::UNKNOWN, "stats (zcoll_comm_stats)", {}, [s](zcoll_comm_t *c) {
+    return zcoll_comm_stats(c, s.get(), sizeof(*s));
+  })->wait();
   return {{"collectives", s->collectives},
           {"mapped_collectives", s->mapped_collectives},
           {"result_pieces_placed", s->result_pieces_placed},
@@ -333,11 +301,20 @@ void ProcessGroupZcoll::release(void *p) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::enqueue(c10d::OpType type, const char *call,
                                                           std::vector<at::Tensor> outputs, Job job,
                                                           std::function<void()> after) {
-  auto work = c10::make_intrusive<ZcollWork>(rank_, type, std::move(outputs));
+  std::shared_ptr<Alive> alive = alive_;
+  auto work = c10::make_intrusive<ZcollWork>(rank_, type, std::move(outputs), [alive] {
+    std::lock_guard<std::mutex> g(alive->mu);
+    if (alive->pg) zcoll_comm_revoke(alive->pg->comm_);
+  });
+  Item it{work, std::move(job), std::move(after), call};
+  if (on_worker()) { // a callback: at once (the header says why)
+    run(it);
+    return work;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     TORCH_CHECK(!stop_, "zcoll: ", call, ": the process group is being destroyed");
-    queue_.push_back(Item{work, std::move(job), std::move(after), call});
+    queue_.push_back(std::move(it));
     queued_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_one();
@@ -351,9 +328,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::broadcast(std::vector<at::Tens
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "zcoll: broadcast: root ", opts.rootRank,
               " is not a rank of this group of ", size_);
   const int root = static_cast<int>(opts.rootRank);
-  return enqueue(c10d::OpType::BROADCAST, call, tensors, [t, root](zcoll_comm_t *c) {
-    return zcoll_broadcast(c, t.data_ptr(), nbytes(t), ZCOLL_UINT8, root);
-  });
+  return enqueue(c10d::OpType::BROADCAST, call, tensors,
+                 agreed(call, root, t, [t, root](zcoll_comm_t *c, size_t n, zcoll_dtype_t dt) {
+                   return zcoll_broadcast(c, t.data_ptr(), n, dt, root);
+                 }));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::allreduce(std::vector<at::Tensor> &tensors,
@@ -398,11 +376,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupZcoll::_allgather_base(at::Tensor &ou
   const bool in_place = static_cast<char *>(input.data_ptr()) ==
                         static_cast<char *>(output.data_ptr()) + n * rank_;
   at::Tensor out = output, in = input;
-  return enqueue(c10d::OpType::_ALLGATHER_BASE, call, {output},
-                 [out, in, n, in_place](zcoll_comm_t *c) {
-                   return zcoll_allgather(c, in_place ? ZCOLL_IN_PLACE : in.data_ptr(),
-                                          out.data_ptr(), n, ZCOLL_UINT8);
-                 });
+  return enqueue(
+      c10d::OpType::_ALLGATHER_BASE, call, {output},
+      agreed(call, -1, in, [out, in, in_place](zcoll_comm_t *c, size_t n, zcoll_dtype_t dt) {
+        return zcoll_allgather(c, in_place ? ZCOLL_IN_PLACE : in.data_ptr(), out.data_ptr(), n, dt);
+      }));
 }
 
 c10::intrusive_ptr<c10d::Work>
@@ -421,16 +399,16 @@ ProcessGroupZcoll::allgather(std::vector<std::vector<at::Tensor>> &outputs,
   // The list's tensors are separate: the blocks arrive in one buffer and are copied out.
   at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
   std::vector<at::Tensor> outs = outputs[0];
-  const size_t n = nbytes(in);
-  return enqueue(
-      c10d::OpType::ALLGATHER, call, outs,
-      [in, flat, n](zcoll_comm_t *c) {
-        return zcoll_allgather(c, in.data_ptr(), flat.data_ptr(), n, ZCOLL_UINT8);
-      },
-      [flat, outs, in]() {
-        for (size_t r = 0; r < outs.size(); r++)
-          outs[r].view(-1).copy_(flat.narrow(0, static_cast<int64_t>(r) * in.numel(), in.numel()));
-      });
+  return enqueue(c10d::OpType::ALLGATHER, call, outs,
+                 agreed(call, -1, in,
+                        [in, flat](zcoll_comm_t *c, size_t n, zcoll_dtype_t dt) {
+                          return zcoll_allgather(c, in.data_ptr(), flat.data_ptr(), n, dt);
+                        }),
+                 [flat, outs, in]() {
+                   for (size_t r = 0; r < outs.size(); r++)
+                     outs[r].view(-1).copy_(
+                         flat.narrow(0, static_cast<int64_t>(r) * in.numel(), in.numel()));
+                 });
 }
 
 c10::intrusive_ptr<c10d::Work>

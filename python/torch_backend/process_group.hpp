@@ -29,22 +29,47 @@
 
 namespace zcoll_torch {
 
-// One queued collective's handle: completed by the worker thread.
+// How long a thread spins for its next event before it sleeps: about what a wake-up costs.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+template <class Ready> bool spin_until(Ready ready) {
+  const auto end = std::chrono::steady_clock::now() + kSpin;
+  do {
+    if (ready()) return true;
+    std::this_thread::yield(); // the peer's thread may need this core (oversubscribed hosts)
+  } while (std::chrono::steady_clock::now() < end);
+  return ready();
+}
+
+// One queued collective's handle: completed by the worker thread (work.cpp).
 class ZcollWork : public c10d::Work {
 public:
-  ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  // revoke breaks the group's communicator (zcoll_comm_revoke), if the group is still there.
+  ZcollWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+            std::function<void()> revoke);
   std::vector<at::Tensor> result() override { return outputs_; }
   // Spins briefly before blocking: a small collective ends within microseconds, sooner than
   // a sleeping thread is woken.
   bool wait(std::chrono::milliseconds timeout) override;
+  // Python's Work.wait (module.cpp), called holding the GIL: waits without it in slices of
+  // kSlice, between which Python's signal handlers run (one blocking wait would hold
+  // Ctrl-C back until the collective ended or timed out). A handler's exception
+  // (KeyboardInterrupt) revokes the communicator, so that the peers fail this collective
+  // instead of waiting for this rank, and propagates (pybind11::error_already_set).
+  bool wait_interruptibly(std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   // The future first, as ProcessGroupGloo does: wait() returns after its callbacks ran.
   void complete(std::exception_ptr error);
 
+  static constexpr auto kSlice = std::chrono::milliseconds(50);
+
 private:
+  bool ended_within(std::chrono::milliseconds d); // Work's own completion, without the GIL
+
   std::atomic<bool> done_{false};
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::function<void()> revoke_;
 };
 
 class ProcessGroupZcoll : public c10d::ProcessGroup {
@@ -126,13 +151,18 @@ private:
     std::function<void()> after; // on success, on the worker (copies out of scratch)
     const char *call;
   };
+  // Queues the job for the worker; from the worker itself (a future's callback: then(), a
+  // DDP comm hook such as PowerSGD's, which waits for what it starts) runs it at once,
+  // ahead of what other threads queued meanwhile: queued, it would wait for the worker,
+  // which waits for it. A callback that runs on every rank's worker so runs its collectives
+  // right after the one it follows, in the same order everywhere.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char *call,
                                          std::vector<at::Tensor> outputs, Job job,
                                          std::function<void()> after = nullptr);
   void loop();
-  // A local call on the communicator (allocation, counters): run by the worker after what
-  // is queued, or at once when the caller is the worker itself; raises its error.
-  void run_here_or_queue(const char *call, Job job);
+  bool on_worker() const; // the caller is this group's worker thread
+  // One item's job, then its Work's completion (the future's callbacks), on the worker.
+  void run(Item &it);
   // A storage's deleter hands its memory back through here: queued, never throws.
   void release(void *p);
   // What a storage's deleter reaches the group through: cleared when the group goes, so a

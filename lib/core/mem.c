@@ -105,7 +105,10 @@ void zcoll__mem_unhold_slow(struct zcoll__mem_hold *h) {
     if (m->serial <= h->upto && m->holds && touches(m, h)) {
       m->holds--;
       /* The name goes with its collective: free names a collective still in flight. */
-      if (!memcmp(&m->holder, &h->who, sizeof(h->who))) m->holder.kind = 0;
+      const struct zcoll__mem_user *u = &m->holder;
+      if (u->kind == h->who.kind && u->ordinal == h->who.ordinal && u->rank == h->who.rank &&
+          u->size == h->who.size)
+        m->holder.kind = 0;
     }
   pthread_mutex_unlock(&regions_mu);
   h->upto = 0;

@@ -170,7 +170,7 @@ zcoll_status_t zcoll__departures(zcoll_comm_t *comm);
  * (the coarse clock: ~15 ns a call) reads the job's news first: a rank that comes late to
  * a collective that failed elsewhere meanwhile must not complete it from what the failed
  * rank sent before it failed (its result was never whole there). Back-to-back calls skip
- * it; their waits look every 10 ms. */
+ * it; their waits look every 10 ms. A communicator's first collective skips it too. */
 zcoll_status_t zcoll__news_at_start(zcoll_comm_t *comm);
 /* Nothing moved: spin, yield or sleep, hear failure news and revokes, time out. */
 zcoll_status_t zcoll__idle_wait(zcoll_comm_t *comm, struct zcoll__run *r, struct zcoll__idle *id);

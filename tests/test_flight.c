@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "solo.h"
 #include "spawn.h"
 #include "zcoll.h"
 
@@ -297,15 +298,7 @@ Test(flight, off) {
 static zcoll_comm_t *one_rank(const char *dir) {
   char prefix[300];
   snprintf(prefix, sizeof(prefix), "%s/fr", dir);
-  zcoll_config_t *cfg;
-  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "FLIGHT_RECORDER_FILE", prefix), ZCOLL_OK);
-  zcoll_comm_t *comm;
-  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_OK, "%s", zcoll_last_error());
-  zcoll_config_free(cfg);
-  return comm;
+  return solo_comm("FLIGHT_RECORDER_FILE", prefix);
 }
 
 /* Bad values are errors that name the problem: a recorder size out of range at config

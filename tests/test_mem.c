@@ -10,20 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "solo.h"
 #include "spawn.h"
 #include "zcoll.h"
 
-static zcoll_comm_t *single(const char *tl) {
-  zcoll_config_t *cfg;
-  cr_assert_eq(zcoll_config_create(&cfg), ZCOLL_OK, "%s", zcoll_last_error());
-  cr_assert_eq(zcoll_config_set(cfg, "RANK", "0"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "SIZE", "1"), ZCOLL_OK);
-  cr_assert_eq(zcoll_config_set(cfg, "TRANSPORT", tl), ZCOLL_OK);
-  zcoll_comm_t *comm;
-  cr_assert_eq(zcoll_comm_init(&comm, cfg), ZCOLL_OK, "%s", zcoll_last_error());
-  zcoll_config_free(cfg);
-  return comm;
-}
+static zcoll_comm_t *single(const char *tl) { return solo_comm("TRANSPORT", tl); }
 
 /* The memfd behind p, if any: its /proc/self/maps line names it "/memfd:zcoll-...". */
 static int is_zcoll_memfd(const void *p) {

@@ -28,6 +28,7 @@ cmake -S . -B build/ci -DZCOLL_WERROR=ON -DZCOLL_TORCH=ON -DCMAKE_BUILD_TYPE=Rel
 cmake --build build/ci -j"$jobs"
 stage "layers: includes by layer (ci/layers.py), circles of calls (ci/cycles.py)"
 ci/layers.py
+ci/readmes.py
 ci/cycles.py build/ci 8
 stage "one-host Slurm for the srun tests (ci/slurm.sh)"
 ci/slurm.sh start
@@ -79,7 +80,7 @@ export LSAN_OPTIONS=suppressions=$PWD/ci/lsan.supp
 # cores idle while it runs) and the emulated guest mostly computes, so they run side by
 # side: the matrix (plain, then under ASan+UBSan) in the background, the guest at nice 10,
 # so that a fault's rank that wakes gets a core at once and its time bounds hold.
-stage "fault matrix, plain then ASan+UBSan (tests/test_faults.c), beside the guest below"
+stage "fault matrix, plain then ASan+UBSan (tests/comm/test_faults.c), beside the guest below"
 set -m
 { ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci -R '^test_faults$' --output-on-failure \
     --timeout 1200 &&
@@ -91,9 +92,9 @@ set +m
 stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # Inside the harness a missing device is a failure, not a skip.
 # --verbose: the log shows, per test, the devices and the transport each job ran on.
-# First the transport contract over verbs (tests/test_transport_conformance.c, seconds).
+# First the transport contract over verbs (tests/transports/test_transport_conformance.c, seconds).
 # Then the verbs tests; their algorithm x rank count matrix pairwise, 10 of 20 (ZCOLL_TEST_SAMPLE,
-# tests/test_verbs.c: each algorithm at an even and an odd p). Not those the ASan+UBSan guest
+# tests/transports/test_verbs.c: each algorithm at an even and an odd p). Not those the ASan+UBSan guest
 # below runs (verbs/[rbap]*: registered buffers, rcache, requests, device errors, peer
 # death): each runs once per CI run, as the samples do.
 # Then the fault matrix over verbs, in the same guest: under TCG a job takes 10-20 s, so
@@ -135,9 +136,9 @@ build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
 stage "test suite under ASan+UBSan"
 # ZCOLL_TEST_SAMPLE=1 (tests/sample.h): the big matrices run a documented subset, the pass
 # above the rest -- the process matrices (test_allreduce_{shm,ucx}) 9 of 45 cases, every
-# rank count once (tests/allreduce_matrix.c; the pass above covers the rest pairwise over
+# rank count once (tests/transports/allreduce_matrix.c; the pass above covers the rest pairwise over
 # transport x algorithm x rank count); the loopback algorithm matrix 24 of 84
-# (tests/test_algorithms.c); the 3 MiB loopback matrix 3 of 11 (test_allreduce_loopback.c);
+# (tests/algorithms/test_algorithms.c); the 3 MiB loopback matrix 3 of 11 (test_allreduce_loopback.c);
 # broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17.
 # The fault matrix ran above. Not here: the checks of the source tree, docs, packaging and
 # scripts (install_and_link, readme, layers, tune, man_pages, commit_msg_hook), which ran in

@@ -184,7 +184,7 @@ zr_gid() {
 }
 
 # rxe_net_relink: after a test took a link of the pair down and up again
-# (tests/test_verbs.c), puts back what the kernel flushed with it -- the routes of table
+# (tests/transports/test_verbs.c), puts back what the kernel flushed with it -- the routes of table
 # $ZR_TABLE, the static neighbours, IPv6 addresses -- and the rxe devices themselves: on
 # 6.1 an rxe device whose link went down under live queue pairs connects nothing
 # afterwards (RDMA CM times out), so both are made anew. Waits until both ports are

@@ -36,7 +36,7 @@ struct zcoll_config {
   int transport;     /* ZCOLL_TL_AUTO, or an index into zcoll__transports */
   char ib_dev[64];   /* the old name of ib_hca's single device (an alias) */
   char ib_hca[256];  /* ZCOLL_IB_HCA: devices and ports (hca.h); "": ib_dev, else any */
-  int ib_gid_index;  /* -1: chosen as NCCL does (transports/verbs/gid.c) */
+  int ib_gid_index;  /* -1: chosen as NCCL does (transports/verbs/port.c) */
   int ib_tc;         /* traffic class (RoCE: the IP TOS byte); -1: 0 */
   int ib_sl;         /* service level (IB; RoCE: the VLAN priority) */
   int ib_pkey;       /* partition key; -1: the port's first P_Key table entry */

@@ -19,7 +19,7 @@
  *   mem   lib/core/mr*, lib/core/rcache*, lib/base/fsize* (registration, its cache)
  *   init  the rest of lib/base/ and lib/comm/, core/guard*, core/comm_registry*
  *         (communicator lifecycle)
- * A file no rule names logs as init; tests/test_log.c checks that every source file is
+ * A file no rule names logs as init; tests/base/test_log.c checks that every source file is
  * named.
  */
 #ifndef ZCOLL_LOG_H

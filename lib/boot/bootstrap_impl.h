@@ -1,7 +1,7 @@
 /*
  * bootstrap_impl.h -- the rendezvous's own state, shared by its two files: bootstrap.c
  * (joining, rounds through rank 0, failure news) and bootstrap_leave.c (the final
- * barrier, departures, a revoke during destroy). Nothing outside lib/bootstrap*.c
+ * barrier, departures, a revoke during destroy). Nothing outside lib/boot/bootstrap*.c
  * includes it.
  */
 #ifndef ZCOLL_BOOTSTRAP_IMPL_H

@@ -63,7 +63,7 @@ struct zcoll__partial {
 
 /* Tests only (partial_make.c): where the ticket counter starts, 0 as in a real job. A test
  * sets it to run offers across 2^32 without making 2^32 of them; process-wide, so its
- * ranks are threads (tests/test_partial.c). */
+ * ranks are threads (tests/coll/test_partial.c). */
 extern uint64_t zcoll__partial_first_ticket;
 
 /* Takes P off its parent's list (partial_make.c): zcoll_request_free has freed it. */

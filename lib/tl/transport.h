@@ -54,7 +54,7 @@ enum {
    * registered buffers. */
   ZCOLL_TL_CAP_PUT_ANY = 1u << 0,
   /* mem_reg pins pages (an RDMA NIC): registrations of user buffers are worth keeping
-   * between calls, and must follow the application's unmappings (lib/tl/rcache.h). */
+   * between calls, and must follow the application's unmappings (lib/core/rcache.h). */
   ZCOLL_TL_CAP_PINS = 1u << 1,
   /* mem_reg(remote = 1) may register the application's own memory, peers then write
    * into it with put through its key (the writer places the data), and mem_dereg stops

@@ -6,7 +6,7 @@
  *                               likely inside a collective), exit (_exit(3) between
  *                               collectives), abort (zcoll_comm_abort); VICTIM -1: no
  *                               rank fails, the stream runs until something else ends
- *                               it (a link taken down: tests/test_verbs.c)
+ *                               it (a link taken down: tests/transports/test_verbs.c)
  * Survivors print "survivor R: <status> after S s: <message>" and exit 0 when they
  * saw PEER_FAILED; anything else exits 1.
  */

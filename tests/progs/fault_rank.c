@@ -1,6 +1,6 @@
 /*
  * fault_rank -- one rank of a job in which one rank (the victim) misbehaves, for the
- * fault matrix (tests/test_faults.c). Every rank runs a stream of allreduces whose
+ * fault matrix (tests/comm/test_faults.c). Every rank runs a stream of allreduces whose
  * results it checks element by element against values computed here, independently of
  * zcoll; what it prints is what the test asserts on:
  *

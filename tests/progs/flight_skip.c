@@ -1,5 +1,5 @@
 /*
- * flight_skip -- a hang for the flight recorder (tests/test_flight.c).
+ * flight_skip -- a hang for the flight recorder (tests/core/test_flight.c).
  *
  *   flight_skip skip RANK K    every rank makes K allreduces; RANK then skips the next one
  *                              (it computes, as a rank stuck elsewhere would) while the

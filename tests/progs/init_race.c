@@ -1,5 +1,5 @@
 /*
- * init_race -- two threads of one rank call zcoll_comm_init at once (tests/test_init_race.c).
+ * init_race -- two threads of one rank call zcoll_comm_init at once (tests/comm/test_init_race.c).
  * Under zcoll_run -np 2: on rank 0, thread A creates (and waits in the rendezvous, because
  * rank 1 starts only once GO_FILE exists), thread B tries 200 ms later; whichever comes
  * second must be refused with ZCOLL_ERR_INVALID_ARG, never paired with rank 1. Then rank 1

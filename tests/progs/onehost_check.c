@@ -1,6 +1,6 @@
 /*
  * onehost_check -- the one-host small allreduce (lib/core/onehost.h) between processes,
- * for tests/test_onehost.c. Results are checked element by element against values
+ * for tests/core/test_onehost.c. Results are checked element by element against values
  * computed here, independently of zcoll.
  *
  *   onehost_check stress ITERS     ITERS blocking allreduces of 1..512 bytes, six

@@ -1,6 +1,6 @@
 /*
  * onehost_fail -- a one-host allreduce whose call fails on one rank, between processes (for
- * tests/test_onehost_fail.c): what the others are told, and how soon.
+ * tests/core/test_onehost_fail.c): what the others are told, and how soon.
  *
  *   onehost_fail late          rank 0's 2-float allreduce (the mailboxes) is revoked by a
  *                              thread 200 ms in, after it published; the others enter

@@ -1,5 +1,5 @@
 /*
- * The registration cache (lib/tl/rcache.c) on its own, over a fake transport that counts
+ * The registration cache (lib/core/rcache.c) on its own, over a fake transport that counts
  * registrations: hits, libucm's unmap events invalidating entries (munmap, a remapped
  * address, free of a large block), the byte bound and LRU eviction, and entries a
  * collective in flight uses surviving eviction. The end-to-end check over verbs is

@@ -1,7 +1,7 @@
 /*
  * A peer that dies or aborts turns into ZCOLL_ERR_PEER_FAILED on every survivor, well
  * within ZCOLL_TIMEOUT, with real processes, on each transport that runs on one
- * machine without RDMA (verbs: tests/test_verbs.c). The ranks are started by hand
+ * machine without RDMA (verbs: tests/transports/test_verbs.c). The ranks are started by hand
  * here (not by zcoll_run, which would kill the survivors at once).
  */
 #include "fail_job.h"

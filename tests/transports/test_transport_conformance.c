@@ -17,7 +17,7 @@
  * is a failure, so that CI cannot pass by skipping.
  *
  * This file is the harness (the job, its ranks and their meeting place, setup and
- * teardown, which rows run); the cases are in tests/conformance/, one concern a file.
+ * teardown, which rows run); the cases are in tests/transports/conformance/, one concern a file.
  */
 #include "conformance/conformance.h"
 

@@ -1,5 +1,5 @@
 /* conformance.h -- the harness of the transport conformance test, shared by its cases
- * (the files beside it); the harness itself is tests/test_transport_conformance.c. */
+ * (the files beside it); the harness itself is tests/transports/test_transport_conformance.c. */
 #ifndef ZCOLL_TEST_CONFORMANCE_H
 #define ZCOLL_TEST_CONFORMANCE_H
 

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "base/config.h"
-#include "../spawn.h" /* tests/ is not on the path: it would hide <spawn.h> */
+#include "spawn.h" /* tests/ is on the quote path only (-iquote): <spawn.h> stays the system's */
 #include "transports/verbs/verbs.h"
 #include "need_rdma.h"
 
@@ -247,7 +247,7 @@ Test(verbs, pkey_outside_the_table_is_refused, .timeout = 120) {
 
 /* ZCOLL_IB_DEV's port is a whole number 1..255: anything else is refused by name before
  * any device is looked at (atoi took "1x" for port 1), so this needs no device. (The
- * configuration refuses the same in ZCOLL_IB_HCA: tests/test_hca.c, test_errors.c.) */
+ * configuration refuses the same in ZCOLL_IB_HCA: tests/base/test_hca.c, test_errors.c.) */
 Test(verbs, bad_port_number_is_refused, .timeout = 60) {
   const char *bad[] = {"mlx5_0:1x", "mlx5_0:", "mlx5_0:0", "mlx5_0:256", "mlx5_0:-1", "rxe0:1.5"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -29,7 +29,7 @@ cmake --build build/ci -j"$jobs"
 stage "layers: includes by layer (ci/layers.py), circles of calls (ci/cycles.py)"
 ci/layers.py
 ci/readmes.py
-ci/cycles.py build/ci 8
+ci/cycles.py build/ci 3
 stage "one-host Slurm for the srun tests (ci/slurm.sh)"
 ci/slurm.sh start
 bg= faults=

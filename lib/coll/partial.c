@@ -204,7 +204,8 @@ static zcoll_status_t step(struct zcoll__partial *P, int *progress) {
   return st;
 }
 
-zcoll_status_t zcoll__partial_pump(zcoll_comm_t *comm, int *progress) {
+zcoll_status_t zcoll__partial_pump(void *arg, int *progress) {
+  zcoll_comm_t *comm = arg;
   struct zcoll__partial *P = comm->partial;
   if (!P || (P->state != P_GATHER && P->state != P_RUN)) return ZCOLL_OK;
   zcoll_status_t st = step(P, progress);
@@ -212,7 +213,8 @@ zcoll_status_t zcoll__partial_pump(zcoll_comm_t *comm, int *progress) {
   return st;
 }
 
-int zcoll__partial_busy(const zcoll_comm_t *comm) {
+int zcoll__partial_busy(const void *arg) {
+  const zcoll_comm_t *comm = arg;
   const struct zcoll__partial *P = comm->partial;
   return P && (P->state == P_GATHER || P->state == P_RUN);
 }
@@ -392,6 +394,7 @@ void zcoll__partial_release(struct zcoll__partial *P) {
   zcoll__exec_free(P->e);
   free(P->members);
   free(P->keep);
+  zcoll__pump_remove(P->pc, zcoll__partial_pump, P->pc);
   P->pc->partial = NULL;
 }
 
@@ -496,9 +499,28 @@ zcoll_status_t zcoll__partial_free(struct zcoll__partial *P) {
   }
   zcoll__partial_release(P);
   zcoll__leave(pc);
-  zcoll_status_t st2 = zcoll_comm_destroy(pc);
+  zcoll_status_t st2 = P->destroy(pc);
   zcoll__partial_orphan(P);
   zcoll__request_forget(P->q);
   free(P);
   return st != ZCOLL_OK ? st : st2;
 }
+
+/* The kind's calls (request.h): on a handle, the request's. */
+struct zcoll__partial *zcoll__partial_of(const zcoll_request_t *q) {
+  return zcoll__request_impl(q, &zcoll__partial_request_ops);
+}
+static zcoll_status_t kind_start(zcoll_request_t *q) {
+  return zcoll__partial_start(zcoll__partial_of(q));
+}
+static zcoll_status_t kind_test(zcoll_request_t *q) {
+  return zcoll__partial_test(zcoll__partial_of(q));
+}
+static zcoll_status_t kind_wait(zcoll_request_t *q, int timeout_ms) {
+  return zcoll__partial_wait(zcoll__partial_of(q), timeout_ms);
+}
+static zcoll_status_t kind_free(zcoll_request_t *q) {
+  return zcoll__partial_free(zcoll__partial_of(q));
+}
+const struct zcoll__request_ops zcoll__partial_request_ops = {kind_start, kind_test, kind_wait,
+                                                              kind_free};

@@ -1,6 +1,6 @@
 /*
- * partial.h -- the partial (quorum) allreduce's request (partial.c), for request.c, which
- * hands its calls on, and the progress thread, which moves its rounds.
+ * partial.h -- the partial (quorum) allreduce's request (partial.c), for its making
+ * (lib/comm/partial_init.c) and for the communicator's destroy, which frees those left.
  */
 #ifndef ZCOLL_PARTIAL_H
 #define ZCOLL_PARTIAL_H
@@ -11,23 +11,25 @@ struct zcoll__partial;
 
 /* zcoll_allreduce_partial_init's body on pc, the request's own communicator (a split of
  * the user's with a channel to every rank: lib/comm/partial_init.c makes it, and destroys
- * it if this fails -- alike on every rank). */
+ * it if this fails -- alike on every rank). destroy: how the request's free destroys pc
+ * (lib/comm's zcoll_comm_destroy, handed down: this layer does not call up into comm). */
 zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                   zcoll_status_t (*destroy)(zcoll_comm_t *pc),
                                    zcoll_request_t **req);
 
-/* The calls on a partial request (request.c passes them on; each enters the request's own
- * communicator itself). */
+/* The calls on a partial request (its kind's, request.h, hands them on; each enters the
+ * request's own communicator itself). */
 zcoll_status_t zcoll__partial_start(struct zcoll__partial *P);
 zcoll_status_t zcoll__partial_test(struct zcoll__partial *P);
 zcoll_status_t zcoll__partial_wait(struct zcoll__partial *P, int timeout_ms);
 zcoll_status_t zcoll__partial_free(struct zcoll__partial *P);
-/* One pass of the request that comm (its own communicator) carries, under the comm's
+/* One pass of the request that arg (its own communicator) carries, under the comm's
  * entry or its progress thread's lock: decides a round that can be, moves the one in
- * flight. */
-zcoll_status_t zcoll__partial_pump(zcoll_comm_t *comm, int *progress);
-/* Has comm's partial request an offer in flight (the progress thread keeps watching)? */
-int zcoll__partial_busy(const zcoll_comm_t *comm);
+ * flight. The progress thread's pump (progress_thread.h), with busy: has arg's partial
+ * request an offer in flight (the thread keeps watching)? */
+zcoll_status_t zcoll__partial_pump(void *arg, int *progress);
+int zcoll__partial_busy(const void *arg);
 
 /* The partial requests made from comm: zcoll_allreduce_partial_init lists each on comm
  * (adopt), zcoll_request_free takes it off; comm's destroy refuses while one is in flight
@@ -39,10 +41,7 @@ void zcoll__partial_adopt(zcoll_comm_t *comm, zcoll_request_t *req);
 int zcoll__partials_busy(zcoll_comm_t *comm);
 void zcoll__partials_free_left(zcoll_comm_t *comm, int revoke);
 
-/* request.c: a request handle for P on its communicator, and P back from a handle (NULL:
- * not a partial request). */
-zcoll_request_t *zcoll__request_of_partial(zcoll_comm_t *comm, struct zcoll__partial *P);
+/* P back from a request handle (NULL: not a partial request). */
 struct zcoll__partial *zcoll__partial_of(const zcoll_request_t *q);
-void zcoll__request_forget(zcoll_request_t *q);
 
 #endif

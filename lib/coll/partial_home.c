@@ -85,7 +85,7 @@ static zcoll_status_t reach(struct zcoll__phome *h, const struct home_keys *k) {
     return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
                        "partial allreduce: rank %d reaches rank 0 over %s, which has no remote "
                        "atomics for the round's ticket counter",
-                       zcoll_comm_rank(pc), c ? c->ops->name : "nothing");
+                       pc->rank, c ? c->ops->name : "nothing");
   int i = (int)(c->t - pc->tlis);
   h->t = c->t;
   h->ep = c->ep;
@@ -125,8 +125,8 @@ static zcoll_status_t probe(struct zcoll__phome *h, size_t nwords) {
   return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                      "partial allreduce: rank %d read %016llx through %s's atomics where rank 0 "
                      "wrote %016llx",
-                     zcoll_comm_rank(h->pc), (unsigned long long)v,
-                     h->t ? h->t->ops->name : "the CPU", (unsigned long long)PROBE);
+                     h->pc->rank, (unsigned long long)v, h->t ? h->t->ops->name : "the CPU",
+                     (unsigned long long)PROBE);
 }
 
 void zcoll__phome_close(struct zcoll__phome *h) {
@@ -148,7 +148,7 @@ void zcoll__phome_close(struct zcoll__phome *h) {
 
 zcoll_status_t zcoll__phome_setup(struct zcoll__phome *h, zcoll_comm_t *pc, size_t nwords,
                                   zcoll_status_t mine) {
-  int rank = zcoll_comm_rank(pc);
+  int rank = pc->rank;
   h->pc = pc;
   struct home_keys k;
   memset(&k, 0, sizeof(k));

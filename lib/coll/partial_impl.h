@@ -9,6 +9,7 @@
 #include "partial.h"
 #include "partial_home.h"
 #include "plan.h"
+#include "request.h"
 
 #define W_TICKETS 0u
 #define W_FLUSHING 8u
@@ -22,7 +23,8 @@
 enum { P_IDLE, P_GATHER, P_RUN, P_DONE, P_FAILED };
 
 struct zcoll__partial {
-  zcoll_comm_t *pc; /* the request's own communicator */
+  zcoll_comm_t *pc;                            /* the request's own communicator */
+  zcoll_status_t (*destroy)(zcoll_comm_t *pc); /* its destroy, lib/comm's (partial.h) */
   zcoll_request_t *q;
   const void *src; /* what the schedule reads: recvbuf in place */
   void *dst;
@@ -71,5 +73,8 @@ void zcoll__partial_orphan(struct zcoll__partial *P);
 
 /* Frees what the request holds beside its communicator (partial.c). */
 void zcoll__partial_release(struct zcoll__partial *P);
+
+/* The partial request's kind (request.h): its handles' calls (partial.c). */
+extern const struct zcoll__request_ops zcoll__partial_request_ops;
 
 #endif

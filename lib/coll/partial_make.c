@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "partial_impl.h"
+#include "progress_thread.h"
 
 uint64_t zcoll__partial_first_ticket;
 
@@ -147,9 +148,10 @@ static zcoll_status_t compare(const struct ask *all, int p, zcoll_status_t mine)
 
 zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *recvbuf,
                                    size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int quorum,
+                                   zcoll_status_t (*destroy)(zcoll_comm_t *pc),
                                    zcoll_request_t **req) {
   struct zcoll__partial *P = calloc(1, sizeof(*P));
-  int p = zcoll_comm_size(pc);
+  int p = pc->size;
   zcoll_status_t local = check_args(sendbuf, recvbuf, count, dtype, op, quorum, p);
   if (local == ZCOLL_OK && !P)
     local = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
@@ -167,8 +169,9 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
   if (st == ZCOLL_OK && !P) st = local; /* not so: a rank without P refused (local) */
   if (st == ZCOLL_OK && P) {
     P->pc = pc;
+    P->destroy = destroy;
     P->p = p;
-    P->rank = zcoll_comm_rank(pc);
+    P->rank = pc->rank;
     P->in_place = sendbuf == ZCOLL_IN_PLACE;
     P->src = P->in_place ? recvbuf : sendbuf;
     P->dst = recvbuf;
@@ -185,7 +188,7 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     st = zcoll__phome_setup(&P->home, pc, W_WORDS(p), st);
     if (st == ZCOLL_OK && zcoll__partial_first_ticket) st = first_ticket(P);
   }
-  if (st == ZCOLL_OK && !(P->q = zcoll__request_of_partial(pc, P)))
+  if (st == ZCOLL_OK && !(P->q = zcoll__request_wrap(pc, &zcoll__partial_request_ops, P)))
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
   if (st != ZCOLL_OK) {
     if (P && P->pc) zcoll__partial_release(P);
@@ -195,8 +198,15 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
   /* pc's progress thread (ZCOLL_PROGRESS=thread) reads pc->partial under pc->mu: the
    * request appears to it whole, never half made. */
   if (pc->progress_on) pthread_mutex_lock(&pc->mu);
-  pc->partial = P;
+  st = zcoll__pump_add(pc, zcoll__partial_pump, zcoll__partial_busy, pc);
+  if (st == ZCOLL_OK) pc->partial = P;
   if (pc->progress_on) pthread_mutex_unlock(&pc->mu);
+  if (st != ZCOLL_OK) {
+    zcoll__partial_release(P);
+    zcoll__request_forget(P->q);
+    free(P);
+    return st;
+  }
   *req = P->q;
   return ZCOLL_OK;
 }

@@ -28,9 +28,7 @@
 #include "base/clock.h"
 #include "core/exec.h"
 #include "base/log.h"
-#include "partial.h"
 #include "progress_thread.h"
-#include "tasks.h"
 
 /* Ends everything in flight; the message waits in the communicator for the
  * application's next call (zcoll__report), not in this thread's. */
@@ -53,15 +51,35 @@ static void pass(zcoll_comm_t *comm, int *progress, int *busy) {
       st = zcoll__progress(comm, progress);
     if (st != ZCOLL_OK) failed(comm, st);
   }
-  if (comm->broken == ZCOLL_OK && comm->vecs) { /* keys to announce, start and end */
-    zcoll_status_t st = zcoll__vecs_pump(comm, progress);
+  /* The registered work (the vector interface's keys, a partial round), in its order. */
+  for (int k = 0; k < comm->npumps && comm->broken == ZCOLL_OK; k++) {
+    zcoll_status_t st = comm->pumps[k].pass(comm->pumps[k].arg, progress);
     if (st != ZCOLL_OK) failed(comm, st);
   }
-  if (comm->broken == ZCOLL_OK && comm->partial) { /* a partial round to decide and move */
-    zcoll_status_t st = zcoll__partial_pump(comm, progress);
-    if (st != ZCOLL_OK) failed(comm, st);
-  }
-  *busy = comm->broken == ZCOLL_OK && (comm->active != NULL || zcoll__partial_busy(comm));
+  int pumping = 0;
+  for (int k = 0; k < comm->npumps && !pumping; k++)
+    pumping = comm->pumps[k].busy && comm->pumps[k].busy(comm->pumps[k].arg);
+  *busy = comm->broken == ZCOLL_OK && (comm->active != NULL || pumping);
+}
+
+zcoll_status_t zcoll__pump_add(zcoll_comm_t *comm, zcoll_status_t (*fn)(void *arg, int *progress),
+                               int (*busy)(const void *arg), void *arg) {
+  if (comm->npumps == ZCOLL_PUMPS_MAX)
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "more than %d kinds of work for the progress thread",
+                       ZCOLL_PUMPS_MAX);
+  comm->pumps[comm->npumps++] = (struct zcoll__pump){fn, busy, arg};
+  return ZCOLL_OK;
+}
+
+void zcoll__pump_remove(zcoll_comm_t *comm, zcoll_status_t (*fn)(void *arg, int *progress),
+                        const void *arg) {
+  for (int k = 0; k < comm->npumps; k++)
+    if (comm->pumps[k].pass == fn && comm->pumps[k].arg == arg) {
+      memmove(&comm->pumps[k], &comm->pumps[k + 1],
+              sizeof(comm->pumps[0]) * (size_t)(comm->npumps - k - 1));
+      comm->npumps--;
+      return;
+    }
 }
 
 /* Sleeps until something may have happened (at most 10 ms busy, 100 ms idle); the lock is

@@ -15,4 +15,12 @@ void zcoll__progress_thread_wake(zcoll_comm_t *comm);
 enum { ZCOLL_PT_HELD, ZCOLL_PT_NOT_HELD, ZCOLL_PT_FORKED };
 void zcoll__progress_thread_stop(zcoll_comm_t *comm, int how);
 
+/* Registers work for the thread's passes (comm.h: struct zcoll__pump), and takes it off
+ * again (by fn and arg); the caller has entered comm or holds its lock. A pump runs in
+ * the thread's passes only: a caller's own progress moves its work itself. */
+zcoll_status_t zcoll__pump_add(zcoll_comm_t *comm, zcoll_status_t (*fn)(void *arg, int *progress),
+                               int (*busy)(const void *arg), void *arg);
+void zcoll__pump_remove(zcoll_comm_t *comm, zcoll_status_t (*fn)(void *arg, int *progress),
+                        const void *arg);
+
 #endif

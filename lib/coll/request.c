@@ -20,7 +20,6 @@
 #include "base/log.h"
 #include "base/clock.h"
 #include "boot/sock.h"
-#include "partial.h"
 #include "plan.h"
 #include "progress_thread.h"
 #include "request.h"
@@ -47,10 +46,13 @@ struct zcoll_request {
   struct zcoll__plan agree_plan;
   struct zcoll__exec_state *agree_e;
   struct zcoll__run agree_run;
-  int wait_ms;                    /* zcoll_wait_timeout's bound, for its body */
-  struct zcoll__idle idle;        /* zcoll_wait_timeout: the wait so far, kept across its calls */
-  struct zcoll__partial *partial; /* a partial allreduce's (partial.c), whose calls these are */
+  int wait_ms;             /* zcoll_wait_timeout's bound, for its body */
+  struct zcoll__idle idle; /* zcoll_wait_timeout: the wait so far, kept across its calls */
+  const struct zcoll__request_ops *ops; /* its kind (request.h): ordinary, unless wrapped */
+  void *impl;                           /* a wrapped kind's own state */
 };
+
+static const struct zcoll__request_ops ordinary;
 
 /* How q's collective stands: in progress until its last run has ended; the data run's
  * error before the agreement's. */
@@ -172,6 +174,7 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
   struct zcoll_request *q = request_alloc(comm);
   if (!q) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a request");
   q->comm = comm;
+  q->ops = &ordinary;
   q->persistent = persistent;
   zcoll_status_t st;
   if (a->kind == ZCOLL_COLL_BROADCAST)
@@ -439,41 +442,52 @@ static zcoll_status_t free_ended(struct zcoll_request *q) {
   return ZCOLL_OK;
 }
 
-zcoll_status_t zcoll_start(zcoll_request_t *q) {
-  if (q && q->partial) return zcoll__partial_start(q->partial);
+/* The ordinary kind's calls (request.h). */
+static zcoll_status_t ordinary_start(struct zcoll_request *q) {
   return on_request(q, "zcoll_start", start_again);
 }
 /* zcoll_test never waits for the progress thread's pass (copies and reductions of
  * hundreds of microseconds, more when the thread lost its core holding the lock). */
-zcoll_status_t zcoll_test(zcoll_request_t *q) {
-  if (q && q->partial) return zcoll__partial_test(q->partial);
+static zcoll_status_t ordinary_test(struct zcoll_request *q) {
   return on_request_how(q, "zcoll_test", test_end, q && q->open && !q->pooled);
 }
-zcoll_status_t zcoll_wait(zcoll_request_t *q) {
-  if (q && q->partial) return zcoll__partial_wait(q->partial, -1);
-  return on_request(q, "zcoll_wait", wait_end);
-}
-zcoll_status_t zcoll_wait_timeout(zcoll_request_t *q, int timeout_ms) {
-  if (q && q->partial) return zcoll__partial_wait(q->partial, timeout_ms > 0 ? timeout_ms : 0);
-  if (q && !q->pooled) q->wait_ms = timeout_ms > 0 ? timeout_ms : 0;
+static zcoll_status_t ordinary_wait(struct zcoll_request *q, int timeout_ms) {
+  if (timeout_ms < 0) return on_request(q, "zcoll_wait", wait_end);
+  if (q && !q->pooled) q->wait_ms = timeout_ms;
   return on_request(q, "zcoll_wait_timeout", wait_end_for);
 }
-zcoll_status_t zcoll_request_free(zcoll_request_t *q) {
-  if (q && q->partial) return zcoll__partial_free(q->partial);
+static zcoll_status_t ordinary_free(struct zcoll_request *q) {
   return on_request(q, "zcoll_request_free", free_ended);
 }
+static const struct zcoll__request_ops ordinary = {ordinary_start, ordinary_test, ordinary_wait,
+                                                   ordinary_free};
 
-/* A partial request's handle: on its own communicator, in no list (partial.c owns it). */
-zcoll_request_t *zcoll__request_of_partial(zcoll_comm_t *comm, struct zcoll__partial *P) {
+/* A NULL request goes to the ordinary calls, which say so. */
+static const struct zcoll__request_ops *kind(const struct zcoll_request *q) {
+  return q && q->ops ? q->ops : &ordinary;
+}
+
+zcoll_status_t zcoll_start(zcoll_request_t *q) { return kind(q)->start(q); }
+zcoll_status_t zcoll_test(zcoll_request_t *q) { return kind(q)->test(q); }
+zcoll_status_t zcoll_wait(zcoll_request_t *q) { return kind(q)->wait(q, -1); }
+zcoll_status_t zcoll_wait_timeout(zcoll_request_t *q, int timeout_ms) {
+  return kind(q)->wait(q, timeout_ms > 0 ? timeout_ms : 0);
+}
+zcoll_status_t zcoll_request_free(zcoll_request_t *q) { return kind(q)->free(q); }
+
+/* Another kind's handle: on its communicator, in no list (its kind owns it). */
+zcoll_request_t *zcoll__request_wrap(zcoll_comm_t *comm, const struct zcoll__request_ops *ops,
+                                     void *impl) {
   struct zcoll_request *q = calloc(1, sizeof(*q));
   if (!q) return NULL;
   q->comm = comm;
   q->persistent = 1;
-  q->partial = P;
+  q->ops = ops;
+  q->impl = impl;
   return q;
 }
-struct zcoll__partial *zcoll__partial_of(const zcoll_request_t *q) {
-  return q ? q->partial : NULL;
+void *zcoll__request_impl(const zcoll_request_t *q, const struct zcoll__request_ops *ops) {
+  return q && q->ops == ops ? q->impl : NULL;
 }
 void zcoll__request_forget(zcoll_request_t *q) { free(q); }
 

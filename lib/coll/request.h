@@ -1,6 +1,7 @@
 /*
  * request.h -- non-blocking and persistent collectives (request.c), for the layers
- * that keep requests of their own (the task interface) and for destroy.
+ * that keep requests of their own (the task interface, the partial allreduce) and for
+ * destroy.
  */
 #ifndef ZCOLL_REQUEST_H
 #define ZCOLL_REQUEST_H
@@ -26,5 +27,23 @@ void zcoll__requests_release(zcoll_comm_t *comm); /* and the pool */
 void zcoll__requests_revoke_grants(zcoll_comm_t *comm, int local);
 /* How many requests of comm are in flight. */
 int zcoll__requests_active(const zcoll_comm_t *comm);
+
+/* A kind of request: what each call on one does. The public calls (zcoll_start, zcoll_test,
+ * zcoll_wait, zcoll_wait_timeout, zcoll_request_free) hand the request to its kind's:
+ * request.c's own for the collectives it issues (the task interface's rounds among them,
+ * through the bodies above), partial.c's for the partial allreduce. A kind other than
+ * request.c's keeps its state in the handle's impl and enters communicators itself. */
+struct zcoll__request_ops {
+  zcoll_status_t (*start)(zcoll_request_t *q);
+  zcoll_status_t (*test)(zcoll_request_t *q);
+  zcoll_status_t (*wait)(zcoll_request_t *q, int timeout_ms); /* < 0: no bound */
+  zcoll_status_t (*free)(zcoll_request_t *q);
+};
+/* A handle of another kind on comm, in no list of comm's (its kind owns it); impl back from
+ * a handle (NULL: not of that kind); the handle freed, and nothing else. */
+zcoll_request_t *zcoll__request_wrap(zcoll_comm_t *comm, const struct zcoll__request_ops *ops,
+                                     void *impl);
+void *zcoll__request_impl(const zcoll_request_t *q, const struct zcoll__request_ops *ops);
+void zcoll__request_forget(zcoll_request_t *q);
 
 #endif

@@ -73,6 +73,7 @@ struct zcoll__vecs {
   struct zcoll_vec *list;
   struct go *gos, **gos_tail; /* rank 0's GOs not yet started here, in order */
   struct zcoll__vec_seq *seq; /* rank 0 */
+  int pumped;                 /* registered with the progress thread (vecs_pass) */
 };
 
 static struct zcoll_vec *find(const zcoll_comm_t *comm, const char *key) {
@@ -219,6 +220,12 @@ zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
   return st;
 }
 
+/* The progress thread's pump (progress_thread.h), registered with the first key. */
+static zcoll_status_t vecs_pass(void *arg, int *progress) {
+  zcoll_comm_t *comm = arg;
+  return comm->vecs ? zcoll__vecs_pump(comm, progress) : ZCOLL_OK;
+}
+
 /* ---- the calls ---- */
 
 /* 31 bits of FNV-1a: in each round's description, so that rounds pair only with
@@ -272,6 +279,10 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
   if (!v || (!comm->vecs && !(comm->vecs = calloc(1, sizeof(*comm->vecs))))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for key '%s'", key);
     goto out;
+  }
+  if (!comm->vecs->pumped) { /* the progress thread moves the keys from now on */
+    if ((st = zcoll__pump_add(comm, vecs_pass, NULL, comm)) != ZCOLL_OK) goto out;
+    comm->vecs->pumped = 1;
   }
   if (find(comm, key)) {
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_init: key '%s' is in use on this rank", key);
@@ -535,6 +546,7 @@ zcoll_status_t zcoll_vec_free(zcoll_vec_t *v) {
 void zcoll__vecs_release(zcoll_comm_t *comm) {
   struct zcoll__vecs *vs = comm->vecs;
   if (!vs) return;
+  if (vs->pumped) zcoll__pump_remove(comm, vecs_pass, comm);
   while (vs->list) {
     struct zcoll_vec *v = vs->list;
     vs->list = v->next;

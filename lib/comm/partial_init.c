@@ -15,7 +15,8 @@ zcoll_status_t zcoll_allreduce_partial_init(zcoll_comm_t *comm, const void *send
   zcoll_comm_t *pc = NULL;
   zcoll_status_t st = zcoll__comm_split(comm, 0, zcoll_comm_rank(comm), 1, &pc);
   if (st != ZCOLL_OK) return st;
-  if ((st = zcoll__partial_make(pc, sendbuf, recvbuf, count, dtype, op, quorum, req)) != ZCOLL_OK) {
+  if ((st = zcoll__partial_make(pc, sendbuf, recvbuf, count, dtype, op, quorum, zcoll_comm_destroy,
+                                req)) != ZCOLL_OK) {
     char msg[512];
     snprintf(msg, sizeof(msg), "%s", zcoll__last_error());
     zcoll_comm_destroy(pc);

@@ -1,4 +1,5 @@
-/* channel.c -- the wire protocol's encoding and checks (the layout is in channel.h). */
+/* channel.c -- the wire protocol's encoding and checks (the layout is in channel.h), and the
+ * receiver's side of the credits: a consumed slot handed back to the peer. */
 #include "channel.h"
 
 #include <stdio.h>
@@ -6,6 +7,7 @@
 
 #include "algorithms/algorithms.h"
 #include "base/log.h"
+#include "exec.h"
 #include "kernels/op.h"
 
 #define ZCOLL_CHAN_MAGIC 0x7a636f6cu /* "zcol" */
@@ -208,5 +210,27 @@ zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot
   sl->data_off = 0;
   sl->imm = ev->imm;
   sl->len = ev->len;
+  return ZCOLL_OK;
+}
+
+/* ---- credits: the receiver hands consumed slots back ---- */
+
+static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
+  zcoll_status_t st = zcoll__chan_put(
+      comm, c, NULL, NULL, NULL, 0, 0, zcoll__imm_credit(c->unreturned, c->imm_set, c->imm_gen),
+      ZCOLL_COOKIE_CREDIT | zcoll__cookie(c->imm_set, (uint32_t)(c - comm->chans), 0));
+  if (st == ZCOLL_OK) c->unreturned = 0;
+  return st;
+}
+
+/* A consumed slot is free again; its credit goes back in batches. */
+zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
+                                   struct zcoll__slot *sl) {
+  sl->arrived = 0;
+  sl->data_off = 0;
+  c->recv_seq++;
+  c->recv_slot = zcoll__slot_next(c->recv_slot, comm->depth);
+  c->unreturned++;
+  if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) return return_credits(comm, c);
   return ZCOLL_OK;
 }

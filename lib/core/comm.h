@@ -67,6 +67,17 @@ struct zcoll__tli {
   struct zcoll__ftl *ftl;      /* the family's instance this is (family.h) */
 };
 
+/* Work the progress thread moves on each pass beside the executor's runs, registered by
+ * the layer that owns it (lib/coll/progress_thread.h): the thread calls it through this,
+ * by no name. pass: one pass, under the communicator's entry or the thread's lock; busy:
+ * has it something in flight (keep spinning), or NULL. */
+struct zcoll__pump {
+  zcoll_status_t (*pass)(void *arg, int *progress);
+  int (*busy)(const void *arg);
+  void *arg;
+};
+#define ZCOLL_PUMPS_MAX 4
+
 struct zcoll_comm {
   zcoll_config_t *cfg;
   int rank, size;
@@ -168,6 +179,8 @@ struct zcoll_comm {
   atomic_int progress_stop;
   pthread_t progress_tid;
   pthread_mutex_t mu;
+  struct zcoll__pump pumps[ZCOLL_PUMPS_MAX]; /* registered (progress_thread.c) */
+  int npumps;
   int nactive_requests;
   struct zcoll_mr *mrs;    /* explicit registrations (mr.c) */
   struct zcoll__mem *mems; /* zcoll_mem_alloc's regions not yet freed (mem.c) */

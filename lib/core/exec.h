@@ -144,7 +144,7 @@ static inline int zcoll__deps_ready(const struct zcoll__run *r, const struct zco
 }
 
 /* The channel's oldest piece has been used: its slot is free again (credits go back in
- * batches). */
+ * batches; channel.c). */
 zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
                                    struct zcoll__slot *sl);
 

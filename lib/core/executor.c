@@ -210,26 +210,6 @@ static void put_done(zcoll_comm_t *comm, uint64_t cookie) {
 
 /* ---- receiving ---------------------------------------------------------------------- */
 
-static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {
-  zcoll_status_t st = zcoll__chan_put(
-      comm, c, NULL, NULL, NULL, 0, 0, zcoll__imm_credit(c->unreturned, c->imm_set, c->imm_gen),
-      ZCOLL_COOKIE_CREDIT | zcoll__cookie(c->imm_set, (uint32_t)(c - comm->chans), 0));
-  if (st == ZCOLL_OK) c->unreturned = 0;
-  return st;
-}
-
-/* A consumed slot is free again; its credit goes back in batches. */
-zcoll_status_t zcoll__chan_consume(zcoll_comm_t *comm, struct zcoll__chan *c,
-                                   struct zcoll__slot *sl) {
-  sl->arrived = 0;
-  sl->data_off = 0;
-  c->recv_seq++;
-  c->recv_slot = zcoll__slot_next(c->recv_slot, comm->depth);
-  c->unreturned++;
-  if (c->unreturned >= (uint32_t)(comm->depth + 1) / 2) return return_credits(comm, c);
-  return ZCOLL_OK;
-}
-
 /* The first piece of this collective from the peer: its header must say that the peer
  * is at the same collective and calls it alike, before any of its data is used. */
 static zcoll_status_t take_header(struct zcoll__run *r, int j, struct zcoll__chan *c,

@@ -3,7 +3,8 @@
  * and how libucs is kept from touching the process's signal handlers): libucp.so.0 is
  * dlopen()ed the first time the transport is probed, and the dozen functions the
  * transport calls are looked up into one table. libuct.so.0 likewise, only when
- * zcoll_info lists UCX's transports and devices (iface.c).
+ * zcoll_info lists UCX's transports and devices (iface.c). Its statuses become zcoll's
+ * here too (zcoll__ucx_status), for every file of the transport.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -91,4 +92,24 @@ void zcoll__ucx_version(char *buf, size_t len) {
   else
     snprintf(buf, len, "UCX cannot be loaded: %s (built against %d.%d)", why, UCP_API_MAJOR,
              UCP_API_MINOR);
+}
+
+/* UCX's status as the transport interface's (lib/tl/transport.h): decided here, at the
+ * boundary, for every file of the transport. */
+zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
+  switch (s) {
+  case UCS_OK: return ZCOLL_OK;
+  case UCS_ERR_NO_MEMORY: return ZCOLL_ERR_NO_MEMORY;
+  case UCS_ERR_UNSUPPORTED:
+  case UCS_ERR_NO_DEVICE: return ZCOLL_ERR_UNSUPPORTED;
+  case UCS_ERR_TIMED_OUT: return ZCOLL_ERR_TIMEOUT;
+  /* UCX's keepalive gave up on the peer: it is lost, as with a reset (transport.h keeps
+     * TIMEOUT for our own waits). Over TCP a killed peer shows either way, by timing. */
+  case UCS_ERR_ENDPOINT_TIMEOUT:
+  case UCS_ERR_CONNECTION_RESET:
+  case UCS_ERR_UNREACHABLE:
+  case UCS_ERR_REJECTED:
+  case UCS_ERR_NOT_CONNECTED: return ZCOLL_ERR_PEER_FAILED;
+  default: return ZCOLL_ERR_TRANSPORT;
+  }
 }

@@ -11,24 +11,6 @@
 #include "base/config.h"
 #include "ucx.h"
 
-zcoll_status_t zcoll__ucx_status(ucs_status_t s) {
-  switch (s) {
-  case UCS_OK: return ZCOLL_OK;
-  case UCS_ERR_NO_MEMORY: return ZCOLL_ERR_NO_MEMORY;
-  case UCS_ERR_UNSUPPORTED:
-  case UCS_ERR_NO_DEVICE: return ZCOLL_ERR_UNSUPPORTED;
-  case UCS_ERR_TIMED_OUT: return ZCOLL_ERR_TIMEOUT;
-  /* UCX's keepalive gave up on the peer: it is lost, as with a reset (transport.h keeps
-     * TIMEOUT for our own waits). Over TCP a killed peer shows either way, by timing. */
-  case UCS_ERR_ENDPOINT_TIMEOUT:
-  case UCS_ERR_CONNECTION_RESET:
-  case UCS_ERR_UNREACHABLE:
-  case UCS_ERR_REJECTED:
-  case UCS_ERR_NOT_CONNECTED: return ZCOLL_ERR_PEER_FAILED;
-  default: return ZCOLL_ERR_TRANSPORT;
-  }
-}
-
 static zcoll_status_t ucx_probe(const zcoll_config_t *cfg, char *why, size_t why_len) {
   (void)cfg;
   if (zcoll__ucx_load(why, why_len) != ZCOLL_OK) return ZCOLL_ERR_UNSUPPORTED;

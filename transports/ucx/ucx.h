@@ -203,6 +203,7 @@ zcoll_status_t zcoll__ucx_push(struct zcoll_tl *tl, const struct zcoll_tl_event 
 void zcoll__ucx_free_held(struct zcoll_tl *tl);
 struct zcoll__ucx_op *zcoll__ucx_op_get(struct zcoll_tl *tl);
 void zcoll__ucx_op_put(struct zcoll_tl *tl, struct zcoll__ucx_op *op);
+/* api.c: UCX's status as transport.h's. */
 zcoll_status_t zcoll__ucx_status(ucs_status_t s);
 ucs_status_t zcoll__ucx_am_handler(void *arg, const void *header, size_t header_length, void *data,
                                    size_t length, const ucp_am_recv_param_t *param);

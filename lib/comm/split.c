@@ -189,10 +189,10 @@ static zcoll_status_t split_alloc(struct split *s) {
   s->took = malloc(sizeof(*s->took) * p);
   s->fds = malloc(sizeof(*s->fds) * p);
   s->again = malloc(sizeof(*s->again) * p);
+  for (int r = 0; s->fds && r < s->p; r++) s->fds[r] = -1; /* split_free closes them */
   if (!s->all || !s->group || !s->members || !s->offers || !s->set_of || !s->tl_of || !s->gen_of ||
       !s->ids || !s->took || !s->fds || !s->again)
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
-  for (int r = 0; r < s->p; r++) s->fds[r] = -1;
   return ZCOLL_OK;
 }
 

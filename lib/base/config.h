@@ -14,11 +14,6 @@
 
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-/* Work requests a verbs queue pair needs at least, per direction: the 256 writes in flight
- * to one peer the executor allows (transport.h's put), as many credit returns, and
- * flushes. */
-#define ZCOLL_IB_QP_DEPTH_MIN (2 * 256 + 64)
-
 /* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into the table of transports. */
 #define ZCOLL_TL_AUTO (-1)
 
@@ -47,7 +42,7 @@ struct zcoll_config {
   int ib_pkey;       /* partition key; -1: the port's first P_Key table entry */
   int ib_timeout;    /* the local ack timeout's exponent: 4.096 us * 2^t per try */
   int ib_retry_cnt;  /* transport retries before a send fails */
-  int ib_qp_depth;   /* work requests per queue pair and direction; 0: ZCOLL_IB_QP_DEPTH_MIN */
+  int ib_qp_depth; /* work requests per queue pair and direction; 0: ZCOLL_IB_QP_DEPTH_MIN (verbs) */
   char algo[32];
   char bcast_algo[32];
   int tree_arity;

@@ -1,6 +1,7 @@
 /* config.c -- zcoll_config: create (defaults, then the environment), set, get, list,
- * copy; the fields themselves are a table (config_fields.c) that parses the environment and
- * zcoll_config_set alike, and lists them for zcoll_info. */
+ * copy; the fields themselves are tables (base's in config_fields.c, the transports'
+ * beside them) that parse the environment and zcoll_config_set alike, and list them for
+ * zcoll_info, handed in as one list of sections (config.h's struct zcoll__config_names). */
 #include "config.h"
 
 #include <stdio.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config_fields.h"
 #include "log.h"
 
 extern char **environ;
@@ -19,18 +19,26 @@ static const char *shown(const struct zcoll__config_field *f, const char *value)
   return value && value[0] ? "(set)" : "(unset)";
 }
 
-static const struct zcoll__config_field *find_field(const char *name) {
-  if (!name) return NULL;
-  if (strncasecmp(name, "ZCOLL_", 6) == 0) name += 6;
-  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS; i++)
-    if (strcasecmp(name, zcoll__config_fields[i].name) == 0) return &zcoll__config_fields[i];
+/* The i-th field of the list, in zcoll_info's order (NULL past its end). */
+static const struct zcoll__config_field *field_at(const struct zcoll__config_names *nm, int i) {
+  for (int k = 0; k < nm->nsections; i -= nm->sections[k].n, k++)
+    if (i < nm->sections[k].n) return &nm->sections[k].fields[i];
   return NULL;
 }
 
+/* The index of the field of that name (with or without ZCOLL_), -1 if there is none. */
+static int find_field(const char *name, const struct zcoll__config_names *nm) {
+  if (!name) return -1;
+  if (strncasecmp(name, "ZCOLL_", 6) == 0) name += 6;
+  for (int i = 0; i < ZCOLL_CONFIG_NFIELDS; i++)
+    if (strcasecmp(name, field_at(nm, i)->name) == 0) return i;
+  return -1;
+}
+
 /* Parses into a scratch copy first so that a bad value leaves the field unchanged. */
-static zcoll_status_t set_field(zcoll_config_t *cfg, const struct zcoll__config_field *f,
-                                const char *value, const char *origin,
+static zcoll_status_t set_field(zcoll_config_t *cfg, int i, const char *value, const char *origin,
                                 const struct zcoll__config_names *nm) {
+  const struct zcoll__config_field *f = field_at(nm, i);
   char why[160] = "";
   unsigned char scratch[512];
   if (f->size > sizeof(scratch) || f->parse(value, scratch, f->size, why, sizeof(why), nm))
@@ -39,9 +47,9 @@ static zcoll_status_t set_field(zcoll_config_t *cfg, const struct zcoll__config_
   char *copy = strdup(value);
   if (!copy) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory copying ZCOLL_%s", f->name);
   memcpy((char *)cfg + f->offset, scratch, f->size);
-  free(cfg->text[f - zcoll__config_fields]);
-  cfg->text[f - zcoll__config_fields] = copy;
-  cfg->explicit_[f - zcoll__config_fields] = strcmp(origin, " (built-in default)") != 0;
+  free(cfg->text[i]);
+  cfg->text[i] = copy;
+  cfg->explicit_[i] = strcmp(origin, " (built-in default)") != 0;
   return ZCOLL_OK;
 }
 
@@ -59,13 +67,12 @@ zcoll_status_t zcoll__config_create(zcoll_config_t **out, const struct zcoll__co
   if (!cfg) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory allocating a configuration");
   zcoll_status_t st = ZCOLL_OK;
   for (int i = 0; i < ZCOLL_CONFIG_NFIELDS && st == ZCOLL_OK; i++)
-    st = set_field(cfg, &zcoll__config_fields[i], zcoll__config_fields[i].deflt,
-                   " (built-in default)", nm);
+    st = set_field(cfg, i, field_at(nm, i)->deflt, " (built-in default)", nm);
   for (int i = 0; i < ZCOLL_CONFIG_NFIELDS && st == ZCOLL_OK; i++) {
     char var[64];
-    snprintf(var, sizeof(var), "ZCOLL_%s", zcoll__config_fields[i].name);
+    snprintf(var, sizeof(var), "ZCOLL_%s", field_at(nm, i)->name);
     const char *v = getenv(var);
-    if (v) st = set_field(cfg, &zcoll__config_fields[i], v, " (from the environment)", nm);
+    if (v) st = set_field(cfg, i, v, " (from the environment)", nm);
   }
   if (st != ZCOLL_OK) {
     zcoll_config_free(cfg);
@@ -83,7 +90,7 @@ zcoll_status_t zcoll__config_create(zcoll_config_t **out, const struct zcoll__co
     name[n] = '\0';
     /* ZCOLL_TEST_* and ZCOLL_RXE_* belong to the test suite and the soft-RoCE harness,
      * ZCOLL_LIBRARY to the Python binding (the library it loads: python/zcoll/_lib.py). */
-    if (!find_field(name) && strncmp(name, "ZCOLL_TEST_", 11) != 0 &&
+    if (find_field(name, nm) < 0 && strncmp(name, "ZCOLL_TEST_", 11) != 0 &&
         strncmp(name, "ZCOLL_RXE", 9) != 0 && strcmp(name, "ZCOLL_LIBRARY") != 0)
       zcoll_log_warn("unknown variable %s is ignored", name);
   }
@@ -96,11 +103,12 @@ zcoll_status_t zcoll__config_set(zcoll_config_t *cfg, const char *name, const ch
   if (!cfg || !value)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_set: %s is NULL",
                        !cfg ? "cfg" : "value");
-  const struct zcoll__config_field *f = find_field(name);
-  if (!f)
+  int i = find_field(name, nm);
+  if (i < 0)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_set: no configuration field '%s'",
                        name ? name : "(null)");
-  zcoll_status_t st = set_field(cfg, f, value, "", nm);
+  const struct zcoll__config_field *f = field_at(nm, i);
+  zcoll_status_t st = set_field(cfg, i, value, "", nm);
   if (st == ZCOLL_OK && (f->offset == offsetof(struct zcoll_config, log_level) ||
                          f->offset == offsetof(struct zcoll_config, log_subsys) ||
                          f->offset == offsetof(struct zcoll_config, log_file)))
@@ -108,15 +116,15 @@ zcoll_status_t zcoll__config_set(zcoll_config_t *cfg, const char *name, const ch
   return st;
 }
 
-zcoll_status_t zcoll_config_get(const zcoll_config_t *cfg, const char *name, char *buf,
-                                size_t len) {
+zcoll_status_t zcoll__config_get(const zcoll_config_t *cfg, const char *name, char *buf, size_t len,
+                                 const struct zcoll__config_names *nm) {
   if (!cfg || !buf || !len)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_get: NULL or empty argument");
-  const struct zcoll__config_field *f = find_field(name);
-  if (!f)
+  int i = find_field(name, nm);
+  if (i < 0)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_config_get: no configuration field '%s'",
                        name ? name : "(null)");
-  snprintf(buf, len, "%s", shown(f, cfg->text[f - zcoll__config_fields]));
+  snprintf(buf, len, "%s", shown(field_at(nm, i), cfg->text[i]));
   return ZCOLL_OK;
 }
 
@@ -126,24 +134,25 @@ void zcoll_config_free(zcoll_config_t *cfg) {
   free(cfg);
 }
 
-int zcoll_config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entries, int max) {
+int zcoll__config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entries, int max,
+                          const struct zcoll__config_names *nm) {
   static char names[ZCOLL_CONFIG_NFIELDS][48];
   for (int i = 0; i < ZCOLL_CONFIG_NFIELDS && i < max && entries; i++) {
+    const struct zcoll__config_field *f = field_at(nm, i);
     /* Names are built once; racing threads write the same bytes. */
-    if (!names[i][0])
-      snprintf(names[i], sizeof(names[i]), "ZCOLL_%s", zcoll__config_fields[i].name);
+    if (!names[i][0]) snprintf(names[i], sizeof(names[i]), "ZCOLL_%s", f->name);
     entries[i].name = names[i];
-    entries[i].value = shown(&zcoll__config_fields[i],
-                             cfg ? cfg->text[i] : zcoll__config_fields[i].deflt);
-    entries[i].default_value = shown(&zcoll__config_fields[i], zcoll__config_fields[i].deflt);
-    entries[i].doc = zcoll__config_fields[i].doc;
+    entries[i].value = shown(f, cfg ? cfg->text[i] : f->deflt);
+    entries[i].default_value = shown(f, f->deflt);
+    entries[i].doc = f->doc;
   }
   return ZCOLL_CONFIG_NFIELDS;
 }
 
-int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name) {
-  const struct zcoll__config_field *f = find_field(name);
-  return f && cfg->explicit_[f - zcoll__config_fields];
+int zcoll__config_is_explicit(const zcoll_config_t *cfg, const char *name,
+                              const struct zcoll__config_names *nm) {
+  int i = find_field(name, nm);
+  return i >= 0 && cfg->explicit_[i];
 }
 
 /* A private deep copy, so that a communicator keeps its settings whatever the caller

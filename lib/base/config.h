@@ -1,7 +1,10 @@
 /*
- * config.h -- the configuration table: every knob is a ZCOLL_* variable and a field of
- * struct zcoll_config, parsed by one table (name, default, doc, offset, parser) that
- * also feeds zcoll_info.
+ * config.h -- the configuration tables: every knob is a ZCOLL_* variable and a field of
+ * struct zcoll_config, parsed by a table row (name, default, doc, offset, parser) that
+ * also feeds zcoll_info. The rows sit with what they configure: base's own
+ * (config_fields.c) and each transport's (transports/<name>/config.c), gathered into the
+ * one list zcoll_info -c prints by the layer that knows them all (comm/config_api.c),
+ * which hands it in with the other layers' names (struct zcoll__config_names).
  */
 #ifndef ZCOLL_CONFIG_H
 #define ZCOLL_CONFIG_H
@@ -11,14 +14,11 @@
 
 enum { ZCOLL_PROGRESS_CALLER, ZCOLL_PROGRESS_THREAD };
 
-/* Work requests a verbs queue pair needs at least, per direction: the 256 writes in flight
- * to one peer the executor allows (transport.h's put), as many credit returns, and
- * flushes. */
-#define ZCOLL_IB_QP_DEPTH_MIN (2 * 256 + 64)
-
 /* ZCOLL_TRANSPORT's value: ZCOLL_TL_AUTO or an index into the table of transports. */
 #define ZCOLL_TL_AUTO (-1)
 
+/* Every table's rows together: base's (config_fields.h) and the transports' (checked where
+ * they are gathered, comm/config_api.c). */
 #define ZCOLL_CONFIG_NFIELDS 37
 
 struct zcoll_config {
@@ -42,7 +42,7 @@ struct zcoll_config {
   int ib_pkey;       /* partition key; -1: the port's first P_Key table entry */
   int ib_timeout;    /* the local ack timeout's exponent: 4.096 us * 2^t per try */
   int ib_retry_cnt;  /* transport retries before a send fails */
-  int ib_qp_depth;   /* work requests per queue pair and direction; 0: ZCOLL_IB_QP_DEPTH_MIN */
+  int ib_qp_depth; /* work requests per queue pair and direction; 0: ZCOLL_IB_QP_DEPTH_MIN (verbs) */
   char algo[32];
   char bcast_algo[32];
   int tree_arity;
@@ -65,22 +65,75 @@ struct zcoll_config {
   unsigned char explicit_[ZCOLL_CONFIG_NFIELDS]; /* set from the environment or code */
 };
 
-/* What some fields name is other layers' (an algorithm, a transport): they hand the names
- * in, so that configuration knows none of them (comm/config_api.c, the public calls). */
+struct zcoll__config_names;
+
+/* nm: the names of other layers' things that some fields take (below). */
+typedef int (*zcoll__config_parse_fn)(const char *text, void *dst, size_t dst_size, char *why,
+                                      size_t why_len, const struct zcoll__config_names *nm);
+
+/* One row of a table: one ZCOLL_* variable. */
+struct zcoll__config_field {
+  const char *name; /* without the ZCOLL_ prefix */
+  const char *deflt;
+  const char *doc;
+  size_t offset;
+  size_t size;
+  zcoll__config_parse_fn parse;
+  int secret; /* its value is never shown: zcoll_info, zcoll_config_get, messages */
+};
+
+/* A row for member of struct zcoll_config; ZCOLL_CONFIG_SECRET: one whose value is redacted
+ * wherever fields are shown. */
+#define ZCOLL_CONFIG_FIELD(name, deflt, doc, member, parser)  \
+  {                                                           \
+    name, deflt, doc, offsetof(struct zcoll_config, member),  \
+        sizeof(((struct zcoll_config *)0)->member), parser, 0 \
+  }
+#define ZCOLL_CONFIG_SECRET(name, deflt, doc, member, parser) \
+  {                                                           \
+    name, deflt, doc, offsetof(struct zcoll_config, member),  \
+        sizeof(((struct zcoll_config *)0)->member), parser, 1 \
+  }
+
+/* A table's rows, as gathered into the one list. */
+struct zcoll__config_section {
+  const struct zcoll__config_field *fields;
+  int n;
+};
+
+/* What some fields name is other layers' (an algorithm, a transport), and so are some
+ * tables (a transport's): they hand them in, so that configuration knows none of them
+ * (comm/config_api.c, the public calls). */
 struct zcoll__config_names {
   int (*algo_valid)(const char *name);       /* ZCOLL_ALGO: "auto" or one it accepts */
   int (*bcast_algo_valid)(const char *name); /* ZCOLL_BCAST_ALGO: the same */
   const char *const *transports;             /* ZCOLL_TRANSPORT: "auto" or an index here */
   int ntransports;
+  /* Every table, in the order zcoll_info and zcoll_config_entries list the fields: their
+   * rows add up to ZCOLL_CONFIG_NFIELDS. */
+  const struct zcoll__config_section *sections;
+  int nsections;
 };
 
-/* zcoll_config_create and zcoll_config_set, with the names. */
+/* The public calls of the same names, with the names and tables (comm/config_api.c). */
 zcoll_status_t zcoll__config_create(zcoll_config_t **out, const struct zcoll__config_names *nm);
 zcoll_status_t zcoll__config_set(zcoll_config_t *cfg, const char *name, const char *value,
                                  const struct zcoll__config_names *nm);
+zcoll_status_t zcoll__config_get(const zcoll_config_t *cfg, const char *name, char *buf, size_t len,
+                                 const struct zcoll__config_names *nm);
+int zcoll__config_entries(const zcoll_config_t *cfg, zcoll_config_entry_t *entries, int max,
+                          const struct zcoll__config_names *nm);
 
 /* Was the field set from the environment or code (not left at its default)? */
-int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name);
+int zcoll__config_is_explicit(const zcoll_config_t *cfg, const char *name,
+                              const struct zcoll__config_names *nm);
+
+/* Parsers other tables' rows share (config_fields.c): text of fewer than size bytes; an
+ * integer in [lo, hi] (why names the range). */
+int zcoll__config_parse_string(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                               const struct zcoll__config_names *nm);
+int zcoll__config_parse_range(const char *text, void *dst, long lo, long hi, char *why,
+                              size_t why_len);
 
 /* A private deep copy (communicators keep their own). */
 zcoll_status_t zcoll__config_dup(const zcoll_config_t *src, zcoll_config_t **out);

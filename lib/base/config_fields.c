@@ -1,4 +1,4 @@
-/* config_fields.c -- the table of ZCOLL_* variables: each one's name, default, the line
+/* config_fields.c -- base's table of ZCOLL_* variables: each one's name, default, the line
  * zcoll_info shows, where it lands in struct zcoll_config, and the parser that checks its
  * text (config.c sets and reads fields through the table). */
 #include "config_fields.h"
@@ -11,7 +11,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "hca.h"
 #include "hostport.h"
 #include "log.h"
 
@@ -35,6 +34,16 @@ static int parse_nonneg_int(const char *text, void *dst, size_t size, char *why,
   if (parse_int(text, dst, size, why, why_len, nm)) return -1;
   if (*(int *)dst < 0) {
     snprintf(why, why_len, "must be >= 0");
+    return -1;
+  }
+  return 0;
+}
+
+int zcoll__config_parse_range(const char *text, void *dst, long lo, long hi, char *why,
+                              size_t why_len) {
+  if (parse_int(text, dst, sizeof(int), why, why_len, NULL) || *(int *)dst < lo ||
+      *(int *)dst > hi) {
+    snprintf(why, why_len, "must be an integer from %ld to %ld", lo, hi);
     return -1;
   }
   return 0;
@@ -116,8 +125,8 @@ static int parse_bool(const char *text, void *dst, size_t size, char *why, size_
   return -1;
 }
 
-static int parse_string(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                        const struct zcoll__config_names *nm) {
+int zcoll__config_parse_string(const char *text, void *dst, size_t size, char *why, size_t why_len,
+                               const struct zcoll__config_names *nm) {
   (void)nm;
   if (strlen(text) >= size) {
     snprintf(why, why_len, "longer than %zu characters", size - 1);
@@ -190,7 +199,7 @@ static int parse_subsys(const char *text, void *dst, size_t size, char *why, siz
 static int parse_log_file(const char *text, void *dst, size_t size, char *why, size_t why_len,
                           const struct zcoll__config_names *nm) {
   if (zcoll__log_check_file(text, why, why_len)) return -1;
-  return parse_string(text, dst, size, why, why_len, nm);
+  return zcoll__config_parse_string(text, dst, size, why, why_len, nm);
 }
 
 static int parse_algo(const char *text, void *dst, size_t size, char *why, size_t why_len,
@@ -199,7 +208,7 @@ static int parse_algo(const char *text, void *dst, size_t size, char *why, size_
     snprintf(why, why_len, "unknown algorithm (zcoll_info lists them)");
     return -1;
   }
-  return parse_string(text, dst, size, why, why_len, nm);
+  return zcoll__config_parse_string(text, dst, size, why, why_len, nm);
 }
 
 static int parse_bcast_algo(const char *text, void *dst, size_t size, char *why, size_t why_len,
@@ -208,7 +217,7 @@ static int parse_bcast_algo(const char *text, void *dst, size_t size, char *why,
     snprintf(why, why_len, "unknown broadcast algorithm (auto, chain or tree)");
     return -1;
   }
-  return parse_string(text, dst, size, why, why_len, nm);
+  return zcoll__config_parse_string(text, dst, size, why, why_len, nm);
 }
 
 static int parse_arity(const char *text, void *dst, size_t size, char *why, size_t why_len,
@@ -251,7 +260,7 @@ static int parse_root(const char *text, void *dst, size_t size, char *why, size_
   if (text[0] &&
       zcoll__hostport_split(text, 0, host, sizeof(host), port, sizeof(port), why, why_len))
     return -1;
-  return parse_string(text, dst, size, why, why_len, nm);
+  return zcoll__config_parse_string(text, dst, size, why, why_len, nm);
 }
 
 /* Bounded: an entry is 64 bytes, and a dump prints every one. */
@@ -277,98 +286,14 @@ static int parse_chunk(const char *text, void *dst, size_t size, char *why, size
   return 0;
 }
 
-/* An integer in [lo, hi]; why names the range. */
-static int parse_range(const char *text, void *dst, long lo, long hi, char *why, size_t why_len) {
-  if (parse_int(text, dst, sizeof(int), why, why_len, NULL) || *(int *)dst < lo ||
-      *(int *)dst > hi) {
-    snprintf(why, why_len, "must be an integer from %ld to %ld", lo, hi);
-    return -1;
-  }
-  return 0;
-}
-
-static int parse_ib_hca(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                        const struct zcoll__config_names *nm) {
-  struct zcoll__hca_spec spec;
-  if (zcoll__hca_parse(text, &spec, why, why_len)) return -1;
-  return parse_string(text, dst, size, why, why_len, nm);
-}
-
-/* -1 in each: unset, the transport's choice (transports/verbs/port.c). */
-static int parse_gid_index(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                           const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  return parse_range(text, dst, -1, 255, why, why_len);
-}
-
-static int parse_ib_tc(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                       const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  return parse_range(text, dst, -1, 255, why, why_len);
-}
-
-/* Never 0: that disables retransmission, and one lost packet hangs the queue pair. */
-static int parse_ib_sl(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                       const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  return parse_range(text, dst, 0, 15, why, why_len);
-}
-
-/* A 16-bit P_Key as the fabric manager writes it (0x8001); -1: unset. */
-static int parse_ib_pkey(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                         const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  char *end;
-  errno = 0;
-  long v = strtol(text, &end, 0);
-  if (errno || end == text || *end || v < -1 || v > 0xffff || (v >= 0 && !(v & 0x7fff))) {
-    snprintf(why, why_len,
-             "must be a partition key from 0x0001 to 0xffff (not 0x0000 or "
-             "0x8000, which are invalid), or -1 for the port's first");
-    return -1;
-  }
-  *(int *)dst = (int)v;
-  return 0;
-}
-
-static int parse_ib_timeout(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                            const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  return parse_range(text, dst, 1, 31, why, why_len);
-}
-
-static int parse_ib_retry(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                          const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  return parse_range(text, dst, 0, 7, why, why_len);
-}
-
-static int parse_qp_depth(const char *text, void *dst, size_t size, char *why, size_t why_len,
-                          const struct zcoll__config_names *nm) {
-  (void)size, (void)nm;
-  if (parse_range(text, dst, 0, 1 << 20, why, why_len)) return -1;
-  if (*(int *)dst != 0 && *(int *)dst < ZCOLL_IB_QP_DEPTH_MIN) {
-    snprintf(why, why_len, "must be 0 (automatic) or from %d to 1048576", ZCOLL_IB_QP_DEPTH_MIN);
-    return -1;
-  }
-  return 0;
-}
-
-#define F(name, deflt, doc, member, parser)                   \
-  {                                                           \
-    name, deflt, doc, offsetof(struct zcoll_config, member),  \
-        sizeof(((struct zcoll_config *)0)->member), parser, 0 \
-  }
-/* A secret field: its value is redacted wherever fields are shown. */
-#define FS(name, deflt, doc, member, parser)                  \
-  {                                                           \
-    name, deflt, doc, offsetof(struct zcoll_config, member),  \
-        sizeof(((struct zcoll_config *)0)->member), parser, 1 \
-  }
+/* Short names for the rows below only (undefined after them), so that each reads on a line
+ * or two. */
+#define F ZCOLL_CONFIG_FIELD
+#define FS ZCOLL_CONFIG_SECRET
 
 // The table reads as one field per entry; clang-format would spread each over five lines.
 // clang-format off
-const struct zcoll__config_field zcoll__config_fields[ZCOLL_CONFIG_NFIELDS] = {
+const struct zcoll__config_field zcoll__config_fields_job[ZCOLL_CONFIG_NJOB] = {
     F("RANK", "-1", "this process's rank; -1: from the launcher (PMIx, Open MPI, Slurm, PMI)",
       rank, parse_rank),
     F("SIZE", "-1", "number of ranks; -1: from the launcher", size, parse_rank),
@@ -383,38 +308,21 @@ const struct zcoll__config_field zcoll__config_fields[ZCOLL_CONFIG_NFIELDS] = {
       root_fd, parse_rank),
     FS("JOB_KEY", "", "shared secret of the job: ranks and rank 0 prove to each other that "
        "they know it (it is never sent); empty: under PMIx rank 0 makes one and shares it "
-       "through PMIx, else anyone who reaches ZCOLL_ROOT may join", job_key, parse_string),
+       "through PMIx, else anyone who reaches ZCOLL_ROOT may join", job_key, zcoll__config_parse_string),
     F("REQUIRE_KEY", "0", "1: an empty ZCOLL_JOB_KEY is an error (else a warning)", require_key,
       parse_bool),
     F("JOB_ID", "", "public job id that keeps two jobs on one port apart (not a secret); "
       "empty: the launcher's (OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, "
-      "SLURM_JOB_ID.SLURM_STEP_ID; none for ranks placed by hand)", job_id, parse_string),
+      "SLURM_JOB_ID.SLURM_STEP_ID; none for ranks placed by hand)", job_id, zcoll__config_parse_string),
     F("TRANSPORT", "auto", "auto, or one of the transports zcoll_info lists, for every peer "
       "(auto: per peer, shm to ranks on this host, else verbs where both ends have an RDMA "
       "device up, else ucx)",
       transport, parse_transport),
-    F("IB_DEV", "", "RDMA device as name[:port]: the old name of ZCOLL_IB_HCA=\"=name[:port]\", "
-      "used when ZCOLL_IB_HCA is empty", ib_dev, parse_string),
-    F("IB_HCA", "", "RDMA devices and ports, as NCCL_IB_HCA: name[:port],... (a name is a "
-      "prefix), =name,... (exact names), ^name,... (all but these): every rank uses each port "
-      "listed (up to 4) as a rail and stripes its puts over them; empty: every device with an "
-      "active port, a host's ranks spread over them one each", ib_hca, parse_ib_hca),
-    F("IB_GID_INDEX", "-1", "GID index of the port (RoCE, or routed InfiniBand); -1: RoCE v2 "
-      "before v1, then an IPv4-mapped GID, a global IPv6 one, a link-local one; InfiniBand: the "
-      "LID", ib_gid_index, parse_gid_index),
-    F("IB_TC", "-1", "traffic class of the queue pairs (RoCE: the IP TOS byte; -1: 0)", ib_tc,
-      parse_ib_tc),
-    F("IB_SL", "0", "service level of the queue pairs, 0..15 (InfiniBand; RoCE: the VLAN "
-      "priority)", ib_sl, parse_ib_sl),
-    F("IB_PKEY", "-1", "partition key (0x0001..0xffff), looked up in the port's P_Key table; "
-      "-1: the table's first entry", ib_pkey, parse_ib_pkey),
-    F("IB_TIMEOUT", "16", "local ack timeout, 1..31: a try waits 4.096 us * 2^t (16: 268 ms); "
-      "never 0, which turns retransmission off", ib_timeout, parse_ib_timeout),
-    F("IB_RETRY_CNT", "7", "retransmissions (0..7) before a send fails: with ZCOLL_IB_TIMEOUT, "
-      "how long a lost peer or link takes to show", ib_retry_cnt, parse_ib_retry),
-    F("IB_QP_DEPTH", "0", "work requests per queue pair and direction, 576..1048576 (a queue "
-      "pair holds the 256 writes in flight to a peer the executor allows, their credits and "
-      "flushes), checked against the device's max_qp_wr; 0: 576", ib_qp_depth, parse_qp_depth),
+};
+
+/* Here come the transports' tables (transports/<name>/config.c), in zcoll_info's list. */
+
+const struct zcoll__config_field zcoll__config_fields_run[ZCOLL_CONFIG_NRUN] = {
     F("ALGO", "auto", "allreduce algorithm: auto or one of the algorithms zcoll_info lists", algo,
       parse_algo),
     F("BCAST_ALGO", "auto", "broadcast algorithm: auto, chain (large vectors) or tree (small)",
@@ -430,7 +338,7 @@ const struct zcoll__config_field zcoll__config_fields[ZCOLL_CONFIG_NFIELDS] = {
     F("PIPELINE_DEPTH", "8", "staging slots (chunks in flight) per peer and direction",
       pipeline_depth, parse_depth),
     F("TUNING_FILE", "", "algorithm selection table written by perf/tune.py", tuning_file,
-      parse_string),
+      zcoll__config_parse_string),
     F("TIMEOUT", "120", "seconds without progress before a silent peer is an error; 0: never",
       timeout, parse_seconds),
     F("PROGRESS", "caller", "caller|thread: who drives communication progress", progress,
@@ -442,7 +350,7 @@ const struct zcoll__config_field zcoll__config_fields[ZCOLL_CONFIG_NFIELDS] = {
       "(a file per rank); empty: stderr, which is also where lines go if it cannot be opened",
       log_file, parse_log_file),
     F("TRACE", "", "file prefix for a per-rank Chrome-trace timeline of the pipeline stages",
-      trace, parse_string),
+      trace, zcoll__config_parse_string),
     F("SPIN_US", "20", "at most microseconds to busy-poll while waiting, before yielding the "
                        "core; unless set, it adapts to whether spinning pays",
       spin_us, parse_nonneg_int),
@@ -459,6 +367,8 @@ const struct zcoll__config_field zcoll__config_fields[ZCOLL_CONFIG_NFIELDS] = {
       flight_n, parse_flight),
     F("FLIGHT_RECORDER_FILE", "", "file prefix: each rank appends its flight recorder dumps "
       "to <prefix>.<rank> (else they go to the log only: at info level after a failure, at "
-      "warn for zcoll_comm_dump)", flight_file, parse_string),
+      "warn for zcoll_comm_dump)", flight_file, zcoll__config_parse_string),
 };
 // clang-format on
+#undef F
+#undef FS

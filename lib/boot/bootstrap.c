@@ -21,7 +21,8 @@
  * listening socket, the transport's own. */
 #define FD_SLACK (ZCOLL_BS_MAX_PENDING + 64)
 
-zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st, const char *fmt, ...) {
+zcoll_status_t zcoll__bs_fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st,
+                                     const char *fmt, ...) {
   if (bs->failed == ZCOLL_OK) {
     va_list ap;
     va_start(ap, fmt);
@@ -34,25 +35,25 @@ zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st, const
   return zcoll__fail(bs->failed, "%s", bs->why);
 }
 
-void send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text) {
+void zcoll__bs_send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text) {
   struct zcoll__bs_abort m = {origin, (uint32_t)st, ""};
   uint8_t wire[sizeof(m)];
   zcoll__bs_abort_text(&m, text);
   zcoll__bs_put_abort(wire, &m);
   /* Best effort with a short deadline: the receiver may be gone too. */
-  zcoll__sock_send_msg(fd, MSG_ABORT, wire, (uint32_t)sizeof(wire), zcoll__deadline(1.0));
+  zcoll__sock_send_msg(fd, ZCOLL_BS_ABORT, wire, (uint32_t)sizeof(wire), zcoll__deadline(1.0));
 }
 
 /* Rank 0 tells everyone but `except`. */
-void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin, zcoll_status_t st,
-                 const char *text) {
+void zcoll__bs_relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin,
+                           zcoll_status_t st, const char *text) {
   for (int r = 1; r < bs->size; r++)
     if (r != except && bs->kid[r].fd >= 0 && !bs->kid[r].gone)
-      send_abort(bs->kid[r].fd, origin, st, text);
+      zcoll__bs_send_abort(bs->kid[r].fd, origin, st, text);
 }
 
-zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload,
-                          uint32_t len) {
+zcoll_status_t zcoll__bs_take_abort(struct zcoll__bootstrap *bs, int from, const void *payload,
+                                    uint32_t len) {
   struct zcoll__bs_abort m;
   zcoll__bs_parse_abort(payload, len, (uint32_t)from, &m);
   /* A mismatch is every rank's (they disagree), and so is the fabric's failure (TRANSPORT:
@@ -61,8 +62,8 @@ zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *pay
   zcoll_status_t st = m.status == ZCOLL_ERR_MISMATCH || m.status == ZCOLL_ERR_TRANSPORT
                           ? m.status
                           : ZCOLL_ERR_PEER_FAILED;
-  if (bs->rank == 0) relay_abort(bs, from, m.origin, st, m.text);
-  return fail_sticky(bs, st, "rank %u aborted: %s", m.origin, m.text);
+  if (bs->rank == 0) zcoll__bs_relay_abort(bs, from, m.origin, st, m.text);
+  return zcoll__bs_fail_sticky(bs, st, "rank %u aborted: %s", m.origin, m.text);
 }
 
 /* ---- control messages of the layers above ------------------------------------------ */
@@ -71,8 +72,9 @@ static zcoll_status_t file_ctl(struct zcoll__bootstrap *bs, int from, void *msg,
   struct ctl *c = malloc(sizeof(*c));
   if (!c || len > ZCOLL_BS_MAX_CTL) {
     free(c), free(msg);
-    return fail_sticky(bs, c ? ZCOLL_ERR_BOOTSTRAP : ZCOLL_ERR_NO_MEMORY,
-                       "bootstrap: a control message of %u bytes from rank %d", len, from);
+    return zcoll__bs_fail_sticky(bs, c ? ZCOLL_ERR_BOOTSTRAP : ZCOLL_ERR_NO_MEMORY,
+                                 "bootstrap: a control message of %u bytes from rank %d", len,
+                                 from);
   }
   *c = (struct ctl){NULL, from, len, msg};
   if (!bs->inbox_tail) bs->inbox_tail = &bs->inbox;
@@ -98,10 +100,11 @@ zcoll_status_t zcoll__bootstrap_ctl_send(struct zcoll__bootstrap *bs, int to, co
   int fd = bs->rank == 0 ? (to > 0 && to < bs->size ? bs->kid[to].fd : -1) : bs->fd;
   if (fd < 0 || len > ZCOLL_BS_MAX_CTL)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bootstrap: no control channel to rank %d", to);
-  zcoll_status_t st = zcoll__sock_send_msg(fd, MSG_CTL, msg, len, zcoll__deadline(bs->timeout));
+  zcoll_status_t st = zcoll__sock_send_msg(fd, ZCOLL_BS_CTL, msg, len,
+                                           zcoll__deadline(bs->timeout));
   if (st != ZCOLL_OK)
-    return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "bootstrap: lost rank %d sending to it",
-                       bs->rank == 0 ? to : 0);
+    return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "bootstrap: lost rank %d sending to it",
+                                 bs->rank == 0 ? to : 0);
   return ZCOLL_OK;
 }
 
@@ -120,32 +123,36 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
   uint16_t type;
   void *payload;
   uint32_t len;
-  zcoll_status_t st = zcoll__sock_recv_msg(k->fd, MAX_MSG, deadline, &type, &payload, &len);
+  zcoll_status_t st = zcoll__sock_recv_msg(k->fd, ZCOLL_BS_MAX_MSG, deadline, &type, &payload,
+                                           &len);
   if (st == ZCOLL_ERR_PEER_FAILED) {
     char text[64];
     snprintf(text, sizeof(text), "rank %d disconnected", r);
-    relay_abort(bs, r, (uint32_t)r, ZCOLL_ERR_PEER_FAILED, text);
-    return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "rank %d disconnected (died or exited early)", r);
+    zcoll__bs_relay_abort(bs, r, (uint32_t)r, ZCOLL_ERR_PEER_FAILED, text);
+    return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_PEER_FAILED,
+                                 "rank %d disconnected (died or exited early)", r);
   }
-  if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank %d failed", r);
-  if (type == MSG_ABORT) {
-    st = take_abort(bs, r, payload, len);
+  if (st != ZCOLL_OK)
+    return zcoll__bs_fail_sticky(bs, st, "bootstrap: reading from rank %d failed", r);
+  if (type == ZCOLL_BS_ABORT) {
+    st = zcoll__bs_take_abort(bs, r, payload, len);
     free(payload);
     return st;
   }
-  if (type == MSG_CTL) return file_ctl(bs, r, payload, len);
-  if ((type != MSG_GATHER && type != MSG_BYE) || k->type) {
+  if (type == ZCOLL_BS_CTL) return file_ctl(bs, r, payload, len);
+  if ((type != ZCOLL_BS_GATHER && type != ZCOLL_BS_BYE) || k->type) {
     free(payload);
-    return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank %d",
-                       type, r);
+    return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP,
+                                 "bootstrap: unexpected message %u from rank %d", type, r);
   }
-  if (type == MSG_BYE) {
+  if (type == ZCOLL_BS_BYE) {
     const char *why = NULL;
     int bad = zcoll__bs_parse_bye(payload, len, &k->ncolls, &why);
     free(payload);
-    if (bad) return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank %d sent %s", r, why);
-    k->type = MSG_BYE;
-    if (!bs->leaving) departed(bs, r, k->ncolls);
+    if (bad)
+      return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank %d sent %s", r, why);
+    k->type = ZCOLL_BS_BYE;
+    if (!bs->leaving) zcoll__bs_departed(bs, r, k->ncolls);
     return ZCOLL_OK;
   }
   k->type = type;
@@ -156,7 +163,7 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
 
 /* Reads whatever has arrived, waiting up to timeout_ms (-1: until the deadline) until
  * every rank has a message of `want` filed (want 0: do not wait). */
-zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline) {
+zcoll_status_t zcoll__bs_root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline) {
   struct pollfd *fds = calloc((size_t)bs->size + 1, sizeof(*fds));
   int *who = calloc((size_t)bs->size, sizeof(*who));
   zcoll_status_t st = ZCOLL_OK;
@@ -172,17 +179,17 @@ zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t dea
       if (want && k->type != want) missing++;
       /* One message ahead at most: each rank waits for our reply. Except that one that
        * said goodbye may still abort (a revoke in its destroy): the others must hear. */
-      if (k->type && !(want == MSG_BYE && k->type == MSG_BYE)) continue;
+      if (k->type && !(want == ZCOLL_BS_BYE && k->type == ZCOLL_BS_BYE)) continue;
       fds[n] = (struct pollfd){.fd = k->fd, .events = POLLIN};
       who[n++] = r;
     }
     /* All goodbyes are in: a last look (not a wait) for an abort that followed one. */
-    int last = want == MSG_BYE && !missing;
+    int last = want == ZCOLL_BS_BYE && !missing;
     if (want && !missing && !last) break;
     int ncancel = want && bs->cancel_fd >= 0;
     if (ncancel) fds[n] = (struct pollfd){.fd = bs->cancel_fd, .events = POLLIN};
     if (want && bs->cancel && atomic_load(bs->cancel)) {
-      st = fail_cancelled(bs);
+      st = zcoll__bs_fail_cancelled(bs);
       goto out;
     }
     int64_t left = deadline == INT64_MAX ? -1 : deadline - zcoll__now_ms();
@@ -199,14 +206,14 @@ zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t dea
       if (deadline != INT64_MAX && zcoll__now_ms() >= deadline) {
         int r = 1;
         while (r < bs->size && (bs->kid[r].gone || bs->kid[r].type == want)) r++;
-        st = fail_sticky(bs, ZCOLL_ERR_TIMEOUT, "bootstrap: rank %d did not answer in %.0f s", r,
-                         bs->timeout);
+        st = zcoll__bs_fail_sticky(bs, ZCOLL_ERR_TIMEOUT,
+                                   "bootstrap: rank %d did not answer in %.0f s", r, bs->timeout);
         goto out;
       }
       continue;
     }
-    if (ncancel && fds[n].revents && cancelled(bs)) {
-      st = fail_cancelled(bs);
+    if (ncancel && fds[n].revents && zcoll__bs_cancelled(bs)) {
+      st = zcoll__bs_fail_cancelled(bs);
       goto out;
     }
     for (int i = 0; i < n; i++)
@@ -356,44 +363,47 @@ zcoll_status_t zcoll__bootstrap_attach(int rank, int size, double timeout, const
 
 /* Our send to rank 0 failed: it is gone, but may have said why first (a rank that fails
  * init aborts, then closes), and that news is still ours to read. */
-zcoll_status_t lost_root(struct zcoll__bootstrap *bs, const char *what) {
+zcoll_status_t zcoll__bs_lost_root(struct zcoll__bootstrap *bs, const char *what) {
   struct pollfd p = {.fd = bs->fd, .events = POLLIN};
   while (poll(&p, 1, 0) > 0) {
     uint16_t type;
     void *payload;
     uint32_t len;
-    if (zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(1.0), &type, &payload, &len) !=
-        ZCOLL_OK)
+    if (zcoll__sock_recv_msg(bs->fd, ZCOLL_BS_MAX_MSG, zcoll__deadline(1.0), &type, &payload,
+                             &len) != ZCOLL_OK)
       break;
-    zcoll_status_t st = type == MSG_ABORT ? take_abort(bs, 0, payload, len) : ZCOLL_OK;
+    zcoll_status_t st = type == ZCOLL_BS_ABORT ? zcoll__bs_take_abort(bs, 0, payload, len)
+                                               : ZCOLL_OK;
     free(payload);
     if (st != ZCOLL_OK) return st;
   }
-  return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "%s", what);
+  return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "%s", what);
 }
 
 /* A rank other than 0 in a round: its contribution to rank 0, then rank 0's reply
  * (*reply malloc'ed, the caller frees it). */
 static zcoll_status_t leaf_round(struct zcoll__bootstrap *bs, const void *mine, size_t len,
                                  int64_t deadline, void **reply, uint32_t *got) {
-  zcoll_status_t st = zcoll__sock_send_msg(bs->fd, MSG_GATHER, mine, (uint32_t)len, deadline);
-  if (st != ZCOLL_OK) return lost_root(bs, "lost the connection to rank 0");
+  zcoll_status_t st = zcoll__sock_send_msg(bs->fd, ZCOLL_BS_GATHER, mine, (uint32_t)len, deadline);
+  if (st != ZCOLL_OK) return zcoll__bs_lost_root(bs, "lost the connection to rank 0");
   uint16_t type;
   void *payload;
-  st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, got);
+  st = zcoll__sock_recv_msg(bs->fd, ZCOLL_BS_MAX_MSG, deadline, &type, &payload, got);
   if (st == ZCOLL_ERR_PEER_FAILED)
-    return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
+    return zcoll__bs_fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
   if (st == ZCOLL_ERR_TIMEOUT)
-    return fail_sticky(bs, st, "bootstrap: no answer from rank 0 in %.0f s", bs->timeout);
-  if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
-  if (type == MSG_ABORT) {
-    st = take_abort(bs, 0, payload, *got);
-  } else if (type == MSG_REJECT) {
+    return zcoll__bs_fail_sticky(bs, st, "bootstrap: no answer from rank 0 in %.0f s", bs->timeout);
+  if (st != ZCOLL_OK) return zcoll__bs_fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
+  if (type == ZCOLL_BS_ABORT) {
+    st = zcoll__bs_take_abort(bs, 0, payload, *got);
+  } else if (type == ZCOLL_BS_REJECT) {
     /* Rank 0 welcomed us, then found the job inconsistent (a rank twice, ...). */
     int n = *got < 200 ? (int)*got : 200;
-    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: %.*s", n, payload ? (char *)payload : "");
-  } else if (type != MSG_GATHERED) {
-    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected reply (type %u)", type);
+    st = zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: %.*s", n,
+                               payload ? (char *)payload : "");
+  } else if (type != ZCOLL_BS_GATHERED) {
+    st = zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected reply (type %u)",
+                               type);
   }
   if (st != ZCOLL_OK) {
     free(payload);
@@ -414,23 +424,24 @@ zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const voi
   int64_t deadline = zcoll__deadline(bs->timeout);
   zcoll_status_t st;
   if (bs->rank == 0) {
-    if ((st = root_pump(bs, MSG_GATHER, deadline)) != ZCOLL_OK) return st;
+    if ((st = zcoll__bs_root_pump(bs, ZCOLL_BS_GATHER, deadline)) != ZCOLL_OK) return st;
     for (int r = 1; r < bs->size; r++) {
       struct kid *k = &bs->kid[r];
       if (k->len != len) {
         char text[96];
         snprintf(text, sizeof(text), "bootstrap allgather: rank %d sent %u bytes, rank 0 %zu", r,
                  k->len, len);
-        relay_abort(bs, -1, 0, ZCOLL_ERR_MISMATCH, text);
-        return fail_sticky(bs, ZCOLL_ERR_MISMATCH, "%s", text);
+        zcoll__bs_relay_abort(bs, -1, 0, ZCOLL_ERR_MISMATCH, text);
+        return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_MISMATCH, "%s", text);
       }
       if (len) memcpy((char *)all + (size_t)r * len, k->payload, len);
       kid_drop_pending(k);
     }
     for (int r = 1; r < bs->size; r++) {
-      st = zcoll__sock_send_msg(bs->kid[r].fd, MSG_GATHERED, all, (uint32_t)(len * bs->size),
+      st = zcoll__sock_send_msg(bs->kid[r].fd, ZCOLL_BS_GATHERED, all, (uint32_t)(len * bs->size),
                                 deadline);
-      if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: rank %d stopped listening", r);
+      if (st != ZCOLL_OK)
+        return zcoll__bs_fail_sticky(bs, st, "bootstrap: rank %d stopped listening", r);
     }
     return ZCOLL_OK;
   }
@@ -438,7 +449,8 @@ zcoll_status_t zcoll__bootstrap_allgather(struct zcoll__bootstrap *bs, const voi
   uint32_t got = 0;
   if ((st = leaf_round(bs, mine, len, deadline, &payload, &got)) != ZCOLL_OK) return st;
   if (got != len * (size_t)bs->size)
-    st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad allgather reply (%u bytes)", got);
+    st = zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: bad allgather reply (%u bytes)",
+                               got);
   else if (len) /* our own slot too: rank 0 sent back what we wrote */
     memcpy(all, payload, got);
   free(payload);
@@ -462,12 +474,13 @@ zcoll_status_t zcoll__bootstrap_gather_reply(struct zcoll__bootstrap *bs, const 
     *out_len = got;
     return ZCOLL_OK;
   }
-  if (bs->size > 1 && (st = root_pump(bs, MSG_GATHER, deadline)) != ZCOLL_OK) return st;
+  if (bs->size > 1 && (st = zcoll__bs_root_pump(bs, ZCOLL_BS_GATHER, deadline)) != ZCOLL_OK)
+    return st;
   const void **blobs = malloc(sizeof(void *) * (size_t)bs->size);
   uint32_t *lens = malloc(sizeof(uint32_t) * (size_t)bs->size);
   if (!blobs || !lens) {
     free(blobs), free(lens);
-    return fail_sticky(bs, ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
+    return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_NO_MEMORY, "bootstrap: out of memory");
   }
   blobs[0] = mine;
   lens[0] = (uint32_t)len;
@@ -480,15 +493,15 @@ zcoll_status_t zcoll__bootstrap_gather_reply(struct zcoll__bootstrap *bs, const 
     if ((st = fn(arg, r, blobs, lens, &reply, &rlen)) != ZCOLL_OK) {
       char text[256];
       snprintf(text, sizeof(text), "%s", zcoll__last_error());
-      relay_abort(bs, -1, 0, st, text);
-      st = fail_sticky(bs, st, "%s", text);
+      zcoll__bs_relay_abort(bs, -1, 0, st, text);
+      st = zcoll__bs_fail_sticky(bs, st, "%s", text);
     } else if (r == 0) {
       *out = reply;
       *out_len = rlen;
       reply = NULL;
-    } else if ((st = zcoll__sock_send_msg(bs->kid[r].fd, MSG_GATHERED, reply, (uint32_t)rlen,
+    } else if ((st = zcoll__sock_send_msg(bs->kid[r].fd, ZCOLL_BS_GATHERED, reply, (uint32_t)rlen,
                                           deadline)) != ZCOLL_OK) {
-      st = fail_sticky(bs, st, "bootstrap: rank %d stopped listening", r);
+      st = zcoll__bs_fail_sticky(bs, st, "bootstrap: rank %d stopped listening", r);
     }
     free(reply);
   }
@@ -516,41 +529,42 @@ int zcoll__bootstrap_pollfds(struct zcoll__bootstrap *bs, struct pollfd *fds, in
 zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
   if (bs->failed) return bs->failed;
   if (bs->size == 1) return ZCOLL_OK;
-  if (bs->rank == 0) return root_pump(bs, 0, 0);
+  if (bs->rank == 0) return zcoll__bs_root_pump(bs, 0, 0);
   for (;;) { /* everything that has arrived: control messages come in bursts */
     struct pollfd p = {.fd = bs->fd, .events = POLLIN};
     if (poll(&p, 1, 0) <= 0) return ZCOLL_OK;
     uint16_t type;
     void *payload;
     uint32_t len;
-    zcoll_status_t st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, zcoll__deadline(bs->timeout), &type,
-                                             &payload, &len);
+    zcoll_status_t st = zcoll__sock_recv_msg(bs->fd, ZCOLL_BS_MAX_MSG, zcoll__deadline(bs->timeout),
+                                             &type, &payload, &len);
     if (st == ZCOLL_ERR_PEER_FAILED)
-      return fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
-    if (st != ZCOLL_OK) return fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
-    if (type == MSG_CTL) {
+      return zcoll__bs_fail_sticky(bs, st, "lost the connection to rank 0 (died or exited early)");
+    if (st != ZCOLL_OK)
+      return zcoll__bs_fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
+    if (type == ZCOLL_BS_CTL) {
       if ((st = file_ctl(bs, 0, payload, len)) != ZCOLL_OK) return st;
       continue;
     }
-    if (type == MSG_LEFT) {
+    if (type == ZCOLL_BS_LEFT) {
       uint32_t who;
       uint64_t n;
       const char *why = NULL;
       int bad = zcoll__bs_parse_left(payload, len, &who, &n, &why) || who >= (uint32_t)bs->size;
       free(payload);
       if (bad)
-        return fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank 0 sent %s",
-                           why ? why : "a departure notice of a rank not in the job");
-      departed(bs, (int)who, n);
+        return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: rank 0 sent %s",
+                                     why ? why : "a departure notice of a rank not in the job");
+      zcoll__bs_departed(bs, (int)who, n);
       /* Stop here: the caller weighs the departure before news that may follow (the
        * abort of a rank that heard of it first names the wrong rank). */
       return ZCOLL_OK;
     }
-    if (type == MSG_ABORT)
-      st = take_abort(bs, 0, payload, len);
+    if (type == ZCOLL_BS_ABORT)
+      st = zcoll__bs_take_abort(bs, 0, payload, len);
     else
-      st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank 0",
-                       type);
+      st = zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP,
+                                 "bootstrap: unexpected message %u from rank 0", type);
     free(payload);
     return st;
   }
@@ -559,9 +573,9 @@ zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
 void zcoll__bootstrap_abort(struct zcoll__bootstrap *bs, zcoll_status_t reason, const char *why) {
   if (bs->size > 1) {
     if (bs->rank == 0)
-      relay_abort(bs, -1, 0, reason, why);
+      zcoll__bs_relay_abort(bs, -1, 0, reason, why);
     else if (bs->fd >= 0 && !bs->failed)
-      send_abort(bs->fd, (uint32_t)bs->rank, reason, why);
+      zcoll__bs_send_abort(bs->fd, (uint32_t)bs->rank, reason, why);
   }
   if (!bs->failed) {
     bs->failed = reason == ZCOLL_ERR_MISMATCH ? reason : ZCOLL_ERR_PEER_FAILED;

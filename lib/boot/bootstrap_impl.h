@@ -13,17 +13,8 @@
 #include "bootstrap.h"
 #include "bootstrap_wire.h"
 
-/* Message types of bootstrap_wire.h, which lays them out. */
-#define MSG_REJECT ZCOLL_BS_REJECT
-#define MSG_GATHER ZCOLL_BS_GATHER
-#define MSG_GATHERED ZCOLL_BS_GATHERED
-#define MSG_ABORT ZCOLL_BS_ABORT
-#define MSG_BYE ZCOLL_BS_BYE
-#define MSG_BYE_ACK ZCOLL_BS_BYE_ACK
-#define MSG_CTL ZCOLL_BS_CTL
-#define MSG_LEFT ZCOLL_BS_LEFT
-
-#define MAX_MSG (64u << 20)
+/* The largest message a rank accepts from another (a guard against a bad length). */
+#define ZCOLL_BS_MAX_MSG (64u << 20)
 
 struct kid { /* rank 0's view of one other rank */
   int fd;
@@ -60,37 +51,28 @@ struct zcoll__bootstrap {
   uint64_t left_ncolls;
 };
 
-/* Shared by the two files; names kept short inside them. */
-#define fail_sticky zcoll__bs_fail_sticky
-#define send_abort zcoll__bs_send_abort
-#define relay_abort zcoll__bs_relay_abort
-#define take_abort zcoll__bs_take_abort
-#define root_pump zcoll__bs_root_pump
-#define departed zcoll__bs_departed
-#define fail_cancelled zcoll__bs_fail_cancelled
-#define cancelled zcoll__bs_cancelled
-
 /* Records the first failure (later ones report it again) and returns it. */
-zcoll_status_t fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+zcoll_status_t zcoll__bs_fail_sticky(struct zcoll__bootstrap *bs, zcoll_status_t st,
+                                     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Best effort, 1 s: tells the rank at the other end of fd that origin gave up. */
-void send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text);
+void zcoll__bs_send_abort(int fd, uint32_t origin, zcoll_status_t st, const char *text);
 /* Rank 0 tells everyone but `except`. */
-void relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin, zcoll_status_t st,
-                 const char *text);
+void zcoll__bs_relay_abort(struct zcoll__bootstrap *bs, int except, uint32_t origin,
+                           zcoll_status_t st, const char *text);
 /* An abort received from `from`: relayed (rank 0), and the sticky failure. */
-zcoll_status_t take_abort(struct zcoll__bootstrap *bs, int from, const void *payload, uint32_t len);
+zcoll_status_t zcoll__bs_take_abort(struct zcoll__bootstrap *bs, int from, const void *payload,
+                                    uint32_t len);
 /* A rank other than 0 whose send to rank 0 failed: rank 0's abort, if it sent one before
  * it went (it names the rank that failed), else PEER_FAILED with `what`. */
-zcoll_status_t lost_root(struct zcoll__bootstrap *bs, const char *what);
+zcoll_status_t zcoll__bs_lost_root(struct zcoll__bootstrap *bs, const char *what);
 /* Rank 0: reads what has arrived until every rank has a message of `want` filed (0: do
  * not wait), or the deadline, or a revoke (bootstrap_leave.c's cancel). */
-zcoll_status_t root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline);
+zcoll_status_t zcoll__bs_root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline);
 /* Rank r is in zcoll_comm_destroy after ncolls collectives (rank 0 tells the others). */
-void departed(struct zcoll__bootstrap *bs, int r, uint64_t ncolls);
+void zcoll__bs_departed(struct zcoll__bootstrap *bs, int r, uint64_t ncolls);
 /* A wait in destroy: has the communicator been revoked? (drains the eventfd) */
-int cancelled(struct zcoll__bootstrap *bs);
+int zcoll__bs_cancelled(struct zcoll__bootstrap *bs);
 /* Gives up on a revoke: tells the others, the sticky PEER_FAILED. */
-zcoll_status_t fail_cancelled(struct zcoll__bootstrap *bs);
+zcoll_status_t zcoll__bs_fail_cancelled(struct zcoll__bootstrap *bs);
 
 #endif

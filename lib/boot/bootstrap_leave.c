@@ -16,7 +16,7 @@
  * rather than at its timeout. Rank 0 tells the others -- only of a departure earlier
  * than any told before: ranks that leave together after the same collectives cost one
  * notice, not p. */
-void departed(struct zcoll__bootstrap *bs, int r, uint64_t ncolls) {
+void zcoll__bs_departed(struct zcoll__bootstrap *bs, int r, uint64_t ncolls) {
   if (bs->left_rank >= 0 && bs->left_ncolls <= ncolls) return;
   bs->left_rank = r;
   bs->left_ncolls = ncolls;
@@ -24,8 +24,8 @@ void departed(struct zcoll__bootstrap *bs, int r, uint64_t ncolls) {
   uint8_t wire[ZCOLL_BS_LEFT_BYTES];
   zcoll__bs_put_left(wire, (uint32_t)r, ncolls);
   for (int k = 1; k < bs->size; k++)
-    if (k != r && bs->kid[k].fd >= 0 && !bs->kid[k].gone && bs->kid[k].type != MSG_BYE)
-      zcoll__sock_send_msg(bs->kid[k].fd, MSG_LEFT, wire, sizeof(wire), zcoll__deadline(1.0));
+    if (k != r && bs->kid[k].fd >= 0 && !bs->kid[k].gone && bs->kid[k].type != ZCOLL_BS_BYE)
+      zcoll__sock_send_msg(bs->kid[k].fd, ZCOLL_BS_LEFT, wire, sizeof(wire), zcoll__deadline(1.0));
 }
 
 int zcoll__bootstrap_departed(const struct zcoll__bootstrap *bs, int *rank, uint64_t *ncolls) {
@@ -37,7 +37,7 @@ int zcoll__bootstrap_departed(const struct zcoll__bootstrap *bs, int *rank, uint
 
 /* A wait in destroy: has the communicator been revoked? Drains the eventfd (other wakeups
  * land there too). */
-int cancelled(struct zcoll__bootstrap *bs) {
+int zcoll__bs_cancelled(struct zcoll__bootstrap *bs) {
   if (bs->cancel_fd >= 0) {
     uint64_t n;
     ssize_t got = read(bs->cancel_fd, &n, sizeof(n));
@@ -46,16 +46,17 @@ int cancelled(struct zcoll__bootstrap *bs) {
   return bs->cancel && atomic_load(bs->cancel);
 }
 
-zcoll_status_t fail_cancelled(struct zcoll__bootstrap *bs) {
+zcoll_status_t zcoll__bs_fail_cancelled(struct zcoll__bootstrap *bs) {
   const char *why = "zcoll_comm_revoke or zcoll_comm_abort was called during zcoll_comm_destroy";
   if (bs->rank == 0)
-    relay_abort(bs, -1, 0, ZCOLL_ERR_PEER_FAILED, why);
+    zcoll__bs_relay_abort(bs, -1, 0, ZCOLL_ERR_PEER_FAILED, why);
   else
-    send_abort(bs->fd, (uint32_t)bs->rank, ZCOLL_ERR_PEER_FAILED, why);
-  return fail_sticky(bs, ZCOLL_ERR_PEER_FAILED,
-                     "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort) "
-                     "while zcoll_comm_destroy waited for the other ranks",
-                     bs->rank);
+    zcoll__bs_send_abort(bs->fd, (uint32_t)bs->rank, ZCOLL_ERR_PEER_FAILED, why);
+  return zcoll__bs_fail_sticky(
+      bs, ZCOLL_ERR_PEER_FAILED,
+      "rank %d's communicator was revoked (zcoll_comm_revoke or zcoll_comm_abort) "
+      "while zcoll_comm_destroy waited for the other ranks",
+      bs->rank);
 }
 
 void zcoll__bootstrap_set_cancel(struct zcoll__bootstrap *bs, int fd, atomic_int *flag) {
@@ -69,32 +70,33 @@ static zcoll_status_t leaf_await_ack(struct zcoll__bootstrap *bs, int64_t deadli
     struct pollfd p[2] = {{.fd = bs->fd, .events = POLLIN},
                           {.fd = bs->cancel_fd, .events = POLLIN}};
     int np = bs->cancel_fd >= 0 ? 2 : 1;
-    if (bs->cancel && atomic_load(bs->cancel)) return fail_cancelled(bs);
+    if (bs->cancel && atomic_load(bs->cancel)) return zcoll__bs_fail_cancelled(bs);
     int64_t left = deadline - zcoll__now_ms();
     int rc = poll(p, (nfds_t)np, left <= 0 ? 0 : left > 1000000 ? 1000000 : (int)left);
     if (rc < 0 && errno == EINTR) continue;
-    if (np == 2 && p[1].revents && cancelled(bs)) return fail_cancelled(bs);
+    if (np == 2 && p[1].revents && zcoll__bs_cancelled(bs)) return zcoll__bs_fail_cancelled(bs);
     if (rc == 0 && zcoll__now_ms() >= deadline)
-      return fail_sticky(bs, ZCOLL_ERR_TIMEOUT,
-                         "rank 0 did not confirm the final barrier in %.0f s", bs->timeout);
+      return zcoll__bs_fail_sticky(
+          bs, ZCOLL_ERR_TIMEOUT, "rank 0 did not confirm the final barrier in %.0f s", bs->timeout);
     if (rc <= 0 || !p[0].revents) continue;
     uint16_t type;
     void *payload;
     uint32_t len;
-    zcoll_status_t st = zcoll__sock_recv_msg(bs->fd, MAX_MSG, deadline, &type, &payload, &len);
+    zcoll_status_t st = zcoll__sock_recv_msg(bs->fd, ZCOLL_BS_MAX_MSG, deadline, &type, &payload,
+                                             &len);
     if (st != ZCOLL_OK)
-      return fail_sticky(bs, st == ZCOLL_ERR_TIMEOUT ? st : ZCOLL_ERR_PEER_FAILED,
-                         "rank 0 did not confirm the final barrier");
+      return zcoll__bs_fail_sticky(bs, st == ZCOLL_ERR_TIMEOUT ? st : ZCOLL_ERR_PEER_FAILED,
+                                   "rank 0 did not confirm the final barrier");
     /* Control messages and departures still on the way are of no use now. */
-    if (type == MSG_CTL || type == MSG_LEFT) {
+    if (type == ZCOLL_BS_CTL || type == ZCOLL_BS_LEFT) {
       free(payload);
       continue;
     }
-    if (type == MSG_ABORT)
-      st = take_abort(bs, 0, payload, len);
-    else if (type != MSG_BYE_ACK)
-      st = fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP, "bootstrap: unexpected message %u from rank 0",
-                       type);
+    if (type == ZCOLL_BS_ABORT)
+      st = zcoll__bs_take_abort(bs, 0, payload, len);
+    else if (type != ZCOLL_BS_BYE_ACK)
+      st = zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP,
+                                 "bootstrap: unexpected message %u from rank 0", type);
     free(payload);
     return st;
   }
@@ -114,15 +116,15 @@ static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs, uint64_t ncoll
     /* Rank 0 answers once everyone has said goodbye: a final barrier. */
     /* A refused goodbye: rank 0 may have given up on another rank and closed since the
      * look above; its abort, still to be read, names that rank. */
-    if (zcoll__sock_send_msg(bs->fd, MSG_BYE, bye, sizeof(bye), deadline) != ZCOLL_OK)
-      return lost_root(bs, "lost rank 0 while leaving");
+    if (zcoll__sock_send_msg(bs->fd, ZCOLL_BS_BYE, bye, sizeof(bye), deadline) != ZCOLL_OK)
+      return zcoll__bs_lost_root(bs, "lost rank 0 while leaving");
     return leaf_await_ack(bs, deadline);
   }
   /* The others hear that rank 0 is leaving: one still in a collective rank 0 did not
    * make fails now instead of keeping the barrier waiting until its timeout. */
   bs->leaving = 1;
-  departed(bs, 0, ncolls);
-  zcoll_status_t st = root_pump(bs, MSG_BYE, deadline);
+  zcoll__bs_departed(bs, 0, ncolls);
+  zcoll_status_t st = zcoll__bs_root_pump(bs, ZCOLL_BS_BYE, deadline);
   if (st != ZCOLL_OK) return st;
   for (int r = 1; r < bs->size; r++)
     if (bs->kid[r].ncolls != ncolls) {
@@ -131,11 +133,11 @@ static zcoll_status_t graceful_leave(struct zcoll__bootstrap *bs, uint64_t ncoll
                "rank %d made %" PRIu64 " collectives on the communicator and rank 0 made %" PRIu64
                " before zcoll_comm_destroy: every rank must make the same collectives",
                r, bs->kid[r].ncolls, ncolls);
-      relay_abort(bs, -1, 0, ZCOLL_ERR_MISMATCH, text);
-      return fail_sticky(bs, ZCOLL_ERR_MISMATCH, "%s", text);
+      zcoll__bs_relay_abort(bs, -1, 0, ZCOLL_ERR_MISMATCH, text);
+      return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_MISMATCH, "%s", text);
     }
   for (int r = 1; r < bs->size; r++) {
-    zcoll__sock_send_msg(bs->kid[r].fd, MSG_BYE_ACK, NULL, 0, deadline);
+    zcoll__sock_send_msg(bs->kid[r].fd, ZCOLL_BS_BYE_ACK, NULL, 0, deadline);
     bs->kid[r].gone = 1;
   }
   return ZCOLL_OK;

@@ -140,144 +140,210 @@ static zcoll_status_t round_all(zcoll_comm_t *comm, const void *mine, void *all,
   return zcoll_allgather(comm, mine, all, len, ZCOLL_UINT8);
 }
 
+/* One split on one rank: what its rounds learn, and everything it holds until the end
+ * (split_free). A round reads what the earlier ones left and runs only if they succeeded:
+ * every rank runs the same rounds, so the allgathers pair up across the parent. */
+struct split {
+  zcoll_comm_t *comm;
+  int color, key, p;
+  struct member *all;   /* round 1: every rank's (color, key) */
+  struct order *group;  /* this rank's group in order */
+  int *members;         /* its ranks in the parent, in that order */
+  int n, me, leader;    /* its size, this rank's rank in it, its leader in the parent */
+  struct offer *offers; /* round 2 */
+  int *set_of, *tl_of, *gen_of, any_share;
+  struct zcoll__share share;
+  zcoll_unique_id_t id;     /* round 3: this rank's way to it (an id or a link), */
+  zcoll_unique_id_t *ids;   /* and everyone's */
+  int pair[2];              /* a member's socket pair, when its group shares */
+  zcoll_status_t made;      /* a leader's zcoll__uid_make */
+  int32_t *took;            /* round 4: each leader took its members' ends (1), or not (2) */
+  int *fds;                 /* a leader's ends taken, then the star of the child's control */
+  int pairs;                /* this rank's group runs its control over the pairs */
+  zcoll_unique_id_t *again; /* round 5 */
+};
+
+static void split_free(struct split *s) {
+  for (int k = 0; k < 2; k++)
+    if (s->pair[k] >= 0) close(s->pair[k]);
+  for (int i = 0; s->fds && i < s->p; i++)
+    if (s->fds[i] >= 0) close(s->fds[i]);
+  /* the groups' keys */
+  if (s->ids) explicit_bzero(s->ids, sizeof(*s->ids) * (size_t)s->p);
+  if (s->again) explicit_bzero(s->again, sizeof(*s->again) * (size_t)s->p);
+  explicit_bzero(&s->id, sizeof(s->id));
+  free(s->all), free(s->group), free(s->members), free(s->offers), free(s->set_of);
+  free(s->tl_of), free(s->gen_of), free(s->ids), free(s->took), free(s->fds), free(s->again);
+}
+
+static zcoll_status_t split_alloc(struct split *s) {
+  size_t p = (size_t)s->p;
+  s->all = malloc(sizeof(*s->all) * p);
+  s->group = malloc(sizeof(*s->group) * p);
+  s->members = malloc(sizeof(*s->members) * p);
+  s->offers = malloc(sizeof(*s->offers) * p);
+  s->set_of = malloc(sizeof(*s->set_of) * p);
+  s->tl_of = malloc(sizeof(*s->tl_of) * p);
+  s->gen_of = malloc(sizeof(*s->gen_of) * p);
+  s->ids = malloc(sizeof(*s->ids) * p);
+  s->took = malloc(sizeof(*s->took) * p);
+  s->fds = malloc(sizeof(*s->fds) * p);
+  s->again = malloc(sizeof(*s->again) * p);
+  for (int r = 0; s->fds && r < s->p; r++) s->fds[r] = -1; /* split_free closes them */
+  if (!s->all || !s->group || !s->members || !s->offers || !s->set_of || !s->tl_of || !s->gen_of ||
+      !s->ids || !s->took || !s->fds || !s->again)
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
+  return ZCOLL_OK;
+}
+
+/* Round 1: every rank's (color, key); this rank's group in order, its rank there, and the
+ * group's leader's rank in the parent. A bad color is still this rank's part of the
+ * collective: the allgather carries it, and every rank refuses the split alike. */
+static zcoll_status_t round_colors(struct split *s) {
+  struct member mine = {s->color, s->key};
+  zcoll_status_t st = zcoll_allgather(s->comm, &mine, s->all, 2, ZCOLL_INT32);
+  if (st != ZCOLL_OK) return st;
+  for (int r = 0; r < s->p; r++)
+    if (s->all[r].color < 0 && s->all[r].color != ZCOLL_UNDEFINED)
+      return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                         "zcoll_comm_split: rank %d passed color %d (a color is >= 0, or "
+                         "ZCOLL_UNDEFINED)",
+                         r, (int)s->all[r].color);
+  for (int r = 0; s->color != ZCOLL_UNDEFINED && r < s->p; r++)
+    if (s->all[r].color == s->color) s->group[s->n++] = (struct order){s->all[r].key, r};
+  if (s->n) {
+    qsort(s->group, (size_t)s->n, sizeof(*s->group), by_key_then_rank);
+    for (int i = 0; i < s->n; i++)
+      if (s->group[i].rank == s->comm->rank) s->me = i;
+    s->leader = s->group[0].rank;
+  }
+  for (int i = 0; i < s->n; i++) s->members[i] = s->group[i].rank;
+  return ZCOLL_OK;
+}
+
+/* Round 2: what each can offer; every rank learns which groups share. */
+static zcoll_status_t round_offers(struct split *s) {
+  zcoll_comm_t *comm = s->comm;
+  struct offer mine = {0, zcoll__family_local_tl(comm) + 1, 0, {0}};
+  if (comm->fam) mine.free_sets = zcoll__family_free_sets(comm->fam, mine.gen);
+  zcoll_status_t st = round_all(comm, &mine, s->offers, sizeof(mine));
+  if (st != ZCOLL_OK) return st;
+  decide(comm, s->all, s->offers, s->set_of, s->tl_of, s->gen_of);
+  for (int r = 0; r < s->p; r++) s->any_share |= s->set_of[r] > 0;
+  s->share = (struct zcoll__share){comm,
+                                   s->me >= 0 ? s->set_of[comm->rank] : -1,
+                                   s->gen_of[comm->rank],
+                                   s->tl_of[comm->rank],
+                                   s->members,
+                                   NULL};
+  return ZCOLL_OK;
+}
+
+/* Round 3: how to reach the leader. A group that shares needs no rendezvous: each member
+ * makes a socket pair and offers one end, which the leader takes (take_fd). The others'
+ * leaders open a rendezvous of their own (unique_id.c). Every rank takes part, also after
+ * a failed id: the others wait (it is refused after round 5, in made). */
+static zcoll_status_t round_ids(struct split *s) {
+  if (s->me > 0 && s->share.set > 0 &&
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s->pair) == 0) {
+    struct link l = {LINK_MAGIC, (int32_t)getpid(), s->pair[1]};
+    memcpy(&s->id, &l, sizeof(l));
+  } else if (s->me == 0 && s->share.set <= 0) {
+    s->made = zcoll__uid_make(s->comm->nhosts == 1, s->comm->cfg->timeout, &s->id);
+    if (s->made != ZCOLL_OK) memset(&s->id, 0, sizeof(s->id)); /* the others see it failed */
+  }
+  return round_all(s->comm, &s->id, s->ids, sizeof(s->id));
+}
+
+/* Round 4, if any group shares: whether each such leader took every member's end (1), or
+ * not (2); 0 from the others. Then each rank knows whether its group runs its control
+ * over the pairs, and lets go of the ends that will not serve. */
+static zcoll_status_t round_took(struct split *s) {
+  int32_t ok = 0;
+  if (s->me == 0 && s->share.set > 0) {
+    ok = 1;
+    for (int i = 1; i < s->n; i++)
+      if ((s->fds[i] = take_fd((const struct link *)(const void *)&s->ids[s->members[i]])) < 0)
+        ok = 2;
+  }
+  zcoll_status_t st = s->any_share ? round_all(s->comm, &ok, s->took, sizeof(ok)) : ZCOLL_OK;
+  if (st != ZCOLL_OK) return st;
+  s->pairs = s->share.set > 0 && s->me >= 0 && s->took[s->leader] == 1;
+  /* taken, or not to be: the leader's end is the leader's */
+  if (s->pair[1] >= 0) close(s->pair[1]), s->pair[1] = -1;
+  if (!s->pairs) {
+    for (int i = 1; i < s->n; i++)
+      if (s->fds[i] >= 0) close(s->fds[i]), s->fds[i] = -1;
+    if (s->pair[0] >= 0) close(s->pair[0]), s->pair[0] = -1;
+  }
+  return ZCOLL_OK;
+}
+
+/* Round 5, if a leader could not take them (no right to, say): a rendezvous after all, for
+ * that group's control; its channels still share the instances. */
+static zcoll_status_t round_fallback(struct split *s) {
+  int any_fallback = 0;
+  for (int r = 0; s->any_share && r < s->p; r++) any_fallback |= s->took[r] == 2;
+  if (!any_fallback) return ZCOLL_OK;
+  memset(&s->id, 0, sizeof(s->id));
+  if (s->me == 0 && s->share.set > 0 && !s->pairs) {
+    s->made = zcoll__uid_make(s->comm->nhosts == 1, s->comm->cfg->timeout, &s->id);
+    if (s->made != ZCOLL_OK) memset(&s->id, 0, sizeof(s->id));
+  }
+  zcoll_status_t st = round_all(s->comm, &s->id, s->again, sizeof(s->id));
+  if (st == ZCOLL_OK && s->me >= 0 && s->share.set > 0 && !s->pairs)
+    s->ids[s->leader] = s->again[s->leader];
+  return st;
+}
+
+/* The child, on the ranks that have a group: over the pairs, or its leader's rendezvous. */
+static zcoll_status_t make_child(struct split *s, int all_peers, zcoll_comm_t **newcomm) {
+  static const zcoll_unique_id_t none;
+  if (s->made != ZCOLL_OK) return s->made;
+  if (s->me < 0) return ZCOLL_OK;
+  if (!s->pairs && !memcmp(&s->ids[s->leader], &none, sizeof(none)))
+    return zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
+                       "zcoll_comm_split: rank %d, the leader of color %d, could not open its "
+                       "group's rendezvous",
+                       s->leader, s->color);
+  zcoll_config_t *cfg = NULL;
+  zcoll_status_t st = zcoll__config_dup(s->comm->cfg, &cfg);
+  if (st != ZCOLL_OK) return st;
+  cfg->all_peers = cfg->atomics = all_peers;
+  zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)%s", s->color,
+                  s->key, s->me, s->n, s->leader,
+                  s->pairs           ? ", over the parent's instances and no rendezvous"
+                  : s->share.set > 0 ? ", over the parent's instances"
+                                     : "");
+  if (!s->pairs)
+    return zcoll__comm_init_uid(newcomm, &s->ids[s->leader], s->me, s->n, cfg,
+                                s->share.set > 0 ? &s->share : NULL);
+  /* the leader's fds[1..n), a member's fds[0]: the star of its control */
+  if (s->me > 0) s->fds[0] = s->pair[0], s->pair[0] = -1;
+  s->share.bs_fds = s->fds;
+  st = init_over_pairs(newcomm, s->me, s->n, cfg, &s->share, s->leader);
+  for (int i = 0; i < s->p; i++) s->fds[i] = -1; /* the bootstrap's now, on every path */
+  return st;
+}
+
 zcoll_status_t zcoll__comm_split(zcoll_comm_t *comm, int color, int key, int all_peers,
                                  zcoll_comm_t **newcomm) {
   if (newcomm) *newcomm = NULL;
   if (!comm || !newcomm)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_comm_split: %s is NULL",
                        comm ? "newcomm" : "comm");
-  /* A bad color is still this rank's part of the collective: the allgather carries it,
-   * and every rank refuses the split alike. */
-  int p = comm->size;
-  struct member mine = {color, key}, *all = malloc(sizeof(*all) * (size_t)p);
-  struct order *group = malloc(sizeof(*group) * (size_t)p);
-  zcoll_unique_id_t *ids = malloc(sizeof(*ids) * (size_t)p);
-  struct offer *offers = malloc(sizeof(*offers) * (size_t)p);
-  int *members = malloc(sizeof(int) * (size_t)p), *set_of = malloc(sizeof(int) * (size_t)p);
-  int *tl_of = malloc(sizeof(int) * (size_t)p), *gen_of = malloc(sizeof(int) * (size_t)p);
-  int32_t *took = malloc(sizeof(int32_t) * (size_t)p);
-  int *fds = malloc(sizeof(int) * (size_t)p);
-  if (!all || !group || !ids || !offers || !members || !set_of || !tl_of || !gen_of || !took ||
-      !fds) {
-    free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
-        free(gen_of), free(took), free(fds);
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
-  }
-  for (int r = 0; r < p; r++) fds[r] = -1;
-  zcoll_status_t st = zcoll_allgather(comm, &mine, all, 2, ZCOLL_INT32);
-  int bad = -1;
-  for (int r = 0; st == ZCOLL_OK && r < p && bad < 0; r++)
-    if (all[r].color < 0 && all[r].color != ZCOLL_UNDEFINED) bad = r;
-  if (st == ZCOLL_OK && bad >= 0)
-    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
-                     "zcoll_comm_split: rank %d passed color %d (a color is >= 0, or "
-                     "ZCOLL_UNDEFINED)",
-                     bad, (int)all[bad].color);
-  /* This rank's group in order; its rank there; the group's leader's rank in the parent. */
-  int n = 0, me = -1, leader = -1;
-  for (int r = 0; st == ZCOLL_OK && color != ZCOLL_UNDEFINED && r < p; r++)
-    if (all[r].color == color) group[n++] = (struct order){all[r].key, r};
-  if (n) {
-    qsort(group, (size_t)n, sizeof(*group), by_key_then_rank);
-    for (int i = 0; i < n; i++)
-      if (group[i].rank == comm->rank) me = i;
-    leader = group[0].rank;
-  }
-  for (int i = 0; i < n; i++) members[i] = group[i].rank;
-  /* Round 2: what each can offer; every rank learns which groups share. */
-  struct offer mine_offer = {0, zcoll__family_local_tl(comm) + 1, 0, {0}};
-  if (comm->fam) mine_offer.free_sets = zcoll__family_free_sets(comm->fam, mine_offer.gen);
-  if (st == ZCOLL_OK) st = round_all(comm, &mine_offer, offers, sizeof(mine_offer));
-  int any_share = 0;
-  if (st == ZCOLL_OK) decide(comm, all, offers, set_of, tl_of, gen_of);
-  for (int r = 0; st == ZCOLL_OK && r < p; r++) any_share |= set_of[r] > 0;
-  struct zcoll__share share = {comm,
-                               me >= 0 && st == ZCOLL_OK ? set_of[comm->rank] : -1,
-                               st == ZCOLL_OK ? gen_of[comm->rank] : 0,
-                               st == ZCOLL_OK ? tl_of[comm->rank] : -1,
-                               members,
-                               NULL};
-  /* Round 3: how to reach the leader. A group that shares needs no rendezvous: each
-   * member makes a socket pair and offers one end, which the leader takes (take_fd). The
-   * others' leaders open a rendezvous of their own (unique_id.c). */
-  zcoll_unique_id_t id;
-  memset(&id, 0, sizeof(id));
-  int pair[2] = {-1, -1};
-  zcoll_status_t made = ZCOLL_OK;
-  if (st == ZCOLL_OK && me > 0 && share.set > 0 &&
-      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0) {
-    struct link l = {LINK_MAGIC, (int32_t)getpid(), pair[1]};
-    memcpy(&id, &l, sizeof(l));
-  } else if (st == ZCOLL_OK && me == 0 && share.set <= 0) {
-    made = zcoll__uid_make(comm->nhosts == 1, comm->cfg->timeout, &id);
-    if (made != ZCOLL_OK) memset(&id, 0, sizeof(id)); /* the others see it failed */
-  }
-  /* Every rank takes part, also after a failed id: the others wait. */
-  if (st == ZCOLL_OK) st = round_all(comm, &id, ids, sizeof(id));
-  /* Round 4, if any group shares: whether each such leader took every member's end (1),
-   * or not (2); 0 from the others. */
-  int32_t ok = 0;
-  if (st == ZCOLL_OK && me == 0 && share.set > 0) {
-    ok = 1;
-    for (int i = 1; i < n; i++)
-      if ((fds[i] = take_fd((const struct link *)(const void *)&ids[members[i]])) < 0) ok = 2;
-  }
-  if (st == ZCOLL_OK && any_share) st = round_all(comm, &ok, took, sizeof(ok));
-  /* Round 5, if a leader could not take them (no right to, say): a rendezvous after all,
-   * for that group's control; its channels still share the instances. */
-  int any_fallback = 0;
-  for (int r = 0; st == ZCOLL_OK && any_share && r < p; r++) any_fallback |= took[r] == 2;
-  int pairs = share.set > 0 && st == ZCOLL_OK && me >= 0 && took[leader] == 1;
-  if (pair[1] >= 0) close(pair[1]); /* taken, or not to be: the leader's end is the leader's */
-  if (!pairs) {
-    for (int i = 1; i < n; i++)
-      if (fds[i] >= 0) close(fds[i]), fds[i] = -1;
-    if (pair[0] >= 0) close(pair[0]), pair[0] = -1;
-  }
-  if (st == ZCOLL_OK && any_fallback) {
-    memset(&id, 0, sizeof(id));
-    if (me == 0 && share.set > 0 && !pairs) {
-      made = zcoll__uid_make(comm->nhosts == 1, comm->cfg->timeout, &id);
-      if (made != ZCOLL_OK) memset(&id, 0, sizeof(id));
-    }
-    zcoll_unique_id_t *again = malloc(sizeof(*again) * (size_t)p);
-    st = again ? round_all(comm, &id, again, sizeof(id))
-               : zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_comm_split: out of memory");
-    if (st == ZCOLL_OK && me >= 0 && share.set > 0 && !pairs) ids[leader] = again[leader];
-    if (again) explicit_bzero(again, sizeof(*again) * (size_t)p);
-    free(again);
-  }
-  if (st == ZCOLL_OK && made != ZCOLL_OK) st = made;
-  static const zcoll_unique_id_t none;
-  if (st == ZCOLL_OK && me >= 0 && !pairs && !memcmp(&ids[leader], &none, sizeof(none)))
-    st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP,
-                     "zcoll_comm_split: rank %d, the leader of color %d, could not open its "
-                     "group's rendezvous",
-                     leader, color);
-  zcoll_config_t *cfg = NULL;
-  if (st == ZCOLL_OK && me >= 0 && (st = zcoll__config_dup(comm->cfg, &cfg)) == ZCOLL_OK) {
-    cfg->all_peers = cfg->atomics = all_peers;
-    zcoll_log_debug("split: color %d, key %d: rank %d of %d (leader: parent rank %d)%s", color, key,
-                    me, n, leader,
-                    pairs           ? ", over the parent's instances and no rendezvous"
-                    : share.set > 0 ? ", over the parent's instances"
-                                    : "");
-    if (pairs) { /* the leader's fds[1..n), a member's fds[0]: the star of its control */
-      if (me > 0) fds[0] = pair[0], pair[0] = -1;
-      share.bs_fds = fds;
-      st = init_over_pairs(newcomm, me, n, cfg, &share, leader);
-      for (int i = 0; i < p; i++) fds[i] = -1; /* the bootstrap's now, on every path */
-    } else {
-      st = zcoll__comm_init_uid(newcomm, &ids[leader], me, n, cfg, share.set > 0 ? &share : NULL);
-    }
-  }
-  if (pair[0] >= 0) close(pair[0]);
-  for (int i = 0; i < p; i++)
-    if (fds[i] >= 0) close(fds[i]);
-  explicit_bzero(ids, sizeof(*ids) * (size_t)p); /* the groups' keys */
-  explicit_bzero(&id, sizeof(id));
-  free(all), free(group), free(ids), free(offers), free(members), free(set_of), free(tl_of),
-      free(gen_of), free(took), free(fds);
+  struct split s = {.comm = comm, .color = color, .key = key, .p = comm->size};
+  s.me = s.leader = -1;
+  s.pair[0] = s.pair[1] = -1;
+  s.share.set = -1;
+  zcoll_status_t st = split_alloc(&s);
+  if (st == ZCOLL_OK) st = round_colors(&s);
+  if (st == ZCOLL_OK) st = round_offers(&s);
+  if (st == ZCOLL_OK) st = round_ids(&s);
+  if (st == ZCOLL_OK) st = round_took(&s);
+  if (st == ZCOLL_OK) st = round_fallback(&s);
+  if (st == ZCOLL_OK) st = make_child(&s, all_peers, newcomm);
+  split_free(&s);
   return st;
 }
 

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "base/config_fields.h"
 #include "base/log.h"
+#include "transports/verbs/config.h"
 
 /* In order of preference for ZCOLL_TRANSPORT=auto. Shared memory first between ranks on
  * one host: a copy through a mapping beats a NIC's loopback and UCX's rendezvous (as
@@ -18,17 +20,22 @@ const struct zcoll__tl_entry zcoll__transports[] = {
      "shared memory between ranks on one host (and PID namespace)"},
 #ifdef ZCOLL_HAVE_VERBS
     {"verbs", &zcoll__tl_verbs, NULL, ZCOLL_TLE_AUTO,
-     "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)"},
+     "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)", zcoll__verbs_config,
+     ZCOLL_VERBS_NCONFIG},
 #else
     {"verbs", NULL,
      "this build has no verbs transport (libibverbs was not found when it was "
      "configured)",
-     ZCOLL_TLE_AUTO, "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)"},
+     ZCOLL_TLE_AUTO, "RDMA WRITE with immediate over InfiniBand or RoCE (rdma-core)",
+     zcoll__verbs_config, ZCOLL_VERBS_NCONFIG},
 #endif
     {"ucx", &zcoll__tl_ucx, NULL, ZCOLL_TLE_AUTO, "UCX's put with a notification (any network)"},
     {"loopback", &zcoll__tl_loopback, NULL, 0, "ranks are threads of one process"},
 };
 const int zcoll__ntransports = sizeof(zcoll__transports) / sizeof(zcoll__transports[0]);
+/* Every transport's knobs and base's make the one list of fields (comm/config_api.c). */
+_Static_assert(ZCOLL_CONFIG_NJOB + ZCOLL_VERBS_NCONFIG + ZCOLL_CONFIG_NRUN == ZCOLL_CONFIG_NFIELDS,
+               "ZCOLL_CONFIG_NFIELDS counts every table's rows");
 _Static_assert(sizeof(zcoll__transports) / sizeof(zcoll__transports[0]) <= ZCOLL_TL_MAX,
                "a transport mask has a bit per transport");
 

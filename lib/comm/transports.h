@@ -27,9 +27,17 @@ struct zcoll__tl_entry {
   const char *missing;
   unsigned flags;
   const char *doc; /* for zcoll_info */
+  /* Its knobs (transports/<name>/config.c), listed in this table's order between base's
+   * (comm/config_api.c); NULL, 0: none. */
+  const struct zcoll__config_field *config;
+  int nconfig;
 };
 extern const struct zcoll__tl_entry zcoll__transports[];
 extern const int zcoll__ntransports;
+
+/* Was the field set from the environment or code (not left at its default)? Configuration
+ * with every table (config_api.c). */
+int zcoll__config_explicit(const zcoll_config_t *cfg, const char *name);
 
 /* The index of the named transport, -1 if there is none of that name. */
 int zcoll__transport_find(const char *name);

@@ -11,6 +11,7 @@
 
 #include "base/config.h"
 #include "base/log.h"
+#include "config.h"
 #include "verbs.h"
 
 /* Every piece, credit and flush write of a channel fits: the executor keeps at most

@@ -43,7 +43,7 @@ zcoll_status_t zcoll__plan_op(zcoll_comm_t *comm, const char *fn, size_t count, 
                               zcoll_op_t op, struct zcoll__plan *pl, size_t *n);
 /* Runs the agreement that follows a collective with a created op's function. */
 zcoll_status_t zcoll__agree(zcoll_comm_t *comm);
-/* Allgather, reduce-scatter and reduce plans (scatter_gather.c): MPI's arguments. */
+/* Allgather, reduce-scatter and reduce plans (allgather_reduce.c): MPI's arguments. */
 zcoll_status_t zcoll__allgather_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t sendcount, zcoll_dtype_t dtype, struct zcoll__plan *pl);
 zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,

@@ -1,4 +1,4 @@
-/* scatter_gather.c -- the public allgather, reduce-scatter and reduce: argument checks,
+/* allgather_reduce.c -- the public allgather, reduce-scatter and reduce: argument checks,
  * algorithm choice, schedule, execution. Their schedules are in algorithms/ (allgather.c,
  * reduce_scatter.c, reduce.c) and run on the allreduce's executor and channels. */
 #include <stdint.h>

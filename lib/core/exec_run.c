@@ -118,7 +118,8 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
    * widened on its way in. */
   if (comm->mrs && !r->wire) {
     /* an allgather's result is every rank's block: the whole of its coordinates */
-    size_t n = desc->kind == ZCOLL_COLL_ALLGATHER ? s->count : (size_t)desc->count;
+    const struct zcoll__kind *k = zcoll__kind_of(desc->kind);
+    size_t n = k && k->result_spans ? s->count : (size_t)desc->count;
     size_t bytes = n * zcoll__dsize(dtype);
     if (bytes > comm->slot_bytes && comm->slot_bytes >= ZCOLL_GRANT_MAX_BYTES && dst)
       r->grant = zcoll__mr_grant(comm, dst, bytes, &r->grant_base);

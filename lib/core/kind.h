@@ -61,6 +61,9 @@ struct zcoll__kind {
   const char *head;
   enum zcoll__kind_root root;
   int has_op;
+  /* Its result spans the schedule's whole count (every rank's block: the allgather's), not
+   * the description's count. */
+  int result_spans;
   /* Its algorithms: the list whose index is the description's algo byte, and one more
    * outside the list (extra_id; NULL: none). */
   const struct zcoll__algo *const *algos;

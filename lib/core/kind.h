@@ -6,12 +6,14 @@
  * Adding a collective:
  *   1. include/zcoll.h: the public call, documented.
  *   2. lib/coll/<name>.c: argument checks, the algorithm choice, the plan
- *      (zcoll__sched_get with the new kind) and the run.
+ *      (zcoll__sched_get with the new kind) and the run; its non-blocking form plans
+ *      through request.c's dispatch on the kind.
  *   3. Here: a ZCOLL_COLL_* id (the next number: ids are on the wire and in the
  *      fingerprint, never renumber one) and a row in kind.c's table.
  *   4. algorithms/: its schedule builders and their list (algorithms.h), the row's algos.
  *   5. python/: the binding and its wrapper; tests/ and python/tests/: its tests.
- * Nothing else names a kind: the plan cache, the recorder and describe read this table.
+ * The plan cache, the flight recorder, describe and the executor read this table: none
+ * of them names a kind.
  */
 #ifndef ZCOLL_KIND_H
 #define ZCOLL_KIND_H

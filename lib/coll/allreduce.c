@@ -134,7 +134,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
       snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
     }
     int built = 0;
-    if ((st = zcoll__sched_get(comm, algo, n, in_place, -1, pl, &built)) != ZCOLL_OK) {
+    if ((st = zcoll__sched_get(comm, ZCOLL_COLL_ALLREDUCE, algo, n, in_place, -1, pl, &built)) !=
+        ZCOLL_OK) {
       zcoll__plan_release(pl);
       return st;
     }

@@ -37,7 +37,8 @@ zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count
                        zcoll_dtype_name(dtype));
   if (count && !buf) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "broadcast: buf is NULL");
   int algo = pick(comm, count * dsize, NULL, 0), built = 0;
-  zcoll_status_t st = zcoll__sched_get(comm, ZCOLL_SCHED_BCAST + algo, count, 1, root, pl, &built);
+  zcoll_status_t st = zcoll__sched_get(comm, ZCOLL_COLL_BROADCAST, algo, count, 1, root, pl,
+                                       &built);
   if (st != ZCOLL_OK) return st;
   if (built && zcoll__log_level >= ZCOLL_LOG_INFO) {
     char why[256];

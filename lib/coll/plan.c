@@ -6,42 +6,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "algorithms/algorithms.h"
 #include "base/log.h"
 #include "core/exec.h"
+#include "core/kind.h"
 #include "core/report.h"
 #include "kernels/op.h"
 
-static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, int algo,
+static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, int kind, int algo,
                                   size_t count, int in_place, int root) {
   zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
   s->root = root;
-  if (algo == ZCOLL_SCHED_REDUCE + ZCOLL_REDUCE_TREE)
-    zcoll__reduce_build(s, &zcoll__reduce_tree, &comm->algo_params);
-  else if (algo >= ZCOLL_SCHED_REDUCE)
-    zcoll__reduce_build(s, zcoll__algos[algo - ZCOLL_SCHED_REDUCE], &comm->algo_params);
-  else if (algo >= ZCOLL_SCHED_RS)
-    zcoll__rs_algos[algo - ZCOLL_SCHED_RS]->build(s, &comm->algo_params);
-  else if (algo >= ZCOLL_SCHED_AG)
-    zcoll__ag_algos[algo - ZCOLL_SCHED_AG]->build(s, &comm->algo_params);
-  else if (algo >= ZCOLL_SCHED_BCAST)
-    zcoll__bcast_algos[algo - ZCOLL_SCHED_BCAST]->build(s, &comm->algo_params);
-  else
-    zcoll__algos[algo]->build(s, &comm->algo_params);
+  zcoll__kind_build(kind, algo, s, &comm->algo_params);
   zcoll_status_t st = zcoll__sched_finish(s);
   if (st != ZCOLL_OK) zcoll__sched_free(s);
   return st;
 }
 
-/* Schedules depend on (algorithm, count, in place) only: cache the last few so that a
+/* Schedules depend on (kind, algorithm, count, in place, root) only: cache the last few so that a
  * loop of same-sized allreduces plans once. An entry a collective in flight uses is
  * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
-zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place, int root,
-                                struct zcoll__plan *pl, int *built) {
+zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int kind, int algo, size_t count, int in_place,
+                                int root, struct zcoll__plan *pl, int *built) {
   struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
   /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
-  if (m && m->used && m->algo == algo && m->count == count && m->in_place == in_place &&
-      m->root == root) {
+  if (m && m->used && m->kind == kind && m->algo == algo && m->count == count &&
+      m->in_place == in_place && m->root == root) {
     m->stamp = ++comm->ncolls;
     m->pins++;
     pl->entry = m;
@@ -50,8 +39,8 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int 
   }
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
     struct zcoll__sched_cache_entry *e = &comm->cache[i];
-    if (e->used && e->algo == algo && e->count == count && e->in_place == in_place &&
-        e->root == root) {
+    if (e->used && e->kind == kind && e->algo == algo && e->count == count &&
+        e->in_place == in_place && e->root == root) {
       comm->cache_mru = e;
       e->stamp = ++comm->ncolls;
       e->pins++;
@@ -65,7 +54,7 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int 
   if (!victim) {
     if (!(pl->owned = malloc(sizeof(*pl->owned))))
       return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a schedule");
-    zcoll_status_t st = build_sched(comm, pl->owned, algo, count, in_place, root);
+    zcoll_status_t st = build_sched(comm, pl->owned, kind, algo, count, in_place, root);
     if (st != ZCOLL_OK) {
       free(pl->owned);
       pl->owned = NULL;
@@ -77,10 +66,11 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int 
   if (victim->used) zcoll__sched_free(&victim->sched);
   victim->used = 0;
   victim->gen = ++comm->sched_gen; /* a memo of the old build is stale now */
-  zcoll_status_t st = build_sched(comm, &victim->sched, algo, count, in_place, root);
+  zcoll_status_t st = build_sched(comm, &victim->sched, kind, algo, count, in_place, root);
   if (st != ZCOLL_OK) return st;
   victim->used = 1;
   victim->root = root;
+  victim->kind = kind;
   victim->algo = algo;
   victim->count = count;
   victim->in_place = in_place;

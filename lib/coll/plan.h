@@ -43,7 +43,7 @@ zcoll_status_t zcoll__plan_op(zcoll_comm_t *comm, const char *fn, size_t count, 
                               zcoll_op_t op, struct zcoll__plan *pl, size_t *n);
 /* Runs the agreement that follows a collective with a created op's function. */
 zcoll_status_t zcoll__agree(zcoll_comm_t *comm);
-/* Allgather, reduce-scatter and reduce plans (scatter_gather.c): MPI's arguments. */
+/* Allgather, reduce-scatter and reduce plans (allgather_reduce.c): MPI's arguments. */
 zcoll_status_t zcoll__allgather_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t sendcount, zcoll_dtype_t dtype, struct zcoll__plan *pl);
 zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
@@ -57,10 +57,11 @@ zcoll_status_t zcoll__barrier_plan(zcoll_comm_t *comm, uint8_t *token, struct zc
 /* The same for a broadcast (broadcast.c). */
 zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count,
                                      zcoll_dtype_t dtype, int root, struct zcoll__plan *pl);
-/* The schedule of (algorithm, count, in place, root), from the cache or built (*built
- * = 1), pinned in pl. */
-zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int algo, size_t count, int in_place, int root,
-                                struct zcoll__plan *pl, int *built);
+/* The schedule of (kind, algorithm, count, in place, root), from the cache or built
+ * (*built = 1), pinned in pl. kind (kind.h) names the builder, not the call: a barrier
+ * runs the allreduce's butterfly. */
+zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int kind, int algo, size_t count, int in_place,
+                                int root, struct zcoll__plan *pl, int *built);
 /* A collective call whose plan failed with st: it counts as this rank's call, and breaks
  * the communicator telling the peers why (an argument error: zcoll__poison). */
 zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st);

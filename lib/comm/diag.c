@@ -84,7 +84,7 @@ zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *c
   unsigned mask;
   zcoll_status_t st = explain_sched(cfg, ranks, bytes, plan, &mask);
   if (st != ZCOLL_OK) return st;
-  if (!strcmp(coll, "reduce")) { /* as scatter_gather.c's reduce_algo */
+  if (!strcmp(coll, "reduce")) { /* as allgather_reduce.c's reduce_algo */
     int tree = zcoll__reduce_takes_tree(plan->algorithm);
     const char *as = tree ? "the tree toward the root, where the allreduce's choice is latency-"
                             "bound: "

@@ -45,6 +45,15 @@ void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll
 }
 
 static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
+  const struct zcoll__kind *k = zcoll__kind_of(d->kind);
+  if (!k) {
+    snprintf(buf, len, "collective kind %u", d->kind);
+    return;
+  }
+  if (k->fixed) {
+    snprintf(buf, len, "%s", k->fixed);
+    return;
+  }
   const char *dt = d->dtype < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name(d->dtype) : "?";
   char wired[32];
   if (d->wire) { /* ranks that differ in ZCOLL_WIRE_DTYPE see it named */
@@ -53,59 +62,19 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     dt = wired;
   }
   char algo[48];
-  if (d->kind == ZCOLL_COLL_BROADCAST) {
-    snprintf(algo, sizeof(algo), "%s",
-             d->algo < zcoll__nbcast_algos ? zcoll__bcast_algos[d->algo]->name : "?");
-    if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
-    snprintf(buf, len, "broadcast(count %llu, %s, root %d, %s)", (unsigned long long)d->count, dt,
-             d->root, algo);
-    return;
-  }
-  if (d->kind == ZCOLL_COLL_AGREE) {
-    snprintf(buf, len, "the agreement that ends a collective with a created op");
-    return;
-  }
-  if (d->kind == ZCOLL_COLL_BARRIER) {
-    snprintf(buf, len, "barrier");
-    return;
-  }
-  if (d->kind == ZCOLL_COLL_ALLGATHER) {
-    snprintf(buf, len, "allgather(count %llu, %s, %s)", (unsigned long long)d->count, dt,
-             d->algo < zcoll__nag_algos ? zcoll__ag_algos[d->algo]->name : "?");
-    return;
-  }
-  if (d->kind != ZCOLL_COLL_ALLREDUCE && d->kind != ZCOLL_COLL_VEC &&
-      d->kind != ZCOLL_COLL_REDUCE_SCATTER && d->kind != ZCOLL_COLL_REDUCE &&
-      d->kind != ZCOLL_COLL_PARTIAL) {
-    snprintf(buf, len, "collective kind %u", d->kind);
-    return;
-  }
-  if (d->kind == ZCOLL_COLL_REDUCE_SCATTER)
-    snprintf(algo, sizeof(algo), "%s",
-             d->algo < zcoll__nrs_algos ? zcoll__rs_algos[d->algo]->name : "?");
-  else if (d->kind == ZCOLL_COLL_REDUCE)
-    snprintf(algo, sizeof(algo), "%s", zcoll__reduce_algo_name(d->algo));
-  else
-    snprintf(algo, sizeof(algo), "%s",
-             d->algo == ZCOLL_ALGO_ONEHOST ? "onehost"
-             : d->algo < zcoll__nalgos     ? zcoll__algos[d->algo]->name
-                                           : "?");
+  snprintf(algo, sizeof(algo), "%s", zcoll__kind_algo_name(d->kind, d->algo));
   if (strcmp(algo, "tree") == 0) snprintf(algo, sizeof(algo), "tree of arity %u", d->arity);
-  char op[64];
-  zcoll__op_describe(op, sizeof(op), d->op, d->op_tag);
-  if (d->kind == ZCOLL_COLL_VEC)
-    snprintf(buf, len, "a vector key's round (key hash %08x; count %llu, %s, %s, %s)",
-             (unsigned)d->root, (unsigned long long)d->count, dt, op, algo);
-  else if (d->kind == ZCOLL_COLL_REDUCE)
-    snprintf(buf, len, "reduce(count %llu, %s, %s, root %d, %s)", (unsigned long long)d->count, dt,
-             op, d->root, algo);
-  else if (d->kind == ZCOLL_COLL_PARTIAL)
-    snprintf(buf, len, "a partial allreduce's round (quorum %d; count %llu, %s, %s, %s)", d->root,
-             (unsigned long long)d->count, dt, op, algo);
-  else
-    snprintf(buf, len, "%s(count %llu, %s, %s, %s)",
-             d->kind == ZCOLL_COLL_REDUCE_SCATTER ? "reduce_scatter" : "allreduce",
-             (unsigned long long)d->count, dt, op, algo);
+  char op[66] = "", root[32] = "", lead[32] = "";
+  if (k->has_op) {
+    op[0] = ',', op[1] = ' ';
+    zcoll__op_describe(op + 2, sizeof(op) - 2, d->op, d->op_tag);
+  }
+  if (k->root == ZCOLL_KIND_ROOT) snprintf(root, sizeof(root), ", root %d", d->root);
+  if (k->root == ZCOLL_KIND_KEY_HASH)
+    snprintf(lead, sizeof(lead), "key hash %08x; ", (unsigned)d->root);
+  if (k->root == ZCOLL_KIND_QUORUM) snprintf(lead, sizeof(lead), "quorum %d; ", d->root);
+  snprintf(buf, len, "%s%scount %llu, %s%s%s, %s)", k->head, lead, (unsigned long long)d->count, dt,
+           op, root, algo);
 }
 
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,

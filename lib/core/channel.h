@@ -84,6 +84,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "kind.h"
 #include "tl/transport.h"
 #include "zcoll.h"
 
@@ -133,29 +134,8 @@ struct zcoll__chan_grant {
 /* A first piece up to this many payload bytes travels with its header. */
 #define ZCOLL_CHAN_MERGE_MAX (1024u - ZCOLL_CHAN_HDR_BYTES)
 
-/* ZCOLL_COLL_VEC: a vector key's round (tasks.c), an allreduce whose root field holds a
- * hash of the key. ZCOLL_COLL_AGREE: the one-byte allreduce that follows a collective with
- * a created op's function (allreduce.c), which no user call may pair with.
- * ZCOLL_COLL_BARRIER: zcoll_barrier, a one-byte exchange of its own kind (barrier.c).
- * ZCOLL_COLL_PARTIAL: a round of a partial allreduce among its members, its ordinal the
- * round's number (lib/coll/partial.c). */
-enum {
-  ZCOLL_COLL_ALLREDUCE = 1,
-  ZCOLL_COLL_BROADCAST = 2,
-  ZCOLL_COLL_VEC = 3,
-  ZCOLL_COLL_AGREE = 4,
-  ZCOLL_COLL_BARRIER = 5,
-  ZCOLL_COLL_ALLGATHER = 6,
-  ZCOLL_COLL_REDUCE_SCATTER = 7,
-  ZCOLL_COLL_REDUCE = 8,
-  ZCOLL_COLL_PARTIAL = 9 /* a partial allreduce's round (partial.c): root holds the quorum */
-};
-
-/* What a collective is: ranks must agree on all of it. */
-/* An allreduce's algo in its description when it goes through the one-host mailboxes
- * (onehost.h) rather than a schedule. */
-#define ZCOLL_ALGO_ONEHOST 255
-
+/* What a collective is: ranks must agree on all of it. Its kind (ZCOLL_COLL_*) and what
+ * its algo and root mean for that kind: kind.h. */
 struct zcoll__coll_desc {
   uint8_t kind, dtype, op, algo;
   uint16_t arity;  /* parameters of the algorithm that shape the schedule (tree: 2..64) */

@@ -28,8 +28,9 @@
 
 struct zcoll__sched_cache_entry {
   int used;
-  int algo; /* an allreduce algorithm, or ZCOLL_SCHED_BCAST + a broadcast one */
-  int root; /* broadcast; -1 */
+  int kind; /* the key: the kind whose builder made it (ZCOLL_COLL_*, kind.h), */
+  int algo; /* its algorithm (the kind's list), */
+  int root; /* the root; -1 */
   size_t count;
   int in_place;
   uint64_t stamp;
@@ -50,10 +51,6 @@ struct zcoll__plan_memo {
 };
 
 #define ZCOLL_SCHED_CACHE 8
-#define ZCOLL_SCHED_BCAST 64
-#define ZCOLL_SCHED_AG 80      /* + an allgather algorithm */
-#define ZCOLL_SCHED_RS 96      /* + a reduce-scatter algorithm */
-#define ZCOLL_SCHED_REDUCE 112 /* + an allreduce algorithm, result on the root */
 
 /* A transport instance of the communicator: the peers it reaches have their channels
  * over it (chan->t). */

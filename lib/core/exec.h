@@ -43,6 +43,22 @@ struct zcoll__grant_src {
   uint8_t key[ZCOLL_GRANT_KEY_MAX];
 };
 
+/* A kind of run: what sets it up, steps it and tells what it waits on, chosen at run init
+ * (zcoll__run_ops_of) so that no one branches on the description's algo byte. A
+ * schedule's run (zcoll__sched_run) has none of the functions: the executor does its
+ * work inline (executor.c: the 8-byte path notices a call). The one-host mailboxes' run
+ * (zcoll__onehost_run, onehost.h) has all of them. */
+struct zcoll__run_ops {
+  void (*init)(struct zcoll__run *r); /* after run_init's common part: the rest */
+  zcoll_status_t (*step)(struct zcoll__run *r, int *progress);
+  int (*waiting_on)(const struct zcoll__run *r); /* for a timeout's message; -1: none */
+  /* Its news is in the peers' mailboxes, not in events: its start reads none (the boxes
+   * carry it), and a blocking wait looks before it polls, and after a look that moved
+   * nothing as well. */
+  int mailboxes;
+};
+extern const struct zcoll__run_ops zcoll__sched_run;
+
 /* One collective in progress: on the caller's stack for a blocking call, in the request
  * otherwise. Active runs are listed in comm->active in the order they were issued (the
  * order of their ordinals), and move pieces in that order on every channel. */
@@ -53,6 +69,7 @@ struct zcoll__run {
   atomic_int ended;        /* 1 (release) once status is final: read without comm->mu */
   int64_t started_ns;      /* for the trace; 0 if off */
   zcoll_comm_t *comm;
+  const struct zcoll__run_ops *ops; /* its kind of run */
   const struct zcoll__sched *s;
   struct zcoll__exec_state *e;
   char *buf[ZCOLL_NBUFS]; /* where each starts: coordinate s->base[k] (zcoll__at) */
@@ -74,7 +91,7 @@ struct zcoll__run {
   /* 1: not stepped while a run issued before it is listed -- a created op's agreement
    * (request.c), whose word must not leave before this rank's functions have all run. */
   int fence;
-  /* A one-host run (desc.algo ZCOLL_ALGO_ONEHOST, onehost.h): the next rank whose box it
+  /* A one-host run (zcoll__onehost_run, onehost.h): the next rank whose box it
    * reads (-1: not published yet), and which of the two boxes. */
   int oh_next, oh_which;
   /* A large one-host call (onehost_big.c): its phase (0: the handshake) and progress in it. */
@@ -90,6 +107,10 @@ struct zcoll__idle {
   int64_t seen_ns; /* the last clock read of the calls' waits, 0: none (flight.h) */
 };
 
+/* The kind of run that runs schedule s: the one-host mailboxes' for their (empty) schedule,
+ * else the schedule's. */
+const struct zcoll__run_ops *zcoll__run_ops_of(const zcoll_comm_t *comm,
+                                               const struct zcoll__sched *s);
 /* Sets r up for collective `ordinal` (not yet in flight). On success it holds the
  * zcoll_mem_alloc memory its buffers touch (r->hold): every way a run ends (reaped, failed,
  * a blocking call's own end) lets go of it. */

@@ -41,6 +41,13 @@ static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r,
   return send_staging(comm, s, "a premul sum");
 }
 
+const struct zcoll__run_ops zcoll__sched_run = {NULL, NULL, NULL, 0};
+
+const struct zcoll__run_ops *zcoll__run_ops_of(const zcoll_comm_t *comm,
+                                               const struct zcoll__sched *s) {
+  return comm->oh && s == &comm->oh->sched ? &zcoll__onehost_run : &zcoll__sched_run;
+}
+
 zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
                                const struct zcoll__sched *s, struct zcoll__exec_state *e,
                                const struct zcoll__coll_desc *desc, uint64_t ordinal,
@@ -52,6 +59,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->status = ZCOLL_IN_PROGRESS;
   atomic_store_explicit(&r->ended, 0, memory_order_relaxed);
   r->comm = comm;
+  r->ops = zcoll__run_ops_of(comm, s);
   r->s = s;
   r->e = e;
   r->dtype = dtype;
@@ -65,8 +73,8 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->uop = NULL;
   r->dsize = zcoll__dsize(dtype);
   const struct zcoll__mem_user who = {desc->kind, ordinal, comm->rank, comm->size};
-  if (desc->algo == ZCOLL_ALGO_ONEHOST && desc->kind == ZCOLL_COLL_ALLREDUCE) {
-    zcoll__onehost_init(r); /* no schedule: the rest is its own */
+  if (r->ops->init) {
+    r->ops->init(r); /* no schedule: the rest is its own */
     size_t bytes = (size_t)desc->count * r->dsize;
     zcoll__mem_hold(&r->hold, &who, src, bytes, dst, bytes);
     return ZCOLL_OK;
@@ -110,7 +118,8 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
    * widened on its way in. */
   if (comm->mrs && !r->wire) {
     /* an allgather's result is every rank's block: the whole of its coordinates */
-    size_t n = desc->kind == ZCOLL_COLL_ALLGATHER ? s->count : (size_t)desc->count;
+    const struct zcoll__kind *k = zcoll__kind_of(desc->kind);
+    size_t n = k && k->result_spans ? s->count : (size_t)desc->count;
     size_t bytes = n * zcoll__dsize(dtype);
     if (bytes > comm->slot_bytes && comm->slot_bytes >= ZCOLL_GRANT_MAX_BYTES && dst)
       r->grant = zcoll__mr_grant(comm, dst, bytes, &r->grant_base);

@@ -38,7 +38,7 @@ static void note_waits(const struct zcoll__run *r, int64_t now) {
  * wait on it first; ranks further on wait on them later. */
 static int waiting_on(const struct zcoll__run *r) {
   if (!r) return -1;
-  if (r->desc.algo == ZCOLL_ALGO_ONEHOST) return zcoll__onehost_waiting_on(r);
+  if (r->ops->waiting_on) return r->ops->waiting_on(r); /* a run that is no schedule's */
   int best = -1;
   for (int j = 0; j < r->s->npeers; j++)
     if (r->e->awaited_ns[j] && (best < 0 || r->e->awaited_ns[j] < r->e->awaited_ns[best])) best = j;

@@ -430,7 +430,7 @@ static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
 }
 
 static zcoll_status_t run_step(struct zcoll__run *r, uint8_t *block, int *progress) {
-  if (r->desc.algo == ZCOLL_ALGO_ONEHOST) return zcoll__onehost_step(r, progress);
+  if (r->ops->step) return r->ops->step(r, progress); /* a run that is no schedule's */
   const struct zcoll__sched *s = r->s;
   zcoll_status_t st = ZCOLL_OK;
   for (int j = 0; j < s->npeers && st == ZCOLL_OK; j++) {
@@ -499,7 +499,8 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   zcoll_status_t st = ZCOLL_OK; /* the scratch grows on the first calls only */
   if (!e || s->nops > e->cap_ops || s->npeers > e->cap_peers || comm->nchans > e->cap_chans)
     st = zcoll__exec_reserve(&comm->exec, s->nops, s->npeers, comm->nchans);
-  if (st == ZCOLL_OK && desc->algo != ZCOLL_ALGO_ONEHOST) /* the mailboxes see it (onehost.c) */
+  const struct zcoll__run_ops *ops = zcoll__run_ops_of(comm, s);
+  if (st == ZCOLL_OK && !ops->mailboxes) /* the mailboxes see it (onehost.c) */
     st = zcoll__news_at_start(comm);
   if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
     st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
@@ -521,7 +522,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
    * looks before its first poll (it may end there, with nothing to poll for). Every later
    * look polls: a wait that slept must disarm the transport, or the peers' every
    * publication would knock with a system call. */
-  int first_look = desc->algo == ZCOLL_ALGO_ONEHOST;
+  int first_look = ops->mailboxes;
   while (r.remaining > 0) {
     int progress = 0;
     if (!first_look && (st = pump(comm, &progress)) != ZCOLL_OK) break;
@@ -529,7 +530,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
     if (progress || !step_idle) {
       int moved = 0;
       if ((st = run_step(&r, NULL, &moved)) != ZCOLL_OK) break;
-      step_idle = !moved && desc->algo != ZCOLL_ALGO_ONEHOST;
+      step_idle = !moved && !ops->mailboxes;
       progress |= moved;
     }
     if (progress) {

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "algorithms/algorithms.h"
 #include "comm.h"
 #include "exec.h"
 #include "base/log.h"
+#include "kind.h"
 
 zcoll_status_t zcoll__flight_open(struct zcoll__flight *f, unsigned n) {
   memset(f, 0, sizeof(*f));
@@ -91,30 +91,8 @@ static const char *status_word(zcoll_status_t st, char buf[static 24]) {
 }
 
 const char *zcoll__flight_kind_name(int kind) {
-  switch (kind) {
-  case ZCOLL_COLL_ALLREDUCE: return "allreduce";
-  case ZCOLL_COLL_BROADCAST: return "broadcast";
-  case ZCOLL_COLL_VEC: return "vec_allreduce";
-  case ZCOLL_COLL_AGREE: return "agreement";
-  case ZCOLL_COLL_BARRIER: return "barrier";
-  case ZCOLL_COLL_ALLGATHER: return "allgather";
-  case ZCOLL_COLL_REDUCE_SCATTER: return "reduce_scatter";
-  case ZCOLL_COLL_REDUCE: return "reduce";
-  case ZCOLL_COLL_PARTIAL: return "partial_round";
-  default: return "unknown";
-  }
-}
-
-static const char *algo_name(int kind, int algo) {
-  if (kind == ZCOLL_COLL_BROADCAST)
-    return algo < zcoll__nbcast_algos ? zcoll__bcast_algos[algo]->name : "?";
-  if (kind == ZCOLL_COLL_ALLGATHER)
-    return algo < zcoll__nag_algos ? zcoll__ag_algos[algo]->name : "?";
-  if (kind == ZCOLL_COLL_REDUCE_SCATTER)
-    return algo < zcoll__nrs_algos ? zcoll__rs_algos[algo]->name : "?";
-  if (kind == ZCOLL_COLL_REDUCE) return zcoll__reduce_algo_name(algo);
-  if (algo == ZCOLL_ALGO_ONEHOST) return "onehost";
-  return algo < zcoll__nalgos ? zcoll__algos[algo]->name : "?";
+  const struct zcoll__kind *k = zcoll__kind_of(kind);
+  return k ? k->name : "unknown";
 }
 
 /* A growing text. */
@@ -150,9 +128,8 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
   int op = (int)(s->what >> 16 & 0xff), algo = (int)(s->what >> 24);
   int state = s->state & 0xff;
   const char *dname = zcoll_dtype_name((zcoll_dtype_t)dtype);
-  const char *oname = kind == ZCOLL_COLL_BROADCAST || kind == ZCOLL_COLL_BARRIER ||
-                              kind == ZCOLL_COLL_ALLGATHER
-                          ? "-"
+  const struct zcoll__kind *row = zcoll__kind_of(kind);
+  const char *oname = row && !row->has_op   ? "-"
                       : op < ZCOLL_OP_COUNT ? zcoll_op_name((zcoll_op_t)op)
                                             : "user";
   char stname[40], word[24];
@@ -167,7 +144,7 @@ static void put_entry(struct text *t, int rank, const struct snap *s) {
       "zcoll flight rank=%d seq=%llu kind=%s count=%llu dtype=%s op=%s algo=%s state=%s "
       "awaiting=",
       rank, (unsigned long long)s->seq, zcoll__flight_kind_name(kind), (unsigned long long)s->count,
-      dname ? dname : "?", oname ? oname : "?", algo_name(kind, algo), stname);
+      dname ? dname : "?", oname ? oname : "?", zcoll__kind_algo_name(kind, algo), stname);
   int any = 0;
   for (int k = 0; state == ZCOLL_FLIGHT_RUNNING && k < ZCOLL_FLIGHT_AWAIT && s->await[k] >= 0;
        k++, any = 1)

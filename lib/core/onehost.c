@@ -68,7 +68,7 @@ void zcoll__onehost_free(zcoll_comm_t *comm, int local) {
   comm->oh = NULL;
 }
 
-void zcoll__onehost_init(struct zcoll__run *r) {
+static void run_init(struct zcoll__run *r) {
   zcoll_comm_t *comm = r->comm;
   r->buf[ZCOLL_BUF_TMP] = NULL;
   r->wire = 0;
@@ -163,7 +163,7 @@ void zcoll__onehost_quiesce(zcoll_comm_t *comm) {
   if (!comm->oh) return;
   /* A blocking call's run (one at a time) that published and has not ended. */
   for (const struct zcoll__run *r = comm->active; r; r = r->next) {
-    if (r->desc.algo != ZCOLL_ALGO_ONEHOST || r->oh_next < 0 || !r->remaining) continue;
+    if (r->ops != &zcoll__onehost_run || r->oh_next < 0 || !r->remaining) continue;
     struct zcoll__oh_box *b = zcoll__oh_box_of(comm->oh, comm->rank, r->oh_which);
     uint64_t want = r->ordinal + 1;
     atomic_compare_exchange_strong_explicit(&b->seq, &want, want | ZCOLL_OH_WITHDRAWN,
@@ -194,7 +194,7 @@ static void combine(struct zcoll__run *r) {
   }
 }
 
-zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
+static zcoll_status_t run_step(struct zcoll__run *r, int *progress) {
   zcoll_comm_t *comm = r->comm;
   if (r->oh_phase) return zcoll__onehost_big_step(r, progress); /* past the handshake */
   if (r->oh_next < 0) {
@@ -236,7 +236,7 @@ zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress) {
 int zcoll__onehost_ready(const zcoll_comm_t *comm) {
   if (!comm->oh) return 0;
   for (const struct zcoll__run *r = comm->active; r; r = r->next) {
-    if (r->desc.algo != ZCOLL_ALGO_ONEHOST || r->remaining == 0) continue;
+    if (r->ops != &zcoll__onehost_run || r->remaining == 0) continue;
     if (r->oh_phase) {
       if (zcoll__onehost_big_ready(r)) return 1;
       continue;
@@ -248,7 +248,7 @@ int zcoll__onehost_ready(const zcoll_comm_t *comm) {
   return 0;
 }
 
-int zcoll__onehost_waiting_on(const struct zcoll__run *r) {
+static int run_waiting_on(const struct zcoll__run *r) {
   return r->oh_next >= 0 && r->oh_next < r->comm->size ? r->oh_next : -1;
 }
 
@@ -260,7 +260,7 @@ zcoll_status_t zcoll__onehost_crosscheck(zcoll_comm_t *comm) {
   for (int q = 0; q < comm->size; q++) {
     if (q == comm->rank) continue;
     for (int w = 0; w < 2; w++) {
-      if (r->desc.algo == ZCOLL_ALGO_ONEHOST && w == r->oh_which) continue; /* the step's */
+      if (r->ops == &zcoll__onehost_run && w == r->oh_which) continue; /* the step's */
       const struct zcoll__oh_box *b = zcoll__oh_box_of(comm->oh, q, w);
       uint64_t seq = atomic_load_explicit(&b->seq, memory_order_acquire);
       /* (A large call's handshake that fell back to this very run: expected.) */
@@ -269,3 +269,5 @@ zcoll_status_t zcoll__onehost_crosscheck(zcoll_comm_t *comm) {
   }
   return ZCOLL_OK;
 }
+
+const struct zcoll__run_ops zcoll__onehost_run = {run_init, run_step, run_waiting_on, 1};

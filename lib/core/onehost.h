@@ -174,11 +174,13 @@ static inline int zcoll__onehost_big_fits(const zcoll_comm_t *comm, size_t count
          !(dtype == ZCOLL_FLOAT32 && comm->cfg->wire_dtype && (op == ZCOLL_SUM || op == ZCOLL_AVG));
 }
 
-/* The rest of run_init (exec_run.c) for a run through the mailboxes (desc.algo
- * ZCOLL_ALGO_ONEHOST; its schedule the empty one above). */
-void zcoll__onehost_init(struct zcoll__run *r);
-/* Publishes (first time), reads what peers published, ends r when all have. */
-zcoll_status_t zcoll__onehost_step(struct zcoll__run *r, int *progress);
+/* The kind of run (exec.h) of an allreduce through the mailboxes, the runs of the empty
+ * schedule above: its init is the rest of run_init (exec_run.c); its step publishes (the
+ * first time), reads what the peers published, and ends the run when all have; it waits
+ * on the rank whose box it reads next. The description's algo byte says
+ * ZCOLL_ALGO_ONEHOST (kind.h) to the peers; the executor asks the run's ops instead. */
+struct zcoll__run_ops;
+extern const struct zcoll__run_ops zcoll__onehost_run;
 /* Wakes the peers that sleep: something of ours changed in the mailbox. */
 void zcoll__onehost_knock(zcoll_comm_t *comm);
 
@@ -198,8 +200,6 @@ void zcoll__onehost_big_quiesce(zcoll_comm_t *comm);
 void zcoll__onehost_big_free(zcoll_comm_t *comm, int local);
 /* After arming, before sleeping: has a peer a one-host run in flight waits on published? */
 int zcoll__onehost_ready(const zcoll_comm_t *comm);
-/* The peer a one-host run waits on (for a timeout's message), -1 if none. */
-int zcoll__onehost_waiting_on(const struct zcoll__run *r);
 /* A wait's periodic check: a peer that is through its mailbox at a collective this rank
  * runs otherwise, or out of step with it (MISMATCH). */
 zcoll_status_t zcoll__onehost_crosscheck(zcoll_comm_t *comm);

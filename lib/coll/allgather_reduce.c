@@ -1,4 +1,4 @@
-/* scatter_gather.c -- the public allgather, reduce-scatter and reduce: argument checks,
+/* allgather_reduce.c -- the public allgather, reduce-scatter and reduce: argument checks,
  * algorithm choice, schedule, execution. Their schedules are in algorithms/ (allgather.c,
  * reduce_scatter.c, reduce.c) and run on the allreduce's executor and channels. */
 #include <stdint.h>
@@ -76,7 +76,7 @@ zcoll_status_t zcoll__allgather_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     return st;
   int in_place = sendbuf == ZCOLL_IN_PLACE, built = 0;
   int algo = zcoll__select_gather(0, comm->size, total * dsize, NULL, 0);
-  if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_AG + algo, total, in_place, -1, pl, &built)))
+  if ((st = zcoll__sched_get(comm, ZCOLL_COLL_ALLGATHER, algo, total, in_place, -1, pl, &built)))
     return st;
   if (built) log_choice(comm, fn, 0, sendcount, dtype, total * dsize, zcoll__ag_algos[algo]->name);
   pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_ALLGATHER,
@@ -108,7 +108,8 @@ zcoll_status_t zcoll__reduce_scatter_plan(zcoll_comm_t *comm, const void *sendbu
   int chain = pl->op && !pl->op->commutative, built = 0;
   int algo = chain ? zcoll__rs_algo_find("chain")
                    : zcoll__select_gather(1, comm->size, recvcount * p * dsize, NULL, 0);
-  if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_RS + algo, n * p, in_place, -1, pl, &built))) {
+  if ((st = zcoll__sched_get(comm, ZCOLL_COLL_REDUCE_SCATTER, algo, n * p, in_place, -1, pl,
+                             &built))) {
     zcoll__plan_release(pl);
     return st;
   }
@@ -173,7 +174,7 @@ zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void 
     return st;
   int noncomm = pl->op && !pl->op->commutative, built = 0;
   int algo = reduce_algo(comm, count, dtype, noncomm, NULL, 0);
-  if ((st = zcoll__sched_get(comm, ZCOLL_SCHED_REDUCE + algo, n, in_place, root, pl, &built))) {
+  if ((st = zcoll__sched_get(comm, ZCOLL_COLL_REDUCE, algo, n, in_place, root, pl, &built))) {
     zcoll__plan_release(pl);
     return st;
   }

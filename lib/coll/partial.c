@@ -168,7 +168,7 @@ static void round_end(struct zcoll__partial *P) {
 }
 
 static void failed(struct zcoll__partial *P, zcoll_status_t st) {
-  st = zcoll__fail_runs(P->pc, st);
+  st = zcoll__comm_break(P->pc, st);
   if (P->state == P_RUN && atomic_load_explicit(&P->run.ended, memory_order_acquire)) round_end(P);
   if (P->state == P_GATHER || P->state == P_RUN) {
     if (P->have_sched) zcoll__sched_free(&P->sched);
@@ -275,7 +275,7 @@ static zcoll_status_t offer(struct zcoll__partial *P) {
     if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, at + 8u, P->lo - P->my_lo, &old);
     P->my_lo = P->lo;
   }
-  if (st != ZCOLL_OK) return zcoll__fail_runs(P->pc, st);
+  if (st != ZCOLL_OK) return zcoll__comm_break(P->pc, st);
   P->need_flush = 1;
   P->idle = (struct zcoll__idle){0};
   const struct zcoll__mem_user who = {ZCOLL_COLL_PARTIAL, P->round, P->rank, P->p};
@@ -297,7 +297,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   uint64_t w, fin, seg;
   zcoll_status_t st = zcoll__check_usable(pc);
   if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_FLUSHING, 1, &w);
-  if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
+  if (st != ZCOLL_OK) return zcoll__comm_break(pc, st);
   uint64_t rounds = 0;
   if (w - P->epoch * p == p - 1) {
     /* The last to flush: every round has ended, the count is final. The next epoch's
@@ -333,7 +333,7 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
   }
   /* the next epoch's first ticket: SEG, reset by the last flusher before FIN */
   if (st == ZCOLL_OK) st = zcoll__phome_add(&P->home, W_SEG, 0, &seg);
-  if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
+  if (st != ZCOLL_OK) return zcoll__comm_break(pc, st);
   P->ncontrib = P->mine = 0;
   P->round = UINT64_MAX;
   int n = 0;
@@ -349,11 +349,11 @@ static zcoll_status_t flush(struct zcoll__partial *P, void *out) {
     if (st == ZCOLL_OK && who >= 0 && who != P->rank)
       st = zcoll__phome_add(&P->home, entry_of(who) + 8u, 0, &lo);
     if (st == ZCOLL_OK && who >= 0) st = find_members(P, lo, top - lo, &n);
-    if (st != ZCOLL_OK) return zcoll__fail_runs(pc, st);
+    if (st != ZCOLL_OK) return zcoll__comm_break(pc, st);
     if (!n)
-      return zcoll__fail_runs(pc, zcoll__fail(ZCOLL_ERR_TRANSPORT,
-                                              "partial allreduce: %llu rounds but no offer found",
-                                              (unsigned long long)rounds));
+      return zcoll__comm_break(pc, zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                                               "partial allreduce: %llu rounds but no offer found",
+                                               (unsigned long long)rounds));
     for (int i = 0; i < n; i++) P->mine |= P->members[i] == P->rank;
     P->ncontrib = n;
     P->round = P->base_round + rounds - 1;

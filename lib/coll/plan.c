@@ -95,7 +95,7 @@ void zcoll__plan_release(struct zcoll__plan *pl) {
 zcoll_status_t zcoll__plan_failed(zcoll_comm_t *comm, zcoll_status_t st) {
   if (st == ZCOLL_ERR_INVALID_ARG) return zcoll__poison(comm, st);
   comm->ordinal++; /* the others are in this collective: it counts, and breaks */
-  return zcoll__fail_runs(comm, st);
+  return zcoll__comm_break(comm, st);
 }
 
 uint8_t zcoll__wire_of(const zcoll_comm_t *comm, zcoll_dtype_t dtype, zcoll_op_t op,

@@ -33,7 +33,7 @@
 /* Ends everything in flight; the message waits in the communicator for the
  * application's next call (zcoll__report), not in this thread's. */
 static void failed(zcoll_comm_t *comm, zcoll_status_t st) {
-  zcoll__fail_runs(comm, st);
+  zcoll__comm_break(comm, st);
   snprintf(comm->last_error, sizeof(comm->last_error), "%s", zcoll__last_error());
   comm->last_error_async = 1;
 }

@@ -235,7 +235,7 @@ static zcoll_status_t request_start(struct zcoll_request *q) {
     q->agree_run.fence = 1; /* listed, not yet stepped */
   }
   if (st != ZCOLL_OK) {
-    st = zcoll__fail_runs(comm, st); /* ends what was listed */
+    st = zcoll__comm_break(comm, st); /* ends what was listed */
     q->run.status = q->agree_run.status = st;
     atomic_store_explicit(&q->agree_run.ended, 1, memory_order_release);
   } else {
@@ -385,7 +385,7 @@ static zcoll_status_t start_again(struct zcoll_request *q) {
 /* A request in flight on a communicator revoked (or broken) since: it ends now. */
 static int ended_by_revoke(struct zcoll_request *q) {
   zcoll_status_t st = zcoll__check_usable(q->comm);
-  if (st != ZCOLL_OK && in_flight(q)) zcoll__runs_fail(q->comm, st);
+  if (st != ZCOLL_OK && in_flight(q)) zcoll__runs_end(q->comm, st);
   return st != ZCOLL_OK;
 }
 
@@ -393,7 +393,7 @@ static zcoll_status_t test_end(struct zcoll_request *q) {
   if (in_flight(q) && !ended_by_revoke(q)) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(q->comm, &progress);
-    if (st != ZCOLL_OK) zcoll__fail_runs(q->comm, st);
+    if (st != ZCOLL_OK) zcoll__comm_break(q->comm, st);
   }
   zcoll_status_t st = q->started ? status_of(q) : ZCOLL_OK; /* never started: complete */
   if (st != ZCOLL_IN_PROGRESS) q->open = 0;
@@ -422,7 +422,7 @@ static zcoll_status_t wait_end_for(struct zcoll_request *q) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, comm->active, &q->idle);
-    if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+    if (st != ZCOLL_OK) return zcoll__comm_break(comm, st);
     if (progress)
       zcoll__idle_done(comm, &q->idle);
     else if (zcoll__now_ms() >= until)

@@ -433,7 +433,7 @@ static zcoll_status_t drive(zcoll_vec_t *v, double deadline, double timeout) {
     zcoll_status_t st = zcoll__check_usable(comm);
     int progress = 0;
     if (st == ZCOLL_OK && (st = zcoll__vecs_pump(comm, &progress)) != ZCOLL_OK)
-      return zcoll__fail_runs(comm, st); /* as the progress thread does: tell the peers */
+      return zcoll__comm_break(comm, st); /* as the progress thread does: tell the peers */
     if (st != ZCOLL_OK) return st;
     pthread_mutex_lock(&v->mu);
     int state = v->state, done = v->round > v->gotten;

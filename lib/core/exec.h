@@ -118,8 +118,8 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
                                const struct zcoll__sched *s, struct zcoll__exec_state *e,
                                const struct zcoll__coll_desc *desc, uint64_t ordinal,
                                const void *src, void *dst);
-/* Ends every run in flight with st (no news to the peers: see zcoll__fail_runs). */
-void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st);
+/* Ends every run in flight with st (no news to the peers: see zcoll__comm_break). */
+void zcoll__runs_end(zcoll_comm_t *comm, zcoll_status_t st);
 
 /* Per channel, in zcoll__progress's scratch: earlier runs still send / receive on it. */
 #define ZCOLL_BLOCK_SEND 1
@@ -219,8 +219,9 @@ zcoll_status_t zcoll__progress(zcoll_comm_t *comm, int *progress);
 /* Progresses (and waits) until r has ended; its status. */
 zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct zcoll__run *r);
 /* Breaks the communicator with st (zcoll__exec_broken) and ends every run in flight with
- * the status it reports. */
-zcoll_status_t zcoll__fail_runs(zcoll_comm_t *comm, zcoll_status_t st);
+ * the status it reports: the one way an error breaks a communicator (an argument error
+ * goes through zcoll__poison, report.h, which tells the peers why first, then here). */
+zcoll_status_t zcoll__comm_break(zcoll_comm_t *comm, zcoll_status_t st);
 /* Makes st the communicator's sticky failure: tells the peers, stops the transport
  * touching user memory; returns the status to report (the cause if news brings it). */
 zcoll_status_t zcoll__exec_broken(zcoll_comm_t *comm, zcoll_status_t st);

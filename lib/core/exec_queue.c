@@ -136,7 +136,7 @@ void zcoll__reap(zcoll_comm_t *comm) {
   }
 }
 
-void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
+void zcoll__runs_end(zcoll_comm_t *comm, zcoll_status_t st) {
   for (struct zcoll__run *r = comm->active, *next; r; r = next) {
     next = r->next;
     /* Peers may still be writing into this result: their writes must fail from here on,
@@ -158,9 +158,9 @@ void zcoll__runs_fail(zcoll_comm_t *comm, zcoll_status_t st) {
     }
 }
 
-zcoll_status_t zcoll__fail_runs(zcoll_comm_t *comm, zcoll_status_t st) {
+zcoll_status_t zcoll__comm_break(zcoll_comm_t *comm, zcoll_status_t st) {
   st = zcoll__exec_broken(comm, st);
-  zcoll__runs_fail(comm, st);
+  zcoll__runs_end(comm, st);
   return st;
 }
 
@@ -170,7 +170,7 @@ zcoll_status_t zcoll__run_wait(zcoll_comm_t *comm, struct zcoll__run *r) {
     int progress = 0;
     zcoll_status_t st = zcoll__progress(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, comm->active, &id);
-    if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+    if (st != ZCOLL_OK) return zcoll__comm_break(comm, st);
     if (progress) zcoll__idle_done(comm, &id);
   }
   return r->status;

@@ -504,11 +504,11 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
     st = zcoll__news_at_start(comm);
   if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
     st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
-    return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__fail_runs(comm, st);
+    return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__comm_break(comm, st);
   }
   if (st == ZCOLL_OK) st = zcoll__run_init(comm, &r, s, comm->exec, desc, ordinal, src, dst);
   /* Whatever fails from here on, the peers are in this collective: break and tell them. */
-  if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  if (st != ZCOLL_OK) return zcoll__comm_break(comm, st);
   /* A small one is stamped from the clock reads of its waits (flight.h). */
   int lazy = desc->count * r.dsize <= ZCOLL_FLIGHT_LAZY_BYTES;
   r.fl = zcoll__flight_start(&comm->flight, ordinal, desc, lazy);
@@ -539,7 +539,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
     }
     if ((st = zcoll__idle_wait(comm, &r, &id)) != ZCOLL_OK) break;
   }
-  if (st != ZCOLL_OK) return zcoll__fail_runs(comm, st);
+  if (st != ZCOLL_OK) return zcoll__comm_break(comm, st);
   comm->active = comm->active_tail = NULL;
   if (r.ngkeys) zcoll__run_drop_grants(&r);
   r.status = ZCOLL_OK;

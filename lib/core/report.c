@@ -24,9 +24,9 @@ zcoll_status_t zcoll__check_usable_slow(zcoll_comm_t *comm) {
   /* A revoke between calls: this call must fail (and tell the peers) even if its pieces
    * are already here and it would never wait. */
   if (atomic_load_explicit(&comm->revoked, memory_order_relaxed) && !comm->broken)
-    return zcoll__fail_runs(comm,
-                            zcoll__fail(ZCOLL_ERR_PEER_FAILED, "rank %d's communicator was revoked",
-                                        comm->rank)); /* requests in flight end too */
+    return zcoll__comm_break(comm, zcoll__fail(ZCOLL_ERR_PEER_FAILED,
+                                               "rank %d's communicator was revoked",
+                                               comm->rank)); /* requests in flight end too */
   if (comm->broken) {
     /* Already reported when it happened: record it for this call, do not log again. */
     char why[sizeof(comm->last_error)];
@@ -54,6 +54,6 @@ zcoll_status_t zcoll__poison(zcoll_comm_t *comm, zcoll_status_t st) {
   /* Collectives in flight end too, with the transport stopped before they return. */
   char mine[512];
   snprintf(mine, sizeof(mine), "%s", zcoll__last_error());
-  zcoll__fail_runs(comm, st);
+  zcoll__comm_break(comm, st);
   return zcoll__record_error(st, "%s", mine);
 }

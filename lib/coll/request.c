@@ -156,10 +156,14 @@ static struct zcoll_request *request_alloc(zcoll_comm_t *comm) {
   return q;
 }
 
-/* What a call asks for: an allreduce, a broadcast (recvbuf its buffer) or a barrier
- * (ZCOLL_COLL_*). */
+/* What a call asks for, and how its kind plans it: each public call names its kind's
+ * planner below (an allreduce, a broadcast with recvbuf its buffer, a barrier ...), so
+ * that a new collective adds an entry point and a planner, not a branch here. */
+struct coll_args;
+typedef zcoll_status_t (*coll_planner)(zcoll_comm_t *comm, const struct coll_args *a,
+                                       struct zcoll_request *q);
 struct coll_args {
-  int kind;
+  coll_planner plan;
   const void *sendbuf;
   void *recvbuf;
   size_t count;
@@ -167,6 +171,34 @@ struct coll_args {
   zcoll_op_t op;
   int root;
 };
+
+static zcoll_status_t plan_allreduce(zcoll_comm_t *comm, const struct coll_args *a,
+                                     struct zcoll_request *q) {
+  return zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, &q->plan);
+}
+static zcoll_status_t plan_broadcast(zcoll_comm_t *comm, const struct coll_args *a,
+                                     struct zcoll_request *q) {
+  return zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype, a->root, &q->plan);
+}
+static zcoll_status_t plan_barrier(zcoll_comm_t *comm, const struct coll_args *a,
+                                   struct zcoll_request *q) {
+  (void)a;
+  return zcoll__barrier_plan(comm, &q->token, &q->plan);
+}
+static zcoll_status_t plan_allgather(zcoll_comm_t *comm, const struct coll_args *a,
+                                     struct zcoll_request *q) {
+  return zcoll__allgather_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, &q->plan);
+}
+static zcoll_status_t plan_reduce_scatter(zcoll_comm_t *comm, const struct coll_args *a,
+                                          struct zcoll_request *q) {
+  return zcoll__reduce_scatter_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
+                                    &q->plan);
+}
+static zcoll_status_t plan_reduce(zcoll_comm_t *comm, const struct coll_args *a,
+                                  struct zcoll_request *q) {
+  return zcoll__reduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, a->root,
+                            &q->plan);
+}
 
 /* A request with its plan and executor arrays, not in flight. */
 static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a, int persistent,
@@ -176,21 +208,7 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
   q->comm = comm;
   q->ops = &ordinary;
   q->persistent = persistent;
-  zcoll_status_t st;
-  if (a->kind == ZCOLL_COLL_BROADCAST)
-    st = zcoll__broadcast_plan(comm, a->recvbuf, a->count, a->dtype, a->root, &q->plan);
-  else if (a->kind == ZCOLL_COLL_BARRIER)
-    st = zcoll__barrier_plan(comm, &q->token, &q->plan);
-  else if (a->kind == ZCOLL_COLL_ALLGATHER)
-    st = zcoll__allgather_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, &q->plan);
-  else if (a->kind == ZCOLL_COLL_REDUCE_SCATTER)
-    st = zcoll__reduce_scatter_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
-                                    &q->plan);
-  else if (a->kind == ZCOLL_COLL_REDUCE)
-    st = zcoll__reduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, a->root,
-                            &q->plan);
-  else
-    st = zcoll__allreduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, &q->plan);
+  zcoll_status_t st = a->plan(comm, a, q);
   if (st == ZCOLL_OK)
     st = zcoll__exec_reserve(&q->e, q->plan.s->nops, q->plan.s->npeers, comm->nchans);
   if (st == ZCOLL_OK && zcoll__plan_agrees(comm, &q->plan)) { /* created ops only */
@@ -292,50 +310,50 @@ static zcoll_status_t prepare(zcoll_comm_t *comm, const struct coll_args *a, zco
 zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                 zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1};
+  struct coll_args a = {plan_allreduce, sendbuf, recvbuf, count, dtype, op, -1};
   return issue(comm, &a, req, "zcoll_iallreduce");
 }
 
 zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                     zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1};
+  struct coll_args a = {plan_allreduce, sendbuf, recvbuf, count, dtype, op, -1};
   return prepare(comm, &a, req, "zcoll_allreduce_init");
 }
 
 zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count, zcoll_dtype_t dtype,
                                 int root, zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_BROADCAST, buf, buf, count, dtype, ZCOLL_SUM, root};
+  struct coll_args a = {plan_broadcast, buf, buf, count, dtype, ZCOLL_SUM, root};
   return issue(comm, &a, req, "zcoll_ibroadcast");
 }
 
 zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_BARRIER, NULL, NULL, 0, ZCOLL_UINT8, ZCOLL_MAX, -1};
+  struct coll_args a = {plan_barrier, NULL, NULL, 0, ZCOLL_UINT8, ZCOLL_MAX, -1};
   return issue(comm, &a, req, "zcoll_ibarrier");
 }
 
 zcoll_status_t zcoll_iallgather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t sendcount, zcoll_dtype_t dtype, zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_ALLGATHER, sendbuf, recvbuf, sendcount, dtype, ZCOLL_SUM, -1};
+  struct coll_args a = {plan_allgather, sendbuf, recvbuf, sendcount, dtype, ZCOLL_SUM, -1};
   return issue(comm, &a, req, "zcoll_iallgather");
 }
 
 zcoll_status_t zcoll_ireduce_scatter(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t recvcount, zcoll_dtype_t dtype, zcoll_op_t op,
                                      zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, dtype, op, -1};
+  struct coll_args a = {plan_reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op, -1};
   return issue(comm, &a, req, "zcoll_ireduce_scatter");
 }
 
 zcoll_status_t zcoll_ireduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                              zcoll_dtype_t dtype, zcoll_op_t op, int root, zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root};
+  struct coll_args a = {plan_reduce, sendbuf, recvbuf, count, dtype, op, root};
   return issue(comm, &a, req, "zcoll_ireduce");
 }
 
 zcoll_status_t zcoll_broadcast_init(zcoll_comm_t *comm, void *buf, size_t count,
                                     zcoll_dtype_t dtype, int root, zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_BROADCAST, buf, buf, count, dtype, ZCOLL_SUM, root};
+  struct coll_args a = {plan_broadcast, buf, buf, count, dtype, ZCOLL_SUM, root};
   return prepare(comm, &a, req, "zcoll_broadcast_init");
 }
 
@@ -497,7 +515,7 @@ void zcoll__request_forget(zcoll_request_t *q) { free(q); }
 zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                       int32_t key_tag, zcoll_request_t **req) {
-  struct coll_args a = {ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, -1};
+  struct coll_args a = {plan_allreduce, sendbuf, recvbuf, count, dtype, op, -1};
   zcoll_status_t st = request_new(comm, &a, 1, req);
   if (st != ZCOLL_OK) return st;
   /* A key's round is an allreduce that no other call may pair with: described as what

@@ -6,8 +6,8 @@
  * Adding a collective:
  *   1. include/zcoll.h: the public call, documented.
  *   2. lib/coll/<name>.c: argument checks, the algorithm choice, the plan
- *      (zcoll__sched_get with the new kind) and the run; its non-blocking form plans
- *      through request.c's dispatch on the kind.
+ *      (zcoll__sched_get with the new kind) and the run; its non-blocking and
+ *      persistent forms are entry points in lib/coll/request.c naming its planner.
  *   3. Here: a ZCOLL_COLL_* id (the next number: ids are on the wire and in the
  *      fingerprint, never renumber one) and a row in kind.c's table.
  *   4. algorithms/: its schedule builders and their list (algorithms.h), the row's algos.

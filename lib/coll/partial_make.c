@@ -155,6 +155,12 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
   zcoll_status_t local = check_args(sendbuf, recvbuf, count, dtype, op, quorum, p);
   if (local == ZCOLL_OK && !P)
     local = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
+  /* The pump added at the end must not fail on one rank after all have agreed: a full
+   * table is refused here, in the agreement, where every rank hears of it. */
+  if (local == ZCOLL_OK && pc->npumps == ZCOLL_PUMPS_MAX)
+    local = zcoll__fail(ZCOLL_ERR_NO_MEMORY,
+                        "zcoll_allreduce_partial_init: the progress thread's %d pumps are taken",
+                        ZCOLL_PUMPS_MAX);
   struct ask mine = {quorum, (int32_t)dtype, (int32_t)op, local != ZCOLL_OK, count};
   struct ask *all = malloc(sizeof(*all) * (size_t)p);
   char why[512];

@@ -136,7 +136,7 @@ static int reduce_algo(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dty
                        char *why, size_t len) {
   if (noncomm) {
     if (why) snprintf(why, len, "a non-commutative op combines in rank order");
-    return comm->chain_algo;
+    return comm->plan.chain_algo;
   }
   char ar[256];
   int algo = zcoll__pick_allreduce(comm, count, dtype, why ? ar : NULL, sizeof(ar));
@@ -188,8 +188,9 @@ zcoll_status_t zcoll__reduce_plan(zcoll_comm_t *comm, const void *sendbuf, void 
                                        .dtype = (uint8_t)dtype,
                                        .op = (uint8_t)op,
                                        .algo = (uint8_t)algo,
-                                       .arity = algo == comm->tree_algo || algo == ZCOLL_REDUCE_TREE
-                                                    ? (uint16_t)comm->algo_params.tree_arity
+                                       .arity = algo == comm->plan.tree_algo ||
+                                                        algo == ZCOLL_REDUCE_TREE
+                                                    ? (uint16_t)comm->plan.algo_params.tree_arity
                                                     : 0,
                                        .wire = zcoll__wire_of(comm, dtype, op, pl->op),
                                        .root = root,
@@ -267,7 +268,7 @@ zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll, 
   }
   if (!strcmp(coll, "broadcast")) return zcoll_broadcast_algorithm(comm, count, dtype, root, name);
   if (!strcmp(coll, "barrier")) {
-    *name = zcoll__algos[comm->butterfly_algo]->name;
+    *name = zcoll__algos[comm->plan.butterfly_algo]->name;
     return ZCOLL_OK;
   }
   if ((!ag && !rs) || (unsigned)dtype >= ZCOLL_DTYPE_COUNT)

@@ -19,9 +19,9 @@
 
 int zcoll__pick_allreduce(const zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, char *why,
                           size_t why_len) {
-  const struct zcoll__choice c = {&comm->selector, comm->size,     comm->forced_algo,
-                                  comm->hier_auto, comm->nhosts,   comm->ring_algo,
-                                  comm->rhd_algo,  comm->hier_algo};
+  const struct zcoll__choice c = {&comm->plan.selector, comm->size,          comm->plan.forced_algo,
+                                  comm->plan.hier_auto, comm->nhosts,        comm->plan.ring_algo,
+                                  comm->plan.rhd_algo,  comm->plan.hier_algo};
   return zcoll__choose(&c, count * zcoll__dsize(dtype), why, why_len);
 }
 
@@ -56,14 +56,14 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
 /* The memo's shape again: only the buffers need checking, and the plan is the memo's. */
 static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                           int in_place, struct zcoll__plan *pl) {
-  struct zcoll__plan_memo *mm = &comm->memo;
+  struct zcoll__plan_memo *mm = &comm->plan.memo;
   struct zcoll__sched_cache_entry *e = mm->entry;
   if (!e || e->gen != mm->gen || mm->count != count || mm->dtype != (int)dtype ||
       mm->op != (int)op || mm->in_place != in_place)
     return 0;
-  e->stamp = ++comm->ncolls;
+  e->stamp = ++comm->plan.ncolls;
   e->pins++;
-  comm->cache_mru = e;
+  comm->plan.cache_mru = e;
   pl->s = &e->sched;
   pl->entry = e;
   pl->owned = NULL;
@@ -129,8 +129,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     why[0] = '\0'; /* not `= ""`: that clears all 256 bytes on every call */
     int algo = zcoll__pick_allreduce(comm, count, dtype,
                                      zcoll__log_level >= ZCOLL_LOG_INFO ? why : NULL, sizeof(why));
-    if (pl->op && !pl->op->commutative && algo != comm->chain_algo) {
-      algo = comm->chain_algo;
+    if (pl->op && !pl->op->commutative && algo != comm->plan.chain_algo) {
+      algo = comm->plan.chain_algo;
       snprintf(why, sizeof(why), "a non-commutative op combines in rank order");
     }
     int built = 0;
@@ -149,7 +149,7 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
         .op = (uint8_t)op,
         .algo = (uint8_t)algo,
         /* only where it shapes the schedule: a per-rank setting */
-        .arity = algo == comm->tree_algo ? (uint16_t)comm->algo_params.tree_arity : 0,
+        .arity = algo == comm->plan.tree_algo ? (uint16_t)comm->plan.algo_params.tree_arity : 0,
         .wire = zcoll__wire_of(comm, dtype, op, pl->op),
         .root = -1,
         .op_tag = pl->op ? zcoll__op_tag(pl->op) : 0,
@@ -157,8 +157,8 @@ zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, vo
     /* A schedule of its own (every entry pinned) is not worth a memo; a created op's
      * value may name another op after a free. */
     if (pl->entry && !pl->op)
-      comm->memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count,   (int)dtype,
-                                             (int)op,   in_place,       pl->desc};
+      comm->plan.memo = (struct zcoll__plan_memo){pl->entry, pl->entry->gen, count,   (int)dtype,
+                                                  (int)op,   in_place,       pl->desc};
   }
   pl->src = in_place ? recvbuf : sendbuf;
   pl->dst = recvbuf;
@@ -280,7 +280,7 @@ zcoll_status_t zcoll_allreduce_algorithm(zcoll_comm_t *comm, size_t count, zcoll
   const struct zcoll__op_def *d = (unsigned)op >= ZCOLL_OP_COUNT
                                       ? zcoll__op_get(op, "zcoll_allreduce_algorithm")
                                       : NULL;
-  if (d && !d->commutative) algo = comm->chain_algo;
+  if (d && !d->commutative) algo = comm->plan.chain_algo;
   zcoll__op_put(d);
   *name = zcoll__algos[algo]->name;
   return ZCOLL_OK;

@@ -22,13 +22,13 @@ zcoll_status_t zcoll__barrier_plan(zcoll_comm_t *comm, uint8_t *token, struct zc
   memset(pl, 0, sizeof(*pl));
   *token = 0;
   int built = 0;
-  zcoll_status_t st = zcoll__sched_get(comm, ZCOLL_COLL_ALLREDUCE, comm->butterfly_algo, 1, 1, -1,
-                                       pl, &built);
+  zcoll_status_t st = zcoll__sched_get(comm, ZCOLL_COLL_ALLREDUCE, comm->plan.butterfly_algo, 1, 1,
+                                       -1, pl, &built);
   if (st != ZCOLL_OK) return st;
   pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_BARRIER,
                                        .dtype = ZCOLL_UINT8,
                                        .op = ZCOLL_MAX,
-                                       .algo = (uint8_t)comm->butterfly_algo,
+                                       .algo = (uint8_t)comm->plan.butterfly_algo,
                                        .root = -1,
                                        .count = 1};
   pl->src = pl->dst = token;

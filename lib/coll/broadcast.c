@@ -15,11 +15,11 @@
  * tree below 256 KiB, the chain from there, unless ZCOLL_TUNING_FILE says otherwise);
  * why, if not NULL, gets the reason for the log. */
 static int pick(const zcoll_comm_t *comm, size_t bytes, char *why, size_t why_len) {
-  if (comm->forced_bcast_algo >= 0) {
+  if (comm->plan.forced_bcast_algo >= 0) {
     if (why) snprintf(why, why_len, "forced by ZCOLL_BCAST_ALGO");
-    return comm->forced_bcast_algo;
+    return comm->plan.forced_bcast_algo;
   }
-  return zcoll__select_bcast(&comm->selector, comm->size, bytes, why, why_len);
+  return zcoll__select_bcast(&comm->plan.selector, comm->size, bytes, why, why_len);
 }
 
 zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count,
@@ -50,7 +50,8 @@ zcoll_status_t zcoll__broadcast_plan(zcoll_comm_t *comm, void *buf, size_t count
   pl->desc = (struct zcoll__coll_desc){.kind = ZCOLL_COLL_BROADCAST,
                                        .dtype = (uint8_t)dtype,
                                        .algo = (uint8_t)algo,
-                                       .arity = tree ? (uint16_t)comm->algo_params.tree_arity : 0,
+                                       .arity = tree ? (uint16_t)comm->plan.algo_params.tree_arity
+                                                     : 0,
                                        .root = root,
                                        .count = count};
   pl->src = buf;

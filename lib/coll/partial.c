@@ -124,13 +124,15 @@ static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
     if (st != ZCOLL_OK) return st;
   }
   const struct zcoll__choice c = {
-      &pc->selector, n, pc->forced_algo, 0, 1, pc->ring_algo, pc->rhd_algo, pc->hier_algo};
+      &pc->plan.selector, n, pc->plan.forced_algo, 0, 1, pc->plan.ring_algo, pc->plan.rhd_algo,
+      pc->plan.hier_algo};
   int algo = zcoll__choose(&c, P->bytes, NULL, 0);
-  if (algo == pc->hier_algo) algo = pc->ring_algo; /* hosts are the user's communicator's */
+  if (algo == pc->plan.hier_algo)
+    algo = pc->plan.ring_algo; /* hosts are the user's communicator's */
   struct zcoll__sched *s = &P->sched;
   zcoll__sched_init(s, me, n, P->count, P->in_place);
   s->root = -1;
-  zcoll__algos[algo]->build(s, &pc->algo_params);
+  zcoll__algos[algo]->build(s, &pc->plan.algo_params);
   zcoll_status_t st = zcoll__sched_finish(s);
   if (st != ZCOLL_OK) {
     zcoll__sched_free(s);
@@ -148,7 +150,7 @@ static zcoll_status_t round_start(struct zcoll__partial *P, int n, int full) {
       .dtype = (uint8_t)P->dtype,
       .op = (uint8_t)P->op,
       .algo = (uint8_t)algo,
-      .arity = algo == pc->tree_algo ? (uint16_t)pc->algo_params.tree_arity : 0,
+      .arity = algo == pc->plan.tree_algo ? (uint16_t)pc->plan.algo_params.tree_arity : 0,
       .wire = n > 1 ? zcoll__wire_of(pc, P->dtype, P->op, NULL) : 0, /* one moves nothing */
       .root = P->quorum,
       .count = P->count};
@@ -206,7 +208,7 @@ static zcoll_status_t step(struct zcoll__partial *P, int *progress) {
 
 zcoll_status_t zcoll__partial_pump(void *arg, int *progress) {
   zcoll_comm_t *comm = arg;
-  struct zcoll__partial *P = comm->partial;
+  struct zcoll__partial *P = comm->coll.partial;
   if (!P || (P->state != P_GATHER && P->state != P_RUN)) return ZCOLL_OK;
   zcoll_status_t st = step(P, progress);
   if (st != ZCOLL_OK) failed(P, st);
@@ -215,7 +217,7 @@ zcoll_status_t zcoll__partial_pump(void *arg, int *progress) {
 
 int zcoll__partial_busy(const void *arg) {
   const zcoll_comm_t *comm = arg;
-  const struct zcoll__partial *P = comm->partial;
+  const struct zcoll__partial *P = comm->coll.partial;
   return P && (P->state == P_GATHER || P->state == P_RUN);
 }
 
@@ -395,7 +397,7 @@ void zcoll__partial_release(struct zcoll__partial *P) {
   free(P->members);
   free(P->keep);
   zcoll__pump_remove(P->pc, zcoll__partial_pump, P->pc);
-  P->pc->partial = NULL;
+  P->pc->coll.partial = NULL;
 }
 
 /* The calls enter the request's communicator as the other request calls do theirs. */

@@ -56,7 +56,7 @@ struct zcoll__partial {
   struct zcoll__idle idle;
   void *keep;                 /* the lowest member's copy of its round's result, for the flush */
   zcoll_comm_t *parent;       /* the user's communicator it was made from, until freed */
-  struct zcoll__partial *sib; /* the next in parent->partials */
+  struct zcoll__partial *sib; /* the next in parent->coll.partials */
   int64_t news_ns;            /* when offer() last heard the job's news */
   /* zcoll_mem_alloc memory of the user's buffers, held from the offer until it ends (its
    * round's run holds them too, but only once the round is decided). */

@@ -23,14 +23,14 @@ void zcoll__partial_adopt(zcoll_comm_t *comm, zcoll_request_t *req) {
   struct zcoll__partial *P = zcoll__partial_of(req);
   pthread_mutex_lock(&family_lock);
   P->parent = comm;
-  P->sib = comm->partials;
-  comm->partials = P;
+  P->sib = comm->coll.partials;
+  comm->coll.partials = P;
   pthread_mutex_unlock(&family_lock);
 }
 
 void zcoll__partial_orphan(struct zcoll__partial *P) {
   pthread_mutex_lock(&family_lock);
-  for (struct zcoll__partial **at = P->parent ? &P->parent->partials : NULL; at && *at;
+  for (struct zcoll__partial **at = P->parent ? &P->parent->coll.partials : NULL; at && *at;
        at = &(*at)->sib)
     if (*at == P) {
       *at = P->sib;
@@ -43,7 +43,7 @@ void zcoll__partial_orphan(struct zcoll__partial *P) {
 int zcoll__partials_busy(zcoll_comm_t *comm) {
   int n = 0;
   pthread_mutex_lock(&family_lock);
-  for (struct zcoll__partial *P = comm->partials; P; P = P->sib)
+  for (struct zcoll__partial *P = comm->coll.partials; P; P = P->sib)
     n += zcoll__partial_busy(P->pc) && P->pc->broken == ZCOLL_OK;
   pthread_mutex_unlock(&family_lock);
   return n;
@@ -52,9 +52,9 @@ int zcoll__partials_busy(zcoll_comm_t *comm) {
 void zcoll__partials_free_left(zcoll_comm_t *comm, int revoke) {
   for (;;) {
     pthread_mutex_lock(&family_lock);
-    struct zcoll__partial *P = comm->partials;
+    struct zcoll__partial *P = comm->coll.partials;
     if (P) {
-      comm->partials = P->sib;
+      comm->coll.partials = P->sib;
       P->parent = NULL;
     }
     pthread_mutex_unlock(&family_lock);
@@ -157,7 +157,7 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     local = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_allreduce_partial_init: out of memory");
   /* The pump added at the end must not fail on one rank after all have agreed: a full
    * table is refused here, in the agreement, where every rank hears of it. */
-  if (local == ZCOLL_OK && pc->npumps == ZCOLL_PUMPS_MAX)
+  if (local == ZCOLL_OK && pc->progress.npumps == ZCOLL_PUMPS_MAX)
     local = zcoll__fail(ZCOLL_ERR_NO_MEMORY,
                         "zcoll_allreduce_partial_init: the progress thread's %d pumps are taken",
                         ZCOLL_PUMPS_MAX);
@@ -201,12 +201,12 @@ zcoll_status_t zcoll__partial_make(zcoll_comm_t *pc, const void *sendbuf, void *
     free(P);
     return st;
   }
-  /* pc's progress thread (ZCOLL_PROGRESS=thread) reads pc->partial under pc->mu: the
-   * request appears to it whole, never half made. */
-  if (pc->progress_on) pthread_mutex_lock(&pc->mu);
+  /* pc's progress thread (ZCOLL_PROGRESS=thread) reads pc->coll.partial under
+   * pc->progress.mu: the request appears to it whole, never half made. */
+  if (pc->progress.on) pthread_mutex_lock(&pc->progress.mu);
   st = zcoll__pump_add(pc, zcoll__partial_pump, zcoll__partial_busy, pc);
-  if (st == ZCOLL_OK) pc->partial = P;
-  if (pc->progress_on) pthread_mutex_unlock(&pc->mu);
+  if (st == ZCOLL_OK) pc->coll.partial = P;
+  if (pc->progress.on) pthread_mutex_unlock(&pc->progress.mu);
   if (st != ZCOLL_OK) {
     zcoll__partial_release(P);
     zcoll__request_forget(P->q);

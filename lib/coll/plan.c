@@ -16,7 +16,7 @@ static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, in
                                   size_t count, int in_place, int root) {
   zcoll__sched_init(s, comm->rank, comm->size, count, in_place);
   s->root = root;
-  zcoll__kind_build(kind, algo, s, &comm->algo_params);
+  zcoll__kind_build(kind, algo, s, &comm->plan.algo_params);
   zcoll_status_t st = zcoll__sched_finish(s);
   if (st != ZCOLL_OK) zcoll__sched_free(s);
   return st;
@@ -27,22 +27,22 @@ static zcoll_status_t build_sched(zcoll_comm_t *comm, struct zcoll__sched *s, in
  * pinned (never evicted); with all of them pinned, the plan gets a schedule of its own. */
 zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int kind, int algo, size_t count, int in_place,
                                 int root, struct zcoll__plan *pl, int *built) {
-  struct zcoll__sched_cache_entry *victim = NULL, *m = comm->cache_mru;
+  struct zcoll__sched_cache_entry *victim = NULL, *m = comm->plan.cache_mru;
   /* A loop of one size hits the entry it hit last: one comparison, not a scan. */
   if (m && m->used && m->kind == kind && m->algo == algo && m->count == count &&
       m->in_place == in_place && m->root == root) {
-    m->stamp = ++comm->ncolls;
+    m->stamp = ++comm->plan.ncolls;
     m->pins++;
     pl->entry = m;
     pl->s = &m->sched;
     return ZCOLL_OK;
   }
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++) {
-    struct zcoll__sched_cache_entry *e = &comm->cache[i];
+    struct zcoll__sched_cache_entry *e = &comm->plan.cache[i];
     if (e->used && e->kind == kind && e->algo == algo && e->count == count &&
         e->in_place == in_place && e->root == root) {
-      comm->cache_mru = e;
-      e->stamp = ++comm->ncolls;
+      comm->plan.cache_mru = e;
+      e->stamp = ++comm->plan.ncolls;
       e->pins++;
       pl->entry = e;
       pl->s = &e->sched;
@@ -65,7 +65,7 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int kind, int algo, size_t c
   }
   if (victim->used) zcoll__sched_free(&victim->sched);
   victim->used = 0;
-  victim->gen = ++comm->sched_gen; /* a memo of the old build is stale now */
+  victim->gen = ++comm->plan.sched_gen; /* a memo of the old build is stale now */
   zcoll_status_t st = build_sched(comm, &victim->sched, kind, algo, count, in_place, root);
   if (st != ZCOLL_OK) return st;
   victim->used = 1;
@@ -74,9 +74,9 @@ zcoll_status_t zcoll__sched_get(zcoll_comm_t *comm, int kind, int algo, size_t c
   victim->algo = algo;
   victim->count = count;
   victim->in_place = in_place;
-  victim->stamp = ++comm->ncolls;
+  victim->stamp = ++comm->plan.ncolls;
   victim->pins = 1;
-  comm->cache_mru = victim;
+  comm->plan.cache_mru = victim;
   pl->entry = victim;
   pl->s = &victim->sched;
   return ZCOLL_OK;

@@ -10,8 +10,8 @@
 zcoll_status_t zcoll__progress_thread_start(zcoll_comm_t *comm);
 /* A collective was started: the thread should look (no-op without a thread). */
 void zcoll__progress_thread_wake(zcoll_comm_t *comm);
-/* Stops and joins it; how: the caller holds comm->mu (inside a call), or not, or this is
- * a child forked after init (no thread to join). */
+/* Stops and joins it; how: the caller holds comm->progress.mu (inside a call), or not, or
+ * this is a child forked after init (no thread to join). */
 enum { ZCOLL_PT_HELD, ZCOLL_PT_NOT_HELD, ZCOLL_PT_FORKED };
 void zcoll__progress_thread_stop(zcoll_comm_t *comm, int how);
 

@@ -27,7 +27,7 @@
 
 struct zcoll_request {
   zcoll_comm_t *comm;
-  struct zcoll_request *prev, *next; /* comm->requests */
+  struct zcoll_request *prev, *next; /* comm->coll.requests */
   int persistent;
   int started; /* persistent: at least once */
   int open;    /* started, and the application has not yet seen it end (its calls
@@ -66,7 +66,7 @@ static int in_flight(const struct zcoll_request *q) {
 
 int zcoll__requests_active(const zcoll_comm_t *comm) {
   int n = 0;
-  for (const struct zcoll_request *q = comm->requests; q; q = q->next) n += in_flight(q);
+  for (const struct zcoll_request *q = comm->coll.requests; q; q = q->next) n += in_flight(q);
   return n;
 }
 
@@ -81,7 +81,7 @@ static void request_free(struct zcoll_request *q) {
   if (q->prev)
     q->prev->next = q->next;
   else
-    comm->requests = q->next;
+    comm->coll.requests = q->next;
   if (q->next) q->next->prev = q->prev;
   zcoll__plan_release(&q->plan);
   if (q->agrees) zcoll__plan_release(&q->agree_plan);
@@ -92,12 +92,12 @@ static void request_free(struct zcoll_request *q) {
     q->e->tmp = NULL;
     q->e->tmp_cap = 0;
   }
-  if (comm->request_pool_len < REQUEST_POOL_MAX) {
+  if (comm->coll.request_pool_len < REQUEST_POOL_MAX) {
     q->pooled = 1;
     q->prev = NULL;
-    q->next = comm->request_pool;
-    comm->request_pool = q;
-    comm->request_pool_len++;
+    q->next = comm->coll.request_pool;
+    comm->coll.request_pool = q;
+    comm->coll.request_pool_len++;
     return;
   }
   zcoll__exec_free(q->e);
@@ -107,19 +107,20 @@ static void request_free(struct zcoll_request *q) {
 
 void zcoll__requests_release(zcoll_comm_t *comm) {
   /* request_free unlinks it first; the analyzer assumes the calls after may relink it. */
-  while (comm->requests) request_free(comm->requests); /* NOLINT(clang-analyzer-unix.Malloc) */
-  while (comm->request_pool) {
-    struct zcoll_request *q = comm->request_pool;
-    comm->request_pool = q->next;
+  while (comm->coll.requests)
+    request_free(comm->coll.requests); /* NOLINT(clang-analyzer-unix.Malloc) */
+  while (comm->coll.request_pool) {
+    struct zcoll_request *q = comm->coll.request_pool;
+    comm->coll.request_pool = q->next;
     zcoll__exec_free(q->e);
     zcoll__exec_free(q->agree_e);
     free(q);
   }
-  comm->request_pool_len = 0;
+  comm->coll.request_pool_len = 0;
 }
 
 void zcoll__requests_revoke_grants(zcoll_comm_t *comm, int local) {
-  for (struct zcoll_request *q = comm->requests; q; q = q->next) {
+  for (struct zcoll_request *q = comm->coll.requests; q; q = q->next) {
     if (local)
       q->grant.mr = NULL; /* the parent's registration */
     else
@@ -145,10 +146,10 @@ static void grant_setup(zcoll_comm_t *comm, struct zcoll_request *q) {
 
 /* A cleared request, from the pool if it has one (its executor arrays kept). */
 static struct zcoll_request *request_alloc(zcoll_comm_t *comm) {
-  struct zcoll_request *q = comm->request_pool;
+  struct zcoll_request *q = comm->coll.request_pool;
   if (!q) return calloc(1, sizeof(*q));
-  comm->request_pool = q->next;
-  comm->request_pool_len--;
+  comm->coll.request_pool = q->next;
+  comm->coll.request_pool_len--;
   struct zcoll__exec_state *e = q->e, *agree_e = q->agree_e;
   memset(q, 0, sizeof(*q));
   q->e = e;
@@ -226,9 +227,9 @@ static zcoll_status_t request_new(zcoll_comm_t *comm, const struct coll_args *a,
     free(q);
     return st;
   }
-  q->next = comm->requests;
+  q->next = comm->coll.requests;
   if (q->next) q->next->prev = q;
-  comm->requests = q;
+  comm->coll.requests = q;
   *out = q;
   return ZCOLL_OK;
 }

@@ -77,7 +77,7 @@ struct zcoll__vecs {
 };
 
 static struct zcoll_vec *find(const zcoll_comm_t *comm, const char *key) {
-  for (struct zcoll_vec *v = comm->vecs ? comm->vecs->list : NULL; v; v = v->next)
+  for (struct zcoll_vec *v = comm->coll.vecs ? comm->coll.vecs->list : NULL; v; v = v->next)
     if (strcmp(v->key, key) == 0) return v;
   return NULL;
 }
@@ -99,7 +99,7 @@ static zcoll_status_t enqueue_go(zcoll_comm_t *comm, const struct zcoll__vec_msg
   if (!g) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for the vector interface");
   *g = (struct go){NULL, "", m->round, m->total};
   memcpy(g->key, m->key, sizeof(g->key));
-  struct zcoll__vecs *vs = comm->vecs;
+  struct zcoll__vecs *vs = comm->coll.vecs;
   if (!vs->gos_tail) vs->gos_tail = &vs->gos;
   *vs->gos_tail = g;
   vs->gos_tail = &g->next;
@@ -125,7 +125,7 @@ static zcoll_status_t seq_send(void *arg, int to, const struct zcoll__vec_msg *m
 /* To rank 0's sequencer: through the rendezvous connection, or straight in on rank 0. */
 static zcoll_status_t tell_root(zcoll_comm_t *comm, const struct zcoll__vec_msg *m) {
   if (comm->rank == 0)
-    return zcoll__vec_seq_take(&comm->vecs->seq, comm->size, 0, m, seq_send, comm);
+    return zcoll__vec_seq_take(&comm->coll.vecs->seq, comm->size, 0, m, seq_send, comm);
   uint8_t wire[ZCOLL_VM_BYTES];
   zcoll__vm_pack(m, wire);
   return zcoll__bootstrap_ctl_send(comm->bs, 0, wire, sizeof(wire));
@@ -143,7 +143,7 @@ static zcoll_status_t take_messages(zcoll_comm_t *comm, int *progress) {
       st = zcoll__fail(ZCOLL_ERR_BOOTSTRAP, "vector protocol: a malformed message from rank %d",
                        from);
     else if (comm->rank == 0)
-      st = zcoll__vec_seq_take(&comm->vecs->seq, comm->size, from, &m, seq_send, comm);
+      st = zcoll__vec_seq_take(&comm->coll.vecs->seq, comm->size, from, &m, seq_send, comm);
     else
       st = deliver(comm, &m);
     free(raw);
@@ -154,7 +154,7 @@ static zcoll_status_t take_messages(zcoll_comm_t *comm, int *progress) {
 /* ---- the pump ---- */
 
 static zcoll_status_t start_gos(zcoll_comm_t *comm, int *progress) {
-  struct zcoll__vecs *vs = comm->vecs;
+  struct zcoll__vecs *vs = comm->coll.vecs;
   while (vs->gos) {
     struct go *g = vs->gos;
     struct zcoll_vec *v = find(comm, g->key);
@@ -182,7 +182,7 @@ static zcoll_status_t start_gos(zcoll_comm_t *comm, int *progress) {
 
 zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
   zcoll_status_t st = take_messages(comm, progress);
-  for (struct zcoll_vec *v = comm->vecs->list; v && st == ZCOLL_OK; v = v->next) {
+  for (struct zcoll_vec *v = comm->coll.vecs->list; v && st == ZCOLL_OK; v = v->next) {
     pthread_mutex_lock(&v->mu);
     int ready = v->state == FULL && !v->ready_sent;
     uint32_t round = v->round;
@@ -195,7 +195,7 @@ zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
     st = tell_root(comm, &m);
   }
   if (st == ZCOLL_OK) st = start_gos(comm, progress);
-  for (struct zcoll_vec *v = comm->vecs->list; v && st == ZCOLL_OK; v = v->next) {
+  for (struct zcoll_vec *v = comm->coll.vecs->list; v && st == ZCOLL_OK; v = v->next) {
     pthread_mutex_lock(&v->mu);
     int reducing = v->state == REDUCING; /* only the pump moves a key out of REDUCING */
     uint32_t round = v->round;
@@ -215,7 +215,7 @@ zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
     pthread_mutex_unlock(&v->mu);
   }
   if (st != ZCOLL_OK) /* the communicator is gone for the keys too */
-    for (struct zcoll_vec *v = comm->vecs->list; v; v = v->next)
+    for (struct zcoll_vec *v = comm->coll.vecs->list; v; v = v->next)
       fail_vec(v, st, zcoll__last_error());
   return st;
 }
@@ -223,7 +223,7 @@ zcoll_status_t zcoll__vecs_pump(zcoll_comm_t *comm, int *progress) {
 /* The progress thread's pump (progress_thread.h), registered with the first key. */
 static zcoll_status_t vecs_pass(void *arg, int *progress) {
   zcoll_comm_t *comm = arg;
-  return comm->vecs ? zcoll__vecs_pump(comm, progress) : ZCOLL_OK;
+  return comm->coll.vecs ? zcoll__vecs_pump(comm, progress) : ZCOLL_OK;
 }
 
 /* ---- the calls ---- */
@@ -276,13 +276,13 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
   if (st != ZCOLL_OK) return st;
   zcoll_vec_t *v = calloc(1, sizeof(*v));
   if ((st = zcoll__check_usable(comm)) != ZCOLL_OK) goto out;
-  if (!v || (!comm->vecs && !(comm->vecs = calloc(1, sizeof(*comm->vecs))))) {
+  if (!v || (!comm->coll.vecs && !(comm->coll.vecs = calloc(1, sizeof(*comm->coll.vecs))))) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for key '%s'", key);
     goto out;
   }
-  if (!comm->vecs->pumped) { /* the progress thread moves the keys from now on */
+  if (!comm->coll.vecs->pumped) { /* the progress thread moves the keys from now on */
     if ((st = zcoll__pump_add(comm, vecs_pass, NULL, comm)) != ZCOLL_OK) goto out;
-    comm->vecs->pumped = 1;
+    comm->coll.vecs->pumped = 1;
   }
   if (find(comm, key)) {
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_vec_init: key '%s' is in use on this rank", key);
@@ -315,10 +315,10 @@ zcoll_status_t zcoll_vec_init(zcoll_comm_t *comm, const char *key, int local_tas
                              .op_tag = v->uop ? zcoll__op_tag(v->uop) : 0,
                              .count = count};
   memcpy(m.key, v->key, sizeof(m.key));
-  v->next = comm->vecs->list;
-  comm->vecs->list = v;
+  v->next = comm->coll.vecs->list;
+  comm->coll.vecs->list = v;
   if ((st = tell_root(comm, &m)) != ZCOLL_OK) {
-    comm->vecs->list = v->next;
+    comm->coll.vecs->list = v->next;
     goto out;
   }
   *vec = v;
@@ -382,7 +382,7 @@ zcoll_status_t zcoll_vec_commit(zcoll_vec_t *v, const void *buf) {
   pthread_mutex_unlock(&v->mu);
   if (!full) return st;
   /* The round's last commit: move it now if the communicator is free. */
-  if (comm->progress_on) {
+  if (comm->progress.on) {
     zcoll__progress_thread_wake(comm);
   } else if (zcoll__try_enter(comm)) {
     int progress = 0;
@@ -415,8 +415,8 @@ static zcoll_status_t timed_out(zcoll_vec_t *v, double timeout) {
                        "committed within %.0f s (ZCOLL_TIMEOUT)",
                        v->key, round, commits, v->tasks, timeout);
   char why[300] = "";
-  if (comm->rank == 0 && comm->vecs)
-    zcoll__vec_seq_why(comm->vecs->seq, comm->size, v->key, round, why, sizeof(why));
+  if (comm->rank == 0 && comm->coll.vecs)
+    zcoll__vec_seq_why(comm->coll.vecs->seq, comm->size, v->key, round, why, sizeof(why));
   return zcoll__fail(ZCOLL_ERR_TIMEOUT,
                      "zcoll_vec_get: key '%s' round %u not started within %.0f s (ZCOLL_TIMEOUT): "
                      "%s",
@@ -530,7 +530,7 @@ zcoll_status_t zcoll_vec_free(zcoll_vec_t *v) {
                      "zcoll_vec_free: key '%s' round %u is on its way (zcoll_vec_get it first)",
                      v->key, v->round);
   } else {
-    struct zcoll_vec **pp = &comm->vecs->list;
+    struct zcoll_vec **pp = &comm->coll.vecs->list;
     while (*pp != v) pp = &(*pp)->next;
     *pp = v->next;
     struct zcoll__vec_msg m = {.kind = ZCOLL_VM_FREE};
@@ -544,7 +544,7 @@ zcoll_status_t zcoll_vec_free(zcoll_vec_t *v) {
 }
 
 void zcoll__vecs_release(zcoll_comm_t *comm) {
-  struct zcoll__vecs *vs = comm->vecs;
+  struct zcoll__vecs *vs = comm->coll.vecs;
   if (!vs) return;
   if (vs->pumped) zcoll__pump_remove(comm, vecs_pass, comm);
   while (vs->list) {
@@ -560,5 +560,5 @@ void zcoll__vecs_release(zcoll_comm_t *comm) {
   }
   zcoll__vec_seq_free(vs->seq);
   free(vs);
-  comm->vecs = NULL;
+  comm->coll.vecs = NULL;
 }

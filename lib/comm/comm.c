@@ -90,25 +90,25 @@ static void release(zcoll_comm_t *comm, int local) {
    * that failed first) is closed here. */
   for (int k = 0; !local && k < comm->ntlis; k++)
     if (!comm->tlis[k].ftl) comm->tlis[k].ops->close(comm->tlis[k].tl);
-  zcoll__family_leave(comm, comm->drained, local);
+  zcoll__family_leave(comm, comm->wiring.drained, local);
   free(comm->erank_of);
   free(comm->crank_of);
   if (comm->recv_region) munmap(comm->recv_region, comm->region_bytes);
   if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
   free(comm->chans);
   free(comm->chan_of);
-  free(comm->host_of);
+  free(comm->wiring.host_of);
   zcoll__vecs_release(comm);     /* their requests are among the next */
   zcoll__requests_release(comm); /* before the schedules they pin */
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
-    if (comm->cache[i].used) zcoll__sched_free(&comm->cache[i].sched);
+    if (comm->plan.cache[i].used) zcoll__sched_free(&comm->plan.cache[i].sched);
   zcoll__exec_free(comm->exec);
   free(comm->chan_block);
   free(comm->pollfds);
   if (comm->wake_fd >= 0) close(comm->wake_fd);
   zcoll__trace_close(&comm->trace);
   zcoll__flight_close(&comm->flight);
-  zcoll__selector_free(&comm->selector);
+  zcoll__selector_free(&comm->plan.selector);
   zcoll_config_free(comm->cfg);
   comm_retire(comm);
 }
@@ -138,8 +138,8 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
   comm->cfg = cfg;
   zcoll_status_t st = ZCOLL_OK;
   if (given)
-    comm->launch = *given;
-  else if ((st = zcoll__launch_resolve(comm->cfg, &comm->launch)) != ZCOLL_OK)
+    comm->wiring.launch = *given;
+  else if ((st = zcoll__launch_resolve(comm->cfg, &comm->wiring.launch)) != ZCOLL_OK)
     goto fail;
   comm->rank = comm->cfg->rank;
   comm->size = comm->cfg->size;
@@ -157,19 +157,20 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
     goto fail;
   }
   zcoll__log_set_rank(comm->rank);
-  comm->algo_params.tree_arity = comm->cfg->tree_arity;
-  comm->forced_algo = zcoll__algo_find(comm->cfg->algo);
-  comm->tree_algo = zcoll__algo_find("tree");
-  comm->chain_algo = zcoll__algo_find("chain");
-  comm->butterfly_algo = zcoll__algo_find("butterfly");
-  comm->ring_algo = zcoll__algo_find("ring");
-  comm->rhd_algo = zcoll__algo_find("rhd");
-  comm->hier_algo = zcoll__algo_find("hier");
-  comm->forced_bcast_algo = zcoll__bcast_algo_find(comm->cfg->bcast_algo);
-  if ((st = zcoll__selector_init(&comm->selector, comm->cfg->tuning_file)) != ZCOLL_OK) goto fail;
+  comm->plan.algo_params.tree_arity = comm->cfg->tree_arity;
+  comm->plan.forced_algo = zcoll__algo_find(comm->cfg->algo);
+  comm->plan.tree_algo = zcoll__algo_find("tree");
+  comm->plan.chain_algo = zcoll__algo_find("chain");
+  comm->plan.butterfly_algo = zcoll__algo_find("butterfly");
+  comm->plan.ring_algo = zcoll__algo_find("ring");
+  comm->plan.rhd_algo = zcoll__algo_find("rhd");
+  comm->plan.hier_algo = zcoll__algo_find("hier");
+  comm->plan.forced_bcast_algo = zcoll__bcast_algo_find(comm->cfg->bcast_algo);
+  if ((st = zcoll__selector_init(&comm->plan.selector, comm->cfg->tuning_file)) != ZCOLL_OK)
+    goto fail;
 
   /* Under PMIx: rank 0's address and the job key, from rank 0 to all. */
-  if ((st = zcoll__launch_rendezvous(comm->cfg, &comm->launch)) != ZCOLL_OK) goto fail;
+  if ((st = zcoll__launch_rendezvous(comm->cfg, &comm->wiring.launch)) != ZCOLL_OK) goto fail;
   struct zcoll__bootstrap_params bp = {comm->rank,
                                        comm->size,
                                        comm->cfg->root,
@@ -178,8 +179,8 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
                                        comm->cfg->timeout,
                                        comm->cfg->require_key,
                                        comm->cfg->job_id,
-                                       comm->launch.close_root_fd,
-                                       comm->launch.root_listens};
+                                       comm->wiring.launch.close_root_fd,
+                                       comm->wiring.launch.root_listens};
   bs_tried = 1; /* from here the bootstrap owns (and closes) a root_fd it was handed */
   st = share && share->bs_fds ? zcoll__bootstrap_attach(comm->rank, comm->size, comm->cfg->timeout,
                                                         share->bs_fds, &comm->bs)
@@ -188,7 +189,8 @@ zcoll_status_t zcoll__comm_init(zcoll_comm_t **out, zcoll_config_t *cfg,
   st = share ? zcoll__comm_wire_shared(comm, share) : zcoll__comm_wire(comm);
   if (st == ZCOLL_OK && !share) st = zcoll__family_create(comm);
   if (st != ZCOLL_OK) goto fail_abort;
-  comm->hier_auto = comm->nhosts > 1 && comm->nhosts < comm->size && !comm->cfg->tuning_file[0];
+  comm->plan.hier_auto = comm->nhosts > 1 && comm->nhosts < comm->size &&
+                         !comm->cfg->tuning_file[0];
   /* Where registering pins memory, user buffers stay registered between calls. */
   if (comm->reg && (comm->reg->ops->caps & ZCOLL_TL_CAP_PINS))
     comm->rcache = zcoll__rcache_create(comm->reg->ops, comm->reg->tl, comm->cfg->rcache_max_bytes);
@@ -212,7 +214,8 @@ fail_abort:
    * time out. */
   zcoll__bootstrap_abort(comm->bs, st, zcoll__last_error());
 fail:
-  if (!bs_tried && comm->launch.close_root_fd && comm->cfg->root_fd >= 0) close(comm->cfg->root_fd);
+  if (!bs_tried && comm->wiring.launch.close_root_fd && comm->cfg->root_fd >= 0)
+    close(comm->cfg->root_fd);
   /* A star of socket pairs not yet the bootstrap's: closed, so the other end hears it. */
   for (int r = comm->rank ? 0 : 1;
        !bs_tried && share && share->bs_fds && r < (comm->rank ? 1 : comm->size); r++)
@@ -228,15 +231,15 @@ int zcoll_comm_rank(const zcoll_comm_t *comm) { return comm ? comm->rank : -1; }
 int zcoll_comm_size(const zcoll_comm_t *comm) { return comm ? comm->size : -1; }
 
 const char *zcoll_comm_transport(const zcoll_comm_t *comm) {
-  return comm && comm->ntlis ? comm->tl_names : NULL;
+  return comm && comm->ntlis ? comm->wiring.tl_names : NULL;
 }
 
 const char *zcoll_comm_device(const zcoll_comm_t *comm) {
-  return comm && comm->ntlis ? comm->tl_devices : NULL;
+  return comm && comm->ntlis ? comm->wiring.tl_devices : NULL;
 }
 
 const char *zcoll_comm_launcher(const zcoll_comm_t *comm) {
-  return comm ? comm->launch.name : NULL;
+  return comm ? comm->wiring.launch.name : NULL;
 }
 
 const char *zcoll_comm_last_error(const zcoll_comm_t *comm) {
@@ -291,7 +294,7 @@ zcoll_status_t zcoll_comm_destroy(zcoll_comm_t *comm) {
       st = zcoll__fail(ZCOLL_ERR_PEER_FAILED, "the communicator was revoked");
     else if ((st = zcoll__drain(comm)) == ZCOLL_OK &&
              (st = zcoll__bootstrap_leave(comm->bs, comm->ordinal)) == ZCOLL_OK)
-      comm->drained = zcoll__family_drain(comm) == ZCOLL_OK;
+      comm->wiring.drained = zcoll__family_drain(comm) == ZCOLL_OK;
     if (st != ZCOLL_OK) st = zcoll__exec_broken(comm, st);
   }
   zcoll__bootstrap_destroy(comm->bs);

@@ -208,11 +208,11 @@ static zcoll_status_t round_trip(zcoll_comm_t *comm, const void *mine, size_t le
   zcoll_status_t st = zcoll__bootstrap_gather_reply(comm->bs, mine, len, fn, &rs, &reply, &rlen);
   free(rs.reply);
   if (st == ZCOLL_OK)
-    st = unpack(reply, rlen, comm->size, host_round ? comm->host_of : NULL, masks, g);
+    st = unpack(reply, rlen, comm->size, host_round ? comm->wiring.host_of : NULL, masks, g);
   if (st == ZCOLL_OK && host_round) {
     comm->nhosts = (int)g->nhosts;
-    comm->algo_params.host_of = comm->host_of;
-    comm->algo_params.nhosts = comm->nhosts;
+    comm->plan.algo_params.host_of = comm->wiring.host_of;
+    comm->plan.algo_params.nhosts = comm->nhosts;
   }
   free(reply);
   return st;
@@ -222,11 +222,11 @@ zcoll_status_t zcoll__wire_hosts(zcoll_comm_t *comm, unsigned *masks, uint64_t *
                                  uint32_t *depth, int *net_round) {
   struct host_rec mine = {{0}, 0, 0};
   zcoll__node_id(mine.node, sizeof(mine.node), comm->rank);
-  comm->tl_why[0] = '\0';
-  mine.mask = zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, comm->tl_why,
-                                     sizeof(comm->tl_why));
+  comm->wiring.tl_why[0] = '\0';
+  mine.mask = zcoll__transport_probe(comm->cfg, ZCOLL_TLE_ONE_HOST, comm->wiring.tl_why,
+                                     sizeof(comm->wiring.tl_why));
   memset(masks, 0, sizeof(unsigned) * (size_t)comm->size);
-  if (!(comm->host_of = malloc(sizeof(int) * (size_t)comm->size)))
+  if (!(comm->wiring.host_of = malloc(sizeof(int) * (size_t)comm->size)))
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
   struct geometry g;
   zcoll_status_t st = round_trip(comm, &mine, sizeof(mine), host_reply, masks, &g, 1);
@@ -246,8 +246,8 @@ zcoll_status_t zcoll__wire_nets(zcoll_comm_t *comm, unsigned *masks, int need, u
   char why[512] = "";
   uint32_t net = need ? zcoll__transport_probe(comm->cfg, 0, why, sizeof(why)) & ~masks[comm->rank]
                       : 0;
-  comm->net_probed = need;
-  if (need) snprintf(comm->tl_why, sizeof(comm->tl_why), "%s", why);
+  comm->wiring.net_probed = need;
+  if (need) snprintf(comm->wiring.tl_why, sizeof(comm->wiring.tl_why), "%s", why);
   if (need && !net && why[0]) zcoll_log_info("no network transport here: %s", why);
   struct geometry g;
   zcoll_status_t st = round_trip(comm, &net, sizeof(net), net_reply, masks, &g, 0);

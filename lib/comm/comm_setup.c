@@ -40,7 +40,7 @@ zcoll_status_t zcoll__wire_peers(zcoll_comm_t *comm, int **out, int *n) {
   for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
     const struct zcoll__algo *al = a < zcoll__nalgos ? zcoll__algos[a]
                                                      : zcoll__bcast_algos[a - zcoll__nalgos];
-    int m = al->peers(comm->rank, comm->size, &comm->algo_params, tmp, MAX_PEERS_PER_ALGO);
+    int m = al->peers(comm->rank, comm->size, &comm->plan.algo_params, tmp, MAX_PEERS_PER_ALGO);
     for (int i = 0; i < m; i++)
       if (tmp[i] != comm->rank && !seen[tmp[i]]) {
         seen[tmp[i]] = 1;
@@ -78,7 +78,7 @@ static zcoll_status_t choose(zcoll_comm_t *comm, const int *peers, int npeers,
                        "namespace); this job spans %d",
                        zcoll__transports[cfg->transport].name, comm->nhosts);
   for (int i = 0; i < npeers; i++) {
-    int q = peers[i], same = comm->host_of[q] == comm->host_of[me];
+    int q = peers[i], same = comm->wiring.host_of[q] == comm->wiring.host_of[me];
     kinds[i] = zcoll__transport_pick(cfg, same, masks[me], masks[q]);
     if (kinds[i] < 0) {
       char a[96], b[96], why[512] = "";
@@ -112,7 +112,8 @@ static int onehost_candidate(const zcoll_comm_t *comm, const unsigned *masks) {
  * network ones)? */
 static int needs_net(zcoll_comm_t *comm, const int *peers, int npeers, const unsigned *masks) {
   for (int i = 0; i < npeers; i++)
-    if (zcoll__transport_pick(comm->cfg, comm->host_of[peers[i]] == comm->host_of[comm->rank],
+    if (zcoll__transport_pick(comm->cfg,
+                              comm->wiring.host_of[peers[i]] == comm->wiring.host_of[comm->rank],
                               masks[comm->rank], masks[peers[i]]) < 0)
       return 1;
   return 0;
@@ -153,13 +154,13 @@ static zcoll_status_t open_transports(zcoll_comm_t *comm, const int *kinds, int 
                            comm->reg->ops->name, t->ops->name);
       comm->reg = t;
     }
-    off += (size_t)snprintf(comm->tl_names + off, sizeof(comm->tl_names) - off, "%s%s",
-                            off ? "+" : "", t->ops->name);
-    char dev[sizeof(comm->tl_devices)] = "-";
+    off += (size_t)snprintf(comm->wiring.tl_names + off, sizeof(comm->wiring.tl_names) - off,
+                            "%s%s", off ? "+" : "", t->ops->name);
+    char dev[sizeof(comm->wiring.tl_devices)] = "-";
     if (t->ops->device) t->ops->device(t->tl, dev, sizeof(dev));
-    size_t doff = strlen(comm->tl_devices);
-    snprintf(comm->tl_devices + doff, sizeof(comm->tl_devices) - doff, "%s%s", doff ? "+" : "",
-             dev);
+    size_t doff = strlen(comm->wiring.tl_devices);
+    snprintf(comm->wiring.tl_devices + doff, sizeof(comm->wiring.tl_devices) - doff, "%s%s",
+             doff ? "+" : "", dev);
   }
   return ZCOLL_OK;
 }
@@ -279,7 +280,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
       if (comm->tlis[k].idx == kinds[i]) c->t = &comm->tlis[k];
     c->ops = c->t->ops;
     c->staged = c->t == comm->reg;
-    c->same_host = comm->host_of[q] == comm->host_of[comm->rank];
+    c->same_host = comm->wiring.host_of[q] == comm->wiring.host_of[comm->rank];
     c->peer = q;
     c->imm_set = (uint32_t)comm->set << ZCOLL_IMM_SET_SHIFT;
     c->imm_gen = (uint32_t)comm->set_gen << ZCOLL_IMM_GEN_SHIFT;
@@ -315,7 +316,7 @@ int zcoll__wire_oversubscribed(zcoll_comm_t *comm) {
   if (cfg->local_size <= 0) {
     cfg->local_size = 0;
     for (int r = 0; r < comm->size; r++)
-      cfg->local_size += comm->host_of[r] == comm->host_of[comm->rank];
+      cfg->local_size += comm->wiring.host_of[r] == comm->wiring.host_of[comm->rank];
   }
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int over = cores > 0 && cfg->local_size > cores;
@@ -379,7 +380,7 @@ zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm) {
   if (st != ZCOLL_OK) goto out;
   if (comm->nhosts > 1)
     zcoll_log_info("%d ranks on %d hosts; this one is host %d", comm->size, comm->nhosts,
-                   comm->host_of[comm->rank]);
+                   comm->wiring.host_of[comm->rank]);
   comm->onehost_want = onehost_candidate(comm, masks);
   if ((st = zcoll__wire_peers(comm, &peers, &npeers)) != ZCOLL_OK) goto out;
   if (net_round && (st = zcoll__wire_nets(comm, masks, needs_net(comm, peers, npeers, masks),

@@ -23,16 +23,16 @@
 /* The child's hosts, renumbered in order of first rank, as the host round numbers them. */
 static zcoll_status_t hosts_of(zcoll_comm_t *comm, const zcoll_comm_t *parent, const int *members) {
   int *map = malloc(sizeof(int) * (size_t)parent->nhosts);
-  if (!(comm->host_of = malloc(sizeof(int) * (size_t)comm->size)) || !map) {
+  if (!(comm->wiring.host_of = malloc(sizeof(int) * (size_t)comm->size)) || !map) {
     free(map);
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
   }
   for (int h = 0; h < parent->nhosts; h++) map[h] = -1;
   comm->nhosts = 0;
   for (int r = 0; r < comm->size; r++) {
-    int h = parent->host_of[members[r]];
+    int h = parent->wiring.host_of[members[r]];
     if (map[h] < 0) map[h] = comm->nhosts++;
-    comm->host_of[r] = map[h];
+    comm->wiring.host_of[r] = map[h];
   }
   free(map);
   return ZCOLL_OK;
@@ -77,10 +77,10 @@ zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__s
   comm->tlis[0] = (struct zcoll__tli){p->ops, p->tl, p->idx, 0, NULL, NULL, p->ftl};
   if (p == parent->reg) comm->reg = &comm->tlis[0];
   comm->ntlis = 1;
-  snprintf(comm->tl_names, sizeof(comm->tl_names), "%s", p->ops->name);
-  char dev[sizeof(comm->tl_devices)] = "-";
+  snprintf(comm->wiring.tl_names, sizeof(comm->wiring.tl_names), "%s", p->ops->name);
+  char dev[sizeof(comm->wiring.tl_devices)] = "-";
   if (p->ops->device) p->ops->device(p->tl, dev, sizeof(dev));
-  snprintf(comm->tl_devices, sizeof(comm->tl_devices), "%s", dev);
+  snprintf(comm->wiring.tl_devices, sizeof(comm->wiring.tl_devices), "%s", dev);
   comm->slot_bytes = parent->slot_bytes;
   comm->depth = parent->depth;
   /* Whether ranks outnumber cores is the host's matter, not the child's: the parent's
@@ -89,7 +89,7 @@ zcoll_status_t zcoll__comm_wire_shared(zcoll_comm_t *comm, const struct zcoll__s
   (void)zcoll__wire_oversubscribed(comm);
   zcoll__family_join(parent->fam, comm, share->set, share->gen);
   zcoll_log_debug("split: channel set %d over the parent's %s instance%s", share->set,
-                  comm->tl_names, comm->ntlis > 1 ? "s" : "");
+                  comm->wiring.tl_names, comm->ntlis > 1 ? "s" : "");
   if ((st = zcoll__wire_tables(comm, npeers, &kinds)) != ZCOLL_OK) goto out;
   /* One instance reaches every member: they are all on this host. */
   for (int i = 0; i < npeers; i++) kinds[i] = comm->tlis[0].idx;

@@ -67,7 +67,7 @@ void zcoll__comm_log_summary(const zcoll_comm_t *comm) {
   char line[1024];
   size_t off = 0;
   put(line, sizeof(line), &off, "rank %d of %d ready:", comm->rank, comm->size);
-  if (!comm->nchans) put(line, sizeof(line), &off, " no peers (%s open)", comm->tl_names);
+  if (!comm->nchans) put(line, sizeof(line), &off, " no peers (%s open)", comm->wiring.tl_names);
   const char *sep = " ";
   for (int k = 0; k < comm->ntlis; k++) {
     const struct zcoll__tli *t = &comm->tlis[k];
@@ -75,7 +75,7 @@ void zcoll__comm_log_summary(const zcoll_comm_t *comm) {
     put(line, sizeof(line), &off, "%s%s to ", sep, t->ops->name);
     put_ranks(line, sizeof(line), &off, tl_of, comm->size, t->idx);
     if (t->ops->device) {
-      char dev[sizeof(comm->tl_devices)] = "";
+      char dev[sizeof(comm->wiring.tl_devices)] = "";
       t->ops->device(t->tl, dev, sizeof(dev));
       put(line, sizeof(line), &off, " on %s", dev);
     }
@@ -84,10 +84,11 @@ void zcoll__comm_log_summary(const zcoll_comm_t *comm) {
   put(line, sizeof(line), &off, "; chunk ");
   put_bytes(line, sizeof(line), &off, comm->slot_bytes);
   put(line, sizeof(line), &off, ", depth %d", comm->depth);
-  if (comm->tl_why[0]) put(line, sizeof(line), &off, "; not usable here: %s", comm->tl_why);
+  if (comm->wiring.tl_why[0])
+    put(line, sizeof(line), &off, "; not usable here: %s", comm->wiring.tl_why);
   /* Between ranks of one host the networks are not even loaded: say so, or an operator
    * wonders why verbs went unmentioned. */
-  if (!comm->net_probed && comm->cfg->transport == ZCOLL_TL_AUTO)
+  if (!comm->wiring.net_probed && comm->cfg->transport == ZCOLL_TL_AUTO)
     put(line, sizeof(line), &off, "; networks not probed: every peer is on this host");
   free(tl_of);
   zcoll_log_info("%s", line);

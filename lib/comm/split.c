@@ -103,7 +103,8 @@ static void decide(const zcoll_comm_t *comm, const struct member *all, const str
     for (int q = r; q < p; q++)
       if (all[q].color == all[r].color) {
         common &= offers[q].free_sets;
-        can &= offers[q].local_tl == offers[r].local_tl && comm->host_of[q] == comm->host_of[r];
+        can &= offers[q].local_tl == offers[r].local_tl &&
+               comm->wiring.host_of[q] == comm->wiring.host_of[r];
       }
     int set = can && common ? __builtin_ctzll(common) : -1, g = 0;
     for (int q = r; set > 0 && q < p; q++)

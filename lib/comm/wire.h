@@ -12,8 +12,8 @@
 /* Wires a new communicator (comm_setup.c): finds each rank's host, picks and opens the
  * transport for each peer, and sets up the channels. */
 zcoll_status_t zcoll__comm_wire(zcoll_comm_t *comm);
-/* The first rounds of the wiring (comm_hosts.c): comm->host_of and nhosts, what every
- * rank can run (masks, of zcoll__transports indices) on its own host, and rank 0's
+/* The first rounds of the wiring (comm_hosts.c): comm->wiring.host_of and nhosts, what
+ * every rank can run (masks, of zcoll__transports indices) on its own host, and rank 0's
  * geometry; *net_round: whether some pair needs a network transport, then
  * zcoll__wire_nets (collective: every rank calls it, probing only where `need`) adds what
  * each can run across hosts and gives the geometry anew. */

@@ -66,7 +66,7 @@ struct zcoll__run {
   struct zcoll__run *next; /* in comm->active */
   uint64_t rc_since;       /* registration-cache clock at its start: what it uses stays */
   zcoll_status_t status;   /* ZCOLL_IN_PROGRESS while listed; then how it ended */
-  atomic_int ended;        /* 1 (release) once status is final: read without comm->mu */
+  atomic_int ended;        /* 1 (release) once status is final: read without comm->progress.mu */
   int64_t started_ns;      /* for the trace; 0 if off */
   zcoll_comm_t *comm;
   const struct zcoll__run_ops *ops; /* its kind of run */

@@ -502,7 +502,7 @@ zcoll_status_t zcoll__execute(zcoll_comm_t *comm, const struct zcoll__sched *s,
   const struct zcoll__run_ops *ops = zcoll__run_ops_of(comm, s);
   if (st == ZCOLL_OK && !ops->mailboxes) /* the mailboxes see it (onehost.c) */
     st = zcoll__news_at_start(comm);
-  if (st == ZCOLL_OK && (comm->active || comm->progress_on)) {
+  if (st == ZCOLL_OK && (comm->active || comm->progress.on)) {
     st = zcoll__run_start(comm, &r, s, comm->exec, desc, ordinal, src, dst);
     return st == ZCOLL_OK ? zcoll__run_wait(comm, &r) : zcoll__comm_break(comm, st);
   }

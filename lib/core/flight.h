@@ -6,8 +6,8 @@
  * job's ranks say which rank is behind and in which call.
  *
  * One writer, no lock: the thread that drives the executor (the caller inside a call, or
- * the progress thread under comm->mu) writes an entry when a collective starts and when
- * it ends. Readers (zcoll_comm_dump, on any thread, while the owner may be blocked in a
+ * the progress thread under comm->progress.mu) writes an entry when a collective starts
+ * and when it ends. Readers (zcoll_comm_dump, on any thread, while the owner may be blocked in a
  * call) check each entry's stamp around their copy, seqlock style, and skip an entry
  * being rewritten. Every field is an atomic, stored with release and loaded with acquire
  * in place of fences (which ThreadSanitizer cannot check): a reader that sees any value of

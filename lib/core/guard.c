@@ -50,10 +50,10 @@ static zcoll_status_t enter(zcoll_comm_t *comm, const char *fn, int unless_busy)
                        "a time per communicator; use one communicator per thread)",
                        fn);
   /* With a progress thread, the executor is shared with it. */
-  if (comm->progress_on) {
+  if (comm->progress.on) {
     if (!unless_busy) {
-      pthread_mutex_lock(&comm->mu);
-    } else if (pthread_mutex_trylock(&comm->mu) != 0) {
+      pthread_mutex_lock(&comm->progress.mu);
+    } else if (pthread_mutex_trylock(&comm->progress.mu) != 0) {
       atomic_store_explicit(&comm->inside, 0, memory_order_release);
       return ZCOLL_IN_PROGRESS;
     }
@@ -73,7 +73,7 @@ int zcoll__try_enter(zcoll_comm_t *comm) {
       !atomic_compare_exchange_strong_explicit(&comm->inside, &idle, 1, memory_order_acquire,
                                                memory_order_relaxed))
     return 0;
-  if (comm->progress_on && pthread_mutex_trylock(&comm->mu) != 0) {
+  if (comm->progress.on && pthread_mutex_trylock(&comm->progress.mu) != 0) {
     atomic_store_explicit(&comm->inside, 0, memory_order_release);
     return 0;
   }
@@ -81,7 +81,7 @@ int zcoll__try_enter(zcoll_comm_t *comm) {
 }
 
 void zcoll__leave(zcoll_comm_t *comm) {
-  if (comm->progress_on) pthread_mutex_unlock(&comm->mu);
+  if (comm->progress.on) pthread_mutex_unlock(&comm->progress.mu);
   atomic_store_explicit(&comm->inside, 0, memory_order_release);
 }
 

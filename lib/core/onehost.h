@@ -160,7 +160,7 @@ static inline int zcoll__onehost_fits(const zcoll_comm_t *comm, size_t count, zc
                                       zcoll_op_t op) {
   return comm->oh && count && (unsigned)op < ZCOLL_OP_COUNT &&
          (unsigned)dtype < ZCOLL_DTYPE_COUNT &&
-         count <= ZCOLL_ONEHOST_MAX_BYTES / zcoll__dsize(dtype) && comm->forced_algo < 0 &&
+         count <= ZCOLL_ONEHOST_MAX_BYTES / zcoll__dsize(dtype) && comm->plan.forced_algo < 0 &&
          !(dtype == ZCOLL_FLOAT32 && comm->cfg->wire_dtype && (op == ZCOLL_SUM || op == ZCOLL_AVG));
 }
 
@@ -170,7 +170,7 @@ static inline int zcoll__onehost_fits(const zcoll_comm_t *comm, size_t count, zc
 static inline int zcoll__onehost_big_fits(const zcoll_comm_t *comm, size_t count,
                                           zcoll_dtype_t dtype, zcoll_op_t op) {
   return comm->oh && (unsigned)op < ZCOLL_OP_COUNT && (unsigned)dtype < ZCOLL_DTYPE_COUNT &&
-         count >= ZCOLL_ONEHOST_BIG_MIN / zcoll__dsize(dtype) && comm->forced_algo < 0 &&
+         count >= ZCOLL_ONEHOST_BIG_MIN / zcoll__dsize(dtype) && comm->plan.forced_algo < 0 &&
          !(dtype == ZCOLL_FLOAT32 && comm->cfg->wire_dtype && (op == ZCOLL_SUM || op == ZCOLL_AVG));
 }
 

@@ -141,13 +141,13 @@ stage "test suite under ASan+UBSan"
 # (tests/algorithms/test_algorithms.c); the 3 MiB loopback matrix 3 of 11 (test_allreduce_loopback.c);
 # broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17.
 # The fault matrix ran above. Not here: the checks of the source tree, docs, packaging and
-# scripts (install_and_link, readme, layers, tune, man_pages, commit_msg_hook), which ran in
+# scripts (install_and_link, readme, readmes, layers, tune, man_pages, commit_msg_hook), which ran in
 # the plain pass; the library paths they reach (2-rank example programs, the tools' option
 # parsing) run here under test_examples, test_perf_cli and test_zcoll_run. Nor zcoll.dask
 # (python_dask: Python over the same calls the python test makes here) or zcoll.torch (not
 # built: torch is not sanitized).
 ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan --output-on-failure --timeout 2400 \
-  -E '^(test_faults|install_and_link|readme|layers|tune|man_pages|commit_msg_hook|python_dask)$'
+  -E '^(test_faults|install_and_link|readme|readmes|layers|tune|man_pages|commit_msg_hook|python_dask)$'
 
 stage "ThreadSanitizer: requests and progress threads over rank threads (requests_tsan)"
 # Criterion's runner cannot run under TSan (Snaipe/Criterion#274): a plain program runs the

@@ -144,10 +144,12 @@ stage "test suite under ASan+UBSan"
 # scripts (install_and_link, readme, readmes, layers, tune, man_pages, commit_msg_hook), which ran in
 # the plain pass; the library paths they reach (2-rank example programs, the tools' option
 # parsing) run here under test_examples, test_perf_cli and test_zcoll_run. Nor zcoll.dask
-# (python_dask: Python over the same calls the python test makes here) or zcoll.torch (not
+# (python_dask: Python over the same calls the python test makes here), the Python examples
+# (python_examples, ~50 s here: whole training runs and mpirun launches over those same
+# calls; the unique-id init they start from runs here in test_unique_id) or zcoll.torch (not
 # built: torch is not sanitized).
 ZCOLL_TEST_SAMPLE=1 ctest --test-dir build/asan --output-on-failure --timeout 2400 \
-  -E '^(test_faults|install_and_link|readme|readmes|layers|tune|man_pages|commit_msg_hook|python_dask)$'
+  -E '^(test_faults|install_and_link|readme|readmes|layers|tune|man_pages|commit_msg_hook|python_dask|python_examples)$'
 
 stage "ThreadSanitizer: requests and progress threads over rank threads (requests_tsan)"
 # Criterion's runner cannot run under TSan (Snaipe/Criterion#274): a plain program runs the

@@ -66,48 +66,6 @@ zcoll_status_t zcoll__bs_take_abort(struct zcoll__bootstrap *bs, int from, const
   return zcoll__bs_fail_sticky(bs, st, "rank %u aborted: %s", m.origin, m.text);
 }
 
-/* ---- control messages of the layers above ------------------------------------------ */
-
-static zcoll_status_t file_ctl(struct zcoll__bootstrap *bs, int from, void *msg, uint32_t len) {
-  struct ctl *c = malloc(sizeof(*c));
-  if (!c || len > ZCOLL_BS_MAX_CTL) {
-    free(c), free(msg);
-    return zcoll__bs_fail_sticky(bs, c ? ZCOLL_ERR_BOOTSTRAP : ZCOLL_ERR_NO_MEMORY,
-                                 "bootstrap: a control message of %u bytes from rank %d", len,
-                                 from);
-  }
-  *c = (struct ctl){NULL, from, len, msg};
-  if (!bs->inbox_tail) bs->inbox_tail = &bs->inbox;
-  *bs->inbox_tail = c;
-  bs->inbox_tail = &c->next;
-  return ZCOLL_OK;
-}
-
-int zcoll__bootstrap_ctl_take(struct zcoll__bootstrap *bs, int *from, void **msg, uint32_t *len) {
-  struct ctl *c = bs->inbox;
-  if (!c) return 0;
-  if (!(bs->inbox = c->next)) bs->inbox_tail = &bs->inbox;
-  *from = c->from;
-  *msg = c->msg;
-  *len = c->len;
-  free(c);
-  return 1;
-}
-
-zcoll_status_t zcoll__bootstrap_ctl_send(struct zcoll__bootstrap *bs, int to, const void *msg,
-                                         uint32_t len) {
-  if (bs->failed) return bs->failed;
-  int fd = bs->rank == 0 ? (to > 0 && to < bs->size ? bs->kid[to].fd : -1) : bs->fd;
-  if (fd < 0 || len > ZCOLL_BS_MAX_CTL)
-    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "bootstrap: no control channel to rank %d", to);
-  zcoll_status_t st = zcoll__sock_send_msg(fd, ZCOLL_BS_CTL, msg, len,
-                                           zcoll__deadline(bs->timeout));
-  if (st != ZCOLL_OK)
-    return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_PEER_FAILED, "bootstrap: lost rank %d sending to it",
-                                 bs->rank == 0 ? to : 0);
-  return ZCOLL_OK;
-}
-
 /* ---- rank 0 ---------------------------------------------------------------------- */
 
 static void kid_drop_pending(struct kid *k) {
@@ -139,7 +97,7 @@ static zcoll_status_t root_read(struct zcoll__bootstrap *bs, int r, int64_t dead
     free(payload);
     return st;
   }
-  if (type == ZCOLL_BS_CTL) return file_ctl(bs, r, payload, len);
+  if (type == ZCOLL_BS_CTL) return zcoll__bs_file_ctl(bs, r, payload, len);
   if ((type != ZCOLL_BS_GATHER && type != ZCOLL_BS_BYE) || k->type) {
     free(payload);
     return zcoll__bs_fail_sticky(bs, ZCOLL_ERR_BOOTSTRAP,
@@ -543,7 +501,7 @@ zcoll_status_t zcoll__bootstrap_check(struct zcoll__bootstrap *bs) {
     if (st != ZCOLL_OK)
       return zcoll__bs_fail_sticky(bs, st, "bootstrap: reading from rank 0 failed");
     if (type == ZCOLL_BS_CTL) {
-      if ((st = file_ctl(bs, 0, payload, len)) != ZCOLL_OK) return st;
+      if ((st = zcoll__bs_file_ctl(bs, 0, payload, len)) != ZCOLL_OK) return st;
       continue;
     }
     if (type == ZCOLL_BS_LEFT) {

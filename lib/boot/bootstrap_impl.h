@@ -65,6 +65,8 @@ zcoll_status_t zcoll__bs_take_abort(struct zcoll__bootstrap *bs, int from, const
 /* A rank other than 0 whose send to rank 0 failed: rank 0's abort, if it sent one before
  * it went (it names the rank that failed), else PEER_FAILED with `what`. */
 zcoll_status_t zcoll__bs_lost_root(struct zcoll__bootstrap *bs, const char *what);
+/* Files a control message (msg, malloc'd, now the inbox's) from rank `from` (bootstrap_ctl.c). */
+zcoll_status_t zcoll__bs_file_ctl(struct zcoll__bootstrap *bs, int from, void *msg, uint32_t len);
 /* Rank 0: reads what has arrived until every rank has a message of `want` filed (0: do
  * not wait), or the deadline, or a revoke (bootstrap_leave.c's cancel). */
 zcoll_status_t zcoll__bs_root_pump(struct zcoll__bootstrap *bs, uint16_t want, int64_t deadline);

@@ -112,28 +112,31 @@ _PROTOTYPES = {
 
 
 def _candidates():
+    """The paths to try, in order, and whether the first is the user's explicit choice.
+    A generator: ctypes.util.find_library runs ldconfig and the compiler in subprocesses
+    (a third of a second, and every rank of a job imports zcoll), so the system's search
+    path is asked only when the build's own library did not load."""
     explicit = os.environ.get("ZCOLL_LIBRARY")
     if explicit:
         # An explicit choice is never second-guessed: if it is wrong, say so.
-        return [explicit], True
-    found = []
+        yield explicit
+        return
     try:
         from . import _libpath  # written by the build (build tree) or by cmake --install
     except ImportError:
         pass
     else:
         here = os.path.dirname(os.path.abspath(__file__))
-        found.append(os.path.normpath(os.path.join(here, _libpath.LIBRARY)))
+        yield os.path.normpath(os.path.join(here, _libpath.LIBRARY))
     system = ctypes.util.find_library("zcoll")
     if system:
-        found.append(system)
-    return found, False
+        yield system
 
 
 def _load():
-    paths, explicit = _candidates()
+    explicit = bool(os.environ.get("ZCOLL_LIBRARY"))
     errors = []
-    for p in paths:
+    for p in _candidates():
         try:
             return ctypes.CDLL(p), p
         except OSError as e:

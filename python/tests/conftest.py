@@ -82,3 +82,20 @@ def solo():
     need no peer."""
     with zcoll.Comm(config={"RANK": 0, "SIZE": 1}) as comm:
         yield comm
+
+
+def pytest_collection_modifyitems(config, items):
+    """CI's sanitizer pass (ZCOLL_TEST_SAMPLE=1, tests/sample.h) runs each test function
+    once, with its first parameters: every binding's path into the library under ASan+UBSan,
+    at a third of the jobs (each rank a Python process with the sanitizer runtimes preloaded,
+    2-3 times slower to start and run). The plain pass runs every case."""
+    if os.environ.get("ZCOLL_TEST_SAMPLE") != "1":
+        return
+    seen, keep, drop = set(), [], []
+    for item in items:
+        key = item.nodeid.split("[", 1)[0]
+        (drop if key in seen else keep).append(item)
+        seen.add(key)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

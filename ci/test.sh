@@ -24,7 +24,9 @@ stage() { echo "== $* [$((SECONDS - t0)) s]"; }
 stage "formatting: clang-format --dry-run -Werror on every C file (ci/format.sh check)"
 ci/format.sh check
 stage "build (warnings are errors)"
-cmake -S . -B build/ci -DZCOLL_WERROR=ON -DZCOLL_TORCH=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# zcoll.torch's backend (ZCOLL_TORCH_LATER): built in the background below, not here.
+cmake -S . -B build/ci -DZCOLL_WERROR=ON -DZCOLL_TORCH=ON -DZCOLL_TORCH_LATER=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/ci -j"$jobs"
 stage "layers: includes by layer (ci/layers.py), circles of calls (ci/cycles.py)"
 ci/layers.py
@@ -35,14 +37,17 @@ ci/slurm.sh start
 bg= faults=
 trap 'ci/slurm.sh stop; for g in $bg $faults; do kill -- -"$g" 2>/dev/null || true; done' EXIT
 
-# The sanitizer, ThreadSanitizer and fuzzer builds and clang-tidy take ~9 of CI's minutes on 2
-# cores but need nothing from the suite: they run beside it, at idle priority (SCHED_IDLE), so
-# they take only the cores the suite leaves idle while its ranks sleep, and do not slow it.
-# Their log is build/background.log; CI waits for them after the suite.
-stage "background: ASan+UBSan, TSan, fuzz builds, clang-tidy at idle priority (build/background.log)"
+# zcoll.torch's C++ backend (half of the plain build's time: torch's headers), the sanitizer,
+# ThreadSanitizer and fuzzer builds and clang-tidy take ~10 of CI's minutes on 2 cores but
+# need nothing from the suite: they run beside it, at idle priority (SCHED_IDLE), so they take
+# only the cores the suite leaves idle while its ranks sleep, and do not slow it. The three
+# tests that need the backend run after them. Their log is build/background.log; CI waits
+# for them after the suite.
+stage "background: torch backend, ASan+UBSan, TSan, fuzz builds, clang-tidy at idle priority (build/background.log)"
 set -m # its own process group, so that the trap can stop all of it
 chrt --idle 0 nice -n 19 sh -c '
   set -e
+  cmake --build build/ci -j'"$jobs"' --target zcoll_torch
   cmake -S . -B build/asan -DZCOLL_WERROR=ON -DZCOLL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
   cmake --build build/asan -j'"$jobs"'
   cmake -S . -B build/tsan -DZCOLL_WERROR=ON -DZCOLL_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -58,9 +63,11 @@ stage "test suite"
 # this build (cpack -G DEB) installed on this machine, used with pkg-config, and purged.
 # ZCOLL_TEST_SAMPLE=rest (tests/sample.h): the large matrices run the cases the sanitizer
 # pass below does not, so each case runs once per CI run.
-# The fault matrix (test_faults) runs later, beside the soft-RoCE guest.
+# The fault matrix (test_faults) runs later, beside the soft-RoCE guest; the tests of the
+# torch backend and of installing it after the background builds.
+after_torch='install_and_link|deb_install|python_torch'
 ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci --output-on-failure --timeout 1200 \
-  -E '^test_faults$'
+  -E "^(test_faults|$after_torch)\$"
 
 stage "waiting for the background builds and clang-tidy"
 if ! wait "$bg"; then
@@ -70,6 +77,10 @@ if ! wait "$bg"; then
   exit 1
 fi
 bg=
+
+stage "the torch backend's tests, installing and packaging (they need the backend)"
+ZCOLL_TEST_SAMPLE=rest ctest --test-dir build/ci --output-on-failure --timeout 1200 \
+  -R "^($after_torch)\$"
 
 # The sanitizers' options, for the ASan+UBSan steps below (not the guest's plain build, not
 # the fuzzers, which run as before without them).
@@ -135,11 +146,14 @@ build/ci/zcoll_run -np 4 build/ci/zcoll_perf -b 8 -e 16M -f 4 -n 5 -w 2 -c 1
 
 stage "test suite under ASan+UBSan"
 # ZCOLL_TEST_SAMPLE=1 (tests/sample.h): the big matrices run a documented subset, the pass
-# above the rest -- the process matrices (test_allreduce_{shm,ucx}) 9 of 45 cases, every
-# rank count once (tests/transports/allreduce_matrix.c; the pass above covers the rest pairwise over
+# above the rest -- the process matrices (test_allreduce_{shm,ucx}) 5 of 45 cases, p = 1..5,
+# every algorithm once (tests/transports/allreduce_matrix.c; the pass above covers the rest pairwise over
 # transport x algorithm x rank count); the loopback algorithm matrix 24 of 84
 # (tests/algorithms/test_algorithms.c); the 3 MiB loopback matrix 3 of 11 (test_allreduce_loopback.c);
-# broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17.
+# broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17; zcoll_info's
+# selection against real jobs at p = 2, 3 of 2..8 (tests/tools/test_info.c); the kernels'
+# 65537-element case on one instruction set per dtype (tests/kernels/test_reduce.c); the Python
+# tests each function once, with its first parameters (python/tests/conftest.py).
 # The fault matrix ran above. Not here: the checks of the source tree, docs, packaging and
 # scripts (install_and_link, readme, readmes, layers, tune, man_pages, commit_msg_hook), which ran in
 # the plain pass; the library paths they reach (2-rank example programs, the tools' option

@@ -153,7 +153,8 @@ stage "test suite under ASan+UBSan"
 # broadcast 6 of 18 and every 3rd rank count between processes; ops 8 of 17; zcoll_info's
 # selection against real jobs at p = 2, 3 of 2..8 (tests/tools/test_info.c); the kernels'
 # 65537-element case on one instruction set per dtype (tests/kernels/test_reduce.c); the Python
-# tests each function once, with its first parameters (python/tests/conftest.py).
+# tests each function once, with its first parameters, the plain pass the others
+# (python/tests/conftest.py).
 # The fault matrix ran above. Not here: the checks of the source tree, docs, packaging and
 # scripts (install_and_link, readme, readmes, layers, tune, man_pages, commit_msg_hook), which ran in
 # the plain pass; the library paths they reach (2-rank example programs, the tools' option

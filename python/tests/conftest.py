@@ -85,17 +85,27 @@ def solo():
 
 
 def pytest_collection_modifyitems(config, items):
-    """CI's sanitizer pass (ZCOLL_TEST_SAMPLE=1, tests/sample.h) runs each test function
-    once, with its first parameters: every binding's path into the library under ASan+UBSan,
-    at a third of the jobs (each rank a Python process with the sanitizer runtimes preloaded,
-    2-3 times slower to start and run). The plain pass runs every case."""
-    if os.environ.get("ZCOLL_TEST_SAMPLE") != "1":
+    """CI's two passes (ZCOLL_TEST_SAMPLE, tests/sample.h) split the cases between them, so
+    that each runs once per CI run: the sanitizer pass (=1) runs each test function once,
+    with its first parameters -- every binding's path into the library under ASan+UBSan, at
+    half of the jobs (each rank a Python process with the sanitizer runtimes preloaded, 2-3
+    times slower to start and run) -- and the plain pass (=rest) the other parameters.
+    Unset: every case. A module that only the plain pass runs (python_examples) says
+    SAMPLE_SPLIT = False: every case of it runs there."""
+    sample = os.environ.get("ZCOLL_TEST_SAMPLE")
+    if sample not in ("1", "rest"):
         return
-    seen, keep, drop = set(), [], []
+    seen, first, others = set(), [], []
+    whole = []
     for item in items:
+        if not getattr(item.module, "SAMPLE_SPLIT", True):
+            whole.append(item)
+            continue
         key = item.nodeid.split("[", 1)[0]
-        (drop if key in seen else keep).append(item)
+        (others if key in seen else first).append(item)
         seen.add(key)
+    keep, drop = (first, others) if sample == "1" else (others, first)
+    keep = whole + keep
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

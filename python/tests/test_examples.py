@@ -8,6 +8,9 @@ import pytest
 
 from conftest import ZCOLL_RUN, rank_lines
 
+# Run by python_examples, in CI's plain pass only: every case there (conftest.py).
+SAMPLE_SPLIT = False
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 ASGD = os.path.join(EXAMPLES, "asgd.py")
 DATA = "/usr/share/datasets/fashion-mnist"

@@ -11,6 +11,9 @@ import zcoll
 
 from conftest import HERE, rank_lines, run_job
 
+# Run by python_examples, in CI's plain pass only: every case there (conftest.py).
+SAMPLE_SPLIT = False
+
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "mpi4py_init.py")
 
 

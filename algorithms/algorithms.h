@@ -106,6 +106,11 @@ extern const struct zcoll__algo *const zcoll__scatter_algos[];
 extern const int zcoll__nscatter_algos;
 extern const struct zcoll__algo *const zcoll__scatterv_algos[];
 extern const int zcoll__nscatterv_algos;
+/* Gather and scatter over a binomial tree, for small blocks (gather_tree.c). */
+extern const struct zcoll__algo zcoll__gather_binomial;
+extern const struct zcoll__algo zcoll__scatter_binomial;
+/* Bruck's alltoall of s->count per block, out of place (bruck.c). */
+void zcoll__bruck(struct zcoll__sched *s);
 /* The exchange itself, over a layout (exchange.c): every pair at once, in pairwise order
  * (step k: to rank + k, from rank - k); in place (alltoall), what is sent is first copied
  * to scratch, since the same buffer receives. */

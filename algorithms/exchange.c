@@ -114,6 +114,13 @@ static void a2a_pairwise(struct zcoll__sched *s, const struct zcoll__algo_params
   (void)params;
   uniform(s, 0);
 }
+static void a2a_bruck(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
+  (void)params;
+  if (s->in_place)
+    uniform(s, 0);
+  else
+    zcoll__bruck(s);
+}
 static void gather_direct(struct zcoll__sched *s, const struct zcoll__algo_params *params) {
   (void)params;
   uniform(s, 1);
@@ -131,6 +138,11 @@ static void v_pairwise(struct zcoll__sched *s, const struct zcoll__algo_params *
 static const struct zcoll__algo a2a_pw = {
     "pairwise", "p - 1 exchanges, step k to rank + k and from rank - k, all pipelined",
     a2a_pairwise, NULL};
+static const struct zcoll__algo a2a_br = {
+    "bruck",
+    "ceil(log2 p) steps, step k to rank + 2^k with every block whose distance has bit k "
+    "(out of place; in place: pairwise)",
+    a2a_bruck, NULL};
 static const struct zcoll__algo v_pw = {
     "pairwise", "p - 1 exchanges of uneven blocks, step k to rank + k and from rank - k",
     v_pairwise, NULL};
@@ -141,16 +153,16 @@ static const struct zcoll__algo scatter_dir = {
 static const struct zcoll__algo v_dir = {
     "direct", "every rank straight to or from the root, pipelined", v_pairwise, NULL};
 
-const struct zcoll__algo *const zcoll__a2a_algos[] = {&a2a_pw};
+const struct zcoll__algo *const zcoll__a2a_algos[] = {&a2a_pw, &a2a_br};
 const int zcoll__na2a_algos = (int)(sizeof(zcoll__a2a_algos) / sizeof(zcoll__a2a_algos[0]));
 const struct zcoll__algo *const zcoll__a2av_algos[] = {&v_pw};
 const int zcoll__na2av_algos = 1;
-const struct zcoll__algo *const zcoll__gather_algos[] = {&gather_dir};
+const struct zcoll__algo *const zcoll__gather_algos[] = {&gather_dir, &zcoll__gather_binomial};
 const int zcoll__ngather_algos = (int)(sizeof(zcoll__gather_algos) /
                                        sizeof(zcoll__gather_algos[0]));
 const struct zcoll__algo *const zcoll__gatherv_algos[] = {&v_dir};
 const int zcoll__ngatherv_algos = 1;
-const struct zcoll__algo *const zcoll__scatter_algos[] = {&scatter_dir};
+const struct zcoll__algo *const zcoll__scatter_algos[] = {&scatter_dir, &zcoll__scatter_binomial};
 const int zcoll__nscatter_algos = (int)(sizeof(zcoll__scatter_algos) /
                                         sizeof(zcoll__scatter_algos[0]));
 const struct zcoll__algo *const zcoll__scatterv_algos[] = {&v_dir};

@@ -444,7 +444,9 @@ ZCOLL_API zcoll_status_t zcoll_reduce(zcoll_comm_t *comm, const void *sendbuf, v
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root);
 /* The algorithm comm would run for a collective of these arguments (count per rank, as in
  * the call; op and root where the collective has them): coll is "allreduce", "broadcast",
- * "reduce", "allgather", "reduce_scatter" or "barrier". Local. */
+ * "reduce", "allgather", "reduce_scatter", "barrier", or one of the rest of MPI's set
+ * ("alltoall", "gather", "scatter": count is a block, out of place; "alltoallv",
+ * "allgatherv", "gatherv", "scatterv"). Local. */
 ZCOLL_API zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll,
                                                     size_t count, zcoll_dtype_t dtype,
                                                     zcoll_op_t op, int root, const char **name);

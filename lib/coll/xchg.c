@@ -270,7 +270,21 @@ zcoll_status_t zcoll__xchg_plan(zcoll_comm_t *comm, const struct zcoll__xargs *x
 
 int zcoll__xchg_algo(const zcoll_comm_t *comm, const struct zcoll__xargs *x, char *why,
                      size_t len) {
-  (void)comm;
+  if ((unsigned)x->dtype < ZCOLL_DTYPE_COUNT &&
+      (x->kind == ZCOLL_COLL_GATHER || x->kind == ZCOLL_COLL_SCATTER))
+    return zcoll__select_rooted(comm->size, x->count * zcoll__dsize(x->dtype), why, len);
+  if ((unsigned)x->dtype < ZCOLL_DTYPE_COUNT && x->kind == ZCOLL_COLL_ALLTOALL)
+    return zcoll__select_alltoall(comm->size, x->count * zcoll__dsize(x->dtype),
+                                  x->sendbuf == ZCOLL_IN_PLACE, why, len);
   if (why) snprintf(why, len, "the only %s algorithm", kind_name(x->kind));
+  return 0;
+}
+
+int zcoll__xchg_kind_named(const char *coll) {
+  static const int kinds[] = {ZCOLL_COLL_ALLTOALL, ZCOLL_COLL_ALLTOALLV, ZCOLL_COLL_ALLGATHERV,
+                              ZCOLL_COLL_GATHER,   ZCOLL_COLL_GATHERV,   ZCOLL_COLL_SCATTER,
+                              ZCOLL_COLL_SCATTERV};
+  for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    if (!strcmp(coll, kind_name(kinds[i]))) return kinds[i];
   return 0;
 }

@@ -25,6 +25,8 @@ struct zcoll__xargs {
 /* Argument checks, algorithm and schedule of one of them (local: nothing is counted). */
 zcoll_status_t zcoll__xchg_plan(zcoll_comm_t *comm, const struct zcoll__xargs *x,
                                 struct zcoll__plan *pl);
+/* The kind (ZCOLL_COLL_*) of one of them by name ("alltoall"), 0 for any other name. */
+int zcoll__xchg_kind_named(const char *coll);
 /* Its algorithm (an index of its kind's list), and why. */
 int zcoll__xchg_algo(const zcoll_comm_t *comm, const struct zcoll__xargs *x, char *why, size_t len);
 

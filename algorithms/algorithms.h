@@ -80,6 +80,45 @@ const char *zcoll__reduce_algo_name(int algo);
  * plan, zcoll_collective_algorithm and zcoll_collective_explain. */
 int zcoll__reduce_takes_tree(const char *allreduce_algo);
 
+/* The rest of MPI's set (exchange.c, allgatherv.c): what a rank moves to and from each peer.
+ * Peer q gets scount[q] elements of SRC from coordinate sdispl[q] (displacements in the
+ * buffer, before the base shift the builder applies); rcount[q] elements from q land in DST
+ * at rdispl[q]; ZCOLL_LAYOUT_NONE: nothing moves that way. A pair that moves anything moves
+ * something both ways (zero elements: a header alone), so that each end checks the other's
+ * call. q == rank: the local copy. The v-forms' planner hands it to the builder (s->lay);
+ * the uniform kinds' builders make it from s->count and s->root. */
+#define ZCOLL_LAYOUT_NONE SIZE_MAX
+struct zcoll__layout {
+  size_t *scount, *sdispl, *rcount, *rdispl;
+};
+/* Their algorithms, per kind; the index is the id on the wire. */
+extern const struct zcoll__algo *const zcoll__a2a_algos[];
+extern const int zcoll__na2a_algos;
+extern const struct zcoll__algo *const zcoll__a2av_algos[];
+extern const int zcoll__na2av_algos;
+extern const struct zcoll__algo *const zcoll__agv_algos[];
+extern const int zcoll__nagv_algos;
+extern const struct zcoll__algo *const zcoll__gather_algos[];
+extern const int zcoll__ngather_algos;
+extern const struct zcoll__algo *const zcoll__gatherv_algos[];
+extern const int zcoll__ngatherv_algos;
+extern const struct zcoll__algo *const zcoll__scatter_algos[];
+extern const int zcoll__nscatter_algos;
+extern const struct zcoll__algo *const zcoll__scatterv_algos[];
+extern const int zcoll__nscatterv_algos;
+/* Gather and scatter over a binomial tree, for small blocks (gather_tree.c). */
+extern const struct zcoll__algo zcoll__gather_binomial;
+extern const struct zcoll__algo zcoll__scatter_binomial;
+/* Bruck's alltoall of s->count per block, out of place (bruck.c). */
+void zcoll__bruck(struct zcoll__sched *s);
+/* The exchange itself, over a layout (exchange.c): every pair at once, in pairwise order
+ * (step k: to rank + k, from rank - k); in place (alltoall), what is sent is first copied
+ * to scratch, since the same buffer receives. */
+void zcoll__xchg_pairwise(struct zcoll__sched *s, const struct zcoll__layout *l);
+/* A zero-element op with peer: the header alone (in scratch, never a user buffer). */
+void zcoll__xchg_ack_send(struct zcoll__sched *s, int peer);
+void zcoll__xchg_ack_recv(struct zcoll__sched *s, int peer);
+
 /* The halves the algorithms above share with the allreduces that are made of them. Ring:
  * a reduce-scatter whose rank r ends with block r + 1 + shift complete, in final_buf
  * (partial sums in `partial`, the first send from the input); an allgather starting from

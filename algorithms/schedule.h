@@ -59,6 +59,8 @@ struct zcoll__sched {
    * from its first (what a collective holds of the user's memory: mem.h). */
   size_t reach[ZCOLL_NBUFS];
   int remap_dst; /* while building: ops the builder says write (or read) DST use this one */
+  /* While building a v-form (algorithms.h): what moves to and from each peer; NULL else. */
+  const struct zcoll__layout *lay;
   struct zcoll__sop *ops;
   int nops, ops_cap;
   uint32_t *deps;

@@ -292,3 +292,32 @@ int zcoll__select_gather(int coll_rs, int ranks, size_t bytes, char *why, size_t
     snprintf(why, why_len, "%s: ring", pow2_ranks(ranks) ? "over 256 KiB" : "not a power of two");
   return 0; /* the ring, first in both tables */
 }
+
+int zcoll__select_rooted(int ranks, size_t block_bytes, char *why, size_t why_len) {
+  if (ranks >= ZCOLL__SEL_TREE_MIN_RANKS && block_bytes <= ZCOLL__SEL_TREE_MAX_BYTES) {
+    if (why)
+      snprintf(why, why_len, "blocks of at most %d bytes on %d ranks or more: binomial",
+               ZCOLL__SEL_TREE_MAX_BYTES, ZCOLL__SEL_TREE_MIN_RANKS);
+    return 1;
+  }
+  if (why)
+    snprintf(why, why_len, "%s: direct",
+             ranks < ZCOLL__SEL_TREE_MIN_RANKS ? "few ranks" : "blocks over 2048 bytes");
+  return 0;
+}
+
+int zcoll__select_alltoall(int ranks, size_t block_bytes, int in_place, char *why, size_t why_len) {
+  if (!in_place && ranks >= ZCOLL__SEL_BRUCK_MIN_RANKS &&
+      block_bytes <= ZCOLL__SEL_BRUCK_MAX_BYTES) {
+    if (why)
+      snprintf(why, why_len, "blocks of at most %d bytes on %d ranks or more: bruck",
+               ZCOLL__SEL_BRUCK_MAX_BYTES, ZCOLL__SEL_BRUCK_MIN_RANKS);
+    return 1;
+  }
+  if (why)
+    snprintf(why, why_len, "%s: pairwise",
+             in_place                             ? "in place"
+             : ranks < ZCOLL__SEL_BRUCK_MIN_RANKS ? "few ranks"
+                                                  : "blocks over 256 bytes");
+  return 0;
+}

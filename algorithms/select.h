@@ -55,6 +55,18 @@ struct zcoll__choice {
 /* An allgather's (coll_rs 0) or reduce-scatter's (1) algorithm, an index of
  * zcoll__ag_algos / zcoll__rs_algos, for `bytes` of result (input) on `ranks`, and why. */
 int zcoll__select_gather(int coll_rs, int ranks, size_t bytes, char *why, size_t why_len);
+/* Gather's and scatter's algorithm (an index of zcoll__gather_algos / zcoll__scatter_algos)
+ * for blocks of block_bytes on `ranks`, and why: the binomial tree for small blocks (log2 p
+ * steps on the root's path), else direct (p - 1 pipelined messages at the root, each block
+ * moved once). */
+#define ZCOLL__SEL_TREE_MAX_BYTES 2048
+#define ZCOLL__SEL_TREE_MIN_RANKS 4
+int zcoll__select_rooted(int ranks, size_t block_bytes, char *why, size_t why_len);
+/* Alltoall's (an index of zcoll__a2a_algos): Bruck's log2 p steps for small blocks on many
+ * ranks out of place (latency: each block moves up to log2 p times), else pairwise. */
+#define ZCOLL__SEL_BRUCK_MAX_BYTES 256
+#define ZCOLL__SEL_BRUCK_MIN_RANKS 6
+int zcoll__select_alltoall(int ranks, size_t block_bytes, int in_place, char *why, size_t why_len);
 /* The algorithm for an allreduce of `bytes`, and the rule that chose it in why. */
 int zcoll__choose(const struct zcoll__choice *c, size_t bytes, char *why, size_t why_len);
 

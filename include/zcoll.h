@@ -444,13 +444,97 @@ ZCOLL_API zcoll_status_t zcoll_reduce(zcoll_comm_t *comm, const void *sendbuf, v
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root);
 /* The algorithm comm would run for a collective of these arguments (count per rank, as in
  * the call; op and root where the collective has them): coll is "allreduce", "broadcast",
- * "reduce", "allgather", "reduce_scatter" or "barrier". Local. */
+ * "reduce", "allgather", "reduce_scatter", "barrier", or one of the rest of MPI's set
+ * ("alltoall", "gather", "scatter": count is a block, out of place; "alltoallv",
+ * "allgatherv", "gatherv", "scatterv"). Local. */
 ZCOLL_API zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll,
                                                     size_t count, zcoll_dtype_t dtype,
                                                     zcoll_op_t op, int root, const char **name);
 ZCOLL_API zcoll_status_t zcoll_ireduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                        size_t count, zcoll_dtype_t dtype, zcoll_op_t op, int root,
                                        zcoll_request_t **req);
+
+/* ---- the rest of MPI's set: alltoall(v), allgatherv, gather(v), scatter(v) -----------------
+ * MPI's semantics (MPI_Alltoall, MPI_Alltoallv, MPI_Allgatherv, MPI_Gather(v), MPI_Scatter(v)):
+ * counts and displacements in elements of dtype, blocks in rank order; over the allreduce's
+ * executor and checks (a rank in one of these while another is in any other collective, or
+ * the same one with another count, dtype or root, gets ZCOLL_ERR_MISMATCH). Counts two ranks
+ * disagree on -- what rank i sends rank j (sendcounts[j] on i, or i's sendcount) against
+ * what j expects from i (recvcounts[i] on j) -- are ZCOLL_ERR_MISMATCH on both of them, never
+ * a truncation: every pair that exchanges anything checks both directions' counts, zero
+ * counts included. Displacements may leave gaps: nothing is written into them. NULL is fine
+ * where a buffer has no element to hold; the counts and displacement arrays a rank uses
+ * must be there. An argument error (a NULL buffer with elements to move, a root outside
+ * comm, overlapping send and receive regions, a displacement plus count past the address
+ * space) is ZCOLL_ERR_INVALID_ARG naming it, and breaks the communicator as for the others.
+ * - zcoll_alltoall: block j (count elements at j * count) of sendbuf goes to rank j, whose
+ *   recvbuf gets it at i * count. ZCOLL_IN_PLACE as sendbuf: recvbuf is both.
+ * - zcoll_alltoallv: sendcounts[j] elements at sdispls[j] go to rank j; recvcounts[i]
+ *   elements from rank i land at rdispls[i]. ZCOLL_IN_PLACE as sendbuf: recvbuf, with
+ *   recvcounts and rdispls, is both (sendcounts and sdispls are not read).
+ * - zcoll_allgatherv: every rank's sendcount elements to every rank, rank i's at displs[i]
+ *   (recvcounts[i] elements). ZCOLL_IN_PLACE as sendbuf: rank r's block is already at
+ *   displs[r] (sendcount is not read).
+ * - zcoll_gather / zcoll_gatherv: every rank's count (sendcount) elements into the root's
+ *   recvbuf, rank i's at i * count (displs[i], recvcounts[i] elements); recvbuf, recvcounts
+ *   and displs are read at the root only. ZCOLL_IN_PLACE is the root's sendbuf only: its
+ *   block is already in place.
+ * - zcoll_scatter / zcoll_scatterv: the root's sendbuf block i (count elements at i * count;
+ *   sendcounts[i] at displs[i]) into rank i's recvbuf; sendbuf, sendcounts and displs are
+ *   read at the root only. ZCOLL_IN_PLACE is the root's recvbuf only: its block stays where
+ *   it is in sendbuf.
+ * Algorithms (zcoll_collective_explain says which, and why): alltoall by pairwise exchange
+ * (step k: to rank + k, from rank - k), or Bruck's log2 p steps for small blocks at larger
+ * sizes; alltoallv pairwise; allgatherv a ring with uneven blocks; gather and scatter
+ * straight to or from the root (pipelined), or a binomial tree for small blocks;
+ * gatherv and scatterv straight. The i-forms obey every rule of zcoll_iallreduce (order,
+ * progress, buffers, freeing, errors); the counts and displacement arrays are read during
+ * the call and may be reused once it returns. */
+ZCOLL_API zcoll_status_t zcoll_alltoall(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                        size_t count, zcoll_dtype_t dtype);
+ZCOLL_API zcoll_status_t zcoll_ialltoall(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                         size_t count, zcoll_dtype_t dtype, zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_alltoallv(zcoll_comm_t *comm, const void *sendbuf,
+                                         const size_t *sendcounts, const size_t *sdispls,
+                                         void *recvbuf, const size_t *recvcounts,
+                                         const size_t *rdispls, zcoll_dtype_t dtype);
+ZCOLL_API zcoll_status_t zcoll_ialltoallv(zcoll_comm_t *comm, const void *sendbuf,
+                                          const size_t *sendcounts, const size_t *sdispls,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *rdispls, zcoll_dtype_t dtype,
+                                          zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_allgatherv(zcoll_comm_t *comm, const void *sendbuf, size_t sendcount,
+                                          void *recvbuf, const size_t *recvcounts,
+                                          const size_t *displs, zcoll_dtype_t dtype);
+ZCOLL_API zcoll_status_t zcoll_iallgatherv(zcoll_comm_t *comm, const void *sendbuf,
+                                           size_t sendcount, void *recvbuf,
+                                           const size_t *recvcounts, const size_t *displs,
+                                           zcoll_dtype_t dtype, zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_gather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, zcoll_dtype_t dtype, int root);
+ZCOLL_API zcoll_status_t zcoll_igather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, zcoll_dtype_t dtype, int root,
+                                       zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_gatherv(zcoll_comm_t *comm, const void *sendbuf, size_t sendcount,
+                                       void *recvbuf, const size_t *recvcounts,
+                                       const size_t *displs, zcoll_dtype_t dtype, int root);
+ZCOLL_API zcoll_status_t zcoll_igatherv(zcoll_comm_t *comm, const void *sendbuf, size_t sendcount,
+                                        void *recvbuf, const size_t *recvcounts,
+                                        const size_t *displs, zcoll_dtype_t dtype, int root,
+                                        zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_scatter(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, zcoll_dtype_t dtype, int root);
+ZCOLL_API zcoll_status_t zcoll_iscatter(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                        size_t count, zcoll_dtype_t dtype, int root,
+                                        zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_scatterv(zcoll_comm_t *comm, const void *sendbuf,
+                                        const size_t *sendcounts, const size_t *displs,
+                                        void *recvbuf, size_t recvcount, zcoll_dtype_t dtype,
+                                        int root);
+ZCOLL_API zcoll_status_t zcoll_iscatterv(zcoll_comm_t *comm, const void *sendbuf,
+                                         const size_t *sendcounts, const size_t *displs,
+                                         void *recvbuf, size_t recvcount, zcoll_dtype_t dtype,
+                                         int root, zcoll_request_t **req);
 
 /* ---- the task-based vector interface ------------------------------------------------
  * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,

@@ -42,9 +42,11 @@ typedef struct {
 ZCOLL_API zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, size_t bytes,
                                                  zcoll_allreduce_plan_t *plan);
 /* The same for any collective: coll is "allreduce", "broadcast", "reduce", "allgather",
- * "reduce_scatter" or "barrier"; bytes are the allreduce's, the broadcast's and the
- * reduce's vector, the allgather's result and the reduce-scatter's input (all ranks'
- * blocks, as zcoll_perf's sizes are). ZCOLL_ERR_INVALID_ARG for another name. */
+ * "reduce_scatter", "barrier", "alltoall", "alltoallv", "allgatherv", "gather", "gatherv",
+ * "scatter" or "scatterv"; bytes are the allreduce's, the broadcast's and the reduce's
+ * vector, the allgather's result and the reduce-scatter's input (all ranks' blocks, as
+ * zcoll_perf's sizes are), and one block of alltoall, gather and scatter (out of place; the
+ * v-forms have one algorithm each). ZCOLL_ERR_INVALID_ARG for another name. */
 ZCOLL_API zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *coll,
                                                   int ranks, size_t bytes,
                                                   zcoll_allreduce_plan_t *plan);

@@ -14,6 +14,7 @@
 #include "core/report.h"
 #include "kernels/op.h"
 #include "plan.h"
+#include "xchg.h"
 
 static int overlap(const void *a, size_t alen, const void *b, size_t blen) {
   uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
@@ -267,6 +268,12 @@ zcoll_status_t zcoll_collective_algorithm(zcoll_comm_t *comm, const char *coll, 
     return st;
   }
   if (!strcmp(coll, "broadcast")) return zcoll_broadcast_algorithm(comm, count, dtype, root, name);
+  int xk = zcoll__xchg_kind_named(coll); /* the rest of MPI's set (xchg.c) */
+  if (xk && (unsigned)dtype < ZCOLL_DTYPE_COUNT) {
+    struct zcoll__xargs x = {.kind = xk, .count = count, .dtype = dtype, .root = root};
+    *name = zcoll__kind_algo_name(xk, zcoll__xchg_algo(comm, &x, NULL, 0));
+    return ZCOLL_OK;
+  }
   if (!strcmp(coll, "barrier")) {
     *name = zcoll__algos[comm->plan.butterfly_algo]->name;
     return ZCOLL_OK;

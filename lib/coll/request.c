@@ -171,6 +171,8 @@ struct coll_args {
   zcoll_dtype_t dtype;
   zcoll_op_t op;
   int root;
+  zcoll__planner ext; /* plan_ext's: a planner of arguments of its own (request.h) */
+  const void *ext_arg;
 };
 
 static zcoll_status_t plan_allreduce(zcoll_comm_t *comm, const struct coll_args *a,
@@ -199,6 +201,11 @@ static zcoll_status_t plan_reduce(zcoll_comm_t *comm, const struct coll_args *a,
                                   struct zcoll_request *q) {
   return zcoll__reduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, a->root,
                             &q->plan);
+}
+
+static zcoll_status_t plan_ext(zcoll_comm_t *comm, const struct coll_args *a,
+                               struct zcoll_request *q) {
+  return a->ext(comm, a->ext_arg, &q->plan);
 }
 
 /* A request with its plan and executor arrays, not in flight. */
@@ -525,6 +532,12 @@ zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, v
   (*req)->plan.desc.root = key_tag;
   grant_setup(comm, *req);
   return ZCOLL_OK;
+}
+
+zcoll_status_t zcoll__request_issue(zcoll_comm_t *comm, zcoll__planner plan, const void *arg,
+                                    zcoll_request_t **req, const char *fn) {
+  struct coll_args a = {plan_ext, NULL, NULL, 0, ZCOLL_UINT8, ZCOLL_SUM, -1, plan, arg};
+  return issue(comm, &a, req, fn);
 }
 
 zcoll_status_t zcoll__request_start(zcoll_request_t *q) { return start_again(q); }

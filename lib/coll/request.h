@@ -16,6 +16,14 @@
 zcoll_status_t zcoll__request_prepare(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                       size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                       int32_t key_tag, zcoll_request_t **req);
+/* The non-blocking form of a collective whose arguments coll_args does not hold: a public
+ * i-form's body (the communicator not yet entered), `plan` planning it from arg during the
+ * call (lib/coll/xchg_api.c). */
+struct zcoll__plan;
+typedef zcoll_status_t (*zcoll__planner)(zcoll_comm_t *comm, const void *arg,
+                                         struct zcoll__plan *pl);
+zcoll_status_t zcoll__request_issue(zcoll_comm_t *comm, zcoll__planner plan, const void *arg,
+                                    zcoll_request_t **req, const char *fn);
 zcoll_status_t zcoll__request_start(zcoll_request_t *q);
 zcoll_status_t zcoll__request_test(zcoll_request_t *q);
 zcoll_status_t zcoll__request_wait(zcoll_request_t *q);

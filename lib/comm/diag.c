@@ -68,16 +68,54 @@ zcoll_status_t zcoll_allreduce_explain(const zcoll_config_t *cfg, int ranks, siz
   return ZCOLL_OK;
 }
 
+/* The rest of MPI's set (lib/coll/xchg.c decides alike): bytes are one block, out of place.
+ * 0, or -1 if coll is none of them. */
+static int explain_xchg(const char *coll, int ranks, size_t bytes, zcoll_allreduce_plan_t *plan) {
+  static const char *const vforms[] = {"alltoallv", "allgatherv", "gatherv", "scatterv"};
+  if (!strcmp(coll, "alltoall")) {
+    int a = zcoll__select_alltoall(ranks, bytes, 0, plan->reason, sizeof(plan->reason));
+    plan->algorithm = zcoll__a2a_algos[a]->name;
+    return 0;
+  }
+  int g = !strcmp(coll, "gather");
+  if (g || !strcmp(coll, "scatter")) {
+    int a = zcoll__select_rooted(ranks, bytes, plan->reason, sizeof(plan->reason));
+    plan->algorithm = g ? zcoll__gather_algos[a]->name : zcoll__scatter_algos[a]->name;
+    return 0;
+  }
+  const struct zcoll__algo *const *lists[] = {zcoll__a2av_algos, zcoll__agv_algos,
+                                              zcoll__gatherv_algos, zcoll__scatterv_algos};
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(coll, vforms[i])) {
+      plan->algorithm = lists[i][0]->name;
+      snprintf(plan->reason, sizeof(plan->reason), "always: %s", lists[i][0]->description);
+      return 0;
+    }
+  return -1;
+}
+
 zcoll_status_t zcoll_collective_explain(const zcoll_config_t *cfg, const char *coll, int ranks,
                                         size_t bytes, zcoll_allreduce_plan_t *plan) {
   if (!coll || !plan)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_explain: NULL argument");
+  if (!cfg) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_explain: NULL argument");
+  if (ranks < 1)
+    return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "zcoll_collective_explain: %d ranks", ranks);
+  zcoll_allreduce_plan_t x = {NULL, 0, cfg->pipeline_depth, ""};
+  if (explain_xchg(coll, ranks, bytes, &x) == 0) { /* and the pipeline, as for the others */
+    zcoll_status_t st = explain_sched(cfg, ranks, bytes, plan, &(unsigned){0});
+    if (st != ZCOLL_OK) return st;
+    plan->algorithm = x.algorithm;
+    memcpy(plan->reason, x.reason, sizeof(plan->reason));
+    return ZCOLL_OK;
+  }
   int ag = !strcmp(coll, "allgather"), rs = !strcmp(coll, "reduce_scatter");
   int bc = !strcmp(coll, "broadcast"), ba = !strcmp(coll, "barrier");
   if (!ag && !rs && !bc && !ba && strcmp(coll, "allreduce") != 0 && strcmp(coll, "reduce") != 0)
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                        "zcoll_collective_explain: unknown collective '%s' (allreduce, broadcast, "
-                       "reduce, allgather, reduce_scatter, barrier)",
+                       "reduce, allgather, reduce_scatter, barrier, alltoall, alltoallv, "
+                       "allgatherv, gather, gatherv, scatter, scatterv)",
                        coll);
   if (!strcmp(coll, "allreduce")) return zcoll_allreduce_explain(cfg, ranks, bytes, plan);
   /* The pipeline, and the allreduce's schedule, which a reduce chooses by too. */

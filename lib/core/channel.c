@@ -37,6 +37,10 @@ uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d) {
   return mix(h, d->count);
 }
 
+uint64_t zcoll__pair_fingerprint(const struct zcoll__coll_desc *d, uint64_t back) {
+  return mix(zcoll__coll_fingerprint(d) ^ 0x5061697273ull /* "Pairs" */, back);
+}
+
 void zcoll__chan_hdr_write(void *buf, uint64_t ordinal, const struct zcoll__coll_desc *d,
                            uint64_t fp) {
   /* The header fills its room (static-asserted): none of our memory goes out by chance. */
@@ -70,11 +74,19 @@ static void describe(char *buf, size_t len, const struct zcoll__coll_desc *d) {
     zcoll__op_describe(op + 2, sizeof(op) - 2, d->op, d->op_tag);
   }
   if (k->root == ZCOLL_KIND_ROOT) snprintf(root, sizeof(root), ", root %d", d->root);
+  char count[48];
+  if (k->pair_counts && d->count == ZCOLL_COUNT_PER_PAIR)
+    snprintf(count, sizeof(count), "counts per pair");
+  else if (k->pair_counts)
+    snprintf(count, sizeof(count), "count %llu for the pair", (unsigned long long)d->count);
+  else if (k->counts_hashed)
+    snprintf(count, sizeof(count), "counts hashed %016llx", (unsigned long long)d->count);
+  else
+    snprintf(count, sizeof(count), "count %llu", (unsigned long long)d->count);
   if (k->root == ZCOLL_KIND_KEY_HASH)
     snprintf(lead, sizeof(lead), "key hash %08x; ", (unsigned)d->root);
   if (k->root == ZCOLL_KIND_QUORUM) snprintf(lead, sizeof(lead), "quorum %d; ", d->root);
-  snprintf(buf, len, "%s%scount %llu, %s%s%s, %s)", k->head, lead, (unsigned long long)d->count, dt,
-           op, root, algo);
+  snprintf(buf, len, "%s%s%s, %s%s%s, %s)", k->head, lead, count, dt, op, root, algo);
 }
 
 zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint64_t ordinal,
@@ -105,6 +117,12 @@ zcoll_status_t zcoll__chan_hdr_check(const void *buf, size_t len, int peer, uint
                        "this rank is at #%llu, %s (a rank skipped a call, or made one more)",
                        peer, (unsigned long long)h.ordinal, theirs, (unsigned long long)ordinal,
                        ours);
+  const struct zcoll__kind *k = zcoll__kind_of(mine->kind);
+  if (k && k->pair_counts && !memcmp(&h.desc, mine, sizeof(h.desc))) /* the other direction */
+    return zcoll__fail(ZCOLL_ERR_MISMATCH,
+                       "collective #%llu differs between ranks: rank %d expects another count "
+                       "from this rank than this rank sends it, in %s",
+                       (unsigned long long)ordinal, peer, ours);
   return zcoll__fail(ZCOLL_ERR_MISMATCH,
                      "collective #%llu differs between ranks: rank %d called %s, this rank %s "
                      "(fingerprints %016llx and %016llx)",

@@ -253,6 +253,9 @@ static inline int zcoll__chan_hdr_merges(size_t len, size_t slot_bytes) {
 }
 
 uint64_t zcoll__coll_fingerprint(const struct zcoll__coll_desc *d);
+/* A v-form pair's header (exec.h: zcoll__pair_hdr): d's fingerprint with `back`, the count
+ * the sender expects from the receiver, folded in. */
+uint64_t zcoll__pair_fingerprint(const struct zcoll__coll_desc *d, uint64_t back);
 /* The same, remembered for the last description: a loop of like collectives hashes once. */
 struct zcoll__fp_cache {
   int valid;

@@ -33,6 +33,17 @@ struct zcoll__exec_state {
   uint64_t *gbase;             /* per schedule peer: where its result starts in gkey */
   char *tmp;                   /* the runs' ZCOLL_BUF_TMP, grown on demand */
   size_t tmp_cap;
+  struct zcoll__pair_hdr *pair; /* per schedule peer: a v-form's headers (exec_run.c) */
+  int pair_cap;
+};
+
+/* A v-form's headers with one peer (kind.h: pair_counts): the run's description with the
+ * pair's count, each way, and fingerprints that fold in the count of the other way
+ * (zcoll__pair_fingerprint), so that the header from i to j says what i sends j *and* what
+ * i expects from j, and j's check of it covers both directions of the pair. */
+struct zcoll__pair_hdr {
+  struct zcoll__coll_desc out, in; /* what this rank's header states; what it expects */
+  uint64_t fp_out, fp_in;
 };
 
 /* A region registered for peers to write results into (a persistent request's result,
@@ -78,11 +89,12 @@ struct zcoll__run {
   uint8_t wire; /* compressed averaging: float32 travels as this 16-bit dtype; 0 */
   zcoll_dtype_t dtype;
   zcoll_op_t op;
-  const struct zcoll__op_def *uop; /* a created op (op.h), else NULL */
-  uint64_t ordinal;                /* this collective's number on the communicator */
-  struct zcoll__flight_ent *fl;    /* its flight recorder entry; NULL: off */
-  struct zcoll__coll_desc desc;    /* what it is, as the wire header states it */
-  uint64_t fp;                     /* desc's fingerprint */
+  const struct zcoll__op_def *uop;    /* a created op (op.h), else NULL */
+  uint64_t ordinal;                   /* this collective's number on the communicator */
+  struct zcoll__flight_ent *fl;       /* its flight recorder entry; NULL: off */
+  struct zcoll__coll_desc desc;       /* what it is, as the wire header states it */
+  uint64_t fp;                        /* desc's fingerprint */
+  const struct zcoll__pair_hdr *pair; /* per schedule peer (a v-form's); NULL: desc and fp */
   int remaining;
   int local_cur;
   struct zcoll__grant_src *grant; /* this rank's result may be written directly; NULL */
@@ -126,6 +138,18 @@ void zcoll__runs_end(zcoll_comm_t *comm, zcoll_status_t st);
 #define ZCOLL_BLOCK_RECV 2
 /* Takes finished runs off comm->active (any position: a later run may finish first). */
 void zcoll__reap(zcoll_comm_t *comm);
+
+/* The header r puts to (out) or expects from schedule peer j, and its fingerprint. */
+static inline const struct zcoll__coll_desc *zcoll__hdr_out(const struct zcoll__run *r, int j,
+                                                            uint64_t *fp) {
+  *fp = r->pair ? r->pair[j].fp_out : r->fp;
+  return r->pair ? &r->pair[j].out : &r->desc;
+}
+static inline const struct zcoll__coll_desc *zcoll__hdr_in(const struct zcoll__run *r, int j,
+                                                           uint64_t *fp) {
+  *fp = r->pair ? r->pair[j].fp_in : r->fp;
+  return r->pair ? &r->pair[j].in : &r->desc;
+}
 
 /* Buffer k's element at coordinate a (schedule.h). */
 static inline char *zcoll__at(const struct zcoll__run *r, int k, size_t a) {

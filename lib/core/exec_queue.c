@@ -18,6 +18,7 @@ void zcoll__exec_free(struct zcoll__exec_state *e) {
   free(e->peer_of_chan);
   free(e->hdr_sent);
   free(e->hdr_seen);
+  free(e->pair);
   free(e->awaited_ns);
   free(e->gfrom);
   free(e->gto);

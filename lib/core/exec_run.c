@@ -41,6 +41,32 @@ static zcoll_status_t created_op(zcoll_comm_t *comm, struct zcoll__run *r,
   return send_staging(comm, s, "a premul sum");
 }
 
+/* A v-form's headers (kind.h: pair_counts), per peer: the counts each way are the sums of
+ * the schedule's sends to and receives from it. */
+static zcoll_status_t pair_headers(struct zcoll__run *r, const struct zcoll__sched *s,
+                                   struct zcoll__exec_state *e) {
+  if (s->npeers > e->pair_cap) {
+    struct zcoll__pair_hdr *ph = realloc(e->pair, sizeof(*ph) * (size_t)s->npeers);
+    if (!ph) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a v-form's headers");
+    e->pair = ph;
+    e->pair_cap = s->npeers;
+  }
+  for (int j = 0; j < s->npeers; j++) {
+    uint64_t out = 0, in = 0;
+    for (int k = s->peer_sends[j]; k < s->peer_recvs[j]; k++) out += s->ops[s->peer_ops[k]].count;
+    for (int k = s->peer_recvs[j]; k < s->peer_sends[j + 1]; k++)
+      in += s->ops[s->peer_ops[k]].count;
+    struct zcoll__pair_hdr *h = &e->pair[j];
+    h->out = h->in = r->desc;
+    h->out.count = out;
+    h->in.count = in;
+    h->fp_out = zcoll__pair_fingerprint(&h->out, in);
+    h->fp_in = zcoll__pair_fingerprint(&h->in, out);
+  }
+  r->pair = e->pair;
+  return ZCOLL_OK;
+}
+
 const struct zcoll__run_ops zcoll__sched_run = {NULL, NULL, NULL, 0};
 
 const struct zcoll__run_ops *zcoll__run_ops_of(const zcoll_comm_t *comm,
@@ -68,6 +94,7 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
   r->desc = *desc;
   r->fp = zcoll__coll_fingerprint_cached(&comm->fp_cache, desc);
   r->local_cur = 0;
+  r->pair = NULL;
   r->buf[ZCOLL_BUF_SRC] = (char *)src;
   r->buf[ZCOLL_BUF_DST] = dst;
   r->uop = NULL;
@@ -142,6 +169,10 @@ zcoll_status_t zcoll__run_init(zcoll_comm_t *comm, struct zcoll__run *r,
                          s->peers[j]);
     e->chan[j] = ci;
     e->peer_of_chan[ci] = j;
+  }
+  if (desc->count == ZCOLL_COUNT_PER_PAIR) { /* a v-form: no other kind has this count */
+    zcoll_status_t st = pair_headers(r, s, e);
+    if (st != ZCOLL_OK) return st;
   }
   r->fl = NULL; /* the caller opens its flight recorder entry */
   zcoll__mem_hold(&r->hold, &who, src, s->reach[ZCOLL_BUF_SRC] * r->dsize, dst,

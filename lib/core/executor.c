@@ -70,13 +70,15 @@ static zcoll_status_t put_header(struct zcoll__run *r, int j, struct zcoll__chan
   zcoll_comm_t *comm = r->comm;
   struct zcoll_tl_mr *lmr;
   char *buf = stage_buf(r, c, slot, &lmr);
-  zcoll__chan_hdr_write(buf, r->ordinal, &r->desc, r->fp);
+  uint64_t fp;
+  const struct zcoll__coll_desc *d = zcoll__hdr_out(r, j, &fp);
+  zcoll__chan_hdr_write(buf, r->ordinal, d, fp);
   uint64_t cookie = zcoll__cookie(c->imm_set, (uint32_t)r->e->chan[j], slot);
   zcoll_status_t st = zcoll__chan_put(
       comm, c, buf, lmr, c->rkey, c->roff + (uint64_t)slot * comm->slot_bytes, ZCOLL_CHAN_HDR_BYTES,
       zcoll__imm_piece(c->send_seq, r->ordinal, ZCOLL_IMM_HDR, c->imm_set), cookie);
   if (st != ZCOLL_OK) return st;
-  c->sent_desc = r->desc;
+  c->sent_desc = *d;
   c->sent_valid = 1;
   c->inflight[slot] = (struct zcoll__inflight){1, 0, -1, NULL, 0, 0, ZCOLL_CHAN_HDR_BYTES};
   c->credits--;
@@ -139,7 +141,13 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
     if (stage) {
       char *staging = stage_buf(r, c, slot, &lmr);
       if (changed && !c->staged) staging = c->stage + (size_t)slot * comm->slot_bytes;
-      if (hdr) zcoll__chan_hdr_write(staging, r->ordinal, &r->desc, r->fp);
+      if (hdr) {
+        uint64_t fp;
+        const struct zcoll__coll_desc *d = zcoll__hdr_out(r, j, &fp);
+        zcoll__chan_hdr_write(staging, r->ordinal, d, fp);
+        c->sent_desc = *d;
+        c->sent_valid = 1;
+      }
       zcoll__piece_out(r, o, staging + off, src, b - a);
       src = staging;
       if (t0) {
@@ -163,10 +171,6 @@ static zcoll_status_t do_sends(struct zcoll__run *r, int j, int *progress) {
                                                  len + off, imm, cookie);
     if (st != ZCOLL_OK) return st;
     c->bytes_out += len;
-    if (hdr) {
-      c->sent_desc = r->desc;
-      c->sent_valid = 1;
-    }
     r->e->hdr_sent[j] = 1;
     int last = b == zcoll__op_end(o);
     /* A staged piece's source is free once copied; a direct one once PUT_DONE says so. */
@@ -233,11 +237,13 @@ static zcoll_status_t take_header(struct zcoll__run *r, int j, struct zcoll__cha
                        "under way (its number ends in %u) where this rank's collective #%llu "
                        "should start (a rank skipped a call, or made one more)",
                        c->peer, zcoll__imm_ord(sl->imm), (unsigned long long)r->ordinal);
+  uint64_t fp;
+  const struct zcoll__coll_desc *d = zcoll__hdr_in(r, j, &fp);
   zcoll_status_t st = zcoll__chan_hdr_check(c->recv + (size_t)slot * comm->slot_bytes, sl->len,
-                                            c->peer, r->ordinal, &r->desc, r->fp);
+                                            c->peer, r->ordinal, d, fp);
   if (st != ZCOLL_OK) return st;
   r->e->hdr_seen[j] = 1;
-  c->seen_desc = r->desc;
+  c->seen_desc = *d;
   c->seen_valid = 1;
   sl->data_off = ZCOLL_CHAN_HDR_BYTES;
   if (zcoll__chan_hdr_merges(first_len, comm->slot_bytes)) return ZCOLL_OK;

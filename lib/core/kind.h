@@ -19,6 +19,7 @@
 #define ZCOLL_KIND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "algorithms/algorithms.h"
 
@@ -38,8 +39,21 @@ enum {
   ZCOLL_COLL_ALLGATHER = 6,
   ZCOLL_COLL_REDUCE_SCATTER = 7,
   ZCOLL_COLL_REDUCE = 8,
-  ZCOLL_COLL_PARTIAL = 9 /* a partial allreduce's round (partial.c): root holds the quorum */
+  ZCOLL_COLL_PARTIAL = 9, /* a partial allreduce's round (partial.c): root holds the quorum */
+  /* The rest of MPI's set (lib/coll/xchg.c): count is the per-rank block of the uniform
+   * ones; the v-forms' is ZCOLL_COUNT_PER_PAIR, their counts being the pairs' (pair_counts). */
+  ZCOLL_COLL_ALLTOALL = 10,
+  ZCOLL_COLL_ALLTOALLV = 11,
+  ZCOLL_COLL_ALLGATHERV = 12,
+  ZCOLL_COLL_GATHER = 13,
+  ZCOLL_COLL_GATHERV = 14,
+  ZCOLL_COLL_SCATTER = 15,
+  ZCOLL_COLL_SCATTERV = 16
 };
+
+/* A v-form's description's count: no pair's count (those are below PTRDIFF_MAX), so that a
+ * pair's header (count: the pair's) never reads as the run's description, nor SAME as it. */
+#define ZCOLL_COUNT_PER_PAIR UINT64_MAX
 
 /* An allreduce's algo byte in its description when it goes through the one-host mailboxes
  * (onehost.h) rather than a schedule: on the wire and in the fingerprint, so it stays 255.
@@ -66,6 +80,13 @@ struct zcoll__kind {
   /* Its result spans the schedule's whole count (every rank's block: the allgather's), not
    * the description's count. */
   int result_spans;
+  /* Its counts differ per pair of ranks (the v-forms): each pair's header states the count
+   * it carries, and its fingerprint the count the sender expects back, so that the receiver
+   * checks both directions (exec_pair.c). */
+  int pair_counts;
+  /* Its count is a hash of the call's counts array, the same on every rank (allgatherv's
+   * recvcounts): ranks that disagree on any count differ in the description. */
+  int counts_hashed;
   /* Its algorithms: the list whose index is the description's algo byte, and one more
    * outside the list (extra_id; NULL: none). */
   const struct zcoll__algo *const *algos;

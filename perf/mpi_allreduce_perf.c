@@ -29,6 +29,7 @@
 
 #include "perf_check.h"
 #include "perf_driver.h"
+#include "perf_xchg.h"
 
 #define PROG "mpi_allreduce_perf"
 
@@ -67,6 +68,7 @@ struct mpi_req {
 struct mpi_ctx {
   int rank, nranks;
   struct mpi_req pool[PT_WINDOW]; /* the driver keeps at most PT_WINDOW in flight */
+  int *v; /* the v-forms' sendcounts, sdispls, recvcounts, rdispls: p each */
 };
 
 static int mpi_fail(const struct mpi_ctx *c, const char *what, int err) {
@@ -231,6 +233,55 @@ static int mpi_ireduce(void *ctx, const void *sendbuf, void *recvbuf, size_t cou
   return 0;
 }
 
+/* The exchanges (perf_xchg.h), blocking only: coll_compare.sh times -z 1. alltoallv and
+ * allgatherv over the harness's uneven counts, packed; in place as MPI has it (a gather's
+ * non-root sends recvbuf, a scatter's root sends recvbuf and keeps its block there). */
+static int mpi_xchg(void *ctx, enum pt_coll coll, const void *sendbuf, void *recvbuf, size_t count,
+                    enum pt_dtype t, int root) {
+  struct mpi_ctx *c = ctx;
+  const int p = c->nranks, mine = c->rank == root, n = (int)count;
+  if (mpi_count(2 * count * (size_t)p)) return -1;
+  if (!c->v && !(c->v = calloc(4 * (size_t)p, sizeof *c->v))) {
+    fprintf(stderr, PROG ": rank %d: out of memory for the counts\n", c->rank);
+    return -1;
+  }
+  int *sc = c->v, *sd = sc + p, *rc = sd + p, *rd = rc + p, sat = 0, rat = 0;
+  for (int q = 0; q < p; q++) {
+    sc[q] = (int)pt_xchg_count(coll, c->rank, q, p, count);
+    rc[q] = (int)pt_xchg_count(coll, q, coll == PT_COLL_ALLGATHERV ? 0 : c->rank, p, count);
+    sd[q] = sat;
+    rd[q] = rat;
+    sat += sc[q];
+    rat += rc[q];
+  }
+  const MPI_Datatype dt = mpi_dtype(t);
+  const void *in = sendbuf ? sendbuf : MPI_IN_PLACE;
+  int err;
+  switch (coll) {
+  case PT_COLL_ALLTOALL: err = MPI_Alltoall(in, n, dt, recvbuf, n, dt, MPI_COMM_WORLD); break;
+  case PT_COLL_ALLTOALLV:
+    err = MPI_Alltoallv(in, sc, sd, dt, recvbuf, rc, rd, dt, MPI_COMM_WORLD);
+    break;
+  case PT_COLL_ALLGATHERV:
+    err = MPI_Allgatherv(in, rc[c->rank], dt, recvbuf, rc, rd, dt, MPI_COMM_WORLD);
+    break;
+  case PT_COLL_GATHER:
+    err = MPI_Gather(sendbuf ? sendbuf
+                     : mine  ? MPI_IN_PLACE
+                             : recvbuf,
+                     n, dt, mine ? recvbuf : NULL, n, dt, root, MPI_COMM_WORLD);
+    break;
+  default:
+    err = MPI_Scatter(!mine     ? NULL
+                      : sendbuf ? sendbuf
+                                : recvbuf,
+                      n, dt, mine && !sendbuf ? MPI_IN_PLACE : recvbuf, n, dt, root,
+                      MPI_COMM_WORLD);
+    break;
+  }
+  return err == MPI_SUCCESS ? 0 : mpi_fail(c, pt_coll_names[coll], err);
+}
+
 static int mpi_barrier(void *ctx) {
   int err = MPI_Barrier(MPI_COMM_WORLD);
   return err == MPI_SUCCESS ? 0 : mpi_fail(ctx, "MPI_Barrier", err);
@@ -263,9 +314,10 @@ static int mpi_sum_u64(void *ctx, uint64_t *v, size_t n) {
 }
 
 int main(int argc, char **argv) {
-  static const struct pt_prog prog = {
-      PROG, PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE,
-      NULL};
+  static const struct pt_prog prog = {PROG,
+                                      PT_HAS_NONBLOCKING | PT_HAS_BROADCAST | PT_HAS_BARRIER |
+                                          PT_HAS_GATHER | PT_HAS_REDUCE | PT_HAS_XCHG,
+                                      NULL};
   struct pt_opts o;
   int rc = pt_parse_args(argc, argv, &prog, &o);
   if (rc == 1) return 0;
@@ -315,6 +367,7 @@ int main(int argc, char **argv) {
       .ireduce_scatter = mpi_ireduce_scatter,
       .reduce = mpi_reduce,
       .ireduce = mpi_ireduce,
+      .xchg = mpi_xchg,
   };
   if (ctx.rank == 0) {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -330,6 +383,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   rc = pt_run(&o, &be);
+  free(ctx.v);
   if (rc == -1) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Finalize();
   return rc == -2 ? 2 : rc ? 1 : 0;

@@ -1,7 +1,8 @@
 /* zcoll_perf: the allreduce benchmark, in the manner of nccl-tests' all_reduce_perf, and
  * with -t broadcast the broadcast's, in the manner of its broadcast_perf (-t allgather,
  * -t reduce_scatter, -t reduce: its all_gather_perf, reduce_scatter_perf and reduce_perf;
- * -t barrier).
+ * -t alltoall, -t gather, -t scatter: its alltoall_perf, gather_perf, scatter_perf, and
+ * -t alltoallv, -t allgatherv with perf_xchg.h's uneven counts; -t barrier).
  *
  *   zcoll_run -np 4 zcoll_perf -b 8 -e 64M -f 2 -d float -o sum
  *   zcoll_run -np 4 zcoll_perf -t broadcast -r 1 -b 8 -e 64M
@@ -26,6 +27,7 @@
 
 #include "zcoll.h"
 #include "perf_driver.h"
+#include "perf_xchg.h"
 
 #define PROG "zcoll_perf"
 
@@ -48,6 +50,12 @@ struct perf_ctx {
   int rank;
   zcoll_mr_t *mr[2]; /* -R 1: the send and receive buffers */
   int nmr;
+  int nranks;
+  /* alltoallv's and allgatherv's sendcounts, sdispls, recvcounts, rdispls (p each), built
+   * for vcoll and vcount (a row's), once per row */
+  size_t *v;
+  enum pt_coll vcoll;
+  size_t vcount;
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
@@ -190,6 +198,82 @@ static int perf_ireduce(void *ctx, const void *sendbuf, void *recvbuf, size_t co
   return 0;
 }
 
+/* The v-forms' arrays for a row (perf_xchg.h's counts, packed); -1 out of memory. */
+static int perf_vlayout(struct perf_ctx *c, enum pt_coll coll, size_t count) {
+  const int p = c->nranks;
+  if (!c->v && !(c->v = calloc(4 * (size_t)p, sizeof *c->v))) {
+    fprintf(stderr, PROG ": rank %d: out of memory for the counts\n", c->rank);
+    return -1;
+  }
+  if (c->vcoll == coll && c->vcount == count) return 0;
+  size_t *sc = c->v, *sd = sc + p, *rc = sd + p, *rd = rc + p, sat = 0, rat = 0;
+  for (int q = 0; q < p; q++) {
+    sc[q] = pt_xchg_count(coll, c->rank, q, p, count);
+    rc[q] = pt_xchg_count(coll, q, coll == PT_COLL_ALLGATHERV ? 0 : c->rank, p, count);
+    sd[q] = sat;
+    rd[q] = rat;
+    sat += sc[q];
+    rat += rc[q];
+  }
+  c->vcoll = coll;
+  c->vcount = count;
+  return 0;
+}
+
+/* One exchange, blocking (req NULL) or posted. In place (sendbuf NULL) as perf_backend.h
+ * says: ZCOLL_IN_PLACE where MPI has it; a gather's non-root sends from recvbuf, a
+ * scatter's root from recvbuf, keeping its block there. */
+static int perf_exchange(struct perf_ctx *c, enum pt_coll coll, const void *sendbuf, void *recvbuf,
+                         size_t count, enum pt_dtype t, int root, zcoll_request_t **req) {
+  const zcoll_dtype_t dt = dtype_map[t];
+  const int mine = c->rank == root;
+  const void *in = sendbuf ? sendbuf : ZCOLL_IN_PLACE;
+  zcoll_status_t st;
+  if ((coll == PT_COLL_ALLTOALLV || coll == PT_COLL_ALLGATHERV) && perf_vlayout(c, coll, count))
+    return -1;
+  const size_t p = (size_t)c->nranks, *sc = c->v, *sd = sc + p, *rc = sd + p, *rd = rc + p;
+  switch (coll) {
+  case PT_COLL_ALLTOALL:
+    st = req ? zcoll_ialltoall(c->comm, in, recvbuf, count, dt, req)
+             : zcoll_alltoall(c->comm, in, recvbuf, count, dt);
+    break;
+  case PT_COLL_ALLTOALLV:
+    st = req ? zcoll_ialltoallv(c->comm, in, sc, sd, recvbuf, rc, rd, dt, req)
+             : zcoll_alltoallv(c->comm, in, sc, sd, recvbuf, rc, rd, dt);
+    break;
+  case PT_COLL_ALLGATHERV:
+    st = req ? zcoll_iallgatherv(c->comm, in, rc[c->rank], recvbuf, rc, rd, dt, req)
+             : zcoll_allgatherv(c->comm, in, rc[c->rank], recvbuf, rc, rd, dt);
+    break;
+  case PT_COLL_GATHER:
+    in = sendbuf ? sendbuf : mine ? ZCOLL_IN_PLACE : recvbuf;
+    st = req ? zcoll_igather(c->comm, in, mine ? recvbuf : NULL, count, dt, root, req)
+             : zcoll_gather(c->comm, in, mine ? recvbuf : NULL, count, dt, root);
+    break;
+  default: { /* scatter */
+    const void *from = !mine ? NULL : sendbuf ? sendbuf : recvbuf;
+    void *to = mine && !sendbuf ? (void *)ZCOLL_IN_PLACE : recvbuf; /* the API's marker */
+    st = req ? zcoll_iscatter(c->comm, from, to, count, dt, root, req)
+             : zcoll_scatter(c->comm, from, to, count, dt, root);
+  } break;
+  }
+  return check(c, st, "zcoll_%s%s (rank %d, %zu x %s, root %d, %s)", req ? "i" : "",
+               pt_coll_names[coll], c->rank, count, pt_dtype_names[t], root, placement(sendbuf));
+}
+
+static int perf_xchg(void *ctx, enum pt_coll coll, const void *sendbuf, void *recvbuf, size_t count,
+                     enum pt_dtype t, int root) {
+  return perf_exchange(ctx, coll, sendbuf, recvbuf, count, t, root, NULL);
+}
+
+static int perf_ixchg(void *ctx, enum pt_coll coll, const void *sendbuf, void *recvbuf,
+                      size_t count, enum pt_dtype t, int root, struct pt_req **req) {
+  zcoll_request_t *r = NULL;
+  if (perf_exchange(ctx, coll, sendbuf, recvbuf, count, t, root, &r)) return -1;
+  *req = (struct pt_req *)r;
+  return 0;
+}
+
 /* A request that ended, well or not, is freed here: completion does not free it. */
 static int perf_wait(void *ctx, struct pt_req *req) {
   struct perf_ctx *c = ctx;
@@ -235,6 +319,10 @@ static int perf_sum_u64(void *ctx, uint64_t *v, size_t n) {
 static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dtype t,
                           enum pt_op op, int root, const char **name) {
   struct perf_ctx *c = ctx;
+  if (pt_is_xchg(coll)) { /* zcoll_collective_algorithm does not name them (yet): "-" */
+    *name = NULL;
+    return 0;
+  }
   if (coll == PT_COLL_BARRIER) { /* lib/coll/barrier.c: the butterfly's schedule, one byte */
     *name = "butterfly";
     return 0;
@@ -397,7 +485,7 @@ int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
       PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_MEM_ALLOC | PT_HAS_STALL_TIMEOUT |
-          PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE,
+          PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE | PT_HAS_XCHG,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
       "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
       "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
@@ -410,7 +498,7 @@ int main(int argc, char **argv) {
   char algo[64], progress[16];
   zcoll_config_t *cfg = configure(&o, algo, sizeof algo, progress, sizeof progress, &rc);
   if (cfg == NULL) return rc;
-  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0};
+  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0, 0, NULL, PT_COLL_COUNT, 0};
   zcoll_status_t st = zcoll_comm_init(&ctx.comm, cfg);
   zcoll_config_free(cfg);
   if (st != ZCOLL_OK) {
@@ -419,6 +507,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   ctx.rank = zcoll_comm_rank(ctx.comm);
+  ctx.nranks = zcoll_comm_size(ctx.comm);
   if (pt_check_root(PROG, &o, ctx.rank, zcoll_comm_size(ctx.comm))) {
     zcoll_comm_destroy(ctx.comm); /* every rank stops here: nothing has run */
     return 2;
@@ -445,6 +534,8 @@ int main(int argc, char **argv) {
       .ireduce_scatter = perf_ireduce_scatter,
       .reduce = perf_reduce,
       .ireduce = perf_ireduce,
+      .xchg = perf_xchg,
+      .ixchg = perf_ixchg,
       .register_mem = perf_register,
       .deregister_all = perf_deregister_all,
       .mem_alloc = perf_mem_alloc,
@@ -470,6 +561,7 @@ int main(int argc, char **argv) {
   }
 
   rc = pt_run(&o, &be);
+  free(ctx.v);
   if (rc == -2) { /* -F: a file rank 0 cannot create; every rank stops before timing */
     zcoll_comm_destroy(ctx.comm);
     return 2;

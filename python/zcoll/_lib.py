@@ -20,6 +20,7 @@ __all__ = ["lib", "path", "Stats", "USER_FN"]
 
 _status = c_int  # zcoll_status_t
 _handle = c_void_p  # zcoll_comm_t *, zcoll_request_t *, zcoll_config_t *, zcoll_mr_t *
+_sizes = POINTER(c_size_t)  # const size_t *: counts and displacements (NULL: None)
 
 
 class Stats(ctypes.Structure):
@@ -92,6 +93,29 @@ _PROTOTYPES = {
     "zcoll_reduce": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int, c_int]),
     "zcoll_ireduce": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int, c_int,
                                 POINTER(_handle)]),
+    "zcoll_alltoall": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int]),
+    "zcoll_ialltoall": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, POINTER(_handle)]),
+    "zcoll_alltoallv": (_status, [_handle, c_void_p, _sizes, _sizes, c_void_p, _sizes, _sizes,
+                                  c_int]),
+    "zcoll_ialltoallv": (_status, [_handle, c_void_p, _sizes, _sizes, c_void_p, _sizes, _sizes,
+                                   c_int, POINTER(_handle)]),
+    "zcoll_allgatherv": (_status, [_handle, c_void_p, c_size_t, c_void_p, _sizes, _sizes, c_int]),
+    "zcoll_iallgatherv": (_status, [_handle, c_void_p, c_size_t, c_void_p, _sizes, _sizes, c_int,
+                                    POINTER(_handle)]),
+    "zcoll_gather": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int]),
+    "zcoll_igather": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int,
+                                POINTER(_handle)]),
+    "zcoll_gatherv": (_status, [_handle, c_void_p, c_size_t, c_void_p, _sizes, _sizes, c_int,
+                                c_int]),
+    "zcoll_igatherv": (_status, [_handle, c_void_p, c_size_t, c_void_p, _sizes, _sizes, c_int,
+                                 c_int, POINTER(_handle)]),
+    "zcoll_scatter": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int]),
+    "zcoll_iscatter": (_status, [_handle, c_void_p, c_void_p, c_size_t, c_int, c_int,
+                                 POINTER(_handle)]),
+    "zcoll_scatterv": (_status, [_handle, c_void_p, _sizes, _sizes, c_void_p, c_size_t, c_int,
+                                 c_int]),
+    "zcoll_iscatterv": (_status, [_handle, c_void_p, _sizes, _sizes, c_void_p, c_size_t, c_int,
+                                  c_int, POINTER(_handle)]),
     "zcoll_vec_init": (_status, [_handle, c_char_p, c_int, c_size_t, c_int, c_int,
                                  POINTER(_handle)]),
     "zcoll_vec_commit": (_status, [_handle, c_void_p]),

@@ -14,6 +14,7 @@ from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
 from .partial import PartialRequest
 from .request import PersistentRequest, Request
+from .xchg import Exchanges
 
 __all__ = ["Comm", "get_unique_id"]
 
@@ -77,7 +78,7 @@ def _check_unique_id(uid, rank, size):
                         "number of ranks")
 
 
-class Comm(Collectives):
+class Comm(Collectives, Exchanges):
     """A zcoll communicator over all the ranks of the job.
 
     Comm() reads the rank, the size and the rendezvous address from the environment

@@ -165,6 +165,11 @@ Test(perf_cli, help_prints_usage) {
   /* the broadcast's bus factor, and what its out-of-place columns hold */
   cr_expect(strstr(out, "busbw = algbw (factor 1) for a broadcast") != NULL, "%s", out);
   cr_expect(strstr(out, "out-of-place columns say N/A") != NULL, "%s", out);
+  /* the exchanges, how their sizes count, and alltoallv's documented pattern */
+  cr_expect(strstr(out, "-t alltoall, -t alltoallv, -t allgatherv, -t gather, -t scatter") != NULL,
+            "%s", out);
+  cr_expect(strstr(out, "rank, count one block") != NULL, "%s", out);
+  cr_expect(strstr(out, "alltoallv: rank i sends itself count - ceil(count/2)") != NULL, "%s", out);
 }
 
 Test(perf_cli, long_help) { expect_usage_ok(ARGS("--help")); }
@@ -259,9 +264,9 @@ static const char *const bad_coll[][3] = {
     {"-t", "0", "one thread per rank"},
     {"--nthreads", "4", "one thread per rank"},
     {"--nthreads", "broadcast", "not a thread count"},
-    {"-t", "alltoall",
-     "'alltoall': not a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, "
-     "reduce)"},
+    {"-t", "alltoallw",
+     "'alltoallw': not a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, "
+     "reduce, alltoall, alltoallv, allgatherv, gather, scatter)"},
     {"--coll", "1", "--coll '1': not a collective"},
     {"-r", "-1", "-r: '-1' is not a rank number"},
     {"--root", "one", "'one' is not a rank number"},

@@ -1,7 +1,8 @@
 /* zcoll_perf as it runs: 2 ranks over shm under zcoll_run, a small sweep (8 B .. 256 KiB)
  * with every element checked, once per mode of nccl-tests' flags and for --overlap; and
  * -t broadcast on 3 ranks over shm and UCX, from two roots, across the 256 KiB switch
- * from tree to chain. Each run must exit 0, say "Out of bounds values : 0 OK", and every
+ * from tree to chain; the exchanges (-t alltoall, alltoallv, allgatherv, gather, scatter) at
+ * p = 2 and 3. Each run must exit 0, say "Out of bounds values : 0 OK", and every
  * row must have the shape its mode gives it, numbers where numbers belong, N/A where
  * nothing was measured and 0 in every #wrong column. */
 #include <criterion/criterion.h>
@@ -434,4 +435,48 @@ Test(perf_run, rank_list) {
     for (int q = 0; q < r; q++) cr_expect_neq(pids[q], pid, "ranks %d and %d: pid %ld", q, r, pid);
   }
   free(out);
+}
+
+/* The 96K row's out-of-place busbw is its algbw * (p-1)/p, nccl-tests' factor for the
+ * exchanges (within the table's rounding to 0.01). */
+static void expect_exchange_busbw(const char *out, int np) {
+  const char *row = strstr(out, "\n       98304 ");
+  cr_assert(row != NULL, "no 96K row:\n%s", out);
+  double algbw = -1.0, busbw = -1.0;
+  cr_assert_eq(sscanf(row, " %*s %*s %*s %*s %*s %*s %lf %lf", &algbw, &busbw), 2, "%s", row);
+  const double want = algbw * (np - 1) / np;
+  cr_expect(fabs(busbw - want) <= 0.011 + 0.01 * want, "busbw %.2f, algbw %.2f, p %d", busbw, algbw,
+            np);
+}
+
+/* -t alltoall, alltoallv, allgatherv, gather, scatter: nccl-tests' alltoall_perf,
+ * gather_perf and scatter_perf tables (size: one rank's total, count: one block), every
+ * element checked (-c 1: run_job wants 0 wrong), at p = 2 and 3 over shm, blocking and
+ * not; gather and scatter to and from the last rank, so the root column says it;
+ * alltoallv's in-place columns N/A (its pattern is uneven both ways). */
+Test(perf_run, exchanges) {
+  static const char *const colls[] = {"alltoall", "alltoallv", "allgatherv", "gather", "scatter"};
+  for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
+    for (int np = 2; np <= 3; np++) {
+      char nps[4], root[4], row[96], banner[64];
+      snprintf(nps, sizeof nps, "%d", np);
+      snprintf(root, sizeof root, "%d", np - 1);
+      const bool rooted = c >= 3;
+      const struct job job = {nps, "ZCOLL_TRANSPORT=shm", {"-b", "96", "-e", "96K", "-f", "32"}};
+      char *out = run_job(&job, ARGS("-t", colls[c], "-r", root, "-z", np == 2 ? "0" : "1"), NULL);
+      /* 96 B of float: 24 elements, np = 2: 12 per block, np = 3: 8 */
+      snprintf(row, sizeof row, "          96  %12d     float    none  %6d", 24 / np,
+               rooted ? np - 1 : -1);
+      cr_expect(strstr(out, row) != NULL, "%s np=%d: no row '%s'\n%s", colls[c], np, row, out);
+      snprintf(banner, sizeof banner, "# zcoll_perf: %s%s", colls[c],
+               c == 3   ? " to root"
+               : c == 4 ? " from root"
+                        : ",");
+      cr_expect(strstr(out, banner) != NULL, "no '%s' in:\n%s", banner, out);
+      cr_expect(strstr(out, "size is one rank's total") != NULL, "%s", out);
+      cr_expect((strstr(out, "N/A") != NULL) == (c == 1), "%s np=%d\n%s", colls[c], np, out);
+      expect_exchange_busbw(out, np);
+      free(out);
+    }
+  }
 }

@@ -22,6 +22,8 @@ static inline int pt_call_blocking(const struct pt_backend *be, const struct pt_
     return be->reduce_scatter(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
   if (c->coll == PT_COLL_REDUCE)
     return be->reduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, c->root);
+  if (c->coll >= PT_COLL_ALLTOALL)
+    return be->xchg(be->ctx, c->coll, c->sendbuf, c->recvbuf, c->count, c->t, c->root);
   return be->allreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op);
 }
 
@@ -32,6 +34,7 @@ static inline bool pt_has_nonblocking(const struct pt_backend *be, enum pt_coll 
          : coll == PT_COLL_ALLGATHER      ? be->iallgather != NULL
          : coll == PT_COLL_REDUCE_SCATTER ? be->ireduce_scatter != NULL
          : coll == PT_COLL_REDUCE         ? be->ireduce != NULL
+         : coll >= PT_COLL_ALLTOALL       ? be->ixchg != NULL
                                           : be->iallreduce != NULL;
 }
 
@@ -62,6 +65,8 @@ static inline int pt_post_one(const struct pt_backend *be, struct pt_window *w,
                ? be->ireduce_scatter(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r)
            : c->coll == PT_COLL_REDUCE
                ? be->ireduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, c->root, &r)
+           : c->coll >= PT_COLL_ALLTOALL
+               ? be->ixchg(be->ctx, c->coll, c->sendbuf, c->recvbuf, c->count, c->t, c->root, &r)
                : be->iallreduce(be->ctx, c->sendbuf, c->recvbuf, c->count, c->t, c->op, &r);
   if (rc) return -1;
   w->req[(w->head + w->n) % PT_WINDOW] = r;

@@ -63,6 +63,16 @@ struct pt_backend {
                 enum pt_op op, int root);
   int (*ireduce)(void *ctx, const void *sendbuf, void *recvbuf, size_t count, enum pt_dtype t,
                  enum pt_op op, int root, struct pt_req **req);
+  /* optional (PT_HAS_XCHG): one of the exchanges (perf_xchg.h), count per rank: alltoall,
+   * alltoallv and allgatherv (their counts: pt_xchg_count's, packed), gather to root and
+   * scatter from root (recvbuf and sendbuf read at the root only). sendbuf NULL: in place,
+   * as perf_xchg.h lays it out (a gather's non-root sends from recvbuf; a scatter's root
+   * sends from recvbuf and keeps its block there). ixchg, optional, posts one, ended by
+   * wait */
+  int (*xchg)(void *ctx, enum pt_coll coll, const void *sendbuf, void *recvbuf, size_t count,
+              enum pt_dtype t, int root);
+  int (*ixchg)(void *ctx, enum pt_coll coll, const void *sendbuf, void *recvbuf, size_t count,
+               enum pt_dtype t, int root, struct pt_req **req);
   /* optional (PT_HAS_REGISTER): register [addr, addr + len) until deregister_all */
   int (*register_mem)(void *ctx, void *addr, size_t len);
   int (*deregister_all)(void *ctx);
@@ -83,10 +93,10 @@ struct pt_call {
   enum pt_coll coll;
   unsigned char *sendbuf; /* NULL: in place, the data is in recvbuf (a broadcast: always) */
   unsigned char *recvbuf; /* a broadcast's only buffer */
-  size_t count;           /* an allgather's and a reduce-scatter's: per rank */
+  size_t count;           /* an allgather's, a reduce-scatter's, an exchange's: per rank */
   enum pt_dtype t;
   enum pt_op op; /* an allreduce's, a reduce-scatter's */
-  int root;      /* a broadcast's */
+  int root;      /* a broadcast's, a reduce's, a gather's, a scatter's */
 };
 
 /* The requests in flight, oldest first (a ring). */

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PT_POISON 0xA5    /* what the receive buffer and the guard hold before a check */
 #define PT_MAX_CONTRIB 64 /* at most this many ranks give a non-zero sum-like value */
 
 static bool pt_is_float(enum pt_dtype t) { return t >= PT_FLOAT16; }
@@ -209,6 +208,8 @@ static int pt_pattern_alloc(struct pt_pattern *pat, enum pt_dtype t, enum pt_op 
   return 0;
 }
 
+void pt_store_int(enum pt_dtype t, void *dst, int64_t v) { pt_store(t, dst, v, (double)v); }
+
 int pt_pattern_init(struct pt_pattern *pat, enum pt_dtype t, enum pt_op op, int rank, int nranks,
                     bool with_ref) {
   if (pt_pattern_alloc(pat, t, op, pt_period(t, op, nranks), with_ref)) return -1;
@@ -297,9 +298,8 @@ void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period, s
   }
 }
 
-/* How many elements of buf[0..count) differ (bitwise) from the periodic block. */
-static uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t esize,
-                               size_t period, size_t count) {
+uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t esize, size_t period,
+                        size_t count) {
   const unsigned char *p = buf;
   uint64_t wrong = 0;
   for (size_t i = 0; i < count; i += period) {
@@ -311,8 +311,7 @@ static uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t
   return wrong;
 }
 
-/* Element-sized slots of the PT_GUARD bytes after the vector that lost the poison. */
-static uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count) {
+uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count) {
   const unsigned char *g = (const unsigned char *)buf + count * esize;
   uint64_t wrong = 0;
   for (size_t s = 0; s < PT_GUARD; s += esize) {

@@ -10,7 +10,8 @@
 
 #include "perf_table.h"
 
-#define PT_GUARD 256 /* bytes after the vector that must stay untouched: leave room */
+#define PT_GUARD 256   /* bytes after the vector that must stay untouched: leave room */
+#define PT_POISON 0xA5 /* what the receive buffer and the guard hold before a check */
 
 /* One period of this rank's input and of the reference, for one dtype and op. */
 struct pt_pattern {
@@ -51,6 +52,16 @@ int pt_pattern_init_bcast(struct pt_pattern *pat, enum pt_dtype t);
 void pt_pattern_bcast(struct pt_pattern *pat, int root, int rank, uint64_t salt);
 
 void pt_pattern_free(struct pt_pattern *pat);
+
+/* *dst = v in dtype t: v an integer of magnitude <= 256, exact in every type. */
+void pt_store_int(enum pt_dtype t, void *dst, int64_t v);
+
+/* How many elements of buf[0..count) differ (bitwise) from the periodic block. */
+uint64_t pt_count_wrong(const void *buf, const unsigned char *blk, size_t esize, size_t period,
+                        size_t count);
+
+/* Element-sized slots of the PT_GUARD bytes after buf[0..count) that lost the poison. */
+uint64_t pt_guard_wrong(const void *buf, size_t esize, size_t count);
 
 /* buf[0..count) = the periodic block. */
 void pt_fill(void *buf, const unsigned char *blk, size_t esize, size_t period, size_t count);

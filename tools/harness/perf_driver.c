@@ -22,24 +22,44 @@
 #include <string.h>
 
 #include "perf_overlap.h"
+#include "perf_xchg.h"
 
 /* One placement (c->sendbuf NULL: in place): timed, then one more run on fresh buffers
  * checked, made the way the timed ones were (non-blocking with -z 0). */
 static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
                       const struct pt_pattern *pat, const struct pt_call *c, struct pt_cell *cell) {
-  pt_fill_input(pat, c->sendbuf, c->recvbuf, c->count);
+  const bool xchg = pt_is_xchg(c->coll);
+  if (xchg)
+    pt_xchg_fill(pat, c->sendbuf, c->recvbuf, c->count);
+  else
+    pt_fill_input(pat, c->sendbuf, c->recvbuf, c->count);
   if (pt_time_one(o, be, c, cell)) return -1;
   cell->wrong = 0;
   if (!o->check) return 0;
-  pt_check_arm(pat, c->sendbuf, c->recvbuf, c->count);
+  if (xchg)
+    pt_xchg_arm(pat, c->sendbuf, c->recvbuf, c->count);
+  else
+    pt_check_arm(pat, c->sendbuf, c->recvbuf, c->count);
   if (pt_one(be, o->blocking == 0, c)) return -1;
-  cell->wrong = pt_check_count(pat, c->sendbuf, c->recvbuf, c->count);
+  cell->wrong = xchg ? pt_xchg_check(pat, c->sendbuf, c->recvbuf, c->count)
+                     : pt_check_count(pat, c->sendbuf, c->recvbuf, c->count);
   return 0;
 }
 
-/* The size column: the vector, or (allgather, reduce-scatter) all ranks' blocks. */
+/* Whether count is one rank's block of the row: allgather, reduce-scatter, the exchanges. */
+static bool pt_per_rank(enum pt_coll coll) {
+  return coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || pt_is_xchg(coll);
+}
+
+/* Whether the root column holds a root. */
+static bool pt_rooted(enum pt_coll coll) {
+  return coll == PT_COLL_BROADCAST || coll == PT_COLL_REDUCE || coll == PT_COLL_GATHER ||
+         coll == PT_COLL_SCATTER;
+}
+
+/* The size column: the vector, or (allgather, reduce-scatter, exchanges) all ranks' blocks. */
 static size_t pt_row_bytes(const struct pt_call *c, size_t esize, int nranks) {
-  bool blocks = c->coll == PT_COLL_ALLGATHER || c->coll == PT_COLL_REDUCE_SCATTER;
+  bool blocks = pt_per_rank(c->coll);
   return c->count * esize * (blocks ? (size_t)nranks : 1);
 }
 
@@ -85,7 +105,7 @@ out:
 
 /* One row of the table: both placements, combined over the ranks, printed on rank 0. A
  * broadcast has one buffer, a barrier none: only the in-place cell is measured, the other
- * says N/A. */
+ * says N/A; alltoallv's in-place cell is N/A (pt_xchg_has_in_place). */
 static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                         const struct pt_pattern *pat, const struct pt_call *call,
                         struct pt_totals *tot) {
@@ -95,8 +115,10 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                        call->coll == PT_COLL_REDUCE;
   /* the first cell measured: 0 out of place, 1 in place (one buffer, or none) */
   const int first = bcast || call->coll == PT_COLL_BARRIER;
+  /* past the last cell measured */
+  const int last = pt_is_xchg(call->coll) && !pt_xchg_has_in_place(call->coll) ? 1 : 2;
   struct pt_cell c[2] = {{0.0, 0.0, 0, 0}, {0.0, 0.0, 0, 0}};
-  for (int k = first; k < 2; k++) {
+  for (int k = first; k < last; k++) {
     struct pt_call kc = *call;
     if (k == 1) kc.sendbuf = NULL;
     if (pt_measure(o, be, pat, &kc, &c[k])) return -1;
@@ -111,7 +133,7 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
   if (rc) return -1;
   const size_t bytes = pt_row_bytes(call, pat->esize, be->nranks);
   const double factor = pt_bus_factor(call->coll, be->nranks);
-  for (int k = first; k < 2; k++) {
+  for (int k = first; k < last; k++) {
     c[k].time_us = v[k];
     c[k].cpu_us = v[2 + k];
     c[k].wrong = wrong[k];
@@ -122,20 +144,22 @@ static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
   if (be->rank == 0) {
     pt_print_row_start(stdout, bytes, call->count, call->t,
                        reduces ? pt_op_names[call->op] : "none",
-                       bcast || call->coll == PT_COLL_REDUCE ? call->root : -1);
+                       pt_rooted(call->coll) ? call->root : -1);
     if (first) pt_print_na_cell(stdout, o->cputime);
-    for (int k = first; k < 2; k++)
+    for (int k = first; k < last; k++)
       pt_print_cell(stdout, &c[k], bytes, factor, o->cputime, o->check);
+    if (last < 2) pt_print_na_cell(stdout, o->cputime);
     if (be->algorithm) printf("  %s", algo);
     printf("\n");
     fflush(stdout);
   }
   if (o->verbose && pt_rank_times(be, own, first)) return -1;
   if (tot->csv) {
-    const bool measured[2] = {!first, true};
+    const bool measured[2] = {!first, last == 2};
     pt_csv_row(tot->csv, bytes, call->count, call->t, reduces ? pt_op_names[call->op] : "none",
-               bcast ? call->root : -1, c, measured, factor, o->cputime, o->check,
-               be->algorithm ? algo : NULL);
+               bcast || call->coll == PT_COLL_GATHER || call->coll == PT_COLL_SCATTER ? call->root
+                                                                                      : -1,
+               c, measured, factor, o->cputime, o->check, be->algorithm ? algo : NULL);
     /* Whole rows on disk as they come (-N 0 ends by a signal); a write error ends the run
      * there and then, as any error does (the caller aborts the job). */
     if (fflush(tot->csv) != 0) {
@@ -180,7 +204,9 @@ static int pt_section_pattern(const struct pt_opts *o, const struct pt_backend *
            : o->coll == PT_COLL_REDUCE    ? pt_pattern_init_reduce(pat, t, op, be->rank, be->nranks,
                                                                    (int)o->root, o->check != 0)
            : o->coll == PT_COLL_ALLGATHER ? pt_pattern_init_gather(pat, t, be->rank, be->nranks)
-                                          : pt_pattern_init_bcast(pat, t); /* a barrier too */
+           : pt_is_xchg(o->coll)
+               ? pt_pattern_init_xchg(pat, t, o->coll, be->rank, be->nranks, (int)o->root)
+               : pt_pattern_init_bcast(pat, t); /* a barrier too */
   if (rc) fprintf(stderr, "%s: rank %d: out of memory for the check pattern\n", be->prog, be->rank);
   return rc;
 }
@@ -196,8 +222,7 @@ static int pt_run_section(const struct pt_opts *o, const struct pt_backend *be,
   for (size_t s = o->minbytes; rc == 0;) {
     size_t count = o->coll == PT_COLL_BARRIER ? 0 : pt_count_for(s, pat.esize);
     /* nccl-tests' sizes: all ranks' blocks, each the same whole number of elements */
-    if (o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER)
-      count /= (size_t)be->nranks;
+    if (pt_per_rank(o->coll)) count /= (size_t)be->nranks;
     if (count != prev) {
       prev = count;
       struct pt_call c = {o->coll, sendbuf, recvbuf, count, t, op, (int)o->root};

@@ -101,6 +101,17 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
           "                          time those instead (nccl-tests' all_gather_perf and\n"
           "                          reduce_scatter_perf: sizes are all ranks' blocks)\n",
           f);
+  if (p->features & PT_HAS_XCHG)
+    fputs("  -t alltoall, -t alltoallv, -t allgatherv, -t gather, -t scatter\n"
+          "                          time those instead (nccl-tests' alltoall_perf,\n"
+          "                          gather_perf, scatter_perf: the size is the total per\n"
+          "                          rank, count one block; gather to and scatter from -r;\n"
+          "                          alltoallv: rank i sends itself count - ceil(count/2),\n"
+          "                          rank i+1 count + ceil(count/2), the others count;\n"
+          "                          allgatherv: rank 0's block count - ceil(count/2), rank\n"
+          "                          1's count + ceil(count/2); -c 1 checks every element;\n"
+          "                          alltoallv's in-place columns are N/A)\n",
+          f);
   if (!bc)
     fputs("  -t, --nthreads 1        nccl-tests' threads per process: one thread per rank\n"
           "                          here, only 1 is accepted (-t allreduce is too)\n"
@@ -252,6 +263,10 @@ static const struct pt_num_opt pt_num_opts[] = {
 #define PT_OPT_COLL 0x101
 #define PT_OPT_NTHREADS 0x102
 
+#define PT_COLL_LIST                                                                        \
+  "allreduce, broadcast, barrier, allgather, reduce_scatter, reduce, alltoall, alltoallv, " \
+  "allgatherv, gather, scatter"
+
 /* -t takes a collective's name or nccl-tests' thread count, --coll only a name and
  * --nthreads only a count; a count must be 1 (zcoll runs one thread per rank). */
 static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const char *arg) {
@@ -268,14 +283,11 @@ static int pt_set_coll(const struct pt_prog *p, struct pt_opts *o, int c, const 
                                  "%s %s: %s runs one thread per rank, so nccl-tests' thread "
                                  "count (nthreads) can only be 1",
                                  opt, arg, p->name);
-  return pt_opt_error(
-      p->name, "%s '%s': not %s", opt, arg,
-      c == PT_OPT_COLL
-          ? "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, reduce)"
-      : c == PT_OPT_NTHREADS
-          ? "a thread count (only 1)"
-          : "a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, reduce) or "
-            "1 (nccl-tests' nthreads)");
+  return pt_opt_error(p->name, "%s '%s': not %s", opt, arg,
+                      c == PT_OPT_COLL       ? "a collective (" PT_COLL_LIST ")"
+                      : c == PT_OPT_NTHREADS ? "a thread count (only 1)"
+                                             : "a collective (" PT_COLL_LIST
+                                               ") or 1 (nccl-tests' nthreads)");
 }
 
 /* -g and -G: nccl-tests' GPU counts. A whole number is checked against the only value
@@ -363,6 +375,9 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
                         p->name);
   if (o->coll == PT_COLL_REDUCE && !(p->features & PT_HAS_REDUCE))
     return pt_opt_error(p->name, "-t reduce: %s has no such collective", p->name);
+  if (o->coll >= PT_COLL_ALLTOALL && !(p->features & PT_HAS_XCHG))
+    return pt_opt_error(p->name, "-t %s: %s has no such collective", pt_coll_names[o->coll],
+                        p->name);
   if (o->coll != PT_COLL_ALLREDUCE && o->overlap)
     return pt_opt_error(p->name, "--overlap measures the allreduce only, not -t %s",
                         pt_coll_names[o->coll]);
@@ -506,7 +521,9 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
                                 : "overlap mode (busy: compute computes)")
                      : pt_coll_names[o->coll]);
   if (o->coll == PT_COLL_BROADCAST) fprintf(f, " from root %ld (-r)", o->root);
-  if (o->coll == PT_COLL_REDUCE) fprintf(f, " to root %ld (-r)", o->root);
+  if (o->coll == PT_COLL_REDUCE || o->coll == PT_COLL_GATHER)
+    fprintf(f, " to root %ld (-r)", o->root);
+  if (o->coll == PT_COLL_SCATTER) fprintf(f, " from root %ld (-r)", o->root);
   fprintf(f, ", blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
           o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
   if (o->mem) fprintf(f, ", buffers from zcoll_mem_alloc (-M)");
@@ -516,6 +533,11 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
                " busbw = algbw\n");
   if (o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER)
     fprintf(f, "# note: size is all ranks' blocks, count one rank's; busbw = algbw * (p-1)/p\n");
+  if (o->coll >= PT_COLL_ALLTOALL)
+    fprintf(f,
+            "# note: size is one rank's total (all its blocks), count one block; busbw ="
+            " algbw * (p-1)/p%s\n",
+            o->coll == PT_COLL_ALLTOALLV ? "; no in-place form (uneven counts)" : "");
   if (o->coll == PT_COLL_REDUCE)
     fprintf(f, "# note: the root's result is checked, and that the others' inputs stay; busbw"
                " = algbw\n");
@@ -525,7 +547,9 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
 }
 
 int pt_check_root(const char *prog, const struct pt_opts *o, int rank, int nranks) {
-  if ((o->coll != PT_COLL_BROADCAST && o->coll != PT_COLL_REDUCE) || o->root < nranks) return 0;
+  const bool rooted = o->coll == PT_COLL_BROADCAST || o->coll == PT_COLL_REDUCE ||
+                      o->coll == PT_COLL_GATHER || o->coll == PT_COLL_SCATTER;
+  if (!rooted || o->root < nranks) return 0;
   if (rank == 0)
     fprintf(stderr, "%s: -r %ld: the root must be a rank of the job, 0..%d\n", prog, o->root,
             nranks - 1);

@@ -13,8 +13,9 @@
 const char *const pt_dtype_names[PT_DTYPE_COUNT] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"};
 const char *const pt_op_names[PT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
-const char *const pt_coll_names[PT_COLL_COUNT] = {"allreduce", "broadcast",      "barrier",
-                                                  "allgather", "reduce_scatter", "reduce"};
+const char *const pt_coll_names[PT_COLL_COUNT] = {
+    "allreduce", "broadcast", "barrier",    "allgather", "reduce_scatter", "reduce",
+    "alltoall",  "alltoallv", "allgatherv", "gather",    "scatter"};
 static const size_t pt_dtype_sizes[PT_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 
 size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
@@ -25,10 +26,12 @@ size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
  * receives that share of the vector), (p-1)/p for an allgather and a reduce-scatter
  * (their size is all ranks' blocks, of which each rank receives all but its own), 1 for
  * a broadcast and a reduce (each byte crosses a link once per receiving rank, and the
- * slowest link carries the whole vector). */
+ * slowest link carries the whole vector); (p-1)/p for alltoall(v), allgatherv, gather and
+ * scatter too (nccl-tests' doc/PERFORMANCE.md: of the size, all but the rank's own block
+ * crosses its link). */
 double pt_bus_factor(enum pt_coll coll, int nranks) {
   if (nranks <= 0) return 0.0;
-  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER)
+  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || coll >= PT_COLL_ALLTOALL)
     return (double)(nranks - 1) / nranks;
   if (coll != PT_COLL_ALLREDUCE) return 1.0; /* a barrier moves no bytes: 0 either way */
   return 2.0 * (nranks - 1) / nranks;

@@ -42,6 +42,14 @@ enum pt_coll {
   PT_COLL_ALLGATHER,      /* count: each rank's block; size: all of them (nccl-tests) */
   PT_COLL_REDUCE_SCATTER, /* count: each rank's block of the result; size: the input */
   PT_COLL_REDUCE,         /* to the root (-r): the allreduce's sizes, busbw = algbw */
+  /* the exchanges (perf_xchg.h): count is each rank's block, size all of them, as in
+   * nccl-tests' alltoall_perf, gather_perf and scatter_perf: what one rank sends
+   * (alltoall, scatter's root) or receives (allgatherv, gather's root) in all */
+  PT_COLL_ALLTOALL,
+  PT_COLL_ALLTOALLV,  /* perf_xchg.h's uneven counts, packed */
+  PT_COLL_ALLGATHERV, /* perf_xchg.h's uneven counts, packed */
+  PT_COLL_GATHER,     /* to the root (-r) */
+  PT_COLL_SCATTER,    /* from the root (-r) */
   PT_COLL_COUNT
 };
 
@@ -51,8 +59,8 @@ extern const char *const pt_coll_names[PT_COLL_COUNT];
 
 size_t pt_dtype_size(enum pt_dtype t);
 
-/* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce, (p-1)/p for an allgather
- * and a reduce-scatter, 1 for a broadcast. */
+/* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce, (p-1)/p for an allgather,
+ * a reduce-scatter and the exchanges, 1 for a broadcast. */
 double pt_bus_factor(enum pt_coll coll, int nranks);
 
 /* bytes per microsecond / 1e3 = GB/s (1e9 B/s). */

@@ -88,7 +88,9 @@ static void fail_all(struct zcoll__p2p *P, zcoll_status_t st) {
  * in flight, an answer waits to go, or a piece came. */
 static zcoll_status_t hook(zcoll_comm_t *comm, int *progress) {
   struct zcoll__p2p *P = comm->p2p;
-  if (!P->active && !P->nctl && !comm->p2p_news) return ZCOLL_OK;
+  /* Broken: its messages have ended (or end at the next p2p call), nothing more goes --
+   * destroy's drain must not trip over an answer still queued. */
+  if (comm->broken || (!P->active && !P->nctl && !comm->p2p_news)) return ZCOLL_OK;
   comm->p2p_news = 0;
   return zcoll__p2p_step(P, progress);
 }
@@ -208,7 +210,7 @@ static zcoll_status_t post(zcoll_comm_t *comm, int is_send, const void *buf, siz
                            : (blocking ? "zcoll_recv" : "zcoll_irecv");
   zcoll_status_t st = check(fn, comm, buf, count, dtype, peer, tag);
   if (st == ZCOLL_OK) st = zcoll__check_usable(comm);
-  int ci = peer == comm->rank ? -1 : comm->chan_of[peer];
+  int ci = st != ZCOLL_OK || peer == comm->rank ? -1 : comm->chan_of[peer];
   if (st == ZCOLL_OK && peer != comm->rank && ci < 0)
     st = zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
                      "%s: rank %d has no channel to rank %d (messages reach the peers the "

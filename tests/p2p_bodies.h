@@ -335,10 +335,45 @@ static inline int p2p_bad_args(zcoll_comm_t *comm, char *msg, size_t len) {
              : (snprintf(msg, len, "barrier after bad args: %s", zcoll_last_error()), 1);
 }
 
+/* Messages and collectives interleaved: rank 0's sends to rank 1 (small and large) are in
+ * flight while every rank runs allreduces, and rank 1's receives are posted before them
+ * and taken after; neither sees the other's pieces. */
+static inline int p2p_interleave(zcoll_comm_t *comm, char *msg, size_t len) {
+  enum { N = 30000, M = 1000 };
+  int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
+  static __thread uint8_t small[16], big[N];
+  static __thread int32_t in[M], out[M];
+  zcoll_request_t *q[2] = {0};
+  if (p >= 2 && rank == 0) {
+    p2p_fill(small, sizeof(small), 0, 301), p2p_fill(big, N, 0, 302);
+    P2P_TRY(zcoll_isend(comm, small, sizeof(small), ZCOLL_UINT8, 1, 11, &q[0]), "isend small");
+    P2P_TRY(zcoll_isend(comm, big, N, ZCOLL_UINT8, 1, 11, &q[1]), "isend large");
+  } else if (p >= 2 && rank == 1) {
+    P2P_TRY(zcoll_irecv(comm, small, sizeof(small), ZCOLL_UINT8, 0, 11, &q[0]), "irecv small");
+    P2P_TRY(zcoll_irecv(comm, big, N, ZCOLL_UINT8, 0, 11, &q[1]), "irecv large");
+  }
+  for (int k = 0; k < 3; k++) {
+    for (int i = 0; i < M; i++) in[i] = rank + i + k;
+    P2P_TRY(zcoll_allreduce(comm, in, out, M, ZCOLL_INT32, ZCOLL_SUM), "allreduce %d", k);
+    for (int i = 0; i < M; i++)
+      if (out[i] != p * (i + k) + p * (p - 1) / 2)
+        return snprintf(msg, len, "allreduce %d beside messages: element %d is %d", k, i, out[i]),
+               1;
+  }
+  for (int i = 0; i < 2 && q[0]; i++) {
+    P2P_TRY(zcoll_wait(q[i]), "interleaved message %d", i);
+    zcoll_request_free(q[i]);
+  }
+  if (p >= 2 && rank == 1)
+    return p2p_verify(small, sizeof(small), ZCOLL_UINT8, 0, 301, "beside allreduces", msg, len) ||
+           p2p_verify(big, N, ZCOLL_UINT8, 0, 302, "large beside allreduces", msg, len);
+  return 0;
+}
+
 /* Every case above, then a barrier: what a process or a thread runs. */
 static inline int p2p_all(zcoll_comm_t *comm, char *msg, size_t len) {
-  int (*cases[])(zcoll_comm_t *, char *, size_t) = {p2p_bad_args, p2p_matrix, p2p_tags,
-                                                    p2p_self,     p2p_flood,  p2p_mismatch};
+  int (*cases[])(zcoll_comm_t *, char *, size_t) = {
+      p2p_bad_args, p2p_matrix, p2p_tags, p2p_self, p2p_flood, p2p_mismatch, p2p_interleave};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     if (cases[i](comm, msg, len)) return 1;
     if (zcoll_barrier(comm) != ZCOLL_OK)

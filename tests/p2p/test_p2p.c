@@ -4,7 +4,8 @@
  * p2p_bodies.h -- every dtype, counts from 0 to many pieces around the eager limit in a
  * ring of isend/irecv and one of blocking calls, tags received in another order than
  * sent, one tag in order, messages to oneself, 1000 unexpected sends, mismatched counts
- * and dtypes on both sides, bad arguments; and a receive ended by a revoke.
+ * and dtypes on both sides, bad arguments, messages in flight beside allreduces; and a
+ * receive ended by a revoke, one that times out, a peer killed during a receive.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

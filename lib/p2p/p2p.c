@@ -70,10 +70,11 @@ static zcoll_status_t state(zcoll_comm_t *comm, struct zcoll__p2p **out) {
 
 /* ---- failure: every message in flight ends with the communicator's status ---- */
 
-static void fail_all(struct zcoll__p2p *P, zcoll_status_t st) {
+/* cause: the failure's message (the thread's last error, just recorded, or the one the
+ * call that broke the communicator reported). */
+static void fail_all(struct zcoll__p2p *P, zcoll_status_t st, const char *cause) {
   char why[sizeof(P->comm->last_error)];
-  snprintf(why, sizeof(why), "%s",
-           P->comm->last_error[0] ? P->comm->last_error : zcoll__last_error());
+  snprintf(why, sizeof(why), "%s", cause);
   for (struct zcoll__p2p_req *q = P->all; q; q = q->all_next)
     zcoll__p2p_finish(q, st, "%s rank %d (tag %d) ended: %s",
                       q->is_send ? "a send to" : "a receive from", q->peer, q->tag, why);
@@ -103,7 +104,7 @@ static zcoll_status_t pass(struct zcoll__p2p *P, int *progress) {
   if (st == ZCOLL_OK) st = zcoll__progress(comm, progress);
   if (st == ZCOLL_OK) return ZCOLL_OK;
   if (!comm->broken) st = zcoll__comm_break(comm, st);
-  fail_all(P, comm->broken ? comm->broken : st);
+  fail_all(P, comm->broken ? comm->broken : st, zcoll__last_error());
   return st;
 }
 
@@ -112,7 +113,7 @@ static zcoll_status_t pump_pass(void *arg, int *progress) {
   /* The thread progresses the core itself (and so the hook) while a collective is listed. */
   zcoll_comm_t *comm = P->comm;
   zcoll_status_t st = comm->active ? ZCOLL_OK : zcoll__progress(comm, progress);
-  if (st != ZCOLL_OK) fail_all(P, st);
+  if (st != ZCOLL_OK) fail_all(P, st, zcoll__last_error());
   return st;
 }
 
@@ -281,9 +282,13 @@ static zcoll_status_t wait_for(struct zcoll__p2p_req *q, int timeout_ms) {
       continue;
     }
     zcoll_status_t st = zcoll__idle_wait(comm, NULL, &id);
+    if (st == ZCOLL_ERR_TIMEOUT) /* the wait's own message knows no run, nor its peer */
+      st = zcoll__record_error(
+          st, "nothing moved for %.0f s (ZCOLL_TIMEOUT) waiting for %s rank %d", comm->cfg->timeout,
+          q->is_send ? "a send to" : "a message from", q->peer);
     if (st != ZCOLL_OK) {
       if (!comm->broken) st = zcoll__comm_break(comm, st);
-      fail_all(P, comm->broken ? comm->broken : st);
+      fail_all(P, comm->broken ? comm->broken : st, zcoll__last_error());
       break;
     }
     if (until && zcoll__now_ns() > until) return ZCOLL_IN_PROGRESS;
@@ -337,7 +342,7 @@ static zcoll_status_t kind_free(zcoll_request_t *h) {
   zcoll_status_t st = zcoll__enter(comm, "zcoll_request_free");
   if (st != ZCOLL_OK) return st;
   if (q->state != P2P_FINISHED && comm->broken) /* broken by a collective since */
-    fail_all(comm->p2p, comm->broken);
+    fail_all(comm->p2p, comm->broken, comm->last_error);
   if (q->state != P2P_FINISHED)
     st = zcoll__report(comm, zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                                          "zcoll_request_free: the %s is still in flight "
@@ -384,7 +389,7 @@ static zcoll_status_t nonblocking(zcoll_comm_t *comm, int is_send, const void *b
   if (st == ZCOLL_OK && !(h = zcoll__request_wrap(comm, &p2p_request_ops, q))) {
     /* Posted already: it cannot be taken back, so it ends with the communicator. */
     st = zcoll__comm_break(comm, zcoll__fail(ZCOLL_ERR_NO_MEMORY, "%s: out of memory", fn));
-    fail_all(comm->p2p, st);
+    fail_all(comm->p2p, st, zcoll__last_error());
   }
   if (h) {
     q->handle = h;

@@ -536,6 +536,39 @@ ZCOLL_API zcoll_status_t zcoll_iscatterv(zcoll_comm_t *comm, const void *sendbuf
                                          void *recvbuf, size_t recvcount, zcoll_dtype_t dtype,
                                          int root, zcoll_request_t **req);
 
+/* ---- point to point -------------------------------------------------------------------
+ * Semantics follow MPI_Send/MPI_Recv on one communicator: a message is matched by (peer,
+ * tag) in the order posted -- messages from one sender with one tag arrive in the order
+ * sent, while a receive for another tag may take its message first. A send to, or a
+ * receive from, this rank itself works. count elements of dtype; the receive's count and
+ * dtype must be the message's: a longer, shorter or other-typed message is
+ * ZCOLL_ERR_MISMATCH on both sides (never a truncation), and neither buffer is written
+ * past. A peer outside the communicator, a negative tag, an unknown dtype or a NULL buffer
+ * with a count: ZCOLL_ERR_INVALID_ARG (that call alone; the communicator stays usable).
+ * - Completion: a receive when its data is in buf; a send when the receiver has matched
+ *   it, so zcoll_send waits for the receive (MPI's synchronous mode, which its standard
+ *   mode may be): post with zcoll_isend/zcoll_irecv where both sides send first. A
+ *   blocking send to oneself needs the receive posted first (zcoll_irecv), else it is
+ *   ZCOLL_ERR_INVALID_ARG instead of a wait that could never end.
+ * - Requests: zcoll_test, zcoll_wait, zcoll_wait_timeout, zcoll_request_free, as for the
+ *   collectives' (not zcoll_start: they are not persistent); progress as there.
+ * - Small messages go eagerly into the receiver's slots; one that comes before its
+ *   receive is copied aside (at most 1 MiB a communicator; past that the sender waits for
+ *   the receiver), larger ones by rendezvous once the receive is posted.
+ * - Reach: the peers the allreduce algorithms connect (every rank up to 4 ranks, and every
+ *   rank on one host over shm); a message to another is ZCOLL_ERR_UNSUPPORTED for now.
+ * - Failure: a peer lost, zcoll_comm_abort, a revoke, or ZCOLL_TIMEOUT with nothing moving
+ *   ends every message in flight with the error (ZCOLL_ERR_PEER_FAILED, ZCOLL_ERR_TIMEOUT)
+ *   and breaks the communicator, as for a collective. */
+ZCOLL_API zcoll_status_t zcoll_send(zcoll_comm_t *comm, const void *buf, size_t count,
+                                    zcoll_dtype_t dtype, int peer, int tag);
+ZCOLL_API zcoll_status_t zcoll_recv(zcoll_comm_t *comm, void *buf, size_t count,
+                                    zcoll_dtype_t dtype, int peer, int tag);
+ZCOLL_API zcoll_status_t zcoll_isend(zcoll_comm_t *comm, const void *buf, size_t count,
+                                     zcoll_dtype_t dtype, int peer, int tag, zcoll_request_t **req);
+ZCOLL_API zcoll_status_t zcoll_irecv(zcoll_comm_t *comm, void *buf, size_t count,
+                                     zcoll_dtype_t dtype, int peer, int tag, zcoll_request_t **req);
+
 /* ---- the task-based vector interface ------------------------------------------------
  * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,
  * local_tasks, ...) on each rank that takes part (every rank of comm; ranks may host

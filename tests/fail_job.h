@@ -90,6 +90,17 @@ static inline void run_job(const char *transport, int np, const char *victim, co
   run_job_argv(transport, np, argv, res);
 }
 
+/* A job whose rank `victim` is to exit with victim_status (a peer killed): UCX's own
+ * complaints about the lost peer kept out of the output. */
+static inline void run_job_with_victim(const char *transport, int np, const char *const *argv,
+                                       int victim, int victim_status, struct job_result *res) {
+  setenv("UCX_LOG_LEVEL", "fatal", 1);
+  run_job_argv(transport, np, argv, res);
+  unsetenv("UCX_LOG_LEVEL");
+  cr_expect_eq(res->status[victim], victim_status, "the victim exited %d:\n%s", res->status[victim],
+               res->out[victim]);
+}
+
 static inline void expect_survivors(int np, int victim, struct job_result *res,
                                     double max_seconds) {
   for (int r = 0; r < np; r++) {

@@ -66,6 +66,7 @@ static const struct {
     {"core", "comm_registry", ZCOLL_LOG_SUBSYS_INIT},
     {"core", NULL, ZCOLL_LOG_SUBSYS_COLL}, /* the executor, channels, grants, flight */
     {"coll", NULL, ZCOLL_LOG_SUBSYS_COLL},
+    {"p2p", NULL, ZCOLL_LOG_SUBSYS_COLL}, /* point-to-point messages */
     {"comm", "transports", ZCOLL_LOG_SUBSYS_NET},
     {"comm", "diag", ZCOLL_LOG_SUBSYS_TUNE}, /* what zcoll_info asks: selection, devices */
     {"comm", "stats", ZCOLL_LOG_SUBSYS_COLL},

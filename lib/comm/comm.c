@@ -22,6 +22,7 @@
 #include "core/report.h"
 #include "core/mem.h"
 #include "core/onehost.h"
+#include "p2p/p2p.h"
 
 /* A communicator's address is its handle, and a watchdog may hold one after destroy:
  * zcoll_comm_abort on it must find nothing (comm_registry.c), not a new communicator
@@ -71,6 +72,12 @@ static void release(zcoll_comm_t *comm, int local) {
     free(c->small);
     if (!c->staged) free(c->stage); /* a premul sum's (executor.c) */
   }
+  for (int i = 0; comm->p2p_chans && i < comm->nchans; i++) { /* their keys are chans[i]'s */
+    struct zcoll__chan *c = &comm->p2p_chans[i];
+    free(c->slots);
+    free(c->inflight);
+    if (!c->staged) free(c->stage);
+  }
   int locked = local ? 0 : zcoll__tl_lock(comm->fam);
   struct zcoll__tli *alloc = NULL; /* the instance that made the receive slots (comm_setup.c) */
   for (int k = 0; !local && k < comm->ntlis; k++) {
@@ -96,10 +103,12 @@ static void release(zcoll_comm_t *comm, int local) {
   if (comm->recv_region) munmap(comm->recv_region, comm->region_bytes);
   if (comm->send_region) munmap(comm->send_region, comm->region_bytes);
   free(comm->chans);
+  free(comm->p2p_chans);
   free(comm->chan_of);
   free(comm->wiring.host_of);
   zcoll__vecs_release(comm);     /* their requests are among the next */
   zcoll__requests_release(comm); /* before the schedules they pin */
+  zcoll__p2p_release(comm);      /* the messages' requests and copies */
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)
     if (comm->plan.cache[i].used) zcoll__sched_free(&comm->plan.cache[i].sched);
   zcoll__exec_free(comm->exec);

@@ -188,7 +188,10 @@ _Static_assert(SLOT_SKEW >= ZCOLL_ONEHOST_MAILBOX_BYTES, "the mailbox fits befor
  * instance that must provide it (shm: peers map it) and registered with each. Send
  * staging for the instance that reads only registered memory. */
 static zcoll_status_t map_regions(zcoll_comm_t *comm, int npeers) {
-  size_t ring = comm->slot_bytes * (size_t)comm->depth;
+  /* Point-to-point's slots follow each peer's collective ones (lib/p2p/p2p.h): fewer of
+   * them, as a message is one piece, or a rendezvous streaming through a few. */
+  comm->p2p_depth = comm->depth < ZCOLL_P2P_DEPTH_MAX ? comm->depth : ZCOLL_P2P_DEPTH_MAX;
+  size_t ring = comm->slot_bytes * (size_t)(comm->depth + comm->p2p_depth);
   comm->region_bytes = SLOT_SKEW + ring * (size_t)(npeers ? npeers : 1);
   struct zcoll__tli *alloc = NULL;
   for (int k = 0; k < comm->ntlis; k++)
@@ -219,11 +222,39 @@ static zcoll_status_t map_regions(zcoll_comm_t *comm, int npeers) {
   return st;
 }
 
+/* The point-to-point channel beside collective channel c (channel.h: sets in pairs): the
+ * same peer, endpoint and key, its slots after c's (cring bytes of them) at both ends. */
+static zcoll_status_t p2p_channel(zcoll_comm_t *comm, const struct zcoll__chan *c,
+                                  struct zcoll__chan *m, size_t cring) {
+  *m = (struct zcoll__chan){.peer = c->peer,
+                            .t = c->t,
+                            .ops = c->ops,
+                            .staged = c->staged,
+                            .same_host = c->same_host,
+                            .ep = c->ep,
+                            .rkey = c->rkey};
+  m->imm_set = (uint32_t)ZCOLL_CHAN_P2P_SET(comm->set) << ZCOLL_IMM_SET_SHIFT;
+  m->imm_gen = c->imm_gen;
+  m->roff = c->roff + cring;
+  m->credits = (uint32_t)comm->p2p_depth;
+  m->recv = c->recv + cring;
+  size_t pring = comm->slot_bytes * (size_t)comm->p2p_depth;
+  /* A piece is built whole (header, payload) before it is put: in the registered staging
+   * where the transport reads only that, else in memory of its own. */
+  m->stage = c->staged ? c->stage + cring : malloc(pring);
+  m->slots = calloc((size_t)comm->p2p_depth, sizeof(*m->slots));
+  m->inflight = calloc((size_t)comm->p2p_depth, sizeof(*m->inflight));
+  if (!m->stage || !m->slots || !m->inflight)
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
+  return ZCOLL_OK;
+}
+
 /* Connects each instance to its peers and fills the channels. */
 static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int npeers,
                                        const int *kinds, const uint32_t *pos, const char **blob,
                                        const uint32_t *blen) {
-  size_t ring = comm->slot_bytes * (size_t)comm->depth;
+  size_t cring = comm->slot_bytes * (size_t)comm->depth;
+  size_t ring = comm->slot_bytes * (size_t)(comm->depth + comm->p2p_depth); /* map_regions' */
   size_t n1 = (size_t)(npeers ? npeers : 1);
   const void **addr_ptrs = calloc(n1, sizeof(void *));
   size_t *addr_lens = calloc(n1, sizeof(size_t));
@@ -304,6 +335,7 @@ static zcoll_status_t connect_channels(zcoll_comm_t *comm, const int *peers, int
             ZCOLL_OK ||
         (st = c->ops->rkey_unpack(c->ep, key, klen, &c->rkey)) != ZCOLL_OK)
       goto out;
+    if ((st = p2p_channel(comm, c, &comm->p2p_chans[i], cring)) != ZCOLL_OK) goto out;
     comm->chan_of[q] = i;
   }
 out:
@@ -345,8 +377,9 @@ zcoll_status_t zcoll__wire_tables(zcoll_comm_t *comm, int npeers, int **kinds) {
   size_t n1 = (size_t)(npeers ? npeers : 1);
   *kinds = malloc(sizeof(int) * n1);
   comm->chans = calloc(n1, sizeof(*comm->chans));
+  comm->p2p_chans = calloc(n1, sizeof(*comm->p2p_chans));
   comm->chan_of = malloc(sizeof(int) * (size_t)comm->size);
-  if (!*kinds || !comm->chans || !comm->chan_of)
+  if (!*kinds || !comm->chans || !comm->p2p_chans || !comm->chan_of)
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory");
   for (int r = 0; r < comm->size; r++) comm->chan_of[r] = -1;
   return ZCOLL_OK;

@@ -200,6 +200,16 @@ zcoll_status_t zcoll__chan_arrived(struct zcoll__chan *c, int depth, size_t slot
   return ZCOLL_OK;
 }
 
+void zcoll__chan_sent_done(struct zcoll__chan *c, uint32_t slot, int depth) {
+  if (slot < (uint32_t)depth) c->inflight[slot].done = 1;
+  while (c->tail_seq != c->send_seq && c->inflight[c->tail_slot].done) {
+    c->inflight[c->tail_slot].busy = 0;
+    c->inflight[c->tail_slot].done = 0;
+    c->tail_seq++;
+    c->tail_slot = zcoll__slot_next(c->tail_slot, depth);
+  }
+}
+
 /* ---- credits: the receiver hands consumed slots back ---- */
 
 static zcoll_status_t return_credits(zcoll_comm_t *comm, struct zcoll__chan *c) {

@@ -38,6 +38,14 @@
  * lack, so that they are dropped rather than counted. Pieces need none: a communicator
  * is destroyed only after every piece sent to it was consumed.
  *
+ * Sets in pairs. A communicator's collectives run on a set below ZCOLL_CHAN_SETS / 2, its
+ * point-to-point messages (lib/p2p/p2p.h) on that set plus ZCOLL_CHAN_SETS / 2
+ * (ZCOLL_CHAN_P2P_SET): a second channel per peer over the same connection, with slots,
+ * credits and piece numbers of its own, so that a message is never taken for a
+ * collective's piece or the reverse, and a rank that sends no message disturbs no
+ * collective. The p2p layer gives its pieces its own meaning (p2p.h); credit returns and
+ * the generation are as here.
+ *
  * so that a piece is one of five kinds (zcoll__imm_kind): plain, HDR, SAME, GRANT
  * (EXT|HDR) or DIRECT (EXT). Every kind takes a piece number and a credit, whether or not
  * its bytes land in the slot, so that the window and the credits stay one simple count.
@@ -101,6 +109,12 @@
 #define ZCOLL_IMM_GEN_MASK 0x3ffu
 /* Sets a rank can tell apart: ZCOLL_IMM_SET_MASK + 1. */
 #define ZCOLL_CHAN_SETS 64
+/* The set of the point-to-point channels of the communicator on collective set s. */
+#define ZCOLL_CHAN_P2P_SET(s) ((s) + ZCOLL_CHAN_SETS / 2)
+/* Slots per peer and direction of the point-to-point channels, at most (comm_setup.c):
+ * half the collectives' default, as a message is one piece or a rendezvous that streams
+ * through them -- and they cost receive memory per peer like the collectives' do. */
+#define ZCOLL_P2P_DEPTH_MAX 4
 
 /* The kinds of piece (the flag bits of the immediate, credit aside). */
 #define ZCOLL_IMM_KIND_MASK (ZCOLL_IMM_HDR | ZCOLL_IMM_SAME | ZCOLL_IMM_EXT)
@@ -296,6 +310,11 @@ zcoll_status_t zcoll__chan_same_check(const struct zcoll__chan *c, uint64_t ordi
  * (not within the window of free slots, too long). */
 struct zcoll__slot *zcoll__chan_slot_for(const struct zcoll__chan *c, int depth, size_t slot_bytes,
                                          uint32_t imm, size_t len, uint32_t *ahead);
+
+/* A PUT_DONE of a piece put into slot `slot` of a channel whose pieces belong to no run
+ * (a point-to-point channel): the slot's source is free, and the pieces done in order
+ * are retired (tail_seq). */
+void zcoll__chan_sent_done(struct zcoll__chan *c, uint32_t slot, int depth);
 
 /* A notification from the channel's peer: a credit return, or a piece now in its slot.
  * ZCOLL_ERR_TRANSPORT if it breaks the protocol (outside the window, too long, more

@@ -28,6 +28,8 @@
 #include "base/trace.h"
 #include "tl/transport.h"
 
+struct zcoll__p2p;
+
 /* A transport instance of the communicator: the peers it reaches have their channels
  * over it (chan->t). */
 struct zcoll__tli {
@@ -73,6 +75,18 @@ struct zcoll_comm {
   int nchans;
   struct zcoll__chan *chans;
   int *chan_of; /* rank -> channel index, -1 if none */
+  /* Point-to-point (lib/p2p/p2p.h): per channel a second one to the same peer, on the
+   * set ZCOLL_CHAN_P2P_SET(set), with p2p_depth slots of slot_bytes each way. The core
+   * only books their arrivals, credits and PUT_DONEs (executor.c, place.c); the p2p
+   * layer moves and reads their pieces. NULL: none (p2p_depth 0). */
+  struct zcoll__chan *p2p_chans;
+  int p2p_depth;
+  struct zcoll__p2p *p2p; /* lib/p2p's state, made on first use; NULL */
+  /* Set by lib/p2p with its state: moves the messages, after every poll of the instances
+   * (executor.c's pump), so that they go on while this rank is in a collective too (a
+   * peer's send may wait for our answer). p2p_news: a piece arrived since. */
+  zcoll_status_t (*p2p_pump)(struct zcoll_comm *comm, int *progress);
+  int p2p_news;
   char *recv_region, *send_region;
   size_t region_bytes;
   struct zcoll_tl_mr *recv_mr, *send_mr;

@@ -358,6 +358,30 @@ static zcoll_status_t arrived(zcoll_comm_t *comm, const struct zcoll_tl_event *e
   return zcoll__chan_arrived(&comm->chans[ci], comm->depth, comm->slot_bytes, ev);
 }
 
+/* A notification on comm's point-to-point set (channel.h: sets in pairs): booked on the
+ * peer's p2p channel, whose pieces lib/p2p reads from its slots. 0: not of that set. */
+static int p2p_event(zcoll_comm_t *comm, const struct zcoll_tl_event *ev, zcoll_status_t *st) {
+  if (!comm->p2p_chans) return 0;
+  if (ev->kind == ZCOLL_TL_EV_PUT_DONE) {
+    if (zcoll__cookie_set(ev->cookie) != (uint32_t)ZCOLL_CHAN_P2P_SET(comm->set)) return 0;
+    uint32_t ci = zcoll__cookie_chan(ev->cookie);
+    if (ev->status != ZCOLL_OK)
+      *st = zcoll__fail(ev->status, "a message put to rank %d failed", rank_of(comm, ev->peer));
+    else if (!(ev->cookie & ZCOLL_COOKIE_CREDIT) && ci < (uint32_t)comm->nchans)
+      zcoll__chan_sent_done(&comm->p2p_chans[ci], (uint32_t)ev->cookie, comm->p2p_depth);
+    return 1;
+  }
+  if (zcoll__imm_set(ev->imm) != (uint32_t)ZCOLL_CHAN_P2P_SET(comm->set)) return 0;
+  if ((ev->imm & ZCOLL_IMM_CREDIT) && zcoll__imm_gen(ev->imm) != (uint32_t)comm->set_gen)
+    return 1; /* an older communicator's, on the set before us (channel.h) */
+  int q = rank_of(comm, ev->peer), ci = q >= 0 ? comm->chan_of[q] : -1;
+  comm->p2p_news = 1;
+  *st = ci < 0 ? zcoll__fail(ZCOLL_ERR_TRANSPORT, "a message came from rank %d, not a peer",
+                             q >= 0 ? q : ev->peer)
+               : zcoll__chan_arrived(&comm->p2p_chans[ci], comm->p2p_depth, comm->slot_bytes, ev);
+  return 1;
+}
+
 static zcoll_status_t lost(zcoll_comm_t *comm, int peer, const char *tl) {
   int q = rank_of(comm, peer);
   if (q < 0) return ZCOLL_OK; /* a shared instance's peer that is not ours */
@@ -385,10 +409,15 @@ static zcoll_status_t pump_one(zcoll_comm_t *comm, int k, int *progress) {
     if (st != ZCOLL_OK) return st;
     for (int i = 0; i < n; i++) {
       if (ev[i].kind == ZCOLL_TL_EV_ARRIVED) {
-        if (direct && !mine(comm, &ev[i])) continue;
+        if (!mine(comm, &ev[i])) { /* a message's, or nobody's (family.c routes alike) */
+          if (p2p_event(comm, &ev[i], &st) && st != ZCOLL_OK) return st;
+          continue;
+        }
         if ((st = arrived(comm, &ev[i])) != ZCOLL_OK) return st;
       } else if (ev[i].kind == ZCOLL_TL_EV_PEER_LOST) {
         if ((st = lost(comm, ev[i].peer, comm->tlis[k].ops->name)) != ZCOLL_OK) return st;
+      } else if (p2p_event(comm, &ev[i], &st)) {
+        if (st != ZCOLL_OK) return st;
       } else {
         if (ev[i].status != ZCOLL_OK)
           return zcoll__fail(ev[i].status, "a put to rank %d failed", rank_of(comm, ev[i].peer));
@@ -412,7 +441,7 @@ static zcoll_status_t pump(zcoll_comm_t *comm, int *progress) {
     zcoll_status_t st = pump_one(comm, k, progress);
     if (st != ZCOLL_OK) return st;
   }
-  return ZCOLL_OK;
+  return comm->p2p_pump ? comm->p2p_pump(comm, progress) : ZCOLL_OK;
 }
 
 static zcoll_status_t do_local(struct zcoll__run *r, int *progress) {
@@ -561,7 +590,8 @@ zcoll_status_t zcoll__drain(zcoll_comm_t *comm) {
   for (;;) {
     int busy = 0, progress = 0;
     for (int c = 0; c < comm->nchans; c++)
-      busy |= comm->chans[c].tail_seq != comm->chans[c].send_seq;
+      busy |= comm->chans[c].tail_seq != comm->chans[c].send_seq ||
+              (comm->p2p_chans && comm->p2p_chans[c].tail_seq != comm->p2p_chans[c].send_seq);
     if (!busy) return ZCOLL_OK;
     zcoll_status_t st = pump(comm, &progress);
     if (st == ZCOLL_OK && !progress) st = zcoll__idle_wait(comm, NULL, &id);

@@ -35,7 +35,7 @@ zcoll_status_t zcoll__family_create(zcoll_comm_t *comm) {
     const struct zcoll__chan *c = &comm->chans[i];
     if (c->t && c->t->ftl) c->t->ftl->ep_of[c->peer] = c->ep;
   }
-  fam->set_comm[0] = comm;
+  fam->set_comm[0] = fam->set_comm[ZCOLL_CHAN_P2P_SET(0)] = comm;
   comm->fam = fam;
   comm->set = 0;
   return ZCOLL_OK;
@@ -44,8 +44,8 @@ zcoll_status_t zcoll__family_create(zcoll_comm_t *comm) {
 void zcoll__family_join(struct zcoll__family *fam, zcoll_comm_t *comm, int set, int gen) {
   pthread_mutex_lock(&fam->mu);
   fam->refs++;
-  fam->set_comm[set] = comm;
-  fam->gen[set] = (uint16_t)gen;
+  fam->set_comm[set] = fam->set_comm[ZCOLL_CHAN_P2P_SET(set)] = comm;
+  fam->gen[set] = fam->gen[ZCOLL_CHAN_P2P_SET(set)] = (uint16_t)gen;
   for (int k = 0; k < comm->ntlis; k++) comm->tlis[k].ftl->refs++;
   atomic_store_explicit(&fam->shared, 1, memory_order_release);
   pthread_mutex_unlock(&fam->mu);
@@ -63,7 +63,8 @@ void zcoll__family_leave(zcoll_comm_t *comm, int drained, int local) {
   struct zcoll__ftl *done[ZCOLL_TL_MAX];
   int ndone = 0;
   pthread_mutex_lock(&fam->mu);
-  if (fam->set_comm[comm->set] == comm) fam->set_comm[comm->set] = NULL;
+  if (fam->set_comm[comm->set] == comm)
+    fam->set_comm[comm->set] = fam->set_comm[ZCOLL_CHAN_P2P_SET(comm->set)] = NULL;
   if (!drained) fam->burnt |= 1ull << comm->set;
   if (comm->inbox.sleeping) fam->sleepers--;
   for (int k = 0; k < comm->ntlis; k++) {
@@ -97,7 +98,9 @@ uint64_t zcoll__family_free_sets(struct zcoll__family *fam, uint16_t *gen) {
     gen[s] = fam->gen[s];
   }
   pthread_mutex_unlock(&fam->mu);
-  return ~used;
+  /* A communicator takes a pair (channel.h): its set below the half, its messages' above. */
+  uint64_t half = (1ull << (ZCOLL_CHAN_SETS / 2)) - 1;
+  return ~(used | used >> (ZCOLL_CHAN_SETS / 2)) & half;
 }
 
 int zcoll__family_local_tl(const zcoll_comm_t *comm) {
@@ -151,7 +154,7 @@ static int route(struct zcoll__family *fam, zcoll_comm_t *comm, struct zcoll_tl_
       ev[kept++] = ev[i];
     } else if (stale(fam, &ev[i], s)) {
       zcoll_log_debug("dropped a credit return of an older communicator on channel set %d", s);
-    } else if (s == comm->set) {
+    } else if (s == comm->set || s == ZCOLL_CHAN_P2P_SET(comm->set)) {
       ev[kept++] = ev[i];
     } else if (fam->set_comm[s]) {
       zcoll_comm_t *x = fam->set_comm[s];

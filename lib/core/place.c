@@ -14,7 +14,14 @@ void *zcoll__place(void *arg, int peer, uint32_t imm, size_t len, int *final) {
   int ci = comm->chan_of[peer];
   if (ci < 0) return NULL;
   struct zcoll__chan *c = &comm->chans[ci];
-  if ((imm & (ZCOLL_IMM_SET_MASK << ZCOLL_IMM_SET_SHIFT)) != c->imm_set) return NULL;
+  if ((imm & (ZCOLL_IMM_SET_MASK << ZCOLL_IMM_SET_SHIFT)) != c->imm_set) {
+    /* A message's piece (lib/p2p): always into its slot, the p2p layer copies it out. */
+    c = comm->p2p_chans ? &comm->p2p_chans[ci] : NULL;
+    if (!c || (imm & (ZCOLL_IMM_SET_MASK << ZCOLL_IMM_SET_SHIFT)) != c->imm_set) return NULL;
+    struct zcoll__slot *sl = zcoll__chan_slot_for(c, comm->p2p_depth, comm->slot_bytes, imm, len,
+                                                  NULL);
+    return sl ? c->recv + (size_t)(sl - c->slots) * comm->slot_bytes : NULL;
+  }
   uint32_t ahead;
   struct zcoll__slot *sl = zcoll__chan_slot_for(c, comm->depth, comm->slot_bytes, imm, len, &ahead);
   if (!sl) return NULL;

@@ -1,0 +1,98 @@
+/*
+ * p2p_impl.h -- the messages' state, shared by p2p.c (the calls, requests, waits) and
+ * p2p_wire.c (pieces in and out of the channels). The protocol is in p2p.h.
+ */
+#ifndef ZCOLL_P2P_IMPL_H
+#define ZCOLL_P2P_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p2p.h"
+
+/* A send's or a receive's state. */
+enum {
+  P2P_QUEUED,  /* send: its header not yet out */
+  P2P_ACK,     /* send: eager, out, the ACK awaited */
+  P2P_CTS,     /* send: its RTS out, the CTS awaited */
+  P2P_DATA,    /* send: streaming; receive: matched an RTS, its DATA coming */
+  P2P_POSTED,  /* receive: not matched yet */
+  P2P_SELF,    /* send to oneself: waiting for its receive */
+  P2P_FINISHED /* status is final */
+};
+
+struct zcoll__p2p_req {
+  struct zcoll__p2p_req *next;                /* in the list its state keeps it in */
+  struct zcoll__p2p_req *all_prev, *all_next; /* every request not yet freed */
+  zcoll_request_t *handle;                    /* NULL: a blocking call's */
+  zcoll_comm_t *comm;
+  int is_send, peer, tag, state;
+  zcoll_dtype_t dtype;
+  size_t count, bytes;
+  char *buf;
+  zcoll_status_t status; /* ZCOLL_IN_PROGRESS until finished */
+  uint64_t msg;          /* its number on the channel (sends: given at post; recvs: matched) */
+  size_t done;           /* bytes put (sends) or received (receives) */
+  char why[320];         /* the error's message, recorded when the status is returned */
+};
+
+/* A message that came before its receive: its header and (EAGER) payload. */
+struct zcoll__p2p_unexp {
+  struct zcoll__p2p_unexp *next;
+  struct zcoll__p2p_hdr h;
+  size_t len; /* payload bytes */
+  char data[];
+};
+
+/* A CTS or ACK to go. */
+struct zcoll__p2p_ctl {
+  struct zcoll__p2p_ctl *next;
+  struct zcoll__p2p_hdr h;
+};
+
+/* A FIFO of any of the three, by their `next`. */
+#define ZCOLL_P2P_LIST(type) \
+  struct {                   \
+    type *head, **tail;      \
+  }
+
+struct zcoll__p2p_peer { /* per channel: what goes to and comes from its peer */
+  ZCOLL_P2P_LIST(struct zcoll__p2p_req) sends; /* posted, not finished, in posting order */
+  ZCOLL_P2P_LIST(struct zcoll__p2p_req) recvs; /* posted, not matched, in posting order */
+  ZCOLL_P2P_LIST(struct zcoll__p2p_req) rdv;   /* matched an RTS, their data coming */
+  ZCOLL_P2P_LIST(struct zcoll__p2p_unexp) unexp;
+  ZCOLL_P2P_LIST(struct zcoll__p2p_ctl) ctl;
+  uint64_t next_msg;
+};
+
+struct zcoll__p2p {
+  zcoll_comm_t *comm;
+  struct zcoll__p2p_peer *peers; /* by channel */
+  ZCOLL_P2P_LIST(struct zcoll__p2p_req) self_sends, self_recvs;
+  struct zcoll__p2p_req *all;
+  int active;         /* requests not finished */
+  int nctl;           /* answers waiting to go, over every peer */
+  size_t unexp_bytes; /* held by the unexpected lists */
+  int pumped;         /* registered with the progress thread */
+};
+
+#define ZCOLL_P2P_INIT(l) ((l).head = NULL, (l).tail = &(l).head)
+#define ZCOLL_P2P_PUSH(l, x) (*(l).tail = (x), (x)->next = NULL, (l).tail = &(x)->next)
+
+/* Unlinks x, found at *at in list l. */
+#define ZCOLL_P2P_UNLINK(l, at, x)               \
+  do {                                           \
+    *(at) = (x)->next;                           \
+    if ((l).tail == &(x)->next) (l).tail = (at); \
+  } while (0)
+
+/* p2p_wire.c: one pass over every channel (pieces in, pieces out); an error is the
+ * communicator's (the caller breaks it). */
+zcoll_status_t zcoll__p2p_step(struct zcoll__p2p *P, int *progress);
+/* A receive just posted to a peer with a channel: matched against what came first. */
+zcoll_status_t zcoll__p2p_match_posted(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q);
+/* p2p.c: finishes q with st (the message formatted into q->why when st is an error). */
+void zcoll__p2p_finish(struct zcoll__p2p_req *q, zcoll_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -232,6 +232,13 @@ zcoll_status_t zcoll__xchg_plan(zcoll_comm_t *comm, const struct zcoll__xargs *x
   if (has_root && (x->root < 0 || x->root >= comm->size))
     return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)", fn, x->root,
                        comm->size - 1);
+  /* Every rank decides this alike (size, host layout), so all refuse together: none waits. */
+  if (x->kind != ZCOLL_COLL_ALLGATHERV && !zcoll__wires_all_peers(comm))
+    return zcoll__fail(ZCOLL_ERR_UNSUPPORTED,
+                       "%s: %d ranks across hosts: this communicator has channels only to its "
+                       "algorithms' peers (every peer up to %d ranks, or on one host); channels "
+                       "made on first use are not there yet",
+                       fn, comm->size, ZCOLL_ALL_PEERS_MAX);
   int pair = vform(x->kind);
   int in_place = 0, built = 0, root = has_root ? x->root : -1;
   uint64_t desc_count = x->count;

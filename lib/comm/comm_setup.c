@@ -33,11 +33,11 @@ zcoll_status_t zcoll__wire_peers(zcoll_comm_t *comm, int **out, int *n) {
     return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory computing peers");
   }
   int k = 0;
-  /* A channel to every peer: alltoall's pairwise exchange and the direct gather and scatter
-   * (algorithms/exchange.c) reach every peer, as the one-host allreduce reads every peer's
-   * mailbox (cfg->all_peers and onehost_want asked for it before these existed). The
-   * algorithms' lists below then add none. */
-  for (int r = 0; r < comm->size; r++)
+  /* A channel to every peer where zcoll__wires_all_peers (core/comm.h): alltoall's pairwise
+   * exchange and the direct gather and scatter (algorithms/exchange.c) reach every peer, as
+   * the one-host allreduce reads every peer's mailbox. Else the algorithms' peers below. */
+  int all = zcoll__wires_all_peers(comm);
+  for (int r = 0; all && r < comm->size; r++)
     if (r != comm->rank) seen[r] = 1, peers[k++] = r;
   for (int a = 0; a < zcoll__nalgos + zcoll__nbcast_algos; a++) {
     const struct zcoll__algo *al = a < zcoll__nalgos ? zcoll__algos[a]

@@ -133,4 +133,13 @@ struct zcoll_comm {
   struct zcoll__comm_wiring wiring;     /* lib/comm: hosts, the transports' names, launch */
 };
 
+/* Up to this many ranks (and on one host at any size) a communicator has a channel to every
+ * peer, which alltoall(v), gather(v), scatter(v) and messages to any rank need; above it,
+ * only to its algorithms' peers (O(log p)): every peer's slots at 1000 ranks would be a
+ * gigabyte of registered memory per rank. Channels made on first use are not there yet. */
+#define ZCOLL_ALL_PEERS_MAX 32
+static inline int zcoll__wires_all_peers(const zcoll_comm_t *comm) {
+  return comm->cfg->all_peers || comm->onehost_want || comm->size <= ZCOLL_ALL_PEERS_MAX;
+}
+
 #endif

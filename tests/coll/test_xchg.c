@@ -351,3 +351,48 @@ Test(xchg, explain) {
   }
   zcoll_config_free(cfg);
 }
+
+/* ---- above ZCOLL_ALL_PEERS_MAX ranks across hosts: refused on every rank alike ---- */
+
+static void wide_body(struct rt_job *job, int rank, zcoll_comm_t *comm) {
+  int p = zcoll_comm_size(comm);
+  int32_t in[2] = {rank, -rank}, *all = malloc(sizeof(int32_t) * 2 * (size_t)p);
+  size_t *counts = malloc(sizeof(size_t) * (size_t)p), *displs = malloc(sizeof(size_t) * (size_t)p);
+  char msg[300];
+  if (!all || !counts || !displs) {
+    rt_fail(job, rank, "out of memory");
+    goto out;
+  }
+  zcoll_status_t st = ZCOLL_ERR_UNSUPPORTED;
+  if (job->arg)
+    goto ring; /* the second job; a refusal revokes the communicator, as any
+                            * collective a rank cannot make does (report.c) */
+  st = zcoll_alltoall(comm, in, all, 1, ZCOLL_INT32);
+  if (st != ZCOLL_ERR_UNSUPPORTED || !strstr(zcoll_comm_last_error(comm), "channels only to")) {
+    snprintf(msg, sizeof(msg), "alltoall at p=%d: %s: %s", p, zcoll_strerror(st),
+             zcoll_comm_last_error(comm));
+    rt_fail(job, rank, msg);
+  }
+  goto out;
+ring:
+  /* allgatherv's ring needs only the ring's neighbours: it still runs. */
+  for (int r = 0; r < p; r++) counts[r] = r % 3 == 0 ? 2 : 1, displs[r] = 2 * (size_t)r;
+  st = zcoll_allgatherv(comm, in, counts[rank], all, counts, displs, ZCOLL_INT32);
+  int wrong = -1;
+  for (int r = 0; st == ZCOLL_OK && wrong < 0 && r < p; r++)
+    if (all[2 * r] != r || (counts[r] == 2 && all[2 * r + 1] != -r)) wrong = r;
+  if (st != ZCOLL_OK || wrong >= 0) {
+    snprintf(msg, sizeof(msg), "allgatherv at p=%d: %s (%s), first wrong block %d", p,
+             zcoll_strerror(st), zcoll_comm_last_error(comm), wrong);
+    rt_fail(job, rank, msg);
+  }
+out:
+  free(all), free(counts), free(displs);
+}
+
+Test(xchg, refused_alike_above_the_all_peers_limit, .timeout = 120) {
+  struct rt_job job = {.size = 33, .body = wide_body};
+  cr_assert_eq(rt_run(&job), 0, "%s", job.first);
+  struct rt_job ring = {.size = 33, .body = wide_body, .arg = &ring};
+  cr_assert_eq(rt_run(&ring), 0, "%s", ring.first);
+}

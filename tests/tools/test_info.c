@@ -291,9 +291,18 @@ Test(info, selection_of_other_collectives) {
                             "bound: built-in table rule 1"),
             "%s", out);
   free(out);
-  const char *bad[] = {"-s", "-np", "4", "-t", "gather", NULL};
+  /* The exchanges (issue 40): gather's blocks of at most 2 KiB by binomial tree at p >= 4. */
+  const char *gather[] = {"-s", "-np", "4", "-t", "gather", "-b", "2048", "-e", "4096", NULL};
+  out = info_run(gather, NULL, 0);
+  struct row grows[4];
+  cr_assert_eq(parse_selection(out, grows, 4), 2, "%s", out);
+  cr_expect_str_eq(grows[0].algo, "binomial", "%s", out);
+  cr_expect_str_eq(grows[1].algo, "direct", "%s", out);
+  free(out);
+  const char *bad[] = {"-s", "-np", "4", "-t", "alltoallw", NULL};
   out = info_run(bad, NULL, 2);
-  cr_expect(strstr(out, "unknown collective 'gather'") && !strstr(out, "# gather"), "%s", out);
+  cr_expect(strstr(out, "unknown collective 'alltoallw'") && !strstr(out, "# alltoallw"), "%s",
+            out);
   free(out);
 }
 

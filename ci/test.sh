@@ -59,7 +59,7 @@ set +m
 
 stage "test suite"
 # It includes tests/netns (ctest -L netns): jobs over several hosts made of namespaces, which
-# needs root; under CI=true it fails rather than skip. So does deb_install: the .debs of
+# needs root; under CI=true it fails rather than skip. So does deb_install (in the stage after the background builds): the .debs of
 # this build (cpack -G DEB) installed on this machine, used with pkg-config, and purged.
 # ZCOLL_TEST_SAMPLE=rest (tests/sample.h): the large matrices run the cases the sanitizer
 # pass below does not, so each case runs once per CI run.

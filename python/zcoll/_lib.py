@@ -136,8 +136,7 @@ _PROTOTYPES = {
 
 
 def _candidates():
-    """The paths to try, in order, and whether the first is the user's explicit choice.
-    A generator: ctypes.util.find_library runs ldconfig and the compiler in subprocesses
+    """The paths to try, in order (ZCOLL_LIBRARY alone if set). A generator: ctypes.util.find_library runs ldconfig and the compiler in subprocesses
     (a third of a second, and every rank of a job imports zcoll), so the system's search
     path is asked only when the build's own library did not load."""
     explicit = os.environ.get("ZCOLL_LIBRARY")

@@ -366,6 +366,17 @@ void zcoll__verbs_quiesce(struct zcoll_tl *tl) {
       }
     }
   }
+  /* Then to RESET. A queue pair in ERR may still hold the responder's reference to one of
+   * our regions: soft-RoCE (rdma_rxe, 6.1) keeps the region of a write cut off mid-way
+   * until the queue pair is reset or destroyed, and a deregistration before that waits
+   * 50 s in the kernel (rxe_dereg_mr, seen in the fault matrix's init..destroy cycles).
+   * The endpoints go only after the registrations (comm.c), so the reset comes here; a
+   * broken instance posts nothing more, and RESET is a legal move from any state. */
+  for (int i = 0; i < tl->neps; i++)
+    for (int r = 0; r < ZCOLL_VERBS_MAX_RAILS; r++) {
+      struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
+      if (tl->eps[i]->q[r].qp) ibv_modify_qp(tl->eps[i]->q[r].qp, &a, IBV_QP_STATE);
+    }
   tl->evq.len = 0;
 }
 

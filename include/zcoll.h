@@ -283,6 +283,11 @@ typedef struct zcoll_comm_stats {
   /* Allreduces that read every rank's vector where it lies instead of moving it: every
    * rank on one host, every vector in zcoll_mem_alloc memory, 1 MiB and up. */
   uint64_t mapped_collectives;
+  /* Point-to-point payload bytes received: written by the sender straight into the receive
+   * buffer (a rendezvous into zcoll_mem_register or zcoll_mem_alloc memory, over RDMA),
+   * or copied into it from the communicator's slots. */
+  uint64_t message_bytes_placed;
+  uint64_t message_bytes_copied;
 } zcoll_comm_stats_t;
 ZCOLL_API zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats,
                                           size_t size);

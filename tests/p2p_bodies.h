@@ -371,9 +371,83 @@ static inline int p2p_interleave(zcoll_comm_t *comm, char *msg, size_t len) {
 }
 
 /* Every case above, then a barrier: what a process or a thread runs. */
+/* Zero-copy rendezvous (lib/p2p/p2p.h): a ring of messages of several pieces into
+ * explicitly registered receive buffers -- from a registered send buffer, from an
+ * unregistered one, and neither registered -- checked element by element, with guards
+ * past the received bytes left alone. Over the transports where the writer places the data
+ * (loopback, verbs) a registered receive buffer gets every byte in place and none copied,
+ * and its registration cannot be deregistered while the receive is posted; elsewhere
+ * every byte is copied. Where the counters say what they do: the stats. */
+static inline int p2p_zero_copy(zcoll_comm_t *comm, char *msg, size_t len) {
+  int rank = zcoll_comm_rank(comm), size = zcoll_comm_size(comm);
+  if (size < 2) return 0;
+  const char *tl = zcoll_comm_transport(comm);
+  int places = strstr(tl, "verbs") || strstr(tl, "loopback");
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  enum { GUARD = 64 };
+  const size_t count = 5 * P2P_CHUNK / 4 + 31; /* uint32s: five pieces and a bit */
+  const size_t bytes = count * 4;
+  for (unsigned v = 0; v < 3; v++) { /* both registered, the receive only, neither */
+    unsigned c = 700 + v;
+    uint8_t *sbuf = malloc(bytes), *rbuf = malloc(bytes + GUARD);
+    if (!sbuf || !rbuf) return free(sbuf), free(rbuf), snprintf(msg, len, "out of memory"), 1;
+    p2p_fill(sbuf, bytes, rank, c);
+    memset(rbuf, 0xa5, bytes + GUARD);
+    zcoll_mr_t *smr = NULL, *rmr = NULL;
+    int bad = 0;
+    if (v < 2 && zcoll_mem_register(comm, rbuf, bytes, &rmr) != ZCOLL_OK) bad = 1;
+    if (v < 1 && !bad && zcoll_mem_register(comm, sbuf, bytes, &smr) != ZCOLL_OK) bad = 1;
+    zcoll_comm_stats_t s0, s1;
+    zcoll_request_t *rq = NULL, *sq = NULL;
+    if (!bad && zcoll_comm_stats(comm, &s0, sizeof(s0)) != ZCOLL_OK) bad = 1;
+    if (!bad && zcoll_irecv(comm, rbuf, count, ZCOLL_UINT32, left, (int)c, &rq) != ZCOLL_OK)
+      bad = 1;
+    if (!bad && rmr && places && zcoll_mem_deregister(rmr) != ZCOLL_ERR_INVALID_ARG) {
+      snprintf(msg, len, "zero copy %u: a registration deregistered under a posted receive", v);
+      bad = 2;
+    }
+    if (!bad && zcoll_isend(comm, sbuf, count, ZCOLL_UINT32, right, (int)c, &sq) != ZCOLL_OK)
+      bad = 1;
+    if (!bad && (zcoll_wait(rq) != ZCOLL_OK || zcoll_wait(sq) != ZCOLL_OK)) bad = 1;
+    if (!bad && zcoll_comm_stats(comm, &s1, sizeof(s1)) != ZCOLL_OK) bad = 1;
+    if (bad == 1) snprintf(msg, len, "zero copy %u: %s", v, zcoll_last_error());
+    if (!bad) {
+      char what[64];
+      snprintf(what, sizeof(what), "zero copy %u", v);
+      bad = p2p_verify(rbuf, count, ZCOLL_UINT32, left, c, what, msg, len);
+    }
+    for (size_t i = bytes; !bad && i < bytes + GUARD; i++)
+      if (rbuf[i] != 0xa5)
+        bad = 1,
+        snprintf(msg, len, "zero copy %u: byte %zu past the message written", v, i - bytes);
+    uint64_t placed = s1.message_bytes_placed - s0.message_bytes_placed;
+    uint64_t copied = s1.message_bytes_copied - s0.message_bytes_copied;
+    uint64_t want = places && v < 2 ? bytes : 0;
+    if (!bad && (placed != want || placed + copied != bytes))
+      bad = 1, snprintf(msg, len,
+                        "zero copy %u over %s: %llu bytes placed, %llu copied, of %zu (%llu "
+                        "placed expected)",
+                        v, tl, (unsigned long long)placed, (unsigned long long)copied, bytes,
+                        (unsigned long long)want);
+    if (rq) zcoll_request_free(rq);
+    if (sq) zcoll_request_free(sq);
+    if (smr && zcoll_mem_deregister(smr) != ZCOLL_OK && !bad)
+      bad = 1,
+      snprintf(msg, len, "zero copy %u: deregistering the send buffer: %s", v, zcoll_last_error());
+    if (rmr && zcoll_mem_deregister(rmr) != ZCOLL_OK && !bad)
+      bad = 1, snprintf(msg, len, "zero copy %u: deregistering the receive buffer: %s", v,
+                        zcoll_last_error());
+    free(sbuf);
+    free(rbuf);
+    if (bad) return 1;
+  }
+  return 0;
+}
+
 static inline int p2p_all(zcoll_comm_t *comm, char *msg, size_t len) {
-  int (*cases[])(zcoll_comm_t *, char *, size_t) = {
-      p2p_bad_args, p2p_matrix, p2p_tags, p2p_self, p2p_flood, p2p_mismatch, p2p_interleave};
+  int (*cases[])(zcoll_comm_t *, char *, size_t) = {p2p_bad_args,   p2p_matrix,   p2p_tags,
+                                                    p2p_self,       p2p_flood,    p2p_mismatch,
+                                                    p2p_interleave, p2p_zero_copy};
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     if (cases[i](comm, msg, len)) return 1;
     if (zcoll_barrier(comm) != ZCOLL_OK)

@@ -18,7 +18,9 @@ zcoll_status_t zcoll_comm_stats(zcoll_comm_t *comm, zcoll_comm_stats_t *stats, s
   zcoll_comm_stats_t s = {.collectives = comm->ordinal,
                           .result_pieces_placed = comm->pieces_placed,
                           .result_pieces_copied = comm->pieces_copied,
-                          .mapped_collectives = comm->mapped_collectives};
+                          .mapped_collectives = comm->mapped_collectives,
+                          .message_bytes_placed = comm->msg_bytes_placed,
+                          .message_bytes_copied = comm->msg_bytes_copied};
   for (int i = 0; i < comm->nchans; i++)
     *(comm->chans[i].same_host ? &s.bytes_sent_same_host
                                : &s.bytes_sent_other_hosts) += comm->chans[i].bytes_out;

@@ -97,6 +97,9 @@ struct zcoll_comm {
    * of a slot (zcoll_comm_stats). */
   uint64_t pieces_placed, pieces_copied;
   uint64_t mapped_collectives; /* one-host allreduces from the vectors where they lie */
+  /* Point-to-point payload received: written by the sender straight into the receive
+   * buffer (lib/p2p/p2p.h: zero-copy rendezvous), or copied into it. */
+  uint64_t msg_bytes_placed, msg_bytes_copied;
   /* The next collective's number: every rank counts its collective calls alike (an
    * argument error counts too, see allreduce.c), and the wire header carries it. */
   uint64_t ordinal;
@@ -123,6 +126,7 @@ struct zcoll_comm {
   int onehost_want;
   struct zcoll__onehost *oh;
   struct zcoll_mr *mrs;    /* explicit registrations (mr.c) */
+  uint64_t mr_ids;         /* the last one's number (mr.c: holds name them by it) */
   struct zcoll__mem *mems; /* zcoll_mem_alloc's regions not yet freed (mem.c) */
   /* size + 1 + ZCOLL_TL_MAX: the transports', the wake fd, every bootstrap socket */
   struct pollfd *pollfds;

@@ -21,6 +21,8 @@ struct zcoll_mr {
    * registration of its own, so that revoking it after a failure leaves the
    * application's local one alone. */
   struct zcoll__grant_src grant;
+  uint64_t id; /* its number on the communicator (zcoll__mr_hold) */
+  int holds;   /* messages in flight through it (lib/p2p) */
   struct zcoll_mr *next;
 };
 
@@ -60,6 +62,7 @@ zcoll_status_t zcoll_mem_register(zcoll_comm_t *comm, void *addr, size_t len, zc
   }
   /* Where peers may write into it, results inside it need no copy (grant.c). */
   if (mr->tl_mr) zcoll__grant_open(comm, mr->addr, mr->len, &mr->grant);
+  mr->id = ++comm->mr_ids;
   mr->next = comm->mrs;
   comm->mrs = mr;
   zcoll__leave(comm);
@@ -94,6 +97,12 @@ zcoll_status_t zcoll_mem_deregister(zcoll_mr_t *mr) {
     st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
                      "zcoll_mem_deregister: a collective in flight delivers its result into the "
                      "region (zcoll_wait for it first)");
+  else if (mr->holds)
+    st = zcoll__fail(ZCOLL_ERR_INVALID_ARG,
+                     "zcoll_mem_deregister: %d message%s in flight go%s through the region "
+                     "(zcoll_wait for %s first)",
+                     mr->holds, mr->holds == 1 ? "" : "s", mr->holds == 1 ? "es" : "",
+                     mr->holds == 1 ? "it" : "them");
   else
     mr_free(mr, 0);
   zcoll__leave(comm);
@@ -118,6 +127,30 @@ struct zcoll__grant_src *zcoll__mr_grant(zcoll_comm_t *comm, const void *addr, s
       return &mr->grant;
     }
   return NULL;
+}
+
+uint64_t zcoll__mr_hold(zcoll_comm_t *comm, const void *addr, size_t len, int remote,
+                        struct zcoll_tl_mr **tl, const struct zcoll__grant_src **grant,
+                        uint64_t *base) {
+  const char *a = addr;
+  for (zcoll_mr_t *mr = comm->mrs; mr; mr = mr->next)
+    if (mr->tl_mr && (!remote || mr->grant.mr) && a >= mr->addr && len <= mr->len &&
+        (size_t)(a - mr->addr) <= mr->len - len) {
+      mr->holds++;
+      *tl = mr->tl_mr;
+      *grant = &mr->grant;
+      *base = (uint64_t)(a - mr->addr);
+      return mr->id;
+    }
+  return 0;
+}
+
+void zcoll__mr_unhold(zcoll_comm_t *comm, uint64_t id) {
+  for (zcoll_mr_t *mr = comm->mrs; id && mr; mr = mr->next)
+    if (mr->id == id) {
+      mr->holds--;
+      return;
+    }
 }
 
 void zcoll__mr_release_all(zcoll_comm_t *comm, int local) {

@@ -14,6 +14,7 @@
 #include "coll/request.h"
 #include "core/exec.h"
 #include "core/guard.h"
+#include "core/mr.h"
 #include "core/report.h"
 #include "p2p_impl.h"
 
@@ -22,6 +23,12 @@ void zcoll__p2p_finish(struct zcoll__p2p_req *q, zcoll_status_t st, const char *
   q->state = P2P_FINISHED;
   q->status = st;
   q->comm->p2p->active--;
+  /* What a zero-copy rendezvous held (p2p.h). The key is plain memory on the transports
+   * that grant (verbs, loopback), so this may follow the instance's close (destroy). */
+  zcoll__mr_unhold(q->comm, q->mr_hold);
+  q->mr_hold = 0;
+  if (q->rkey) q->comm->p2p_chans[q->comm->chan_of[q->peer]].ops->rkey_release(q->rkey);
+  q->rkey = NULL;
   if (st == ZCOLL_OK || !fmt) return;
   va_list ap;
   va_start(ap, fmt);
@@ -81,6 +88,7 @@ static void fail_all(struct zcoll__p2p *P, zcoll_status_t st, const char *cause)
   for (int i = 0; i < P->comm->nchans; i++) {
     struct zcoll__p2p_peer *pe = &P->peers[i];
     ZCOLL_P2P_INIT(pe->sends), ZCOLL_P2P_INIT(pe->recvs), ZCOLL_P2P_INIT(pe->rdv);
+    pe->direct_out = pe->direct_in = NULL;
   }
   ZCOLL_P2P_INIT(P->self_sends), ZCOLL_P2P_INIT(P->self_recvs);
 }
@@ -243,10 +251,12 @@ static zcoll_status_t post(zcoll_comm_t *comm, int is_send, const void *buf, siz
     q->msg = P->peers[ci].next_msg++;
     ZCOLL_P2P_PUSH(P->peers[ci].sends, q);
   } else {
+    zcoll__p2p_hold(P, ci, q);
     st = zcoll__p2p_match_posted(P, ci, q);
   }
   if (st != ZCOLL_OK) {
     if (q->state != P2P_FINISHED) P->active--;
+    zcoll__mr_unhold(comm, q->mr_hold); /* finished or not, it holds nothing from here */
     unlist(P, q);
     free(q);
     return st;
@@ -429,6 +439,8 @@ void zcoll__p2p_release(zcoll_comm_t *comm) {
   for (struct zcoll__p2p_req *q = P->all, *next; q; q = next) {
     next = q->all_next;
     if (q->handle) zcoll__request_forget(q->handle);
+    /* Its registration's hold went with the registrations (comm.c frees them first). */
+    if (q->rkey) comm->p2p_chans[comm->chan_of[q->peer]].ops->rkey_release(q->rkey);
     free(q);
   }
   P->all = NULL;

@@ -19,7 +19,9 @@
  *   RTS    the header of a longer one, alone (a rendezvous: its data waits for the match);
  *   CTS    the receiver matched an RTS: send the data (status 0), or not (MISMATCH);
  *   ACK    the receiver matched an EAGER message (status 0) or refused it (MISMATCH);
- *   DATA   `off` bytes into message `msg`, a slot's worth after the header.
+ *   DATA   `off` bytes into message `msg`, a slot's worth after the header; or, with
+ *          status ZCOLL_P2P_DIRECT_START and no payload, "the rest of `msg` from `off`
+ *          comes as DIRECT pieces" (below).
  * `msg` is the sender's number for the message on that channel; CTS and ACK echo it, and
  * carry the receiver's count and dtype so that the sender can say what differed.
  *
@@ -34,6 +36,21 @@
  * (payload and bookkeeping); past that an unmatched piece stays in its slot, its credit
  * is not returned, and the sender waits: a flood never grows memory without bound. An
  * RTS costs a header there, never its data.
+ *
+ * Zero-copy rendezvous. Where the writer places the data (RDMA: the transport that reads
+ * only registered memory, with no placement hook) and the receive buffer lies in an
+ * explicit registration of the receiver (zcoll_mem_register, zcoll_mem_alloc) that peers
+ * may write into, the CTS carries that region's key as its payload and, in `off`, where
+ * the buffer starts in it. The sender then puts a DIRECT_START and writes the data
+ * straight into the receive buffer as DIRECT pieces (lib/core/channel.h: a piece number
+ * and a credit each, a slot's worth at most, no header; the receiver counts their bytes
+ * and copies nothing), from its own buffer if that lies in an explicit registration
+ * (then the send completes at the last piece's PUT_DONE), else staged through its slots.
+ * One message's DIRECT pieces at a time per channel and direction, so that the
+ * receiver knows whose they are. A sender that cannot use the key (it does not unpack)
+ * sends DATA pieces as without one; the receiver takes either. Neither side registers
+ * anything per message: registering (pinning) costs more than the copy it would save
+ * unless the buffer is used again, which is what an explicit registration says.
  *
  * Completion. A receive completes when its data is in the buffer; an eager send when its
  * ACK comes back, a rendezvous one when its last piece is put (its CTS said the match was
@@ -55,17 +72,20 @@
 #include "core/comm.h"
 
 enum { ZCOLL_P2P_EAGER = 1, ZCOLL_P2P_RTS, ZCOLL_P2P_CTS, ZCOLL_P2P_ACK, ZCOLL_P2P_DATA };
+/* The header's status: CTS and ACK 0 or MISMATCH; DATA 0 or DIRECT_START. */
+enum { ZCOLL_P2P_ST_OK, ZCOLL_P2P_ST_MISMATCH, ZCOLL_P2P_DIRECT_START };
 
 struct zcoll__p2p_hdr {
   uint32_t magic; /* ZCOLL_P2P_MAGIC */
   uint8_t type, dtype;
-  uint8_t status; /* CTS, ACK: 0, or 1 for a mismatch */
+  uint8_t status; /* ZCOLL_P2P_ST_* / ZCOLL_P2P_DIRECT_START */
   uint8_t zero;
   int32_t tag;
   uint32_t zero2;
   uint64_t count; /* EAGER, RTS: the sender's; CTS, ACK: the receiver's */
   uint64_t msg;
-  uint64_t off; /* DATA: where its payload goes in the message, in bytes */
+  uint64_t off; /* DATA: where its payload goes in the message, in bytes; CTS with a key:
+                 * where the receive buffer starts in the key's region */
 };
 #define ZCOLL_P2P_HDR_BYTES 40u
 _Static_assert(sizeof(struct zcoll__p2p_hdr) == ZCOLL_P2P_HDR_BYTES, "no padding in the header");

@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/channel.h" /* ZCOLL_GRANT_KEY_MAX */
 #include "p2p.h"
+
+struct zcoll__grant_src; /* core/exec.h */
 
 /* A send's or a receive's state. */
 enum {
@@ -18,6 +21,7 @@ enum {
   P2P_DATA,    /* send: streaming; receive: matched an RTS, its DATA coming */
   P2P_POSTED,  /* receive: not matched yet */
   P2P_SELF,    /* send to oneself: waiting for its receive */
+  P2P_FLUSH,   /* send: written straight from its buffer, the last PUT_DONE awaited */
   P2P_FINISHED /* status is final */
 };
 
@@ -33,7 +37,19 @@ struct zcoll__p2p_req {
   zcoll_status_t status; /* ZCOLL_IN_PROGRESS until finished */
   uint64_t msg;          /* its number on the channel (sends: given at post; recvs: matched) */
   size_t done;           /* bytes put (sends) or received (receives) */
-  char why[320];         /* the error's message, recorded when the status is returned */
+  /* Zero-copy rendezvous (p2p.h). The explicit registration the message goes through
+   * (zcoll__mr_hold's number, 0: none): a receive's, granted to the sender; a send's,
+   * which it is put from (else it is staged). A send's key to the receive buffer (NULL:
+   * no grant, its data goes through the slots) and where that buffer lies behind it. */
+  uint64_t mr_hold;
+  const struct zcoll__grant_src *grant; /* a receive's: its region's key for peers */
+  uint64_t gbase;                       /* where the buffer starts in that region */
+  int granted;                          /* a receive's CTS carried the key */
+  struct zcoll_tl_mr *lmr;
+  struct zcoll_tl_rkey *rkey;
+  uint64_t rbase;
+  uint64_t last_seq; /* P2P_FLUSH: the channel's piece number after its last piece */
+  char why[320];     /* the error's message, recorded when the status is returned */
 };
 
 /* A message that came before its receive: its header and (EAGER) payload. */
@@ -48,6 +64,8 @@ struct zcoll__p2p_unexp {
 struct zcoll__p2p_ctl {
   struct zcoll__p2p_ctl *next;
   struct zcoll__p2p_hdr h;
+  uint32_t keylen; /* a CTS's grant: the receive buffer's key (p2p.h), after the header */
+  uint8_t key[ZCOLL_GRANT_KEY_MAX];
 };
 
 /* A FIFO of any of the three, by their `next`. */
@@ -63,6 +81,9 @@ struct zcoll__p2p_peer { /* per channel: what goes to and comes from its peer */
   ZCOLL_P2P_LIST(struct zcoll__p2p_unexp) unexp;
   ZCOLL_P2P_LIST(struct zcoll__p2p_ctl) ctl;
   uint64_t next_msg;
+  /* Zero-copy rendezvous: the send whose DIRECT pieces are going out, one at a time on a
+   * channel; the receive the pieces coming in are for (named by a DIRECT_START). */
+  struct zcoll__p2p_req *direct_out, *direct_in;
 };
 
 struct zcoll__p2p {
@@ -89,6 +110,10 @@ struct zcoll__p2p {
 /* p2p_wire.c: one pass over every channel (pieces in, pieces out); an error is the
  * communicator's (the caller breaks it). */
 zcoll_status_t zcoll__p2p_step(struct zcoll__p2p *P, int *progress);
+/* A rendezvous-sized receive just posted to a peer with a channel (ci): holds the explicit
+ * registration its buffer lies in, if peers may write into it (p2p.h: zero-copy), so that
+ * it stays registered until the receive ends. */
+void zcoll__p2p_hold(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q);
 /* A receive just posted to a peer with a channel: matched against what came first. */
 zcoll_status_t zcoll__p2p_match_posted(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q);
 /* p2p.c: finishes q with st (the message formatted into q->why when st is an error). */

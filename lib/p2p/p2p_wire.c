@@ -7,6 +7,7 @@
 #include "base/dtype.h"
 #include "base/log.h"
 #include "core/exec.h"
+#include "core/mr.h"
 #include "p2p_impl.h"
 
 static size_t payload_max(const zcoll_comm_t *comm) {
@@ -34,17 +35,39 @@ static zcoll_status_t consume(zcoll_comm_t *comm, int ci, struct zcoll__slot *sl
   return st;
 }
 
-static zcoll_status_t answer(struct zcoll__p2p *P, int ci, int type, const struct zcoll__p2p_req *q,
+void zcoll__p2p_hold(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q) {
+  zcoll_comm_t *comm = P->comm;
+  struct zcoll_tl_mr *tl;
+  /* A grant's key is the registering transport's: only a channel over it can use one. */
+  if (q->bytes <= payload_max(comm) || !comm->reg || comm->p2p_chans[ci].t != comm->reg) return;
+  q->mr_hold = zcoll__mr_hold(comm, q->buf, q->bytes, 1, &tl, &q->grant, &q->gbase);
+}
+
+/* A good CTS for receive q: the key to q's buffer where the sender may write into it
+ * (p2p.h: zero-copy rendezvous; zcoll__p2p_hold found it). */
+static void grant(struct zcoll__p2p *P, struct zcoll__p2p_req *q, struct zcoll__p2p_ctl *k) {
+  const struct zcoll__grant_src *g = q->grant;
+  if (!q->mr_hold || !g->mr || g->keylen > sizeof(k->key) ||
+      ZCOLL_P2P_HDR_BYTES + g->keylen > P->comm->slot_bytes)
+    return;
+  memcpy(k->key, g->key, g->keylen);
+  k->keylen = g->keylen;
+  k->h.off = q->gbase;
+  q->granted = 1;
+}
+
+static zcoll_status_t answer(struct zcoll__p2p *P, int ci, int type, struct zcoll__p2p_req *q,
                              uint64_t msg, int bad) {
   struct zcoll__p2p_ctl *k = calloc(1, sizeof(*k));
   if (!k) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a message's answer");
   k->h = (struct zcoll__p2p_hdr){.magic = ZCOLL_P2P_MAGIC,
                                  .type = (uint8_t)type,
                                  .dtype = (uint8_t)q->dtype,
-                                 .status = (uint8_t)bad,
+                                 .status = (uint8_t)(bad ? ZCOLL_P2P_ST_MISMATCH : ZCOLL_P2P_ST_OK),
                                  .tag = q->tag,
                                  .count = q->count,
                                  .msg = msg};
+  if (type == ZCOLL_P2P_CTS && !bad) grant(P, q, k);
   ZCOLL_P2P_PUSH(P->peers[ci].ctl, k);
   P->nctl++;
   return ZCOLL_OK;
@@ -70,6 +93,7 @@ static zcoll_status_t match(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req 
                          "bytes",
                          q->peer, (unsigned long long)h->count, len);
     if (len) memcpy(q->buf, data, len);
+    P->comm->msg_bytes_copied += len;
     zcoll__p2p_finish(q, ZCOLL_OK, NULL);
     return answer(P, ci, ZCOLL_P2P_ACK, q, h->msg, 0);
   }
@@ -107,8 +131,30 @@ zcoll_status_t zcoll__p2p_match_posted(struct zcoll__p2p *P, int ci, struct zcol
   return ZCOLL_OK;
 }
 
-/* An answer (CTS, ACK) to send h->msg of ours. */
-static zcoll_status_t answered(struct zcoll__p2p *P, int ci, const struct zcoll__p2p_hdr *h) {
+/* Send q's CTS granted its receive buffer (key: len bytes at data): write into it
+ * directly, from q's buffer where that is registered. A key that does not unpack leaves
+ * q to the slots (the receiver takes either). */
+static void granted(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q,
+                    const struct zcoll__p2p_hdr *h, const char *data, size_t len) {
+  zcoll_comm_t *comm = P->comm;
+  const struct zcoll__chan *c = &comm->p2p_chans[ci];
+  if (!comm->reg || c->t != comm->reg || h->off > UINT64_MAX - q->bytes) return;
+  if (c->ops->rkey_unpack(c->ep, data, len, &q->rkey) != ZCOLL_OK) {
+    zcoll_log_debug("the message to rank %d goes through the slots: its key: %s", q->peer,
+                    zcoll__last_error());
+    q->rkey = NULL;
+    return;
+  }
+  q->rbase = h->off;
+  const struct zcoll__grant_src *g;
+  uint64_t base;
+  q->mr_hold = zcoll__mr_hold(comm, q->buf, q->bytes, 0, &q->lmr, &g, &base);
+  if (!q->mr_hold) q->lmr = NULL;
+}
+
+/* An answer (CTS, ACK; a CTS's grant: len bytes at data) to send h->msg of ours. */
+static zcoll_status_t answered(struct zcoll__p2p *P, int ci, const struct zcoll__p2p_hdr *h,
+                               const char *data, size_t len) {
   struct zcoll__p2p_peer *pe = &P->peers[ci];
   int want = h->type == ZCOLL_P2P_CTS ? P2P_CTS : P2P_ACK;
   for (struct zcoll__p2p_req **at = &pe->sends.head; *at; at = &(*at)->next) {
@@ -126,6 +172,7 @@ static zcoll_status_t answered(struct zcoll__p2p *P, int ci, const struct zcoll_
       zcoll__p2p_finish(q, ZCOLL_OK, NULL);
     } else {
       q->state = P2P_DATA;
+      if (len) granted(P, ci, q, h, data, len);
     }
     return ZCOLL_OK;
   }
@@ -135,15 +182,23 @@ static zcoll_status_t answered(struct zcoll__p2p *P, int ci, const struct zcoll_
                      P->comm->p2p_chans[ci].peer, (unsigned long long)h->msg);
 }
 
-/* DATA of a rendezvous this rank matched. */
+/* DATA of a rendezvous this rank matched (a DIRECT_START: its DIRECT pieces follow). */
 static zcoll_status_t data_in(struct zcoll__p2p *P, int ci, const struct zcoll__p2p_hdr *h,
                               const char *data, size_t len) {
   struct zcoll__p2p_peer *pe = &P->peers[ci];
   for (struct zcoll__p2p_req **at = &pe->rdv.head; *at; at = &(*at)->next) {
     struct zcoll__p2p_req *q = *at;
     if (q->msg != h->msg) continue;
-    if (h->off != q->done || len > q->bytes - q->done || !len) break;
+    if (h->status == ZCOLL_P2P_DIRECT_START) {
+      /* Only into a buffer this rank granted, one message at a time, with data to come. */
+      if (len || !q->granted || pe->direct_in || h->off != q->done || q->done == q->bytes) break;
+      pe->direct_in = q;
+      return ZCOLL_OK;
+    }
+    if (h->status || h->off != q->done || len > q->bytes - q->done || !len || pe->direct_in == q)
+      break;
     memcpy(q->buf + q->done, data, len);
+    P->comm->msg_bytes_copied += len;
     q->done += len;
     if (q->done == q->bytes) {
       ZCOLL_P2P_UNLINK(pe->rdv, at, q);
@@ -158,6 +213,28 @@ static zcoll_status_t data_in(struct zcoll__p2p *P, int ci, const struct zcoll__
                      (unsigned long long)h->msg);
 }
 
+/* A DIRECT piece: len bytes the sender wrote into the receive its DIRECT_START named. */
+static zcoll_status_t direct_in(struct zcoll__p2p *P, int ci, size_t len) {
+  struct zcoll__p2p_peer *pe = &P->peers[ci];
+  struct zcoll__p2p_req *q = pe->direct_in;
+  if (!q || len > q->bytes - q->done)
+    return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                       "protocol violation by rank %d: %zu bytes written into this rank's "
+                       "memory where it expects %zu",
+                       P->comm->p2p_chans[ci].peer, len, q ? q->bytes - q->done : 0);
+  q->done += len;
+  P->comm->msg_bytes_placed += len;
+  if (q->done < q->bytes) return ZCOLL_OK;
+  pe->direct_in = NULL;
+  for (struct zcoll__p2p_req **at = &pe->rdv.head; *at; at = &(*at)->next)
+    if (*at == q) {
+      ZCOLL_P2P_UNLINK(pe->rdv, at, q);
+      break;
+    }
+  zcoll__p2p_finish(q, ZCOLL_OK, NULL);
+  return ZCOLL_OK;
+}
+
 /* The piece at the head of channel ci. *stop: it must stay in its slot for now (an
  * unexpected message with the copies full). */
 static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot *sl, int *stop) {
@@ -166,6 +243,10 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
   const char *at = c->recv + (size_t)(sl - c->slots) * comm->slot_bytes;
   struct zcoll__p2p_hdr h;
   *stop = 0;
+  if (zcoll__imm_kind(sl->imm) == ZCOLL_IMM_DIRECT) { /* in place already: no header */
+    zcoll_status_t st = direct_in(P, ci, sl->len);
+    return st != ZCOLL_OK ? st : consume(comm, ci, sl);
+  }
   if (sl->len < ZCOLL_P2P_HDR_BYTES)
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                        "protocol violation by rank %d: a message piece of %u bytes", c->peer,
@@ -173,8 +254,9 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
   memcpy(&h, at, sizeof(h));
   const char *data = at + ZCOLL_P2P_HDR_BYTES;
   size_t len = sl->len - ZCOLL_P2P_HDR_BYTES;
-  if (h.magic != ZCOLL_P2P_MAGIC || h.tag < 0 ||
-      (h.type != ZCOLL_P2P_EAGER && h.type != ZCOLL_P2P_DATA && len))
+  int payload_ok = h.type == ZCOLL_P2P_EAGER || h.type == ZCOLL_P2P_DATA ||
+                   (h.type == ZCOLL_P2P_CTS && len <= ZCOLL_GRANT_KEY_MAX); /* a grant */
+  if (h.magic != ZCOLL_P2P_MAGIC || h.tag < 0 || (!payload_ok && len))
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
                        "protocol violation by rank %d: a message piece of type %u, magic %08x "
                        "(different zcoll versions?)",
@@ -203,7 +285,7 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
     break;
   }
   case ZCOLL_P2P_CTS:
-  case ZCOLL_P2P_ACK: st = answered(P, ci, &h); break;
+  case ZCOLL_P2P_ACK: st = answered(P, ci, &h, data, len); break;
   case ZCOLL_P2P_DATA: st = data_in(P, ci, &h, data, len); break;
   default:
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
@@ -215,6 +297,15 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
 }
 
 /* ---- sending ------------------------------------------------------------------------ */
+
+/* Channel c's next piece is out: its slot waits for the PUT_DONE, its credit is spent. */
+static void sent(zcoll_comm_t *comm, struct zcoll__chan *c) {
+  c->inflight[c->send_slot].busy = 1;
+  c->inflight[c->send_slot].done = 0;
+  c->credits--;
+  c->send_seq++;
+  c->send_slot = zcoll__slot_next(c->send_slot, comm->p2p_depth);
+}
 
 /* Puts header h and len payload bytes from src as the next piece on channel ci, which has
  * a credit and a free slot. */
@@ -232,22 +323,65 @@ static zcoll_status_t piece_out(struct zcoll__p2p *P, int ci, const struct zcoll
                                       zcoll__imm_piece(c->send_seq, 0, 0, c->imm_set),
                                       zcoll__cookie(c->imm_set, (uint32_t)ci, slot));
   if (st != ZCOLL_OK) return st;
-  c->inflight[slot].busy = 1;
-  c->inflight[slot].done = 0;
-  c->credits--;
-  c->send_seq++;
-  c->send_slot = zcoll__slot_next(c->send_slot, comm->p2p_depth);
+  sent(comm, c);
   return ZCOLL_OK;
 }
 
+/* The next DIRECT piece of send q (p2p.h: zero-copy rendezvous): up to a slot's worth
+ * written into the receive buffer, from q's buffer if registered, else staged. */
+static zcoll_status_t direct_piece(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req **at,
+                                   struct zcoll__p2p_req *q) {
+  zcoll_comm_t *comm = P->comm;
+  struct zcoll__chan *c = &comm->p2p_chans[ci];
+  struct zcoll__p2p_peer *pe = &P->peers[ci];
+  uint32_t slot = c->send_slot;
+  size_t len = q->bytes - q->done < comm->slot_bytes ? q->bytes - q->done : comm->slot_bytes;
+  const char *src = q->buf + q->done;
+  struct zcoll_tl_mr *lmr = q->lmr;
+  if (!lmr) {
+    char *buf = c->stage + (size_t)slot * comm->slot_bytes;
+    memcpy(buf, src, len);
+    src = buf;
+    lmr = comm->reg->send_mr;
+  }
+  zcoll_status_t st = zcoll__chan_put(
+      comm, c, src, lmr, q->rkey, q->rbase + q->done, len,
+      zcoll__imm_piece(c->send_seq, 0, ZCOLL_IMM_DIRECT, c->imm_set),
+      zcoll__cookie(c->imm_set, (uint32_t)ci, slot));
+  if (st != ZCOLL_OK) return st;
+  sent(comm, c);
+  if ((q->done += len) < q->bytes) return ZCOLL_OK;
+  pe->direct_out = NULL;
+  if (q->lmr) { /* the transport reads q's buffer until the PUT_DONEs: wait for the last */
+    q->state = P2P_FLUSH;
+    q->last_seq = c->send_seq;
+  } else {
+    ZCOLL_P2P_UNLINK(pe->sends, at, q);
+    zcoll__p2p_finish(q, ZCOLL_OK, NULL);
+  }
+  return ZCOLL_OK;
+}
+
+/* A piece of send q of this type: a DATA one's offset is where q has got to. */
+static struct zcoll__p2p_hdr send_hdr(const struct zcoll__p2p_req *q, int type) {
+  return (struct zcoll__p2p_hdr){.magic = ZCOLL_P2P_MAGIC,
+                                 .type = (uint8_t)type,
+                                 .dtype = (uint8_t)q->dtype,
+                                 .tag = q->tag,
+                                 .count = q->count,
+                                 .msg = q->msg,
+                                 .off = type == ZCOLL_P2P_DATA ? q->done : 0};
+}
+
 /* The next piece for channel ci, in this order: an answer; the next data of the oldest
- * send streaming; the header of the oldest send not yet announced. 0: nothing to put. */
+ * send streaming (a zero-copy one's DIRECT pieces once it started); the header of the
+ * oldest send not yet announced. 0: nothing to put. */
 static zcoll_status_t next_out(struct zcoll__p2p *P, int ci, int *put) {
   struct zcoll__p2p_peer *pe = &P->peers[ci];
   *put = 1;
   if (pe->ctl.head) {
     struct zcoll__p2p_ctl *k = pe->ctl.head;
-    zcoll_status_t st = piece_out(P, ci, &k->h, NULL, 0);
+    zcoll_status_t st = piece_out(P, ci, &k->h, (const char *)k->key, k->keylen);
     if (st != ZCOLL_OK) return st;
     if (!(pe->ctl.head = k->next)) pe->ctl.tail = &pe->ctl.head;
     free(k);
@@ -257,15 +391,17 @@ static zcoll_status_t next_out(struct zcoll__p2p *P, int ci, int *put) {
   size_t max = payload_max(P->comm);
   for (struct zcoll__p2p_req **at = &pe->sends.head; *at; at = &(*at)->next) {
     struct zcoll__p2p_req *q = *at;
-    if (q->state == P2P_DATA) {
+    if (q->state == P2P_DATA && q->rkey && pe->direct_out == q) return direct_piece(P, ci, at, q);
+    if (q->state == P2P_DATA && q->rkey && !pe->direct_out) {
+      struct zcoll__p2p_hdr h = send_hdr(q, ZCOLL_P2P_DATA);
+      h.status = ZCOLL_P2P_DIRECT_START;
+      zcoll_status_t st = piece_out(P, ci, &h, NULL, 0);
+      if (st == ZCOLL_OK) pe->direct_out = q;
+      return st;
+    }
+    if (q->state == P2P_DATA && !q->rkey) {
       size_t len = q->bytes - q->done < max ? q->bytes - q->done : max;
-      struct zcoll__p2p_hdr h = {.magic = ZCOLL_P2P_MAGIC,
-                                 .type = ZCOLL_P2P_DATA,
-                                 .dtype = (uint8_t)q->dtype,
-                                 .tag = q->tag,
-                                 .count = q->count,
-                                 .msg = q->msg,
-                                 .off = q->done};
+      struct zcoll__p2p_hdr h = send_hdr(q, ZCOLL_P2P_DATA);
       zcoll_status_t st = piece_out(P, ci, &h, q->buf + q->done, len);
       if (st != ZCOLL_OK) return st;
       /* Its data is copied out: the buffer is the application's again. */
@@ -279,12 +415,7 @@ static zcoll_status_t next_out(struct zcoll__p2p *P, int ci, int *put) {
   for (struct zcoll__p2p_req *q = pe->sends.head; q; q = q->next) {
     if (q->state != P2P_QUEUED) continue;
     int eager = q->bytes <= max;
-    struct zcoll__p2p_hdr h = {.magic = ZCOLL_P2P_MAGIC,
-                               .type = eager ? ZCOLL_P2P_EAGER : ZCOLL_P2P_RTS,
-                               .dtype = (uint8_t)q->dtype,
-                               .tag = q->tag,
-                               .count = q->count,
-                               .msg = q->msg};
+    struct zcoll__p2p_hdr h = send_hdr(q, eager ? ZCOLL_P2P_EAGER : ZCOLL_P2P_RTS);
     zcoll_status_t st = piece_out(P, ci, &h, q->buf, eager ? q->bytes : 0);
     if (st == ZCOLL_OK) q->state = eager ? P2P_ACK : P2P_CTS;
     return st;
@@ -312,6 +443,18 @@ zcoll_status_t zcoll__p2p_step(struct zcoll__p2p *P, int *progress) {
       zcoll_status_t st = next_out(P, ci, &put);
       if (st != ZCOLL_OK) return st;
       if (!put) break;
+      *progress = 1;
+    }
+    /* Sends written from their own buffers end once the transport no longer reads them. */
+    struct zcoll__p2p_peer *pe = &P->peers[ci];
+    for (struct zcoll__p2p_req **at = &pe->sends.head; *at;) {
+      struct zcoll__p2p_req *q = *at;
+      if (q->state != P2P_FLUSH || (int64_t)(c->tail_seq - q->last_seq) < 0) {
+        at = &q->next;
+        continue;
+      }
+      ZCOLL_P2P_UNLINK(pe->sends, at, q);
+      zcoll__p2p_finish(q, ZCOLL_OK, NULL);
       *progress = 1;
     }
   }

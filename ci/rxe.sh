@@ -182,6 +182,8 @@ cleanup() {
     pkill -KILL -P "$qpid" 2>/dev/null || true
     kill -KILL "$qpid" 2>/dev/null || true
   fi
+  # The guest kernel's whole log outlives the run: a failure's cause is often in it.
+  if [ -n "${boot:-}" ] && [ -s "$boot" ]; then tr -d '\r' <"$boot" >"$out/guest-kernel.log" || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -574,6 +574,42 @@ ZCOLL_API zcoll_status_t zcoll_isend(zcoll_comm_t *comm, const void *buf, size_t
 ZCOLL_API zcoll_status_t zcoll_irecv(zcoll_comm_t *comm, void *buf, size_t count,
                                      zcoll_dtype_t dtype, int peer, int tag, zcoll_request_t **req);
 
+/* ---- groups ------------------------------------------------------------------------
+ * Groups (NCCL's shape): between start and end, collectives and point-to-point calls on comm
+ * are queued and return ZCOLL_OK at once; end issues them together (small allreduces fused,
+ * sends and receives posted at once, so any order of them in the group cannot deadlock) and
+ * returns when all are done, with the first error.
+ * - Queued: every blocking call on comm (allreduce, broadcast, reduce, allgather,
+ *   reduce_scatter, barrier, alltoall(v), allgatherv, gather(v), scatter(v), send, recv)
+ *   and their i-forms. A call records its arguments, not its data: its buffers are read and
+ *   written only during zcoll_group_end, as in NCCL, so they must stay valid (and the data
+ *   to send in place) until end returns, and a call must not read another call's result in
+ *   the same group. A v-form's count and displacement arrays are copied at the call.
+ * - Checked at the call: what needs no peer (NULL buffers, unknown dtype or op, a root,
+ *   peer or tag out of range) fails the call at once, with what that error does outside a
+ *   group (a collective's argument error poisons the communicator).
+ * - An i-form inside a group hands back a request that ends once zcoll_group_end has
+ *   issued and ended its call; zcoll_wait or zcoll_test on it before the end is
+ *   ZCOLL_ERR_INVALID_ARG (it would never end), and so is freeing it; after the end it
+ *   reports its own call's outcome, and zcoll_request_free frees it.
+ * - End issues the calls in the order they were made, each as its i-form, and then waits
+ *   for all of them; consecutive allreduces of a built-in op with the same dtype and op,
+ *   each up to 4 KiB and together up to 32 KiB, go as one allreduce of a packed copy,
+ *   unpacked when it ends (in place or not alike). What is fused follows from the calls
+ *   alone, so every rank that made the same calls does the same. A group whose calls come
+ *   to one runs it as the blocking call.
+ * - Errors: end returns the first failed call's error (zcoll_comm_last_error says it);
+ *   every call has then ended, and the communicator is as after that error outside a group
+ *   (broken, revoked). An empty group is OK.
+ * - Nesting: start inside a group only deepens it; the matching end returns ZCOLL_OK, and
+ *   the outermost issues everything. End with no group open is ZCOLL_ERR_INVALID_ARG.
+ *   zcoll_comm_destroy inside a group drops what is queued (nothing is issued) and frees the
+ *   group's requests.
+ * - Threads: a group belongs to the communicator, used by one thread at a time like every
+ *   other call: start, the calls and end come from that thread. */
+ZCOLL_API zcoll_status_t zcoll_group_start(zcoll_comm_t *comm);
+ZCOLL_API zcoll_status_t zcoll_group_end(zcoll_comm_t *comm);
+
 /* ---- the task-based vector interface ------------------------------------------------
  * A key names a vector that tasks on every rank contribute to: zcoll_vec_init(comm, key,
  * local_tasks, ...) on each rank that takes part (every rank of comm; ranks may host

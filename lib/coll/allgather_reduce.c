@@ -13,6 +13,7 @@
 #include "core/guard.h"
 #include "core/report.h"
 #include "kernels/op.h"
+#include "group.h"
 #include "plan.h"
 #include "xchg.h"
 
@@ -230,6 +231,9 @@ static zcoll_status_t enter(zcoll_comm_t *comm, const char *fn) {
 
 zcoll_status_t zcoll_allgather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                size_t sendcount, zcoll_dtype_t dtype) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_allgather", ZCOLL_COLL_ALLGATHER, sendbuf, recvbuf,
+                             sendcount, dtype, ZCOLL_SUM, -1, 0, NULL);
   zcoll_status_t st = enter(comm, "zcoll_allgather");
   if (st != ZCOLL_OK) return st;
   struct zcoll__plan pl;
@@ -239,6 +243,9 @@ zcoll_status_t zcoll_allgather(zcoll_comm_t *comm, const void *sendbuf, void *re
 
 zcoll_status_t zcoll_reduce_scatter(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                     size_t recvcount, zcoll_dtype_t dtype, zcoll_op_t op) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_reduce_scatter", ZCOLL_COLL_REDUCE_SCATTER, sendbuf,
+                             recvbuf, recvcount, dtype, op, -1, 0, NULL);
   zcoll_status_t st = enter(comm, "zcoll_reduce_scatter");
   if (st != ZCOLL_OK) return st;
   struct zcoll__plan pl;
@@ -248,6 +255,9 @@ zcoll_status_t zcoll_reduce_scatter(zcoll_comm_t *comm, const void *sendbuf, voi
 
 zcoll_status_t zcoll_reduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                             zcoll_dtype_t dtype, zcoll_op_t op, int root) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_reduce", ZCOLL_COLL_REDUCE, sendbuf, recvbuf, count,
+                             dtype, op, root, 0, NULL);
   zcoll_status_t st = enter(comm, "zcoll_reduce");
   if (st != ZCOLL_OK) return st;
   struct zcoll__plan pl;

@@ -10,6 +10,7 @@
 #include "core/guard.h"
 #include "base/log.h"
 #include "kernels/op.h"
+#include "group.h"
 #include "plan.h"
 #include "core/exec.h"
 #include "core/onehost.h"
@@ -257,6 +258,9 @@ static zcoll_status_t allreduce(zcoll_comm_t *comm, const void *sendbuf, void *r
 zcoll_status_t zcoll_allreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                                zcoll_dtype_t dtype, zcoll_op_t op) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "allreduce: comm is NULL");
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_allreduce", ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf, count,
+                             dtype, op, -1, 0, NULL);
   zcoll_status_t st = zcoll__enter(comm, "zcoll_allreduce");
   if (st != ZCOLL_OK) return st; /* the thread inside owns comm->last_error */
   st = report(comm, allreduce(comm, sendbuf, recvbuf, count, dtype, op));

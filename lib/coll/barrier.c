@@ -16,6 +16,7 @@
 #include "core/exec.h"
 #include "core/guard.h"
 #include "core/report.h"
+#include "group.h"
 #include "plan.h"
 
 zcoll_status_t zcoll__barrier_plan(zcoll_comm_t *comm, uint8_t *token, struct zcoll__plan *pl) {
@@ -49,6 +50,9 @@ static zcoll_status_t barrier(zcoll_comm_t *comm) {
 
 zcoll_status_t zcoll_barrier(zcoll_comm_t *comm) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "barrier: comm is NULL");
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_barrier", ZCOLL_COLL_BARRIER, NULL, NULL, 0, ZCOLL_UINT8,
+                             ZCOLL_SUM, -1, 0, NULL);
   zcoll_status_t st = zcoll__enter(comm, "zcoll_barrier");
   if (st != ZCOLL_OK) return st;
   st = zcoll__report(comm, barrier(comm));

@@ -7,6 +7,7 @@
 #include "core/comm.h"
 #include "core/guard.h"
 #include "base/log.h"
+#include "group.h"
 #include "plan.h"
 #include "core/exec.h"
 #include "core/report.h"
@@ -74,6 +75,9 @@ static zcoll_status_t broadcast(zcoll_comm_t *comm, void *buf, size_t count, zco
 zcoll_status_t zcoll_broadcast(zcoll_comm_t *comm, void *buf, size_t count, zcoll_dtype_t dtype,
                                int root) {
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "broadcast: comm is NULL");
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_broadcast", ZCOLL_COLL_BROADCAST, NULL, buf, count, dtype,
+                             ZCOLL_SUM, root, 0, NULL);
   zcoll_status_t st = zcoll__enter(comm, "zcoll_broadcast");
   if (st != ZCOLL_OK) return st;
   st = zcoll__report(comm, broadcast(comm, buf, count, dtype, root));

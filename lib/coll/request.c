@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/clock.h"
 #include "boot/sock.h"
+#include "group.h"
 #include "plan.h"
 #include "progress_thread.h"
 #include "request.h"
@@ -318,6 +319,9 @@ static zcoll_status_t prepare(zcoll_comm_t *comm, const struct coll_args *a, zco
 zcoll_status_t zcoll_iallreduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                                 zcoll_request_t **req) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_iallreduce", ZCOLL_COLL_ALLREDUCE, sendbuf, recvbuf,
+                             count, dtype, op, -1, 1, req);
   struct coll_args a = {plan_allreduce, sendbuf, recvbuf, count, dtype, op, -1};
   return issue(comm, &a, req, "zcoll_iallreduce");
 }
@@ -331,17 +335,26 @@ zcoll_status_t zcoll_allreduce_init(zcoll_comm_t *comm, const void *sendbuf, voi
 
 zcoll_status_t zcoll_ibroadcast(zcoll_comm_t *comm, void *buf, size_t count, zcoll_dtype_t dtype,
                                 int root, zcoll_request_t **req) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_ibroadcast", ZCOLL_COLL_BROADCAST, NULL, buf, count,
+                             dtype, ZCOLL_SUM, root, 1, req);
   struct coll_args a = {plan_broadcast, buf, buf, count, dtype, ZCOLL_SUM, root};
   return issue(comm, &a, req, "zcoll_ibroadcast");
 }
 
 zcoll_status_t zcoll_ibarrier(zcoll_comm_t *comm, zcoll_request_t **req) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_ibarrier", ZCOLL_COLL_BARRIER, NULL, NULL, 0, ZCOLL_UINT8,
+                             ZCOLL_SUM, -1, 1, req);
   struct coll_args a = {plan_barrier, NULL, NULL, 0, ZCOLL_UINT8, ZCOLL_MAX, -1};
   return issue(comm, &a, req, "zcoll_ibarrier");
 }
 
 zcoll_status_t zcoll_iallgather(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                 size_t sendcount, zcoll_dtype_t dtype, zcoll_request_t **req) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_iallgather", ZCOLL_COLL_ALLGATHER, sendbuf, recvbuf,
+                             sendcount, dtype, ZCOLL_SUM, -1, 1, req);
   struct coll_args a = {plan_allgather, sendbuf, recvbuf, sendcount, dtype, ZCOLL_SUM, -1};
   return issue(comm, &a, req, "zcoll_iallgather");
 }
@@ -349,12 +362,18 @@ zcoll_status_t zcoll_iallgather(zcoll_comm_t *comm, const void *sendbuf, void *r
 zcoll_status_t zcoll_ireduce_scatter(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t recvcount, zcoll_dtype_t dtype, zcoll_op_t op,
                                      zcoll_request_t **req) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_ireduce_scatter", ZCOLL_COLL_REDUCE_SCATTER, sendbuf,
+                             recvbuf, recvcount, dtype, op, -1, 1, req);
   struct coll_args a = {plan_reduce_scatter, sendbuf, recvbuf, recvcount, dtype, op, -1};
   return issue(comm, &a, req, "zcoll_ireduce_scatter");
 }
 
 zcoll_status_t zcoll_ireduce(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
                              zcoll_dtype_t dtype, zcoll_op_t op, int root, zcoll_request_t **req) {
+  if (zcoll__group_open(comm))
+    return zcoll__group_call(comm, "zcoll_ireduce", ZCOLL_COLL_REDUCE, sendbuf, recvbuf, count,
+                             dtype, op, root, 1, req);
   struct coll_args a = {plan_reduce, sendbuf, recvbuf, count, dtype, op, root};
   return issue(comm, &a, req, "zcoll_ireduce");
 }

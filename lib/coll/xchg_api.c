@@ -6,6 +6,7 @@
 #include "core/guard.h"
 #include "core/kind.h"
 #include "core/report.h"
+#include "group.h"
 #include "request.h"
 #include "xchg.h"
 
@@ -35,6 +36,19 @@ static zcoll_status_t call(zcoll_comm_t *comm, const struct zcoll__xargs *x, con
 /* Blocking (req NULL) or not. */
 static zcoll_status_t go(zcoll_comm_t *comm, const struct zcoll__xargs *x, zcoll_request_t **req,
                          int nb, const char *fn) {
+  if (zcoll__group_open(comm)) {
+    const struct zcoll__gargs a = {.kind = x->kind,
+                                   .sendbuf = x->sendbuf,
+                                   .recvbuf = x->recvbuf,
+                                   .sendcounts = x->sendcounts,
+                                   .sdispls = x->sdispls,
+                                   .recvcounts = x->recvcounts,
+                                   .rdispls = x->rdispls,
+                                   .count = x->count,
+                                   .dtype = x->dtype,
+                                   .root = x->root};
+    return zcoll__group_coll(comm, fn, &a, nb, req);
+  }
   return nb ? zcoll__request_issue(comm, plan_of, x, req, fn) : call(comm, x, fn);
 }
 

@@ -11,6 +11,7 @@
 #include "core/comm_registry.h"
 #include "core/guard.h"
 #include "base/log.h"
+#include "coll/group.h"
 #include "coll/partial.h"
 #include "coll/progress_thread.h"
 #include "coll/request.h"
@@ -107,6 +108,7 @@ static void release(zcoll_comm_t *comm, int local) {
   free(comm->chan_of);
   free(comm->wiring.host_of);
   zcoll__vecs_release(comm);     /* their requests are among the next */
+  zcoll__group_release(comm);    /* the calls queued in a group never ended */
   zcoll__requests_release(comm); /* before the schedules they pin */
   zcoll__p2p_release(comm);      /* the messages' requests and copies */
   for (int i = 0; i < ZCOLL_SCHED_CACHE; i++)

@@ -80,6 +80,9 @@ struct zcoll__comm_coll {
   struct zcoll__vecs *vecs;        /* the vector interface's keys and sequencer, or NULL */
   struct zcoll__partial *partial;  /* the partial request this communicator is for, or NULL */
   struct zcoll__partial *partials; /* those made from this one and not freed (partial_make.c) */
+  int group_depth;                 /* zcoll_group_start's not yet ended (group.c) */
+  struct zcoll__group *group;      /* the calls queued in the open group, its requests */
+  const struct zcoll__group_hooks *group_hooks; /* how the calls reach it (group.h) */
 };
 
 /* Work the progress thread moves on each pass beside the executor's runs, registered by

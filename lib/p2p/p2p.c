@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/dtype.h"
 #include "base/log.h"
+#include "coll/group.h"
 #include "coll/progress_thread.h"
 #include "coll/request.h"
 #include "core/exec.h"
@@ -369,10 +370,52 @@ static const struct zcoll__request_ops p2p_request_ops = {kind_start, kind_test,
 
 /* ---- the calls ---- */
 
+/* Inside a group (lib/coll/group.h): checked now as far as a message can be alone (its
+ * arguments, the channel to its peer), posted by zcoll_group_end through these. */
+static zcoll_status_t group_check(const char *fn, zcoll_comm_t *comm, const struct zcoll__gargs *a,
+                                  const void *buf) {
+  zcoll_status_t st = check(fn, comm, buf, a->count, a->dtype, a->root, a->tag);
+  if (st == ZCOLL_OK && a->root != comm->rank && comm->chan_of[a->root] < 0)
+    st = zcoll__fail(ZCOLL_ERR_UNSUPPORTED, "%s: rank %d has no channel to rank %d", fn, comm->rank,
+                     a->root);
+  return st;
+}
+static zcoll_status_t group_check_send(zcoll_comm_t *comm, const struct zcoll__gargs *a) {
+  return group_check("zcoll_send", comm, a, a->sendbuf);
+}
+static zcoll_status_t group_check_recv(zcoll_comm_t *comm, const struct zcoll__gargs *a) {
+  return group_check("zcoll_recv", comm, a, a->recvbuf);
+}
+static zcoll_status_t group_send(zcoll_comm_t *comm, const struct zcoll__gargs *a,
+                                 zcoll_request_t **req) {
+  return req ? zcoll_isend(comm, a->sendbuf, a->count, a->dtype, a->root, a->tag, req)
+             : zcoll_send(comm, a->sendbuf, a->count, a->dtype, a->root, a->tag);
+}
+static zcoll_status_t group_recv(zcoll_comm_t *comm, const struct zcoll__gargs *a,
+                                 zcoll_request_t **req) {
+  return req ? zcoll_irecv(comm, a->recvbuf, a->count, a->dtype, a->root, a->tag, req)
+             : zcoll_recv(comm, a->recvbuf, a->count, a->dtype, a->root, a->tag);
+}
+static zcoll_status_t group_add(zcoll_comm_t *comm, int is_send, const void *buf, size_t count,
+                                zcoll_dtype_t dtype, int peer, int tag, int nb,
+                                zcoll_request_t **req) {
+  const char *fn = is_send ? (nb ? "zcoll_isend" : "zcoll_send")
+                           : (nb ? "zcoll_irecv" : "zcoll_recv");
+  struct zcoll__gargs a = {.count = count, .dtype = dtype, .root = peer, .tag = tag};
+  if (is_send)
+    a.sendbuf = buf;
+  else
+    a.recvbuf = (void *)(uintptr_t)buf;
+  return zcoll__group_add(comm, fn, &a, is_send ? group_check_send : group_check_recv,
+                          is_send ? group_send : group_recv, nb, req);
+}
+
 static zcoll_status_t blocking(zcoll_comm_t *comm, int is_send, const void *buf, size_t count,
                                zcoll_dtype_t dtype, int peer, int tag) {
   const char *fn = is_send ? "zcoll_send" : "zcoll_recv";
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+  if (zcoll__group_open(comm))
+    return group_add(comm, is_send, buf, count, dtype, peer, tag, 0, NULL);
   zcoll_status_t st = zcoll__enter(comm, fn);
   if (st != ZCOLL_OK) return st;
   struct zcoll__p2p_req *q = NULL;
@@ -391,6 +434,8 @@ static zcoll_status_t nonblocking(zcoll_comm_t *comm, int is_send, const void *b
   const char *fn = is_send ? "zcoll_isend" : "zcoll_irecv";
   if (!comm) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: comm is NULL", fn);
   if (!req) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: req is NULL", fn);
+  if (zcoll__group_open(comm))
+    return group_add(comm, is_send, buf, count, dtype, peer, tag, 1, req);
   zcoll_status_t st = zcoll__enter(comm, fn);
   if (st != ZCOLL_OK) return st;
   struct zcoll__p2p_req *q = NULL;

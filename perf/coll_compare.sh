@@ -9,7 +9,9 @@
 # -t: allgather (MPI_Allgather), reduce_scatter (MPI_Reduce_scatter_block, float sum),
 # reduce (MPI_Reduce to rank 0, float sum), barrier (MPI_Barrier), allreduce, broadcast,
 # alltoall, alltoallv, allgatherv (MPI_Alltoall(v), MPI_Allgatherv: tools/harness/perf_xchg.h's
-# uneven counts), gather and scatter (MPI_Gather, MPI_Scatter, root 0). Every program is the same harness
+# uneven counts), gather and scatter (MPI_Gather, MPI_Scatter, root 0), sendrecv (each rank to
+# rank+1 and from rank-1 at once: zcoll_isend + zcoll_irecv, MPI_Sendrecv; size is the one
+# message, out of place only). Every program is the same harness
 # (tools/harness/), timing blocking calls (-z 1), each rank's mean per call averaged over
 # the ranks (-a 1), sizes as nccl-tests' (an allgather's and a reduce-scatter's: all ranks'
 # blocks; an exchange's: one rank's total), every result checked: zcoll_perf under zcoll_run, and
@@ -42,16 +44,16 @@ while [ $# -gt 0 ]; do
     -f) F=$2; shift 2 ;;
     -I) COL=10; shift ;;
     -B) B=$2; shift 2 ;;
-    -h | --help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "coll_compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 case "$COLL" in
   allgather | reduce_scatter | reduce | allreduce | broadcast) ;;
-  alltoall | alltoallv | allgatherv | gather | scatter) ;;
+  alltoall | alltoallv | allgatherv | gather | scatter | sendrecv) ;;
   barrier) COL=10 MINB=0 MAXB=0 ;;
   *) echo "coll_compare.sh: -t $COLL: allgather, reduce_scatter, reduce, barrier, allreduce, broadcast," \
-    "alltoall, alltoallv, allgatherv, gather or scatter" >&2; exit 2 ;;
+    "alltoall, alltoallv, allgatherv, gather, scatter or sendrecv" >&2; exit 2 ;;
 esac
 [ "$COLL" = broadcast ] && COL=10 # one buffer: in place only
 [ -x "$B/zcoll_run" ] && [ -x "$B/zcoll_perf" ] ||

@@ -235,11 +235,18 @@ static int mpi_ireduce(void *ctx, const void *sendbuf, void *recvbuf, size_t cou
 
 /* The exchanges (perf_xchg.h), blocking only: coll_compare.sh times -z 1. alltoallv and
  * allgatherv over the harness's uneven counts, packed; in place as MPI has it (a gather's
- * non-root sends recvbuf, a scatter's root sends recvbuf and keeps its block there). */
+ * non-root sends recvbuf, a scatter's root sends recvbuf and keeps its block there); a
+ * sendrecv is MPI_Sendrecv to rank + 1 from rank - 1 (out of place only). */
 static int mpi_xchg(void *ctx, enum pt_coll coll, const void *sendbuf, void *recvbuf, size_t count,
                     enum pt_dtype t, int root) {
   struct mpi_ctx *c = ctx;
   const int p = c->nranks, mine = c->rank == root, n = (int)count;
+  if (coll == PT_COLL_SENDRECV) { /* first: no counts to build, as zcoll_perf has none */
+    if (mpi_count(count)) return -1;
+    int err = MPI_Sendrecv(sendbuf, n, mpi_dtype(t), (c->rank + 1) % p, 0, recvbuf, n, mpi_dtype(t),
+                           (c->rank - 1 + p) % p, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return err == MPI_SUCCESS ? 0 : mpi_fail(c, "MPI_Sendrecv", err);
+  }
   if (mpi_count(2 * count * (size_t)p)) return -1;
   if (!c->v && !(c->v = calloc(4 * (size_t)p, sizeof *c->v))) {
     fprintf(stderr, PROG ": rank %d: out of memory for the counts\n", c->rank);

@@ -2,7 +2,8 @@
  * with -t broadcast the broadcast's, in the manner of its broadcast_perf (-t allgather,
  * -t reduce_scatter, -t reduce: its all_gather_perf, reduce_scatter_perf and reduce_perf;
  * -t alltoall, -t gather, -t scatter: its alltoall_perf, gather_perf, scatter_perf, and
- * -t alltoallv, -t allgatherv with perf_xchg.h's uneven counts; -t barrier).
+ * -t alltoallv, -t allgatherv with perf_xchg.h's uneven counts; -t sendrecv: its
+ * sendrecv_perf, zcoll_perf_pair.h; -t barrier).
  *
  *   zcoll_run -np 4 zcoll_perf -b 8 -e 64M -f 2 -d float -o sum
  *   zcoll_run -np 4 zcoll_perf -t broadcast -r 1 -b 8 -e 64M
@@ -28,6 +29,7 @@
 #include "zcoll.h"
 #include "perf_driver.h"
 #include "perf_xchg.h"
+#include "zcoll_perf_pair.h"
 
 #define PROG "zcoll_perf"
 
@@ -56,6 +58,7 @@ struct perf_ctx {
   size_t *v;
   enum pt_coll vcoll;
   size_t vcount;
+  struct perf_pairs pairs; /* -t sendrecv -z 0: the sends of the receives in the window */
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
@@ -229,6 +232,10 @@ static int perf_exchange(struct perf_ctx *c, enum pt_coll coll, const void *send
   const int mine = c->rank == root;
   const void *in = sendbuf ? sendbuf : ZCOLL_IN_PLACE;
   zcoll_status_t st;
+  if (coll == PT_COLL_SENDRECV)
+    return check(c, perf_pair_run(&c->pairs, c->comm, sendbuf, recvbuf, count, dt, req),
+                 "zcoll_%ssendrecv (rank %d, %zu x %s)", req ? "i" : "", c->rank, count,
+                 pt_dtype_names[t]);
   if ((coll == PT_COLL_ALLTOALLV || coll == PT_COLL_ALLGATHERV) && perf_vlayout(c, coll, count))
     return -1;
   const size_t p = (size_t)c->nranks, *sc = c->v, *sd = sc + p, *rc = sd + p, *rd = rc + p;
@@ -278,6 +285,8 @@ static int perf_ixchg(void *ctx, enum pt_coll coll, const void *sendbuf, void *r
 static int perf_wait(void *ctx, struct pt_req *req) {
   struct perf_ctx *c = ctx;
   zcoll_request_t *r = (zcoll_request_t *)req;
+  if (check(c, perf_pair_end(&c->pairs, r), "zcoll_wait (rank %d, a sendrecv's send)", c->rank))
+    return -1;
   zcoll_status_t st = zcoll_wait(r);
   zcoll_status_t fst = zcoll_request_free(r);
   if (check(c, st, "zcoll_wait (rank %d)", c->rank)) return -1;
@@ -325,6 +334,10 @@ static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dt
   }
   if (coll == PT_COLL_BARRIER) { /* lib/coll/barrier.c: the butterfly's schedule, one byte */
     *name = "butterfly";
+    return 0;
+  }
+  if (coll == PT_COLL_SENDRECV) { /* two messages, no algorithm to choose: "-" */
+    *name = NULL;
     return 0;
   }
   if (coll == PT_COLL_BROADCAST) {

@@ -12,6 +12,7 @@ from .collectives import Collectives
 from ._errors import IN_PROGRESS, _text, error
 from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
+from .p2p import PointToPoint
 from .partial import PartialRequest
 from .request import PersistentRequest, Request
 from .xchg import Exchanges
@@ -78,7 +79,7 @@ def _check_unique_id(uid, rank, size):
                         "number of ranks")
 
 
-class Comm(Collectives, Exchanges):
+class Comm(Collectives, Exchanges, PointToPoint):
     """A zcoll communicator over all the ranks of the job.
 
     Comm() reads the rank, the size and the rendezvous address from the environment

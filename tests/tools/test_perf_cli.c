@@ -170,6 +170,11 @@ Test(perf_cli, help_prints_usage) {
             "%s", out);
   cr_expect(strstr(out, "rank, count one block") != NULL, "%s", out);
   cr_expect(strstr(out, "alltoallv: rank i sends itself count - ceil(count/2)") != NULL, "%s", out);
+  /* the sendrecv: nccl-tests' pattern, its size and bus factor */
+  cr_expect(strstr(out, "-t sendrecv             time point to point instead (nccl-tests' "
+                        "sendrecv_perf") != NULL,
+            "%s", out);
+  cr_expect(strstr(out, "each rank sends to rank+1 and receives from rank-1") != NULL, "%s", out);
 }
 
 Test(perf_cli, long_help) { expect_usage_ok(ARGS("--help")); }
@@ -266,7 +271,7 @@ static const char *const bad_coll[][3] = {
     {"--nthreads", "broadcast", "not a thread count"},
     {"-t", "alltoallw",
      "'alltoallw': not a collective (allreduce, broadcast, barrier, allgather, reduce_scatter, "
-     "reduce, alltoall, alltoallv, allgatherv, gather, scatter)"},
+     "reduce, alltoall, alltoallv, allgatherv, gather, scatter, sendrecv)"},
     {"--coll", "1", "--coll '1': not a collective"},
     {"-r", "-1", "-r: '-1' is not a rank number"},
     {"--root", "one", "'one' is not a rank number"},

@@ -480,3 +480,28 @@ Test(perf_run, exchanges) {
     }
   }
 }
+
+/* -t sendrecv: nccl-tests' sendrecv_perf table (size and count: the one message each rank
+ * sends to rank + 1 while it receives from rank - 1), every element checked (-c 1: run_job
+ * wants 0 wrong), at p = 2 and 3 over shm, non-blocking (two requests a call in the
+ * window) and blocking; busbw = algbw; the in-place columns N/A (no such form). */
+Test(perf_run, sendrecv) {
+  for (int np = 2; np <= 3; np++) {
+    char nps[4];
+    snprintf(nps, sizeof nps, "%d", np);
+    const struct job job = {nps, "ZCOLL_TRANSPORT=shm", {"-b", "96", "-e", "96K", "-f", "32"}};
+    char *out = run_job(&job, ARGS("-t", "sendrecv", "-z", np == 2 ? "0" : "1"), NULL);
+    cr_expect(strstr(out, "          96            24     float    none      -1") != NULL,
+              "np=%d: no 96 B row of 24 elements\n%s", np, out);
+    cr_expect(strstr(out, "# zcoll_perf: sendrecv,") != NULL, "%s", out);
+    cr_expect(strstr(out, "size is the one message; busbw = algbw") != NULL, "%s", out);
+    const char *row = strstr(out, "\n       98304 ");
+    cr_assert(row != NULL, "no 96K row:\n%s", out);
+    double algbw = -1.0, busbw = -1.0;
+    char inplace[8] = "";
+    cr_assert_eq(sscanf(row, " %*s %*s %*s %*s %*s %*s %lf %lf %*s %7s", &algbw, &busbw, inplace),
+                 3, "%s", row);
+    cr_expect(algbw == busbw && strcmp(inplace, "N/A") == 0, "np=%d: %s", np, row);
+    free(out);
+  }
+}

@@ -46,9 +46,11 @@ static int pt_measure(const struct pt_opts *o, const struct pt_backend *be,
   return 0;
 }
 
-/* Whether count is one rank's block of the row: allgather, reduce-scatter, the exchanges. */
+/* Whether count is one rank's block of the row: allgather, reduce-scatter, the exchanges
+ * (not a sendrecv: its one message is the row's size, as in sendrecv_perf). */
 static bool pt_per_rank(enum pt_coll coll) {
-  return coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || pt_is_xchg(coll);
+  return coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER ||
+         (pt_is_xchg(coll) && coll != PT_COLL_SENDRECV);
 }
 
 /* Whether the root column holds a root. */
@@ -105,7 +107,7 @@ out:
 
 /* One row of the table: both placements, combined over the ranks, printed on rank 0. A
  * broadcast has one buffer, a barrier none: only the in-place cell is measured, the other
- * says N/A; alltoallv's in-place cell is N/A (pt_xchg_has_in_place). */
+ * says N/A; alltoallv's and sendrecv's in-place cells are N/A (pt_xchg_has_in_place). */
 static int pt_table_row(const struct pt_opts *o, const struct pt_backend *be,
                         const struct pt_pattern *pat, const struct pt_call *call,
                         struct pt_totals *tot) {

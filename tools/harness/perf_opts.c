@@ -110,7 +110,12 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
           "                          rank i+1 count + ceil(count/2), the others count;\n"
           "                          allgatherv: rank 0's block count - ceil(count/2), rank\n"
           "                          1's count + ceil(count/2); -c 1 checks every element;\n"
-          "                          alltoallv's in-place columns are N/A)\n",
+          "                          alltoallv's in-place columns are N/A)\n"
+          "  -t sendrecv             time point to point instead (nccl-tests' sendrecv_perf:\n"
+          "                          each rank sends to rank+1 and receives from rank-1\n"
+          "                          (mod p) at once; size and count are the one message's,\n"
+          "                          busbw = algbw; -c 1 checks every element; no in-place\n"
+          "                          form: those columns are N/A)\n",
           f);
   if (!bc)
     fputs("  -t, --nthreads 1        nccl-tests' threads per process: one thread per rank\n"
@@ -265,7 +270,7 @@ static const struct pt_num_opt pt_num_opts[] = {
 
 #define PT_COLL_LIST                                                                        \
   "allreduce, broadcast, barrier, allgather, reduce_scatter, reduce, alltoall, alltoallv, " \
-  "allgatherv, gather, scatter"
+  "allgatherv, gather, scatter, sendrecv"
 
 /* -t takes a collective's name or nccl-tests' thread count, --coll only a name and
  * --nthreads only a count; a count must be 1 (zcoll runs one thread per rank). */
@@ -533,7 +538,10 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
                " busbw = algbw\n");
   if (o->coll == PT_COLL_ALLGATHER || o->coll == PT_COLL_REDUCE_SCATTER)
     fprintf(f, "# note: size is all ranks' blocks, count one rank's; busbw = algbw * (p-1)/p\n");
-  if (o->coll >= PT_COLL_ALLTOALL)
+  if (o->coll == PT_COLL_SENDRECV)
+    fprintf(f, "# note: each rank sends to rank+1 and receives from rank-1 (mod p) at once;"
+               " size is the one message; busbw = algbw; no in-place form\n");
+  else if (o->coll >= PT_COLL_ALLTOALL)
     fprintf(f,
             "# note: size is one rank's total (all its blocks), count one block; busbw ="
             " algbw * (p-1)/p%s\n",

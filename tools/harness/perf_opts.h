@@ -30,7 +30,7 @@ enum pt_feature {
   PT_HAS_GATHER = 1u << 6,        /* -t allgather and -t reduce_scatter */
   PT_HAS_REDUCE = 1u << 7,        /* -t reduce, with -r ROOT */
   PT_HAS_MEM_ALLOC = 1u << 8,     /* -M 1: buffers from the library's allocator */
-  PT_HAS_XCHG = 1u << 9,          /* -t alltoall|alltoallv|allgatherv|gather|scatter, -r */
+  PT_HAS_XCHG = 1u << 9,          /* -t alltoall|alltoallv|allgatherv|gather|scatter|sendrecv, -r */
 };
 
 struct pt_prog {

@@ -15,7 +15,7 @@ const char *const pt_dtype_names[PT_DTYPE_COUNT] = {
 const char *const pt_op_names[PT_OP_COUNT] = {"sum", "prod", "min", "max", "avg"};
 const char *const pt_coll_names[PT_COLL_COUNT] = {
     "allreduce", "broadcast", "barrier",    "allgather", "reduce_scatter", "reduce",
-    "alltoall",  "alltoallv", "allgatherv", "gather",    "scatter"};
+    "alltoall",  "alltoallv", "allgatherv", "gather",    "scatter",        "sendrecv"};
 static const size_t pt_dtype_sizes[PT_DTYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
 
 size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
@@ -28,9 +28,11 @@ size_t pt_dtype_size(enum pt_dtype t) { return pt_dtype_sizes[t]; }
  * a broadcast and a reduce (each byte crosses a link once per receiving rank, and the
  * slowest link carries the whole vector); (p-1)/p for alltoall(v), allgatherv, gather and
  * scatter too (nccl-tests' doc/PERFORMANCE.md: of the size, all but the rank's own block
- * crosses its link). */
+ * crosses its link); 1 for a sendrecv (its one message crosses one link, as
+ * sendrecv_perf has it). */
 double pt_bus_factor(enum pt_coll coll, int nranks) {
   if (nranks <= 0) return 0.0;
+  if (coll == PT_COLL_SENDRECV) return 1.0;
   if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || coll >= PT_COLL_ALLTOALL)
     return (double)(nranks - 1) / nranks;
   if (coll != PT_COLL_ALLREDUCE) return 1.0; /* a barrier moves no bytes: 0 either way */

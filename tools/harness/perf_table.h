@@ -50,6 +50,9 @@ enum pt_coll {
   PT_COLL_ALLGATHERV, /* perf_xchg.h's uneven counts, packed */
   PT_COLL_GATHER,     /* to the root (-r) */
   PT_COLL_SCATTER,    /* from the root (-r) */
+  /* nccl-tests' sendrecv_perf: each rank sends to rank + 1 and receives from rank - 1
+   * (mod p) at once; count and size are the one message's, busbw = algbw */
+  PT_COLL_SENDRECV,
   PT_COLL_COUNT
 };
 
@@ -60,7 +63,7 @@ extern const char *const pt_coll_names[PT_COLL_COUNT];
 size_t pt_dtype_size(enum pt_dtype t);
 
 /* busbw = algbw * this, as nccl-tests: 2(p-1)/p for an allreduce, (p-1)/p for an allgather,
- * a reduce-scatter and the exchanges, 1 for a broadcast. */
+ * a reduce-scatter and the exchanges, 1 for a broadcast and a sendrecv. */
 double pt_bus_factor(enum pt_coll coll, int nranks);
 
 /* bytes per microsecond / 1e3 = GB/s (1e9 B/s). */

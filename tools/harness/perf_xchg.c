@@ -16,10 +16,12 @@
 
 bool pt_is_xchg(enum pt_coll coll) {
   return coll == PT_COLL_ALLTOALL || coll == PT_COLL_ALLTOALLV || coll == PT_COLL_ALLGATHERV ||
-         coll == PT_COLL_GATHER || coll == PT_COLL_SCATTER;
+         coll == PT_COLL_GATHER || coll == PT_COLL_SCATTER || coll == PT_COLL_SENDRECV;
 }
 
-bool pt_xchg_has_in_place(enum pt_coll coll) { return coll != PT_COLL_ALLTOALLV; }
+bool pt_xchg_has_in_place(enum pt_coll coll) {
+  return coll != PT_COLL_ALLTOALLV && coll != PT_COLL_SENDRECV;
+}
 
 size_t pt_xchg_count(enum pt_coll coll, int src, int dst, int nranks, size_t count) {
   const size_t h = (count + 1) / 2;
@@ -90,6 +92,9 @@ static bool pt_input_seg(const struct pt_pattern *pat, size_t count, bool in_pla
   case PT_COLL_GATHER:
     *s = (struct pt_seg){in_place && r == pat->root ? (size_t)r * count : 0, count, r, 0};
     return q == 0;
+  case PT_COLL_SENDRECV: /* out of place only: the message to the next rank */
+    *s = (struct pt_seg){0, count, r, (r + 1) % p};
+    return q == 0;
   default: /* scatter: the root's block q for rank q */
     *s = (struct pt_seg){(size_t)q * count, count, pat->root, q};
     return r == pat->root;
@@ -116,6 +121,9 @@ static bool pt_result_seg(const struct pt_pattern *pat, size_t count, bool in_pl
       return true;
     }
     return in_place && pt_input_seg(pat, count, true, q, s); /* its input, unchanged */
+  case PT_COLL_SENDRECV: /* the message from the previous rank */
+    *s = (struct pt_seg){0, count, (r - 1 + p) % p, r};
+    return q == 0;
   default:
     if (r == root && in_place) return pt_input_seg(pat, count, true, q, s); /* all of it stays */
     *s = (struct pt_seg){0, count, root, r};

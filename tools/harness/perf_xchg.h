@@ -1,6 +1,6 @@
 /*
  * perf_xchg.h -- the exchanges' part of the check pattern (-t alltoall, alltoallv,
- * allgatherv, gather, scatter): what rank src sends rank dst is a function of src, dst
+ * allgatherv, gather, scatter, sendrecv): what rank src sends rank dst is a function of src, dst
  * and the index, so that a block in the wrong place, from the wrong rank or cut short is
  * counted; and the uneven counts of alltoallv and allgatherv, which a backend uses to
  * build its count and displacement arrays (the same on every rank).
@@ -22,7 +22,8 @@ bool pt_is_xchg(enum pt_coll coll);
 size_t pt_xchg_count(enum pt_coll coll, int src, int dst, int nranks, size_t count);
 
 /* Whether the in-place form is timed: not alltoallv's (MPI's sends what it receives, and
- * the uneven pattern is not symmetric). */
+ * the uneven pattern is not symmetric), nor sendrecv's (a message received into the buffer
+ * being sent: MPI_Sendrecv has none, and nccl-tests' would race). */
 bool pt_xchg_has_in_place(enum pt_coll coll);
 
 /* An exchange's pattern (input and ref are not used: the values are computed). */
@@ -32,7 +33,8 @@ int pt_pattern_init_xchg(struct pt_pattern *pat, enum pt_dtype t, enum pt_coll c
 /* As pt_fill_input, pt_check_arm and pt_check_count, for an exchange. In place (sendbuf
  * NULL): the input lies in recvbuf where MPI's in-place form has it (alltoall: all of
  * recvbuf; allgatherv and gather: the rank's block; a gather's non-root and a scatter's
- * root: recvbuf holds what sendbuf would, and must keep it). */
+ * root: recvbuf holds what sendbuf would, and must keep it). A sendrecv's input is the
+ * message to rank + 1, its result the one from rank - 1 (mod p; with one rank, itself). */
 void pt_xchg_fill(const struct pt_pattern *pat, unsigned char *sendbuf, unsigned char *recvbuf,
                   size_t count);
 void pt_xchg_arm(const struct pt_pattern *pat, unsigned char *sendbuf, unsigned char *recvbuf,

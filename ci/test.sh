@@ -108,6 +108,9 @@ stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
 # tests/transports/test_verbs.c: each algorithm at an even and an odd p). Not those the ASan+UBSan guest
 # below runs (verbs/[rbap]*: registered buffers, rcache, requests, device errors, peer
 # death): each runs once per CI run, as the samples do.
+# Then a sample of the rest of MPI's set and of point-to-point over verbs at p = 3
+# (tests/progs/xchg_check.c, counts up to 2000, and p2p_check.c's quick cases, messages up
+# to 16 KiB), 4 KiB slots so that the larger ones go in pieces and by rendezvous: 15-30 s.
 # Then the fault matrix over verbs, in the same guest: under TCG a job takes 10-20 s, so
 # CI samples 12 of the 24 faults, one per phase and kind (all 24: drop ZCOLL_FAULTS_ONLY).
 # This guest's rxe netdevs have IPv6 addresses only (--family 6): connections are made out
@@ -119,6 +122,11 @@ stage "verbs transport on soft-RoCE: rxe devices, real RDMA writes (ci/rxe.sh)"
   env ZCOLL_TEST_REQUIRE_RDMA=1 ZCOLL_TEST_SAMPLE=rest \
   build/ci/tests/test_verbs --jobs=1 -S --verbose=1 --filter="verbs/[!rbap]*" &&
   env ZCOLL_TEST_REQUIRE_RDMA=1 build/ci/tests/test_info --jobs=1 -S --filter="info/rdma*" &&
+  for prog in "xchg_check 2000" "p2p_check quick"; do \
+    env ZCOLL_TRANSPORT=verbs ZCOLL_CHUNK_BYTES=4096 build/ci/zcoll_run -np 3 build/ci/tests/$prog \
+      >/tmp/rxe_sample.log 2>&1; s=$?; cat /tmp/rxe_sample.log; \
+    [ $s = 0 ] && grep -q " over verbs" /tmp/rxe_sample.log || exit 1; \
+  done &&
   rm -f build/ci/fault_matrix_verbs.md &&
   env ZCOLL_FAULTS_TL=verbs ZCOLL_FAULTS_MD=build/ci/fault_matrix_verbs.md \
   ZCOLL_FAULTS_ONLY=kill-init,kill-mid,mismatch-op,invalid-arg,abort-thread,revoke-signal,sigstop,exit-idle,fork,cycles,abort-destroy,leave-early \

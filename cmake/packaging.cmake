@@ -1,7 +1,7 @@
 # Debian packages: `cpack -G DEB` in the build folder (after the build) writes one .deb
 # per install component (the install() rules name them):
 #   libzcoll<soversion>  runtime  the shared library
-#   libzcoll-dev         dev      zcoll.h, libzcoll.so, zcoll.pc, the CMake package
+#   libzcoll-dev         dev      zcoll.h, libzcoll.so, zcoll.pc, the CMake package, man3
 #   zcoll-tools          tools    zcoll_run, zcoll_perf, zcoll_info and the man pages
 #   python3-zcoll        python   the Python package (with ZCOLL_PYTHON)
 #   python3-zcoll-torch  torch    zcoll.torch's C++ backend (when it is built)
@@ -56,8 +56,9 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
 "RDMA allreduce runtime - development files
- The header zcoll.h, the libzcoll.so link, the pkg-config file (zcoll.pc) and
- the CMake package (find_package(zcoll)) for building programs with zcoll.")
+ The header zcoll.h, the libzcoll.so link, the pkg-config file (zcoll.pc),
+ the CMake package (find_package(zcoll)) and the functions' man pages for
+ building programs with zcoll.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME zcoll-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)

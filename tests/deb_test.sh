@@ -88,6 +88,12 @@ for page in zcoll_run.1 zcoll_perf.1 zcoll_info.1 zcoll.7; do
     fail "the build made no $page (help2man missing at configure time?)"
   fi
 done
+# The functions' pages (section 3, written by hand: always built) beside zcoll.h, a .so link
+# for each other name of a page.
+for page in zcoll_alltoall zcoll_ialltoallv zcoll_send zcoll_irecv zcoll_group_start; do
+  has libzcoll-dev "^\./usr/share/man/man3/$page\.3\.gz\$"
+done
+lacks zcoll-tools '/man3/'
 # Dependencies: the library's from dpkg-shlibdeps, the others' on it at this very version.
 [[ $(dpkg-deb -f "${deb[$runtime]}" Depends) == *'libc6 (>='* ]] ||
   fail "$runtime: no libc6 in Depends: dpkg-shlibdeps did not run"
@@ -146,6 +152,10 @@ for page in "${pages[@]}"; do
   path=$(man -w "${page##*.}" "${page%.*}") || fail "man -w ${page##*.} ${page%.*} finds nothing"
   [ "$(owner "$path")" = zcoll-tools ] || fail "man -w ${page%.*} finds $path, not zcoll-tools'"
   echo "deb_test: man ${page##*.} ${page%.*}: $path"
+done
+for page in zcoll_alltoall zcoll_irecv; do
+  path=$(man -w 3 "$page") || fail "man -w 3 $page finds nothing"
+  [ "$(owner "$path")" = libzcoll-dev ] || fail "man -w 3 $page finds $path, not libzcoll-dev's"
 done
 
 # ---- the Python package, from /usr and nowhere else

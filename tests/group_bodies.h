@@ -30,8 +30,7 @@ static inline int gr_fail(char *msg, size_t len, const char *what, zcoll_status_
 /* 50 allreduces of 4 elements in one group: mode 0 out of place, 1 in place, 2 alternating
  * and every third one an i-form (its request waited for after the end). SUM of int32 and,
  * in a second run of the same calls, MAX: the sums over the ranks, computed here. */
-static inline int gr_fused_one(zcoll_comm_t *comm, int mode, zcoll_op_t op, char *msg,
-                               size_t len) {
+static inline int gr_fused_one(zcoll_comm_t *comm, int mode, zcoll_op_t op, char *msg, size_t len) {
   int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
   int32_t in[GR_CALLS][GR_N], out[GR_CALLS][GR_N];
   zcoll_request_t *req[GR_CALLS] = {0};
@@ -174,7 +173,8 @@ static inline int gr_nesting(zcoll_comm_t *comm, char *msg, size_t len) {
   zcoll_request_t *q = NULL;
   st = zcoll_group_start(comm);
   if (st == ZCOLL_OK) st = zcoll_group_start(comm);
-  if (st == ZCOLL_OK) st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, v, GR_N, ZCOLL_INT32, ZCOLL_SUM, &q);
+  if (st == ZCOLL_OK)
+    st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, v, GR_N, ZCOLL_INT32, ZCOLL_SUM, &q);
   if (st != ZCOLL_OK) return gr_fail(msg, len, "nested group", st, comm);
   st = zcoll_wait(q);
   if (st != ZCOLL_ERR_INVALID_ARG || !strstr(zcoll_comm_last_error(comm), "still open"))
@@ -227,8 +227,8 @@ static inline int gr_mismatch(zcoll_comm_t *comm, char *msg, size_t len) {
   int32_t v[8] = {0}, b[2] = {0};
   zcoll_status_t st = zcoll_group_start(comm);
   if (st != ZCOLL_OK) return gr_fail(msg, len, "group_start", st, comm);
-  zcoll_status_t rec =
-      zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, rank == 0 ? 5 : 4, ZCOLL_INT32, ZCOLL_SUM);
+  zcoll_status_t rec = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, rank == 0 ? 5 : 4, ZCOLL_INT32,
+                                       ZCOLL_SUM);
   if (rec == ZCOLL_OK) rec = zcoll_allreduce(comm, ZCOLL_IN_PLACE, b, 2, ZCOLL_INT32, ZCOLL_MIN);
   if (rec == ZCOLL_OK) rec = zcoll_barrier(comm);
   st = gr_first(rec, zcoll_group_end(comm));
@@ -251,7 +251,8 @@ static inline int gr_destroy_open(zcoll_comm_t *comm, char *msg, size_t len) {
   zcoll_status_t st = zcoll_group_start(comm);
   if (st == ZCOLL_OK) st = zcoll_group_start(comm);
   if (st == ZCOLL_OK) st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, v, GR_N, ZCOLL_INT32, ZCOLL_SUM);
-  if (st == ZCOLL_OK) st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, w, GR_N, ZCOLL_INT32, ZCOLL_SUM, &q);
+  if (st == ZCOLL_OK)
+    st = zcoll_iallreduce(comm, ZCOLL_IN_PLACE, w, GR_N, ZCOLL_INT32, ZCOLL_SUM, &q);
   if (st == ZCOLL_OK) st = zcoll_allgatherv(comm, v, 1, w, counts, displs, ZCOLL_INT32);
   if (st != ZCOLL_OK) return gr_fail(msg, len, "recording", st, comm);
   if ((st = zcoll_comm_destroy(comm)) != ZCOLL_OK) {

@@ -328,10 +328,6 @@ static int perf_sum_u64(void *ctx, uint64_t *v, size_t n) {
 static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dtype t,
                           enum pt_op op, int root, const char **name) {
   struct perf_ctx *c = ctx;
-  if (pt_is_xchg(coll)) { /* zcoll_collective_algorithm does not name them (yet): "-" */
-    *name = NULL;
-    return 0;
-  }
   if (coll == PT_COLL_BARRIER) { /* lib/coll/barrier.c: the butterfly's schedule, one byte */
     *name = "butterfly";
     return 0;
@@ -345,7 +341,11 @@ static int perf_algorithm(void *ctx, enum pt_coll coll, size_t count, enum pt_dt
     return check(c, st, "zcoll_broadcast_algorithm (rank %d, %zu x %s)", c->rank, count,
                  pt_dtype_names[t]);
   }
-  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || coll == PT_COLL_REDUCE) {
+  /* The exchanges: the selector's choice for the out-of-place call (count is one block;
+   * alltoallv and allgatherv have one algorithm each, which it names). In place, alltoall
+   * runs pairwise whatever the size (zcoll_info -s -t alltoall says why). */
+  if (coll == PT_COLL_ALLGATHER || coll == PT_COLL_REDUCE_SCATTER || coll == PT_COLL_REDUCE ||
+      pt_is_xchg(coll)) {
     zcoll_status_t st = zcoll_collective_algorithm(c->comm, pt_coll_names[coll], count,
                                                    dtype_map[t], op_map[op], root, name);
     return check(c, st, "zcoll_collective_algorithm (rank %d, %s)", c->rank, pt_coll_names[coll]);

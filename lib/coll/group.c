@@ -178,8 +178,8 @@ static zcoll_status_t record(zcoll_comm_t *comm, const struct zcoll__gargs *a,
 }
 
 static zcoll_status_t add(zcoll_comm_t *comm, const char *fn, const struct zcoll__gargs *a,
-                         zcoll__group_checker check, zcoll__group_issuer issue, int nb,
-                         zcoll_request_t **req) {
+                          zcoll__group_checker check, zcoll__group_issuer issue, int nb,
+                          zcoll_request_t **req) {
   if (req) *req = NULL;
   if (nb && !req) return zcoll__fail(ZCOLL_ERR_INVALID_ARG, "%s: req is NULL", fn);
   zcoll_status_t st = zcoll__enter(comm, fn);
@@ -229,8 +229,10 @@ static int fuse_run(const struct gcall *calls, int n, int first, size_t *bytes) 
 
 static zcoll_status_t pack_in(struct unit *u, const struct gcall *calls) {
   if (!(u->pack = malloc(u->bytes)))
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_group_end: out of memory for a pack of %zu "
-                                            "bytes", u->bytes);
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY,
+                       "zcoll_group_end: out of memory for a pack of %zu "
+                       "bytes",
+                       u->bytes);
   char *p = u->pack;
   for (int i = u->first; i < u->first + u->n; i++) {
     const struct gcall *c = &calls[i];

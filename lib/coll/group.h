@@ -58,9 +58,8 @@ static inline int zcoll__group_open(const zcoll_comm_t *comm) {
 /* A call recorded in the open group (zcoll__group_open said so). */
 static inline zcoll_status_t zcoll__group_add(zcoll_comm_t *comm, const char *fn,
                                               const struct zcoll__gargs *a,
-                                              zcoll__group_checker check,
-                                              zcoll__group_issuer issue, int nb,
-                                              zcoll_request_t **req) {
+                                              zcoll__group_checker check, zcoll__group_issuer issue,
+                                              int nb, zcoll_request_t **req) {
   return comm->coll.group_hooks->add(comm, fn, a, check, issue, nb, req);
 }
 /* One of this layer's collectives, recorded. */
@@ -74,8 +73,8 @@ static inline zcoll_status_t zcoll__group_coll(zcoll_comm_t *comm, const char *f
  * i-form's (req its). */
 static inline zcoll_status_t zcoll__group_call(zcoll_comm_t *comm, const char *fn, int kind,
                                                const void *sendbuf, void *recvbuf, size_t count,
-                                               zcoll_dtype_t dtype, zcoll_op_t op, int root,
-                                               int nb, zcoll_request_t **req) {
+                                               zcoll_dtype_t dtype, zcoll_op_t op, int root, int nb,
+                                               zcoll_request_t **req) {
   const struct zcoll__gargs a = {.kind = kind,
                                  .sendbuf = sendbuf,
                                  .recvbuf = recvbuf,

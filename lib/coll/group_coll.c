@@ -35,11 +35,9 @@ static zcoll_status_t plan(zcoll_comm_t *comm, const struct zcoll__gargs *a,
   case ZCOLL_COLL_ALLGATHER:
     return zcoll__allgather_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, pl);
   case ZCOLL_COLL_REDUCE_SCATTER:
-    return zcoll__reduce_scatter_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op,
-                                      pl);
+    return zcoll__reduce_scatter_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, pl);
   case ZCOLL_COLL_REDUCE:
-    return zcoll__reduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, a->root,
-                              pl);
+    return zcoll__reduce_plan(comm, a->sendbuf, a->recvbuf, a->count, a->dtype, a->op, a->root, pl);
   default: {
     struct zcoll__xargs x = xargs_of(a);
     return zcoll__xchg_plan(comm, &x, pl);
@@ -63,12 +61,12 @@ static zcoll_status_t issue_xchg(zcoll_comm_t *comm, const struct zcoll__gargs *
   zcoll_dtype_t t = a->dtype;
   switch (a->kind) {
   case ZCOLL_COLL_ALLTOALL:
-    return r ? zcoll_ialltoall(comm, s, d, a->count, t, r) : zcoll_alltoall(comm, s, d, a->count, t);
+    return r ? zcoll_ialltoall(comm, s, d, a->count, t, r)
+             : zcoll_alltoall(comm, s, d, a->count, t);
   case ZCOLL_COLL_ALLTOALLV:
-    return r ? zcoll_ialltoallv(comm, s, a->sendcounts, a->sdispls, d, a->recvcounts, a->rdispls,
-                                t, r)
-             : zcoll_alltoallv(comm, s, a->sendcounts, a->sdispls, d, a->recvcounts, a->rdispls,
-                               t);
+    return r ? zcoll_ialltoallv(comm, s, a->sendcounts, a->sdispls, d, a->recvcounts, a->rdispls, t,
+                                r)
+             : zcoll_alltoallv(comm, s, a->sendcounts, a->sdispls, d, a->recvcounts, a->rdispls, t);
   case ZCOLL_COLL_ALLGATHERV:
     return r ? zcoll_iallgatherv(comm, s, a->count, d, a->recvcounts, a->rdispls, t, r)
              : zcoll_allgatherv(comm, s, a->count, d, a->recvcounts, a->rdispls, t);

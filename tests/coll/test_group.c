@@ -45,8 +45,8 @@ static void run_procs(const char *tl) {
     char transport[64];
     snprintf(transport, sizeof(transport), "ZCOLL_TRANSPORT=%s", tl);
     const char *mode = k % 2 ? "mismatch" : "all";
-    const char *argv[] = {SP_BIN("zcoll_run"), "-np", sizes[k / 2], SP_PROG("group_check"), mode,
-                          NULL};
+    const char *argv[] = {SP_BIN("zcoll_run"),    "-np", sizes[k / 2],
+                          SP_PROG("group_check"), mode,  NULL};
     const char *env[] = {transport, NULL};
     struct sp_result r = sp_run(argv, env, 120);
     cr_expect_eq(r.status, 0, "%s p=%s %s: exit %d\n%s", tl, sizes[k / 2], mode, r.status, r.out);

@@ -299,6 +299,35 @@ Test(info, selection_of_other_collectives) {
   cr_expect_str_eq(grows[0].algo, "binomial", "%s", out);
   cr_expect_str_eq(grows[1].algo, "direct", "%s", out);
   free(out);
+  /* Every one of the rest of MPI's set, sizes one block: alltoall by Bruck's for blocks of
+   * at most 256 bytes on 6 ranks or more, gather and scatter by the tree for blocks of at
+   * most 2 KiB on 4 or more; the others their one algorithm. */
+  static const struct {
+    const char *coll, *small, *large; /* for blocks of at most `limit` bytes, and over */
+    int min_ranks;                    /* from which small blocks take `small` */
+    size_t limit;
+  } xchgs[] = {
+      {"alltoall", "bruck", "pairwise", 6, 256}, {"alltoallv", "pairwise", "pairwise", 0, 0},
+      {"allgatherv", "ring", "ring", 0, 0},      {"gather", "binomial", "direct", 4, 2048},
+      {"gatherv", "direct", "direct", 0, 0},     {"scatter", "binomial", "direct", 4, 2048},
+      {"scatterv", "direct", "direct", 0, 0}};
+  for (size_t c = 0; c < sizeof xchgs / sizeof xchgs[0]; c++)
+    for (int p = 3; p <= 8; p += 5) {
+      char np[8], head[64];
+      snprintf(np, sizeof(np), "%d", p);
+      const char *args[] = {"-s", "-np", np, "-t", xchgs[c].coll, "-b", "64", "-e", "4K", NULL};
+      out = info_run(args, NULL, 0);
+      snprintf(head, sizeof head, "# %s of %d ranks", xchgs[c].coll, p);
+      cr_expect(strstr(out, head) != NULL, "%s", out);
+      struct row xrows[8];
+      cr_assert_eq(parse_selection(out, xrows, 8), 7, "%s", out); /* 64 .. 4096 */
+      for (int i = 0; i < 7; i++) {
+        int small = p >= xchgs[c].min_ranks && xrows[i].bytes <= xchgs[c].limit;
+        cr_expect_str_eq(xrows[i].algo, small ? xchgs[c].small : xchgs[c].large,
+                         "%s p=%d %zu bytes\n%s", xchgs[c].coll, p, xrows[i].bytes, out);
+      }
+      free(out);
+    }
   const char *bad[] = {"-s", "-np", "4", "-t", "alltoallw", NULL};
   out = info_run(bad, NULL, 2);
   cr_expect(strstr(out, "unknown collective 'alltoallw'") && !strstr(out, "# alltoallw"), "%s",

@@ -2,7 +2,8 @@
  * with every element checked, once per mode of nccl-tests' flags and for --overlap; and
  * -t broadcast on 3 ranks over shm and UCX, from two roots, across the 256 KiB switch
  * from tree to chain; the exchanges (-t alltoall, alltoallv, allgatherv, gather, scatter) at
- * p = 2 and 3. Each run must exit 0, say "Out of bounds values : 0 OK", and every
+ * p = 2 and 3 and, where the choice depends on the block, gather at p = 4; their algorithm
+ * column zcoll's choice. Each run must exit 0, say "Out of bounds values : 0 OK", and every
  * row must have the shape its mode gives it, numbers where numbers belong, N/A where
  * nothing was measured and 0 in every #wrong column. */
 #include <criterion/criterion.h>
@@ -449,11 +450,34 @@ static void expect_exchange_busbw(const char *out, int np) {
             np);
 }
 
+/* The exchange and rank count being checked, for xchg_auto (check_rows' callback takes
+ * only the size). */
+static int xchg_coll, xchg_np;
+
+/* zcoll's choice for one block (docs/tools.md, algorithms/select.c), out of place, as the
+ * table's column says it: alltoall by Bruck's for blocks of at most 256 bytes on 6 ranks or
+ * more, else pairwise; alltoallv pairwise; allgatherv the ring; gather and scatter by a
+ * binomial tree for blocks of at most 2 KiB on 4 ranks or more, else direct. */
+static const char *xchg_auto(double bytes) {
+  const double block = bytes / xchg_np;
+  switch (xchg_coll) {
+  case 0: return xchg_np >= 6 && block <= 256.0 ? "bruck" : "pairwise";
+  case 1: return "pairwise";
+  case 2: return "ring";
+  default: return xchg_np >= 4 && block <= 2048.0 ? "binomial" : "direct";
+  }
+}
+
+/* size count type none root | time algbw busbw #wrong (x2, alltoallv's in place N/A) | algo */
+static const struct shape xchg = {14, {8, 12}, 2, {5, 6, 9, 10}, 4, -1, {0}, 0, xchg_auto};
+static const struct shape xchg_v = {14, {8, 0}, 1, {5, 6}, 2, -1, {9, 10, 11, 12}, 4, xchg_auto};
+
 /* -t alltoall, alltoallv, allgatherv, gather, scatter: nccl-tests' alltoall_perf,
  * gather_perf and scatter_perf tables (size: one rank's total, count: one block), every
  * element checked (-c 1: run_job wants 0 wrong), at p = 2 and 3 over shm, blocking and
  * not; gather and scatter to and from the last rank, so the root column says it;
- * alltoallv's in-place columns N/A (its pattern is uneven both ways). */
+ * alltoallv's in-place columns N/A (its pattern is uneven both ways); the algorithm column
+ * zcoll's choice. */
 Test(perf_run, exchanges) {
   static const char *const colls[] = {"alltoall", "alltoallv", "allgatherv", "gather", "scatter"};
   for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
@@ -476,6 +500,12 @@ Test(perf_run, exchanges) {
       cr_expect(strstr(out, "size is one rank's total") != NULL, "%s", out);
       cr_expect((strstr(out, "N/A") != NULL) == (c == 1), "%s np=%d\n%s", colls[c], np, out);
       expect_exchange_busbw(out, np);
+      xchg_coll = (int)c;
+      xchg_np = np;
+      int tables, rows;
+      check_rows(out, c == 1 ? &xchg_v : &xchg, &tables, &rows);
+      cr_expect(tables == 1 && rows == 3, "%s np=%d: %d tables, %d rows\n%s", colls[c], np, tables,
+                rows, out);
       free(out);
     }
   }
@@ -504,4 +534,19 @@ Test(perf_run, sendrecv) {
     cr_expect(algbw == busbw && strcmp(inplace, "N/A") == 0, "np=%d: %s", np, row);
     free(out);
   }
+}
+
+/* The column follows the choice: gather at p = 4 takes the binomial tree for blocks of at
+ * most 2 KiB (the 96 B and 3 KiB rows: 24 and 768 bytes a block) and goes direct above
+ * (96 KiB: 24 KiB a block). */
+Test(perf_run, exchange_algorithm_column) {
+  const struct job job = {"4", "ZCOLL_TRANSPORT=shm", {"-b", "96", "-e", "96K", "-f", "32"}};
+  char *out = run_job(&job, ARGS("-t", "gather", "-z", "1"), NULL);
+  xchg_coll = 3;
+  xchg_np = 4;
+  int tables, rows;
+  check_rows(out, &xchg, &tables, &rows);
+  cr_expect(tables == 1 && rows == 3, "%d tables, %d rows\n%s", tables, rows, out);
+  cr_expect(strstr(out, "  binomial\n") && strstr(out, "  direct\n"), "%s", out);
+  free(out);
 }

@@ -120,6 +120,8 @@ _PROTOTYPES = {
     "zcoll_recv": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, c_int]),
     "zcoll_isend": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, c_int, POINTER(_handle)]),
     "zcoll_irecv": (_status, [_handle, c_void_p, c_size_t, c_int, c_int, c_int, POINTER(_handle)]),
+    "zcoll_group_start": (_status, [_handle]),
+    "zcoll_group_end": (_status, [_handle]),
     "zcoll_vec_init": (_status, [_handle, c_char_p, c_int, c_size_t, c_int, c_int,
                                  POINTER(_handle)]),
     "zcoll_vec_commit": (_status, [_handle, c_void_p]),

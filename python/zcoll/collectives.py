@@ -67,7 +67,10 @@ class Collectives:
 
     def _run(self, name, blocking, issue, args, keep, created):
         """A blocking collective: on the main thread its non-blocking form waited for in
-        slices (Ctrl-C), elsewhere the C call; a created op's exception is raised."""
+        slices (Ctrl-C), elsewhere the C call; a created op's exception is raised.
+        Inside a group: queued, and raised at the group's end (group.py)."""
+        if self._group is not None:
+            return self._queue(name, issue, args, keep, created)
         ptr = self._live(self._ptr)
         detail = None
         if get_ident() != _MAIN:

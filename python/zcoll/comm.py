@@ -9,6 +9,7 @@ from threading import RLock, get_ident
 
 from . import _buffers, _config, _wait
 from .collectives import Collectives
+from .group import Groups
 from ._errors import IN_PROGRESS, _text, error
 from ._lib import Stats, lib
 from .op import SUM, CreatedOp, raise_failed
@@ -79,7 +80,7 @@ def _check_unique_id(uid, rank, size):
                         "number of ranks")
 
 
-class Comm(Collectives, Exchanges, PointToPoint):
+class Comm(Collectives, Exchanges, PointToPoint, Groups):
     """A zcoll communicator over all the ranks of the job.
 
     Comm() reads the rank, the size and the rendezvous address from the environment
@@ -199,6 +200,9 @@ class Comm(Collectives, Exchanges, PointToPoint):
         if op.__class__ is CreatedOp:
             return self._allreduce_created(x, out, op, dtype)
         send, recv, count, code, result, keep = _operands(x, out, None, dtype)
+        if self._group is not None:
+            self._queue("allreduce", _iallreduce, (send, recv, count, code, op), keep)
+            return result
         main = get_ident() == _MAIN
         if keep[0].nbytes >= _BLOCKING_FROM:
             ptr = self._live(self._ptr)
@@ -224,7 +228,10 @@ class Comm(Collectives, Exchanges, PointToPoint):
 
     def _sliced(self, issue, keep, *args):
         """A blocking collective on the main thread: issue(...) in its non-blocking form,
-        waited for in slices (_wait.py; keep: the arrays it uses); raises its error."""
+        waited for in slices (_wait.py; keep: the arrays it uses); raises its error.
+        Inside a group: queued (group.py)."""
+        if self._group is not None:
+            return self._queue("collective", issue, args, keep)
         ptr = self._live(self._ptr)
         st = issue(ptr, *args, self._req_ref)
         if st:
@@ -252,6 +259,9 @@ class Comm(Collectives, Exchanges, PointToPoint):
     def _allreduce_created(self, x, out, op, dtype):
         value = int(op)
         send, recv, count, code, result, keep = _operands(x, out, op.dtype, dtype)
+        if self._group is not None:  # its function's exceptions: at the group's end
+            self._queue("allreduce", _iallreduce, (send, recv, count, code, value), keep, op)
+            return result
         ptr = self._live(self._ptr)
         detail = None
         if get_ident() != _MAIN:
@@ -330,7 +340,7 @@ class Comm(Collectives, Exchanges, PointToPoint):
         not reduce (complex, bool, structured, ...) goes as its bytes. Nothing is copied.
         """
         addr, count, code, a = _buffers.buffer(x)
-        if get_ident() == _MAIN:
+        if get_ident() == _MAIN or self._group is not None:
             self._sliced(_ibroadcast, (a,), addr, count, code, root)
             return x
         st = _broadcast(self._live(self._ptr), addr, count, code, root)
@@ -367,7 +377,7 @@ class Comm(Collectives, Exchanges, PointToPoint):
     def barrier(self):
         """Returns once every rank has called barrier() (zcoll_barrier); a rank in another
         collective meanwhile makes it raise Mismatch."""
-        if get_ident() == _MAIN:
+        if get_ident() == _MAIN or self._group is not None:
             self._sliced(lib.zcoll_ibarrier, ())
             return
         st = lib.zcoll_barrier(self._live(self._ptr))

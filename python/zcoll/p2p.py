@@ -45,7 +45,7 @@ class PointToPoint:
         matched it (MPI's synchronous mode: where both sides send first, use isend). A
         send to this rank itself needs its irecv posted first (else InvalidArgument)."""
         args, keep = _args(x, peer, tag, "x")
-        if args[3] == self.rank:
+        if args[3] == self.rank and self._group is None:
             # It completes at once or is refused (nothing else could post the receive):
             # through the non-blocking form it would wait for ever instead.
             ptr = self._live(self._ptr)

@@ -34,7 +34,7 @@ class Request:
     before it has ended.
     """
 
-    __slots__ = ("_comm", "_ptr", "_keep", "_result", "_error", "_op", "__weakref__")
+    __slots__ = ("_comm", "_ptr", "_keep", "_result", "_error", "_op", "_group", "__weakref__")
 
     def __init__(self, comm, ptr, keep, result, op=None):
         self._comm = comm
@@ -43,6 +43,7 @@ class Request:
         self._result = result
         self._error = None
         self._op = op  # a CreatedOp whose function's exceptions the end raises
+        self._group = comm._group  # made in an open group: it ends with the group (group.py)
 
     @property
     def result(self):
@@ -54,6 +55,7 @@ class Request:
         ptr = self._ptr
         if ptr is None:
             return self._ended()
+        self._comm._check_not_in_group(self._group)
         st = _test(self._comm._live(ptr))
         if st == IN_PROGRESS:
             return False
@@ -66,6 +68,7 @@ class Request:
         if ptr is None:
             self._ended()
             return self._result
+        self._comm._check_not_in_group(self._group)
         if get_ident() != _MAIN:
             self._end(_wait(self._comm._live(ptr)))
         else:
@@ -149,6 +152,7 @@ class PersistentRequest(Request):
 
     def __init__(self, comm, ptr, keep, result, op=None):
         super().__init__(comm, ptr, keep, result, op)
+        self._group = None  # made, not issued: its starts are not the group's
         self._active = False
 
     def _what(self):

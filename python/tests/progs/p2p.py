@@ -32,7 +32,7 @@ with zcoll.Comm() as comm:
                 comm.recv(np.zeros(2, np.int32), 0, tag=4)
         except zcoll.Error as e:
             print(f"E {type(e).__name__} {e}", flush=True)
-        comm.abort()
+        comm.close()  # collective: a rank that saw its error first waits for the others
         sys.exit(0)
     cases = 0
     # 200000 int32 (800 KB) goes by rendezvous, the rest eagerly.

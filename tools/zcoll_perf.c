@@ -59,6 +59,7 @@ struct perf_ctx {
   enum pt_coll vcoll;
   size_t vcount;
   struct perf_pairs pairs; /* -t sendrecv -z 0: the sends of the receives in the window */
+  int in_group;            /* --group 1: between perf_group_start and perf_group_end */
 };
 
 /* "zcoll_perf: <what>: <strerror>: <detail>" */
@@ -233,9 +234,9 @@ static int perf_exchange(struct perf_ctx *c, enum pt_coll coll, const void *send
   const void *in = sendbuf ? sendbuf : ZCOLL_IN_PLACE;
   zcoll_status_t st;
   if (coll == PT_COLL_SENDRECV)
-    return check(c, perf_pair_run(&c->pairs, c->comm, sendbuf, recvbuf, count, dt, req),
-                 "zcoll_%ssendrecv (rank %d, %zu x %s)", req ? "i" : "", c->rank, count,
-                 pt_dtype_names[t]);
+    return check(
+        c, perf_pair_run(&c->pairs, c->comm, sendbuf, recvbuf, count, dt, c->in_group, req),
+        "zcoll_%ssendrecv (rank %d, %zu x %s)", req ? "i" : "", c->rank, count, pt_dtype_names[t]);
   if ((coll == PT_COLL_ALLTOALLV || coll == PT_COLL_ALLGATHERV) && perf_vlayout(c, coll, count))
     return -1;
   const size_t p = (size_t)c->nranks, *sc = c->v, *sd = sc + p, *rc = sd + p, *rd = rc + p;
@@ -359,6 +360,18 @@ static uint64_t perf_collectives(void *ctx) {
   zcoll_comm_stats_t s;
   struct perf_ctx *c = ctx;
   return zcoll_comm_stats(c->comm, &s, sizeof s) == ZCOLL_OK ? s.collectives : 0;
+}
+
+static int perf_group_start(void *ctx) {
+  struct perf_ctx *c = ctx;
+  c->in_group = 1;
+  return check(c, zcoll_group_start(c->comm), "zcoll_group_start (rank %d)", c->rank);
+}
+
+static int perf_group_end(void *ctx) {
+  struct perf_ctx *c = ctx;
+  c->in_group = 0;
+  return check(c, zcoll_group_end(c->comm), "zcoll_group_end (rank %d)", c->rank);
 }
 
 static int perf_register(void *ctx, void *addr, size_t len) {
@@ -498,7 +511,8 @@ int main(int argc, char **argv) {
   static const struct pt_prog prog = {
       PROG,
       PT_HAS_ALGO | PT_HAS_NONBLOCKING | PT_HAS_REGISTER | PT_HAS_MEM_ALLOC | PT_HAS_STALL_TIMEOUT |
-          PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE | PT_HAS_XCHG,
+          PT_HAS_BROADCAST | PT_HAS_BARRIER | PT_HAS_GATHER | PT_HAS_REDUCE | PT_HAS_XCHG |
+          PT_HAS_GROUP,
       "force the allreduce algorithm (the ALGO configuration field; zcoll_info\n"
       "                          lists the names; default: ZCOLL_ALGO, else auto); with\n"
       "                          -t broadcast the BCAST_ALGO field: auto (tree below\n"
@@ -511,7 +525,8 @@ int main(int argc, char **argv) {
   char algo[64], progress[16];
   zcoll_config_t *cfg = configure(&o, algo, sizeof algo, progress, sizeof progress, &rc);
   if (cfg == NULL) return rc;
-  struct perf_ctx ctx = {NULL, -1, {NULL, NULL}, 0, 0, NULL, PT_COLL_COUNT, 0};
+  struct perf_ctx ctx = {NULL,          -1, {NULL, NULL},           0, 0, NULL,
+                         PT_COLL_COUNT, 0,  {{{NULL, NULL}}, 0, 0}, 0};
   zcoll_status_t st = zcoll_comm_init(&ctx.comm, cfg);
   zcoll_config_free(cfg);
   if (st != ZCOLL_OK) {
@@ -554,6 +569,8 @@ int main(int argc, char **argv) {
       .mem_alloc = perf_mem_alloc,
       .mem_free = perf_mem_free,
       .collectives = perf_collectives,
+      .group_start = perf_group_start,
+      .group_end = perf_group_end,
   };
   if (be.rank == 0) {
     const char *tl = zcoll_comm_transport(ctx.comm);

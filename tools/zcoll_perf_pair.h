@@ -18,9 +18,11 @@ struct perf_pairs {
 };
 
 /* One sendrecv of count elements of dt: req NULL, both ended before it returns; else
- * *req is its receive, for the window, and the send is queued in pairs. */
+ * *req is its receive, for the window, and the send is queued in pairs. grouped (a group
+ * is open, req NULL): a zcoll_recv and a zcoll_send, which the group queues. */
 zcoll_status_t perf_pair_run(struct perf_pairs *pairs, zcoll_comm_t *comm, const void *sendbuf,
-                             void *recvbuf, size_t count, zcoll_dtype_t dt, zcoll_request_t **req);
+                             void *recvbuf, size_t count, zcoll_dtype_t dt, int grouped,
+                             zcoll_request_t **req);
 
 /* As the window ends request r: if r is the oldest queued pair's receive, waits for and
  * frees its send (before r is freed: a freed request's address says nothing). */

@@ -164,6 +164,19 @@ Test(perf_run, aggregated) {
   expect_banner(ARGS("-m", "3", "-z", "1"), NULL, &table, 1, "agg iters: 3 ");
 }
 
+/* --group 1: each iteration's -m calls queued in one group (small allreduces fused), every
+ * element still checked; sendrecv as a queued zcoll_recv and zcoll_send at p = 3 (every
+ * rank's send first: only the group keeps that from waiting for ever). */
+Test(perf_run, grouped) {
+  expect_banner(ARGS("-m", "50", "--group", "1"), NULL, &table, 1,
+                "each iteration one group (--group)");
+  const struct job job = {"3", "ZCOLL_TRANSPORT=shm", {"-b", "96", "-e", "96K", "-f", "32"}};
+  char *out = run_job(&job, ARGS("-t", "sendrecv", "-m", "4", "--group", "1", "-z", "1"), NULL);
+  cr_expect(strstr(out, "each iteration one group (--group)") != NULL, "%s", out);
+  cr_expect(strstr(out, "\n       98304 ") != NULL, "no 96K row:\n%s", out);
+  free(out);
+}
+
 Test(perf_run, two_cycles) { expect_banner(ARGS("-N", "2"), NULL, &table, 2, "# cycle 2 of 2"); }
 
 Test(perf_run, cputime) { expect_banner(ARGS("-C", "1"), NULL, &table_cpu, 1, "      cpu"); }

@@ -85,9 +85,15 @@ int pt_one(const struct pt_backend *be, bool nonblocking, const struct pt_call *
   return pt_drain(be, &w);
 }
 
-/* One timed iteration of agg collectives. */
-static inline int pt_iteration(const struct pt_backend *be, long agg, bool blocking,
+/* One timed iteration of agg collectives (group: agg blocking calls queued in one group). */
+static inline int pt_iteration(const struct pt_backend *be, long agg, bool blocking, bool group,
                                struct pt_window *w, const struct pt_call *c) {
+  if (group) {
+    if (be->group_start(be->ctx)) return -1;
+    for (long j = 0; j < agg; j++)
+      if (pt_call_blocking(be, c)) return be->group_end(be->ctx), -1;
+    return be->group_end(be->ctx);
+  }
   if (!pt_has_nonblocking(be, c->coll) || (blocking && agg == 1)) {
     for (long j = 0; j < agg; j++)
       if (pt_call_blocking(be, c)) return -1;
@@ -104,15 +110,15 @@ int pt_time_one(const struct pt_opts *o, const struct pt_backend *be, const stru
    * registers across the calls instead of reloading them each iteration. */
   const struct pt_call call = *c;
   const long agg = o->agg, iters = o->iters;
-  const bool blocking = o->blocking != 0;
+  const bool blocking = o->blocking != 0, group = o->group != 0 && be->group_start;
   struct pt_window w = {{NULL}, 0, 0};
   for (long k = 0; k < o->warmup; k++)
-    if (pt_iteration(be, agg, blocking, &w, &call)) return -1;
+    if (pt_iteration(be, agg, blocking, group, &w, &call)) return -1;
   if (pt_drain(be, &w) || be->barrier(be->ctx)) return -1;
   const uint64_t n0 = be->collectives ? be->collectives(be->ctx) : 0;
   struct pt_clock ck = pt_clock_start();
   for (long k = 0; k < iters; k++)
-    if (pt_iteration(be, agg, blocking, &w, &call)) return -1;
+    if (pt_iteration(be, agg, blocking, group, &w, &call)) return -1;
   if (pt_drain(be, &w)) return -1;
   pt_clock_stop(&ck, (double)iters * (double)agg, &cell->time_us, &cell->cpu_us);
   cell->timed = be->collectives ? be->collectives(be->ctx) - n0 : 0;

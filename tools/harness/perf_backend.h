@@ -83,6 +83,10 @@ struct pt_backend {
   /* optional (-v): how many collectives this rank has issued so far, as the library
    * counts them, so that -v shows what -n, -w and -m made each rank run */
   uint64_t (*collectives)(void *ctx);
+  /* optional, both or neither (PT_HAS_GROUP): the calls between them are queued and
+   * issued together by group_end, which returns when all have ended (zcoll_group_*) */
+  int (*group_start)(void *ctx);
+  int (*group_end)(void *ctx);
 };
 
 /* The two reductions of the table that -a's combination needs. */

@@ -154,6 +154,12 @@ static void pt_usage(FILE *f, const struct pt_prog *p) {
             "                          calls per iteration (default 1: %s has no\n"
             "                          non-blocking allreduce, -z 0 is refused)\n",
             p->name);
+  if (p->features & PT_HAS_GROUP)
+    fputs("      --group 0|1         1: each iteration's -m collectives are blocking calls\n"
+          "                          between zcoll_group_start and zcoll_group_end, issued\n"
+          "                          together (small allreduces fused), as nccl-tests groups\n"
+          "                          its -m calls; default 0 (the MPI peers have no groups)\n",
+          f);
   fputs("  -F, --output_file FILE  rank 0 also writes the table to FILE as CSV: three header\n"
         "                          rows (group, name, unit, as the table's; pandas:\n"
         "                          read_csv(FILE, header=[0, 1, 2])), then one row per size,\n"
@@ -246,6 +252,8 @@ struct pt_num_opt {
   const char *need;
 };
 
+#define PT_OPT_GROUP 0x103 /* long-only, a number: in pt_num_opts */
+
 static const struct pt_num_opt pt_num_opts[] = {
     {'f', 0, 1L << 20, offsetof(struct pt_opts, stepfactor), "a step factor"},
     {'n', 1, INT_MAX, offsetof(struct pt_opts, iters), "an iteration count >= 1"},
@@ -254,6 +262,7 @@ static const struct pt_num_opt pt_num_opts[] = {
     {'N', 0, INT_MAX, offsetof(struct pt_opts, cycles), "a cycle count >= 0"},
     {'c', 0, 1, offsetof(struct pt_opts, check), "0 or 1"},
     {'z', 0, 1, offsetof(struct pt_opts, blocking), "0 or 1"},
+    {PT_OPT_GROUP, 0, 1, offsetof(struct pt_opts, group), "0 or 1"},
     {'C', 0, 1, offsetof(struct pt_opts, cputime), "0 or 1"},
     {'R', 0, 1, offsetof(struct pt_opts, reg), "0 or 1"},
     {'M', 0, 1, offsetof(struct pt_opts, mem), "0 or 1"},
@@ -325,6 +334,7 @@ static int pt_set_num(const struct pt_prog *p, struct pt_opts *o, int c, const c
                           "combine: 0 rank 0's, 1 mean, 2 min, 3 max)%s",
                           arg,
                           p->features & PT_HAS_ALGO ? "; the algorithm is -A/--algo NAME" : "");
+    if (c == PT_OPT_GROUP) return pt_opt_error(p->name, "--group: '%s' is not %s", arg, n->need);
     return pt_opt_error(p->name, "-%c: '%s' is not %s", c, arg, n->need);
   }
   return pt_opt_error(p->name, "-%c: no such option", c); /* not reached */
@@ -394,6 +404,13 @@ static int pt_check_opts(const struct pt_prog *p, const struct pt_opts *o, bool 
                         "-F %s: the CSV file holds the table of times; --overlap's "
                         "table is printed only",
                         o->csv);
+  if (o->group && !(p->features & PT_HAS_GROUP))
+    return pt_opt_error(p->name, "--group 1: %s has no groups", p->name);
+  if (o->group && o->overlap)
+    return pt_opt_error(p->name, "--group 1: --overlap times one non-blocking collective alone");
+  if (o->group && z_given && !o->blocking)
+    return pt_opt_error(p->name, "--group 1: a group's calls are its blocking forms, queued; "
+                                 "-z 0 does not apply");
   if (o->overlap && (o->agg != 1 || (z_given && o->blocking)))
     return pt_opt_error(p->name,
                         "--overlap times one non-blocking collective at a time: "
@@ -415,6 +432,7 @@ int pt_parse_args(int argc, char **argv, const struct pt_prog *p, struct pt_opts
                                         {"datatype", required_argument, NULL, 'd'},
                                         {"op", required_argument, NULL, 'o'},
                                         {"blocking", required_argument, NULL, 'z'},
+                                        {"group", required_argument, NULL, PT_OPT_GROUP},
                                         {"average", required_argument, NULL, 'a'},
                                         {"report_cputime", required_argument, NULL, 'C'},
                                         {"local_register", required_argument, NULL, 'R'},
@@ -532,6 +550,7 @@ void pt_print_modes(FILE *f, const char *prog, const struct pt_opts *o) {
   fprintf(f, ", blocking %ld (-z), agg %ld (-m), average %ld: %s (-a), registered %ld (-R)",
           o->blocking, o->agg, o->average, pt_average_names[o->average], o->reg);
   if (o->mem) fprintf(f, ", buffers from zcoll_mem_alloc (-M)");
+  if (o->group) fprintf(f, ", each iteration one group (--group)");
   fprintf(f, ", cputime %ld (-C), cycles %ld (-N)\n", o->cputime, o->cycles);
   if (o->coll == PT_COLL_BROADCAST)
     fprintf(f, "# note: a broadcast has one buffer (in place): out-of-place columns are N/A;"

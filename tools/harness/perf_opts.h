@@ -31,6 +31,7 @@ enum pt_feature {
   PT_HAS_REDUCE = 1u << 7,        /* -t reduce, with -r ROOT */
   PT_HAS_MEM_ALLOC = 1u << 8,     /* -M 1: buffers from the library's allocator */
   PT_HAS_XCHG = 1u << 9,          /* -t alltoall|alltoallv|allgatherv|gather|scatter|sendrecv, -r */
+  PT_HAS_GROUP = 1u << 10,        /* --group 1: -m's collectives issued as one group */
 };
 
 struct pt_prog {
@@ -48,6 +49,7 @@ struct pt_opts {
   long stepfactor;
   long iters, warmup, check;
   long agg;      /* -m: collectives per timed iteration */
+  long group;    /* --group: an iteration's -m collectives queued in one group */
   long cycles;   /* -N: sweeps; 0 = until interrupted */
   long blocking; /* -z */
   long average;  /* -a: enum pt_average */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/kind.h"
 #include "sim_int.h"
 
 /* The mailbox exchange as ops: the vector to every peer (one publication: sim.c sends
@@ -18,15 +19,32 @@ static void onehost(struct zcoll__sched *s, int rank, int p, size_t count) {
   }
 }
 
+int zsim_sched_build(const struct zsim_job *job, int rank, const struct zcoll__algo_params *ap,
+                     struct zcoll__sched *s) {
+  if (job->algo >= ZSIM_XCHG) { /* a block per rank, the root rank 0 */
+    int kind = (job->algo - ZSIM_XCHG) / ZSIM_XCHG_KINDS;
+    zcoll__sched_init(s, rank, job->p, job->count / (size_t)job->p, 0);
+    s->root = 0;
+    zcoll__kind_build(kind, (job->algo - ZSIM_XCHG) % ZSIM_XCHG_KINDS, s, ap);
+  } else {
+    zcoll__sched_init(s, rank, job->p, job->count, 0);
+    zcoll__algos[job->algo]->build(s, ap);
+  }
+  return zcoll__sched_finish(s) == ZCOLL_OK ? 0 : -1;
+}
+
 int zsim__build_rank(struct sim *S, int rank, const struct zcoll__algo_params *ap) {
   const struct zsim_job *job = S->job;
   struct zcoll__sched s;
-  zcoll__sched_init(&s, rank, job->p, job->count, 0);
-  if (job->algo == ZSIM_ONEHOST)
+  int rc;
+  if (job->algo == ZSIM_ONEHOST) {
+    zcoll__sched_init(&s, rank, job->p, job->count, 0);
     onehost(&s, rank, job->p, job->count);
-  else
-    zcoll__algos[job->algo]->build(&s, ap);
-  if (zcoll__sched_finish(&s) != ZCOLL_OK) {
+    rc = zcoll__sched_finish(&s) == ZCOLL_OK ? 0 : -1;
+  } else {
+    rc = zsim_sched_build(job, rank, ap, &s);
+  }
+  if (rc) {
     zcoll__sched_free(&s);
     fprintf(stderr, "zcoll_sim: rank %d's schedule did not build\n", rank);
     return -1;

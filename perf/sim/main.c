@@ -16,7 +16,10 @@
  * (sizes in bytes, K/M/G), -o FILE (table: the winners as a ZCOLL_TUNING_FILE;
  * its size limits are grid points), -A "algorithm list" (default: every one the table has but
  * chain, which the selector keeps for non-commutative ops). ALGO "onehost" is the
- * mailbox exchange of a small call on one host (lib/core/onehost.h), not a schedule.
+ * mailbox exchange of a small call on one host (lib/core/onehost.h), not a schedule;
+ * "alltoall:pairwise", "alltoall:bruck", "gather:binomial", "gather:direct",
+ * "scatter:binomial", "scatter:direct" are the exchanges (BYTES one rank's total, root 0;
+ * the table's busbw then (p-1)/p, and no -o: a tuning file holds allreduce rules).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -120,8 +123,8 @@ static void cmd_traffic(const struct opts *o) {
   }
 }
 
-static double busbw(size_t bytes, int p, double us) {
-  return us > 0 ? (double)bytes / (us * 1e3) * 2.0 * (p - 1) / p : 0;
+static double busbw(int algo, size_t bytes, int p, double us) {
+  return us > 0 ? (double)bytes / (us * 1e3) * zsim_bus_factor(algo, p) : 0;
 }
 
 static void fmt_size(size_t b, char *out, size_t n) {
@@ -137,7 +140,8 @@ static void tune_header(FILE *f, const struct opts *o);
 static void write_rules(FILE *f, const struct opts *o, int pi, const int *best, int nb);
 
 static void cmd_table(const struct opts *o, FILE *tune) {
-  printf("# predicted allreduce of float32, k = %d ranks per host, chunk %zu, depth %d, "
+  printf("# predicted allreduce (KIND:ALGO: that exchange) of float32, k = %d ranks per host, "
+         "chunk %zu, depth %d, "
          "tree arity %d\n# %6s %10s",
          o->k, o->chunk, o->depth, o->arity, "ranks", "bytes");
   for (int a = 0; a < o->nalgo; a++) printf(" %12s", zsim_algo_name(o->algos[a]));
@@ -155,7 +159,7 @@ static void cmd_table(const struct opts *o, FILE *tune) {
         if (best < 0 || t[a] < bt) best = a, bt = t[a];
       }
       printf("  |");
-      for (int a = 0; a < o->nalgo; a++) printf(" %7.3f", busbw(b, p, t[a]));
+      for (int a = 0; a < o->nalgo; a++) printf(" %7.3f", busbw(o->algos[a], b, p, t[a]));
       printf("  %s\n", zsim_algo_name(o->algos[best]));
       fflush(stdout);
       if (nb < 64) winners[nb++] = o->algos[best];
@@ -304,6 +308,12 @@ int main(int argc, char **argv) {
     cmd_batch(&o);
   else if (!strcmp(cmd, "table")) {
     FILE *tune = NULL;
+    for (int a = 0; tune_path && a < o.nalgo; a++)
+      if (o.algos[a] >= ZSIM_XCHG) {
+        fprintf(stderr, "zcoll_sim: -o %s: a tuning file holds allreduce rules, not %s\n",
+                tune_path, zsim_algo_name(o.algos[a]));
+        return 2;
+      }
     if (tune_path && !(tune = fopen(tune_path, "w"))) {
       perror(tune_path);
       return 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algorithms/algorithms.h"
+#include "core/kind.h"
 #include "sim.h"
 
 /* Names carry their unit; inside, seconds and seconds per byte. */
@@ -102,10 +103,37 @@ void zsim_model_print(const struct zsim_model *m, const char *prefix) {
   printf("%scores %d\n", prefix, m->cores);
 }
 
+/* The exchanges the model builds: the kinds whose schedule follows from a block's count
+ * and the root alone (the v-forms need their counts: not modelled). */
+static const int xchg_kinds[] = {ZCOLL_COLL_ALLTOALL, ZCOLL_COLL_GATHER, ZCOLL_COLL_SCATTER};
+
+static int xchg_find(const char *name) {
+  const char *colon = strchr(name, ':');
+  if (!colon) return -1;
+  for (size_t i = 0; i < sizeof(xchg_kinds) / sizeof(xchg_kinds[0]); i++) {
+    const struct zcoll__kind *k = zcoll__kind_of(xchg_kinds[i]);
+    if (strlen(k->name) != (size_t)(colon - name) || strncmp(k->name, name, colon - name)) continue;
+    for (int a = 0; a < *k->nalgos && a < ZSIM_XCHG_KINDS; a++)
+      if (!strcmp(k->algos[a]->name, colon + 1)) return ZSIM_XCHG + ZSIM_XCHG_KINDS * k->id + a;
+  }
+  return -1;
+}
+
 int zsim_algo_find(const char *name) {
+  if (strchr(name, ':')) return xchg_find(name);
   return strcmp(name, "onehost") == 0 ? ZSIM_ONEHOST : zcoll__algo_find(name);
 }
 
 const char *zsim_algo_name(int algo) {
+  static char names[ZSIM_XCHG_KINDS * 16][48];
+  if (algo >= ZSIM_XCHG) {
+    int kind = (algo - ZSIM_XCHG) / ZSIM_XCHG_KINDS, a = (algo - ZSIM_XCHG) % ZSIM_XCHG_KINDS;
+    char *n = names[(algo - ZSIM_XCHG) % (ZSIM_XCHG_KINDS * 16)];
+    snprintf(n, sizeof(names[0]), "%s:%s", zcoll__kind_of(kind)->name,
+             zcoll__kind_algo_name(kind, a));
+    return n;
+  }
   return algo == ZSIM_ONEHOST ? "onehost" : zcoll__algos[algo]->name;
 }
+
+double zsim_bus_factor(int algo, int p) { return (algo >= ZSIM_XCHG ? 1.0 : 2.0) * (p - 1) / p; }

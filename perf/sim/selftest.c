@@ -24,7 +24,7 @@ static int close_to(double a, double b, double rel) { return fabs(a - b) <= rel 
 
 static struct zsim_result run(const struct zsim_model *m, const char *algo, int p, int k,
                               size_t bytes, size_t chunk, int arity) {
-  struct zsim_job job = {zcoll__algo_find(algo), p, k, bytes / 4, 4, chunk, 8, arity};
+  struct zsim_job job = {zsim_algo_find(algo), p, k, bytes / 4, 4, chunk, 8, arity};
   struct zsim_result r;
   memset(&r, 0, sizeof(r));
   if (zsim_run(m, &job, &r)) {
@@ -162,6 +162,32 @@ int zsim_selftest(void) {
       zsim_traffic(&job, &net, &shm);
       snprintf(what, sizeof(what), "%s p=%d k=2 puts = schedule's bytes", zcoll__algos[a]->name, p);
       expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes, net + shm);
+    }
+  /* The exchanges: each finishes at awkward p and puts what its schedule says; pairwise
+   * alltoall puts (p-1) blocks per rank, a direct gather one block per non-root, a direct
+   * scatter (p-1) blocks from the root. */
+  static const char *const xchg[] = {"alltoall:pairwise", "alltoall:bruck",   "gather:binomial",
+                                     "gather:direct",     "scatter:binomial", "scatter:direct"};
+  for (size_t x = 0; x < sizeof(xchg) / sizeof(xchg[0]); x++)
+    for (int p = 2; p <= 14; p += 3) {
+      const size_t block = 24 << 10, n = (size_t)p * block;
+      struct zsim_result r = run(&mix, xchg[x], p, 2, n, 16 << 10, 3);
+      snprintf(what, sizeof(what), "%s p=%d k=2 %zu KiB a block finishes", xchg[x], p, block >> 10);
+      expect(r.time > 0, what, r.time, 0);
+      struct zsim_job job = {zsim_algo_find(xchg[x]), p, 2, n / 4, 4, 16 << 10, 8, 3};
+      double net = -1, shm = -1;
+      zsim_traffic(&job, &net, &shm);
+      snprintf(what, sizeof(what), "%s p=%d k=2 puts = schedule's bytes", xchg[x], p);
+      expect(net == r.net_bytes && shm == r.shm_bytes, what, r.net_bytes + r.shm_bytes, net + shm);
+      double want = -1;
+      if (!strcmp(xchg[x], "alltoall:pairwise") || !strcmp(xchg[x], "scatter:direct"))
+        want = (double)(p - 1) * (double)block;
+      else if (!strcmp(xchg[x], "gather:direct"))
+        want = (double)block;
+      if (want < 0) continue;
+      r = run(&bw, xchg[x], p, 1, n, 16 << 10, 4);
+      snprintf(what, sizeof(what), "%s p=%d the most bytes a rank puts", xchg[x], p);
+      expect(close_to(r.max_sent, want, 1e-12), what, r.max_sent, want);
     }
   /* The cache terms scale the per-byte CPU costs and nothing else: with only those
    * costing, a working set far past the LLC takes mem times as long, and one far inside

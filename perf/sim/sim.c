@@ -372,8 +372,8 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
   S.rng = 0x2545F4914F6CDD1DULL;
   int p = job->p, k = job->k > 0 ? job->k : 1;
   S.onehost = job->algo == ZSIM_ONEHOST;
-  if (p < 1 || (!S.onehost && (job->algo < 0 || job->algo >= zcoll__nalgos)) || job->depth < 1)
-    return -1;
+  int known = S.onehost || job->algo >= ZSIM_XCHG || (job->algo >= 0 && job->algo < zcoll__nalgos);
+  if (p < 1 || !known || job->depth < 1) return -1;
   S.nhosts = (p + k - 1) / k;
   if (S.onehost && S.nhosts > 1) {
     fprintf(stderr, "zcoll_sim: the one-host exchange needs every rank on one host\n");

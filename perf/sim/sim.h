@@ -80,9 +80,15 @@ struct zsim_model {
 
 /* The one-host mailbox exchange, in zsim_job.algo (not a schedule of the table's). */
 #define ZSIM_ONEHOST (-2)
+/* An exchange of the uniform kinds (alltoall, gather, scatter: lib/core/kind.h's table),
+ * in zsim_job.algo: ZSIM_XCHG + ZSIM_XCHG_KINDS * kind + the kind's algorithm, named
+ * "alltoall:bruck". Its count is one rank's total (nccl-tests' size), each block count / p,
+ * the root rank 0. */
+#define ZSIM_XCHG 4096
+#define ZSIM_XCHG_KINDS 16
 
 struct zsim_job {
-  int algo;          /* index into zcoll__algos[], or ZSIM_ONEHOST */
+  int algo;          /* index into zcoll__algos[], ZSIM_ONEHOST or an exchange (ZSIM_XCHG) */
   int p, k;          /* ranks, ranks per host */
   size_t count;      /* elements */
   int dsize;         /* bytes per element */
@@ -114,9 +120,20 @@ int zsim_run(const struct zsim_model *m, const struct zsim_job *job, struct zsim
  * library counts (zcoll_comm_stats), without simulating. 0 on success. */
 int zsim_traffic(const struct zsim_job *job, double *net, double *shm);
 
-/* An algorithm's index by name (the table's, or "onehost"), -1 if none; and its name. */
+/* An algorithm's index by name (the table's, "onehost", or "KIND:ALGO" of an exchange),
+ * -1 if none; and its name. */
 int zsim_algo_find(const char *name);
 const char *zsim_algo_name(int algo);
+/* Its bus-bandwidth factor, nccl-tests': 2(p-1)/p for an allreduce, (p-1)/p for an
+ * exchange. */
+double zsim_bus_factor(int algo, int p);
+
+struct zcoll__sched;
+struct zcoll__algo_params;
+/* Rank `rank`'s schedule of the job (not the one-host exchange), ended by
+ * zcoll__sched_finish's status: 0, or -1 if it did not build. */
+int zsim_sched_build(const struct zsim_job *job, int rank, const struct zcoll__algo_params *ap,
+                     struct zcoll__sched *s);
 
 /* Parses "key=value" (the model file's keys, see sim.c); 0 on success. */
 int zsim_model_set(struct zsim_model *m, const char *kv);

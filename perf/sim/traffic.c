@@ -8,7 +8,7 @@
 
 int zsim_traffic(const struct zsim_job *job, double *net, double *shm) {
   int p = job->p, k = job->k > 0 ? job->k : 1, nhosts = (p + k - 1) / k;
-  if (p < 1 || job->algo < 0 || job->algo >= zcoll__nalgos) return -1;
+  if (p < 1 || job->algo < 0 || (job->algo >= zcoll__nalgos && job->algo < ZSIM_XCHG)) return -1;
   int *host_of = malloc(sizeof(int) * (size_t)p);
   if (!host_of) abort();
   for (int r = 0; r < p; r++) host_of[r] = r / k;
@@ -17,9 +17,7 @@ int zsim_traffic(const struct zsim_job *job, double *net, double *shm) {
   *net = *shm = 0;
   for (int r = 0; r < p && rc == 0; r++) {
     struct zcoll__sched s;
-    zcoll__sched_init(&s, r, p, job->count, 0);
-    zcoll__algos[job->algo]->build(&s, &ap);
-    rc = zcoll__sched_finish(&s) == ZCOLL_OK ? 0 : -1;
+    rc = zsim_sched_build(job, r, &ap, &s);
     for (int i = 0; i < s.nops && rc == 0; i++)
       if (s.ops[i].kind == ZCOLL_SOP_SEND)
         *(host_of[s.ops[i].peer] == host_of[r] ? shm : net) += (double)s.ops[i].count * job->dsize;

@@ -59,13 +59,19 @@ def test_alone(solo):
         solo.send(x + 1, 0, tag=2)
         solo.recv(got, 0, tag=2)
     assert np.array_equal(got, x + 1)
-    # an argument the library refuses alone fails the call at once, inside the block too;
-    # the exception leaves the block, which revokes the communicator
-    with pytest.raises(zcoll.InvalidArgument, match="peer 1 is not a rank"):
-        with solo.group():
-            solo.send(x, 1)
-    with pytest.raises(zcoll.PeerFailed, match="revoked"):
-        solo.allreduce(x)
+
+
+def test_refused_at_the_call_then_revoked():
+    """An argument the library refuses alone fails the call at once, inside the block too;
+    the exception leaves the block, which revokes the communicator (its own: the shared
+    one-rank fixture must stay usable)."""
+    x = np.arange(4, dtype=np.float32)
+    with zcoll.Comm(config={"RANK": 0, "SIZE": 1}) as comm:
+        with pytest.raises(zcoll.InvalidArgument, match="peer 1 is not a rank"):
+            with comm.group():
+                comm.send(x, 1)
+        with pytest.raises(zcoll.PeerFailed, match="revoked"):
+            comm.allreduce(x)
 
 
 def test_closed_inside_the_block():

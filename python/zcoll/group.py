@@ -22,15 +22,6 @@ __all__ = ["Groups"]
 _free = lib.zcoll_request_free
 
 
-class _Group:
-    """One open group: the calls queued in it, as (request, arrays, created op, name)."""
-
-    __slots__ = ("calls",)
-
-    def __init__(self):
-        self.calls = []
-
-
 class _Scope:
     """What Comm.group() returns: a context manager, and nothing else."""
 
@@ -51,7 +42,7 @@ class _Scope:
 class Groups:
     """Mixed into Comm: its _ptr, _live, _orphans and _free_lock."""
 
-    _group = None  # the open group (the outermost's), or None
+    _group = None  # the open group's calls, (request, arrays, created op, name); or None
     _group_depth = 0
 
     def group(self):
@@ -75,7 +66,7 @@ class Groups:
         if st:
             raise error(st, ptr)
         if self._group_depth == 0:
-            self._group = _Group()
+            self._group = []  # a new list each time: requests tell their group by identity
         self._group_depth += 1
 
     def _group_end(self, failed):
@@ -95,28 +86,24 @@ class Groups:
         if failed:
             lib.zcoll_comm_revoke(ptr)
         detail = None
-        keep = tuple(group.calls)
+        keep = tuple(group)
         if get_ident() == _wait.MAIN:
             try:
                 st, detail = _wait.call(ptr, keep, lib.zcoll_group_end, ptr)
             except BaseException:  # Ctrl-C: the end goes on, revoked, on the waiter thread
-                self._orphans.extend((c[0], c) for c in group.calls)
+                self._orphans.extend((c[0], c) for c in group)
                 raise
         else:
             st = lib.zcoll_group_end(ptr)
-        for req, _arrays, _op, _name in group.calls:
+        for req, _arrays, _op, _name in group:
             _free(req)
         if failed:
             return  # the block's own exception propagates
-        for _req, _arrays, op, name in group.calls:
+        for _req, _arrays, op, name in group:
             if op is not None:
                 raise_failed(op, self, name)
         if st:
             raise error(st, ptr, detail)
-
-    def _in_group(self):
-        """Is a group open? (A blocking call then goes through _queue.)"""
-        return self._group is not None
 
     def _queue(self, name, issue, args, keep, created=None):
         """A blocking call made inside a group: its i-form, queued by the library; the
@@ -126,7 +113,7 @@ class Groups:
         st = issue(ptr, *args, byref(req))
         if st:
             raise error(st, ptr)
-        self._group.calls.append((req.value, keep, created, name))
+        self._group.append((req.value, keep, created, name))
 
     def _check_not_in_group(self, group):
         """A request made in the open group cannot end before it: waiting is refused."""

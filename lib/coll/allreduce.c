@@ -54,6 +54,11 @@ static zcoll_status_t check_args(const void *sendbuf, void *recvbuf, size_t coun
   return count ? check_bufs(sendbuf, recvbuf, count * dsize) : ZCOLL_OK;
 }
 
+zcoll_status_t zcoll__allreduce_check(const void *sendbuf, void *recvbuf, size_t count,
+                                      zcoll_dtype_t dtype, zcoll_op_t op) {
+  return check_args(sendbuf, recvbuf, count, dtype, op);
+}
+
 /* The memo's shape again: only the buffers need checking, and the plan is the memo's. */
 static int plan_from_memo(zcoll_comm_t *comm, size_t count, zcoll_dtype_t dtype, zcoll_op_t op,
                           int in_place, struct zcoll__plan *pl) {

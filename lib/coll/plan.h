@@ -21,6 +21,10 @@ struct zcoll__plan {
   const struct zcoll__op_def *op; /* a created op, referenced while the plan lives; NULL */
 };
 
+/* The argument errors zcoll__allreduce_plan finds for a built-in op (a created op's are
+ * its plan's), without a plan: what a group checks at the call (group_coll.c). */
+zcoll_status_t zcoll__allreduce_check(const void *sendbuf, void *recvbuf, size_t count,
+                                      zcoll_dtype_t dtype, zcoll_op_t op);
 /* Argument checks, algorithm and schedule of an allreduce (local: nothing is counted). */
 zcoll_status_t zcoll__allreduce_plan(zcoll_comm_t *comm, const void *sendbuf, void *recvbuf,
                                      size_t count, zcoll_dtype_t dtype, zcoll_op_t op,

@@ -83,6 +83,65 @@ static inline int gr_fused(zcoll_comm_t *comm, char *msg, size_t len) {
   return 0;
 }
 
+/* Several packs in one group: runs of int8 (3 elements: packs of odd length), float64 and
+ * int32 MAX, each run fused apart from the next, repeated with the runs growing so that
+ * the end's kept memory is both reused and outgrown. Sums of small integers: exact. */
+#define GR_RUNS 3
+static inline int gr_packs(zcoll_comm_t *comm, char *msg, size_t len) {
+  int rank = zcoll_comm_rank(comm), p = zcoll_comm_size(comm);
+  for (int round = 0; round < 3; round++) {
+    const int calls = 2 + 7 * round; /* per run: 2, 9, 16 */
+    int8_t b[16][3];
+    double d[16][2];
+    int32_t m[16][5];
+    zcoll_status_t st = zcoll_group_start(comm);
+    for (int run = 0; run < GR_RUNS && st == ZCOLL_OK; run++)
+      for (int c = 0; c < calls && st == ZCOLL_OK; c++) {
+        if (run == 0) {
+          for (int i = 0; i < 3; i++) b[c][i] = (int8_t)(rank + c - i);
+          st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, b[c], 3, ZCOLL_INT8, ZCOLL_SUM);
+        } else if (run == 1) {
+          for (int i = 0; i < 2; i++) d[c][i] = rank * 0.5 + c + i;
+          st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, d[c], 2, ZCOLL_FLOAT64, ZCOLL_SUM);
+        } else {
+          for (int i = 0; i < 5; i++) m[c][i] = (rank * 37 + c * 11 + i * 5) % 23;
+          st = zcoll_allreduce(comm, ZCOLL_IN_PLACE, m[c], 5, ZCOLL_INT32, ZCOLL_MAX);
+        }
+      }
+    if (st == ZCOLL_OK) st = zcoll_group_end(comm);
+    if (st != ZCOLL_OK) return gr_fail(msg, len, "packs", st, comm);
+    for (int c = 0; c < calls; c++) {
+      for (int i = 0; i < 3; i++) {
+        int want = 0;
+        for (int q = 0; q < p; q++) want += q + c - i;
+        if (b[c][i] != (int8_t)want)
+          return snprintf(msg, len, "packs round %d: int8 call %d element %d wrong", round, c, i),
+                 1;
+      }
+      for (int i = 0; i < 2; i++) {
+        double want = 0;
+        for (int q = 0; q < p; q++) want += q * 0.5 + c + i;
+        if (d[c][i] != want)
+          return snprintf(msg, len, "packs round %d: float64 call %d element %d wrong", round, c,
+                          i),
+                 1;
+      }
+      for (int i = 0; i < 5; i++) {
+        int32_t want = 0;
+        for (int q = 0; q < p; q++) {
+          int32_t v = (q * 37 + c * 11 + i * 5) % 23;
+          want = v > want ? v : want;
+        }
+        if (m[c][i] != want)
+          return snprintf(msg, len, "packs round %d: int32 max call %d element %d wrong", round, c,
+                          i),
+                 1;
+      }
+    }
+  }
+  return 0;
+}
+
 /* Every rank sends to its right first, then receives from its left, blocking calls all:
  * outside a group a large send would wait for a receive that is never posted; inside one
  * both are posted before anything waits. Small (eager) and large (rendezvous) messages. */

@@ -50,11 +50,19 @@ struct gcall {
   zcoll_status_t st;
 };
 
+/* The queue's arrays outlive their group (kept to RETAIN_BYTES): a loop of groups of 50
+ * small calls would otherwise spend a tenth of its time in malloc and realloc. */
+struct unit;
 struct zcoll__group {
   struct gcall *calls;
   int n, cap;
   struct greq *live;
+  struct unit *units; /* the end's, ucap of them */
+  int ucap;
+  char *pack; /* every fused unit's pack, one after another */
+  size_t pack_cap;
 };
+#define RETAIN_BYTES ((size_t)1 << 20)
 
 /* ---- the requests of i-forms inside a group ---- */
 
@@ -118,6 +126,7 @@ static struct zcoll__group *group_of(zcoll_comm_t *comm) {
 }
 
 static void gcall_free(struct gcall *c) {
+  if (!c->a.sendcounts && !c->a.sdispls && !c->a.recvcounts && !c->a.rdispls) return;
   free((void *)c->a.sendcounts);
   free((void *)c->a.sdispls);
   free((void *)c->a.recvcounts);
@@ -147,12 +156,16 @@ static zcoll_status_t record(zcoll_comm_t *comm, const struct zcoll__gargs *a,
     G->calls = calls;
     G->cap = cap;
   }
-  struct gcall c = {.a = *a, .issue = issue};
+  /* Built in its place: the common call (no v-form arrays, no request) copies nothing twice. */
+  struct gcall *c = &G->calls[G->n];
+  *c = (struct gcall){.a = *a, .issue = issue};
   int ok = 1;
-  c.a.sendcounts = copy_counts(a->sendcounts, comm->size, &ok);
-  c.a.sdispls = copy_counts(a->sdispls, comm->size, &ok);
-  c.a.recvcounts = copy_counts(a->recvcounts, comm->size, &ok);
-  c.a.rdispls = copy_counts(a->rdispls, comm->size, &ok);
+  if (a->sendcounts || a->sdispls || a->recvcounts || a->rdispls) {
+    c->a.sendcounts = copy_counts(a->sendcounts, comm->size, &ok);
+    c->a.sdispls = copy_counts(a->sdispls, comm->size, &ok);
+    c->a.recvcounts = copy_counts(a->recvcounts, comm->size, &ok);
+    c->a.rdispls = copy_counts(a->rdispls, comm->size, &ok);
+  }
   if (ok && nb) {
     struct greq *g = calloc(1, sizeof(*g));
     zcoll_request_t *h = g ? zcoll__request_wrap(comm, &greq_ops, g) : NULL;
@@ -165,15 +178,15 @@ static zcoll_status_t record(zcoll_comm_t *comm, const struct zcoll__gargs *a,
       g->next = G->live;
       if (g->next) g->next->prev = g;
       G->live = g;
-      c.req = g;
+      c->req = g;
       *req = h;
     }
   }
   if (!ok) {
-    gcall_free(&c);
+    gcall_free(c);
     return ZCOLL_ERR_NO_MEMORY;
   }
-  G->calls[G->n++] = c;
+  G->n++;
   return ZCOLL_OK;
 }
 
@@ -227,12 +240,7 @@ static int fuse_run(const struct gcall *calls, int n, int first, size_t *bytes) 
   return k - first;
 }
 
-static zcoll_status_t pack_in(struct unit *u, const struct gcall *calls) {
-  if (!(u->pack = malloc(u->bytes)))
-    return zcoll__fail(ZCOLL_ERR_NO_MEMORY,
-                       "zcoll_group_end: out of memory for a pack of %zu "
-                       "bytes",
-                       u->bytes);
+static void pack_in(const struct unit *u, const struct gcall *calls) {
   char *p = u->pack;
   for (int i = u->first; i < u->first + u->n; i++) {
     const struct gcall *c = &calls[i];
@@ -240,7 +248,6 @@ static zcoll_status_t pack_in(struct unit *u, const struct gcall *calls) {
     memcpy(p, src, ar_bytes(c));
     p += ar_bytes(c);
   }
-  return ZCOLL_OK;
 }
 
 static void pack_out(const struct unit *u, const struct gcall *calls) {
@@ -261,18 +268,63 @@ static zcoll_status_t unit_issue(zcoll_comm_t *comm, struct unit *u, struct gcal
              : zcoll_allreduce(comm, ZCOLL_IN_PLACE, u->pack, count, c->a.dtype, c->a.op);
 }
 
-/* The units of the queue, fusion decided; NULL if out of memory. */
-static struct unit *units_of(struct gcall *calls, int n, int *nu) {
-  struct unit *u = calloc((size_t)(n ? n : 1), sizeof(*u));
-  if (!u) return NULL;
+/* A pack starts on a cache line: its reduction's kernel reads it vector by vector. */
+#define PACK_ALIGN ((size_t)64)
+
+/* The units of the queue, fusion decided, in G->units; each fused one's pack (n > 1) in
+ * G->pack. NULL if out of memory. */
+static struct unit *units_of(struct zcoll__group *G, struct gcall *calls, int n, int *nu) {
+  if (G->ucap < n || !G->units) {
+    int cap = n > 16 ? n : 16;
+    struct unit *u = realloc(G->units, (size_t)cap * sizeof(*u));
+    if (!u) return NULL;
+    G->units = u;
+    G->ucap = cap;
+  }
+  struct unit *u = G->units;
+  size_t total = 0;
   int k = 0;
   for (int i = 0; i < n; k++) {
-    u[k].first = i;
+    u[k] = (struct unit){.first = i};
     u[k].n = fuse_run(calls, n, i, &u[k].bytes);
+    if (u[k].n == 1) u[k].bytes = 0; /* alone: issued as it was called */
+    total += (u[k].bytes + PACK_ALIGN - 1) & ~(PACK_ALIGN - 1);
     i += u[k].n;
+  }
+  if (total > G->pack_cap) {
+    free(G->pack);
+    G->pack_cap = 0;
+    if (!(G->pack = aligned_alloc(PACK_ALIGN, total))) return NULL;
+    G->pack_cap = total;
+  }
+  size_t off = 0;
+  for (int j = 0; j < k; j++) {
+    if (!u[j].bytes) continue;
+    u[j].pack = G->pack + off;
+    off += (u[j].bytes + PACK_ALIGN - 1) & ~(PACK_ALIGN - 1);
   }
   *nu = k;
   return u;
+}
+
+/* What the end keeps for the next group, past which it gives the memory back. */
+static void retain(struct zcoll__group *G, struct gcall *calls, int cap) {
+  if (!G->calls && (size_t)cap * sizeof(*calls) <= RETAIN_BYTES) {
+    G->calls = calls;
+    G->cap = cap;
+  } else {
+    free(calls);
+  }
+  if (G->pack_cap > RETAIN_BYTES) {
+    free(G->pack);
+    G->pack = NULL;
+    G->pack_cap = 0;
+  }
+  if ((size_t)G->ucap * sizeof(*G->units) > RETAIN_BYTES) {
+    free(G->units);
+    G->units = NULL;
+    G->ucap = 0;
+  }
 }
 
 /* The first failed unit's message (*first: its index), kept as it fails: later calls'
@@ -289,10 +341,9 @@ static void run_queue(zcoll_comm_t *comm, struct gcall *calls, struct unit *u, i
   zcoll_status_t st;
   int first = nu;
   for (int k = 0; k < nu; k++) {
-    st = u[k].n > 1 ? pack_in(&u[k], calls) : ZCOLL_OK;
-    if (st == ZCOLL_OK && u[k].n == 1) u[k].bytes = 0;
+    if (u[k].pack) pack_in(&u[k], calls);
     /* one unit alone runs as its blocking call: what the same call outside a group does */
-    if (st == ZCOLL_OK) st = unit_issue(comm, &u[k], calls, nu == 1 ? NULL : &u[k].inner);
+    st = unit_issue(comm, &u[k], calls, nu == 1 ? NULL : &u[k].inner);
     note(comm, st, k, &first, why, len);
     for (int i = u[k].first; i < u[k].first + u[k].n; i++) calls[i].st = st;
   }
@@ -304,7 +355,6 @@ static void run_queue(zcoll_comm_t *comm, struct gcall *calls, struct unit *u, i
       for (int i = u[k].first; i < u[k].first + u[k].n; i++) calls[i].st = st;
     }
     if (u[k].pack && calls[u[k].first].st == ZCOLL_OK) pack_out(&u[k], calls);
-    free(u[k].pack);
   }
 }
 
@@ -342,13 +392,13 @@ zcoll_status_t zcoll_group_end(zcoll_comm_t *comm) {
   }
   /* The queue is the end's now: the calls it makes below are ordinary ones. */
   struct gcall *calls = G->calls;
-  int n = G->n, nu = 0;
+  int n = G->n, cap = G->cap, nu = 0;
   G->calls = NULL;
   G->n = G->cap = 0;
   zcoll__leave(comm);
   char why[sizeof(comm->last_error)];
   why[0] = '\0';
-  struct unit *u = units_of(calls, n, &nu);
+  struct unit *u = units_of(G, calls, n, &nu);
   if (!u) {
     st = zcoll__fail(ZCOLL_ERR_NO_MEMORY, "zcoll_group_end: out of memory");
     for (int i = 0; i < n; i++) calls[i].st = st;
@@ -360,7 +410,6 @@ zcoll_status_t zcoll_group_end(zcoll_comm_t *comm) {
   } else {
     run_queue(comm, calls, u, nu, why, sizeof(why));
   }
-  free(u);
   st = ZCOLL_OK;
   for (int i = 0; i < n; i++) {
     if (st == ZCOLL_OK) st = calls[i].st;
@@ -370,7 +419,7 @@ zcoll_status_t zcoll_group_end(zcoll_comm_t *comm) {
     }
     gcall_free(&calls[i]);
   }
-  free(calls);
+  retain(G, calls, cap);
   if (st != ZCOLL_OK && zcoll__enter(comm, "zcoll_group_end") == ZCOLL_OK) {
     /* the first error, already logged where it was decided, is the group's */
     st = zcoll__report(comm, zcoll__record_error(st, "zcoll_group_end: %s", why));
@@ -384,6 +433,8 @@ void zcoll__group_release(zcoll_comm_t *comm) {
   if (!G) return;
   for (int i = 0; i < G->n; i++) gcall_free(&G->calls[i]);
   free(G->calls);
+  free(G->units);
+  free(G->pack);
   while (G->live) {
     struct greq *g = G->live;
     G->live = g->next;

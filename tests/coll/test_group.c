@@ -31,6 +31,7 @@ static void run(gr_case c, const char *name) {
 
 Test(group, fused_allreduces, .timeout = 60) { run(gr_fused, "fused"); }
 Test(group, mix, .timeout = 60) { run(gr_mix, "mix"); }
+Test(group, several_packs, .timeout = 60) { run(gr_packs, "packs"); }
 Test(group, send_first_ring, .timeout = 60) { run(gr_ring, "ring"); }
 Test(group, nesting_and_misuse, .timeout = 60) { run(gr_nesting, "nesting"); }
 Test(group, bad_argument, .timeout = 60) { run(gr_bad_arg, "bad argument"); }

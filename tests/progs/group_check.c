@@ -21,7 +21,8 @@ int main(int argc, char **argv) {
   }
   char msg[600];
   int rank = zcoll_comm_rank(comm), mismatch = argc > 1 && strcmp(argv[1], "mismatch") == 0;
-  int (*const cases[])(zcoll_comm_t *, char *, size_t) = {gr_fused, gr_mix, gr_ring, gr_nesting};
+  int (*const cases[])(zcoll_comm_t *, char *, size_t) = {gr_fused, gr_mix, gr_packs, gr_ring,
+                                                          gr_nesting};
   for (size_t k = 0; k < (mismatch ? 1 : sizeof(cases) / sizeof(cases[0])); k++)
     if ((mismatch ? gr_mismatch : cases[k])(comm, msg, sizeof(msg))) {
       fprintf(stderr, "group_check: rank %d: %s\n", rank, msg);

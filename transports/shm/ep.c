@@ -157,6 +157,9 @@ static zcoll_status_t connect_one(struct zcoll_tl *tl, int rank, const void *blo
   if ((st = zcoll__shm_open_peer_fd(ep, a.wake_fd, 1, "wake-up pipe", &ep->wake_fd)) != ZCOLL_OK)
     goto fail;
   ep->out = &ep->peer_inbox->ring[tl->rank];
+  ep->out_tail = atomic_load_explicit(&ep->out->tail, memory_order_relaxed);
+  ep->out_head = atomic_load_explicit(&ep->out->head, memory_order_acquire);
+  ep->light = tl->registered && ep->peer_inbox->barriers;
   ep->in = &tl->inbox->ring[rank];
   *out = ep;
   return ZCOLL_OK;

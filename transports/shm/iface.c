@@ -192,6 +192,8 @@ static zcoll_status_t shm_open_tl(const struct zcoll_tl_params *p, struct zcoll_
   tl->inbox = m;
   tl->inbox->magic = ZCOLL_SHM_MAGIC;
   tl->inbox->size = (uint32_t)p->size;
+  tl->registered = zcoll__shm_barriers_register();
+  tl->inbox->barriers = (uint32_t)tl->registered; /* before any peer maps it */
   *out = tl;
   return ZCOLL_OK;
 fail:

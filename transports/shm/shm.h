@@ -23,8 +23,11 @@
  * Waiting: a rank that wants to sleep sets `sleeping` in its inbox (arm) and sleeps on
  * a pipe; a writer that publishes a notification and then sees the flag writes a byte
  * into the pipe's write end, opened through /proc as well (an eventfd cannot be
- * reopened that way). Both sides fence between their store and their load, so one of
- * them always sees the other (Dekker); a spinning receiver costs writers nothing.
+ * reopened that way). Both sides order their store before their load, so one of them
+ * always sees the other (Dekker); a spinning receiver costs writers nothing. Where the
+ * kernel has membarrier(2)'s global expedited barriers, a writer's side is only its
+ * compiler's and the sleeper has the kernel fence every CPU that runs a registered
+ * process (progress.c); elsewhere both sides fence.
  */
 #ifndef ZCOLL_TL_SHM_H
 #define ZCOLL_TL_SHM_H
@@ -57,8 +60,8 @@ struct zcoll__shm_ring {
 
 struct zcoll__shm_inbox {
   uint64_t magic;
-  uint32_t size; /* ranks in the job: one ring per possible sender */
-  uint32_t pad;
+  uint32_t size;     /* ranks in the job: one ring per possible sender */
+  uint32_t barriers; /* 1: the owner has membarrier(2) fence its writers before it sleeps */
   _Alignas(64) _Atomic uint32_t sleeping;     /* the owner is (about to be) asleep on its pipe */
   _Alignas(64) struct zcoll__shm_ring ring[]; /* indexed by the sender's rank */
 };
@@ -103,6 +106,7 @@ struct zcoll_tl {
   unsigned polls;         /* since the last check for dead peers */
   int ndead;              /* peers known dead, not yet reported (their rings may not be empty) */
   int armed;              /* we set inbox->sleeping; poll clears it and drains the pipe */
+  int registered;         /* this process gets membarrier(2)'s global expedited barriers */
   atomic_uint fence_word; /* under ThreadSanitizer, what full_fence() (progress.c) updates */
   struct zcoll__evq evq;  /* PUT_DONE events (puts complete at once) */
   struct zcoll_ep **eps;  /* connected peers, in connect order */
@@ -123,8 +127,10 @@ struct zcoll_ep {
   struct zcoll__shm_inbox *peer_inbox; /* mapped */
   size_t peer_inbox_bytes;
   struct zcoll__shm_ring *out; /* our ring in the peer's inbox */
+  uint64_t out_tail, out_head; /* its tail (ours to move), its head when last read */
   struct zcoll__shm_ring *in;  /* the peer's ring in ours */
   int wake_fd;                 /* the peer's pipe, write end */
+  int light;                   /* our knock needs no fence: we are registered, it barriers */
   struct zcoll__shm_pending *backlog, **backlog_tail;
 };
 
@@ -179,6 +185,9 @@ zcoll_status_t zcoll__shm_rkey_unpack(struct zcoll_ep *ep, const void *buf, size
 void zcoll__shm_rkey_release(struct zcoll_tl_rkey *rkey);
 void *zcoll__shm_rkey_ptr(struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len);
 void zcoll__shm_knock(struct zcoll_ep *ep);
+/* Registers this process for membarrier(2)'s global expedited barriers (progress.c); 1 if
+ * it is, and then its knocks need no fence towards peers that barrier before sleeping. */
+int zcoll__shm_barriers_register(void);
 int zcoll__shm_peer_gone(struct zcoll_ep *ep);
 zcoll_status_t zcoll__shm_put(struct zcoll_ep *ep, const void *src, struct zcoll_tl_mr *lmr,
                               struct zcoll_tl_rkey *rkey, uint64_t roff, size_t len, uint32_t imm,

@@ -302,6 +302,142 @@ static inline int p2p_mismatch(zcoll_comm_t *comm, char *msg, size_t len) {
   return 0;
 }
 
+/* The two ways a small send learns its receive (p2p.h: notes): a receive posted before
+ * the message comes (its NOTE meets the send) and one posted after (the ACK), each good and
+ * mismatched, and notes that must meet the right send: tags out of order, a note counted
+ * after an unexpected message of the same tag. Rank 0 sends, rank 1 receives; barriers
+ * (every rank) order the phases. Values are (phase, index); nothing is written into a
+ * receive that was refused. */
+#define P2P_NOTE_SENTINEL (-99)
+static inline int32_t p2p_note_val(int phase, int i) { return phase * 1000 + i + 1; }
+
+static inline int p2p_note_check(const int32_t *b, int n, int phase, const char *what, char *msg,
+                                 size_t len) {
+  for (int i = 0; i < n; i++)
+    if (b[i] != p2p_note_val(phase, i))
+      return snprintf(msg, len, "notes, %s: element %d is %d, not %d", what, i, (int)b[i],
+                      (int)p2p_note_val(phase, i)),
+             1;
+  return 0;
+}
+
+static inline int p2p_note_end(zcoll_request_t *q, zcoll_status_t want, const char *what, char *msg,
+                               size_t len) {
+  zcoll_status_t st = zcoll_wait(q);
+  zcoll_request_free(q);
+  if (st != want)
+    return snprintf(msg, len, "notes, %s: %s where %s was due (%s)", what, zcoll_strerror(st),
+                    zcoll_strerror(want), zcoll_last_error()),
+           1;
+  return 0;
+}
+
+static inline int p2p_notes(zcoll_comm_t *comm, char *msg, size_t len) {
+  const int rank = zcoll_comm_rank(comm), S = rank == 0, R = rank == 1;
+  int32_t out[3][8], in[3][8];
+  zcoll_request_t *q[3] = {0};
+  for (int k = 0; k < 3; k++)
+    for (int i = 0; i < 8; i++) in[k][i] = P2P_NOTE_SENTINEL;
+#define NOTE_FILL(k, phase) \
+  for (int i = 0; i < 8; i++) out[k][i] = p2p_note_val(phase, i)
+#define NOTE_BARRIER(what) P2P_TRY(zcoll_barrier(comm), "notes: barrier %s", what)
+  if (zcoll_comm_size(comm) < 2) return 0;
+  /* 1: announced, good; 2: announced, 5 sent to a receive of 4. */
+  for (int phase = 1; phase <= 2; phase++) {
+    int rn = phase == 1 ? 5 : 4;
+    for (int i = 0; i < 8; i++) in[0][i] = P2P_NOTE_SENTINEL;
+    if (R) P2P_TRY(zcoll_irecv(comm, in[0], (size_t)rn, ZCOLL_INT32, 0, 3, &q[0]), "notes: irecv");
+    NOTE_BARRIER("after the receive");
+    zcoll_status_t want = phase == 1 ? ZCOLL_OK : ZCOLL_ERR_MISMATCH;
+    if (S) {
+      NOTE_FILL(0, phase);
+      zcoll_status_t st = zcoll_send(comm, out[0], 5, ZCOLL_INT32, 1, 3);
+      if (st != want || (phase == 2 && !strstr(zcoll_last_error(), "expects 4")))
+        return snprintf(msg, len, "notes, phase %d: the send ended %s (%s)", phase,
+                        zcoll_strerror(st), zcoll_last_error()),
+               1;
+    }
+    if (R && p2p_note_end(q[0], want, phase == 1 ? "announced" : "announced, 4 of 5", msg, len))
+      return 1;
+    if (R && phase == 1 && p2p_note_check(in[0], 5, phase, "announced", msg, len)) return 1;
+    for (int i = 0; R && phase == 2 && i < 8; i++)
+      if (in[0][i] != P2P_NOTE_SENTINEL)
+        return snprintf(msg, len, "notes: a refused receive was written at %d", i), 1;
+    NOTE_BARRIER("after an announced receive");
+  }
+  /* 3: sent first, good; 4: sent first, 5 to a receive of 6. */
+  for (int phase = 3; phase <= 4; phase++) {
+    zcoll_status_t want = phase == 3 ? ZCOLL_OK : ZCOLL_ERR_MISMATCH;
+    for (int i = 0; i < 8; i++) in[0][i] = P2P_NOTE_SENTINEL;
+    if (S) {
+      NOTE_FILL(0, phase);
+      P2P_TRY(zcoll_isend(comm, out[0], 5, ZCOLL_INT32, 1, 4, &q[0]), "notes: isend");
+    }
+    NOTE_BARRIER("after the send");
+    if (R) {
+      zcoll_status_t st = zcoll_recv(comm, in[0], phase == 3 ? 5 : 6, ZCOLL_INT32, 0, 4);
+      if (st != want)
+        return snprintf(msg, len, "notes, phase %d: the receive ended %s (%s)", phase,
+                        zcoll_strerror(st), zcoll_last_error()),
+               1;
+      if (phase == 3 && p2p_note_check(in[0], 5, phase, "sent first", msg, len)) return 1;
+      for (int i = 0; phase == 4 && i < 8; i++)
+        if (in[0][i] != P2P_NOTE_SENTINEL)
+          return snprintf(msg, len, "notes: a refused receive was written at %d", i), 1;
+    }
+    if (S && p2p_note_end(q[0], want, phase == 3 ? "sent first" : "sent first, 5 to 6", msg, len))
+      return 1;
+    NOTE_BARRIER("after a message sent first");
+  }
+  /* 5: receives for tags 7, 8, 7 announced; sends with tags 8, 7, 7 meet them by tag. */
+  if (R) {
+    P2P_TRY(zcoll_irecv(comm, in[0], 2, ZCOLL_INT32, 0, 7, &q[0]), "notes: irecv 7");
+    P2P_TRY(zcoll_irecv(comm, in[1], 3, ZCOLL_INT32, 0, 8, &q[1]), "notes: irecv 8");
+    P2P_TRY(zcoll_irecv(comm, in[2], 4, ZCOLL_INT32, 0, 7, &q[2]), "notes: irecv 7 again");
+  }
+  NOTE_BARRIER("after three receives");
+  if (S) {
+    static const int tags[3] = {8, 7, 7}, counts[3] = {3, 2, 4};
+    for (int k = 0; k < 3; k++) {
+      NOTE_FILL(k, 50 + k);
+      P2P_TRY(zcoll_isend(comm, out[k], (size_t)counts[k], ZCOLL_INT32, 1, tags[k], &q[k]),
+              "notes: isend %d", k);
+    }
+  }
+  for (int k = 0; (S || R) && k < 3; k++)
+    if (p2p_note_end(q[k], ZCOLL_OK, "tags out of order", msg, len)) return 1;
+  if (R && (p2p_note_check(in[0], 2, 51, "tag 7, first", msg, len) ||
+            p2p_note_check(in[1], 3, 50, "tag 8", msg, len) ||
+            p2p_note_check(in[2], 4, 52, "tag 7, second", msg, len)))
+    return 1;
+  NOTE_BARRIER("after tags out of order");
+  /* 6: a message of tag 9 waits unexpected; then two receives of tag 9 (the first takes
+   * it, the second is announced counting it); then the second message meets the note. */
+  if (S) {
+    NOTE_FILL(0, 60);
+    P2P_TRY(zcoll_isend(comm, out[0], 1, ZCOLL_INT32, 1, 9, &q[0]), "notes: isend 9");
+  }
+  NOTE_BARRIER("after an unexpected message");
+  if (R) {
+    P2P_TRY(zcoll_irecv(comm, in[0], 1, ZCOLL_INT32, 0, 9, &q[0]), "notes: irecv 9");
+    P2P_TRY(zcoll_irecv(comm, in[1], 2, ZCOLL_INT32, 0, 9, &q[1]), "notes: irecv 9 again");
+  }
+  NOTE_BARRIER("after two receives of tag 9");
+  if (S) {
+    NOTE_FILL(1, 61);
+    P2P_TRY(zcoll_send(comm, out[1], 2, ZCOLL_INT32, 1, 9), "notes: send 9 again");
+    if (p2p_note_end(q[0], ZCOLL_OK, "tag 9, first", msg, len)) return 1;
+  }
+  if (R && (p2p_note_end(q[0], ZCOLL_OK, "tag 9, first", msg, len) ||
+            p2p_note_end(q[1], ZCOLL_OK, "tag 9, second", msg, len) ||
+            p2p_note_check(in[0], 1, 60, "tag 9, first", msg, len) ||
+            p2p_note_check(in[1], 2, 61, "tag 9, second", msg, len)))
+    return 1;
+#undef NOTE_FILL
+#undef NOTE_BARRIER
+  return 0;
+}
+
 /* Bad arguments: each refused with ZCOLL_ERR_INVALID_ARG naming it; nothing else breaks. */
 static inline int p2p_bad_args(zcoll_comm_t *comm, char *msg, size_t len) {
   int p = zcoll_comm_size(comm);
@@ -459,10 +595,11 @@ static inline int p2p_quick_matrix(zcoll_comm_t *comm, char *msg, size_t len) {
 
 /* Every case above (quick: the sample), then a barrier: what a process or a thread runs. */
 static inline int p2p_cases(zcoll_comm_t *comm, int quick, char *msg, size_t len) {
-  int (*all[])(zcoll_comm_t *, char *, size_t) = {p2p_bad_args,   p2p_matrix,   p2p_tags,
-                                                  p2p_self,       p2p_flood,    p2p_mismatch,
-                                                  p2p_interleave, p2p_zero_copy};
-  int (*sample[])(zcoll_comm_t *, char *, size_t) = {p2p_quick_matrix, p2p_tags, p2p_mismatch};
+  int (*all[])(zcoll_comm_t *, char *, size_t) = {p2p_bad_args,   p2p_matrix,    p2p_tags,
+                                                  p2p_self,       p2p_flood,     p2p_mismatch,
+                                                  p2p_interleave, p2p_zero_copy, p2p_notes};
+  int (*sample[])(zcoll_comm_t *, char *, size_t) = {p2p_quick_matrix, p2p_tags, p2p_mismatch,
+                                                     p2p_notes};
   int (**cases)(zcoll_comm_t *, char *, size_t) = quick ? sample : all;
   size_t n = quick ? sizeof(sample) / sizeof(sample[0]) : sizeof(all) / sizeof(all[0]);
   for (size_t i = 0; i < n; i++) {

@@ -60,7 +60,7 @@ static zcoll_status_t state(zcoll_comm_t *comm, struct zcoll__p2p **out) {
     for (int i = 0; i < comm->nchans; i++) {
       struct zcoll__p2p_peer *pe = &P->peers[i];
       ZCOLL_P2P_INIT(pe->sends), ZCOLL_P2P_INIT(pe->recvs), ZCOLL_P2P_INIT(pe->rdv);
-      ZCOLL_P2P_INIT(pe->unexp), ZCOLL_P2P_INIT(pe->ctl);
+      ZCOLL_P2P_INIT(pe->unexp), ZCOLL_P2P_INIT(pe->ctl), ZCOLL_P2P_INIT(pe->notes);
     }
     ZCOLL_P2P_INIT(P->self_sends), ZCOLL_P2P_INIT(P->self_recvs);
     comm->p2p = P;
@@ -251,6 +251,7 @@ static zcoll_status_t post(zcoll_comm_t *comm, int is_send, const void *buf, siz
     q->state = P2P_QUEUED;
     q->msg = P->peers[ci].next_msg++;
     ZCOLL_P2P_PUSH(P->peers[ci].sends, q);
+    zcoll__p2p_meet_noted(P, ci, q);
   } else {
     zcoll__p2p_hold(P, ci, q);
     st = zcoll__p2p_match_posted(P, ci, q);
@@ -491,11 +492,11 @@ void zcoll__p2p_release(zcoll_comm_t *comm) {
   P->all = NULL;
   for (int i = 0; i < comm->nchans; i++) {
     struct zcoll__p2p_peer *pe = &P->peers[i];
-    while (pe->unexp.head) {
-      struct zcoll__p2p_unexp *u = pe->unexp.head;
-      pe->unexp.head = u->next;
-      free(u);
-    }
+    for (int k = 0; k < 2; k++)
+      for (struct zcoll__p2p_unexp *u = k ? pe->notes.head : pe->unexp.head, *next; u; u = next) {
+        next = u->next;
+        free(u);
+      }
     while (pe->ctl.head) {
       struct zcoll__p2p_ctl *k = pe->ctl.head;
       pe->ctl.head = k->next;

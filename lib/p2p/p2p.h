@@ -14,16 +14,21 @@
  * and writes their pieces (p2p_wire.c).
  *
  * Pieces. Every piece starts with a struct zcoll__p2p_hdr (ZCOLL_P2P_HDR_BYTES) and its
- * immediate carries only the piece number and the set. Five types:
+ * immediate carries only the piece number and the set. Six types:
  *   EAGER  a whole message that fits one slot: header, then its payload;
  *   RTS    the header of a longer one, alone (a rendezvous: its data waits for the match);
+ *   NOTE   a receive was posted and nothing that came first matched it: its tag, count
+ *          and dtype, and in `msg` how many of the sender's messages (EAGER and RTS
+ *          headers) the receiver had taken when it was posted (Matching, below);
  *   CTS    the receiver matched an RTS: send the data (status 0), or not (MISMATCH);
- *   ACK    the receiver matched an EAGER message (status 0) or refused it (MISMATCH);
+ *   ACK    the receiver matched an EAGER message that came before its receive (status 0)
+ *          or refused it (MISMATCH);
  *   DATA   `off` bytes into message `msg`, a slot's worth after the header; or, with
  *          status ZCOLL_P2P_DIRECT_START and no payload, "the rest of `msg` from `off`
  *          comes as DIRECT pieces" (below).
- * `msg` is the sender's number for the message on that channel; CTS and ACK echo it, and
- * carry the receiver's count and dtype so that the sender can say what differed.
+ * `msg` is the sender's number for the message on that channel, counted from 0; CTS and
+ * ACK echo it, and carry the receiver's count and dtype so that the sender can say what
+ * differed.
  *
  * Matching. Headers go out in the order the sends were posted, and a receiver takes them
  * in that order: each (EAGER or RTS) goes to the oldest posted receive from that peer with
@@ -32,6 +37,18 @@
  * from one sender on one tag are received in the order sent (MPI's non-overtaking rule),
  * while a receive for one tag takes its message past unexpected ones of others.
  *
+ * Notes. A receive that finds nothing unexpected is announced to its sender by a NOTE,
+ * and the sender works out the match itself: message k (its number) meets the oldest
+ * announced receive with its tag that no earlier message met and whose NOTE counted at
+ * most k messages taken -- which is the receive the receiver's own rule gives it. (The
+ * NOTEs arrive in posting order; a receive posted before k was taken, with k's tag and
+ * not met by an earlier message, is one the receiver's rule would give k. One posted
+ * after k was taken counted more than k, and whatever k met then -- an older receive,
+ * or none, so that it waits as unexpected and gets an ACK -- no later NOTE changes.)
+ * An eager send then completes at its receive's NOTE, which left when the receive was
+ * posted, not an ACK after its own header came: a send and receive posted together on
+ * both ranks finish in one crossing, not two. The receiver sends no ACK for a message
+ * that met an announced receive, and both sides judge its count and dtype alike.
  * Bounds. The unexpected copies of a communicator hold at most ZCOLL_P2P_UNEXPECTED_BYTES
  * (payload and bookkeeping); past that an unmatched piece stays in its slot, its credit
  * is not returned, and the sender waits: a flood never grows memory without bound. An
@@ -53,8 +70,9 @@
  * unless the buffer is used again, which is what an explicit registration says.
  *
  * Completion. A receive completes when its data is in the buffer; an eager send when its
- * ACK comes back, a rendezvous one when its last piece is put (its CTS said the match was
- * good), so a count or dtype that differs is ZCOLL_ERR_MISMATCH on both sides. zcoll_send
+ * header is out and its receive is known (a NOTE, or the ACK), a rendezvous one when its
+ * last piece is put (its CTS said the match was good), so a count or dtype that differs
+ * is ZCOLL_ERR_MISMATCH on both sides. zcoll_send
  * is therefore synchronous (MPI allows it): it returns once the peer took the message.
  * To oneself a message is matched in memory, never copied twice; a blocking send to
  * oneself needs the receive posted first (zcoll_irecv), else it is refused rather than
@@ -71,7 +89,14 @@
 
 #include "core/comm.h"
 
-enum { ZCOLL_P2P_EAGER = 1, ZCOLL_P2P_RTS, ZCOLL_P2P_CTS, ZCOLL_P2P_ACK, ZCOLL_P2P_DATA };
+enum {
+  ZCOLL_P2P_EAGER = 1,
+  ZCOLL_P2P_RTS,
+  ZCOLL_P2P_CTS,
+  ZCOLL_P2P_ACK,
+  ZCOLL_P2P_DATA,
+  ZCOLL_P2P_NOTE
+};
 /* The header's status: CTS and ACK 0 or MISMATCH; DATA 0 or DIRECT_START. */
 enum { ZCOLL_P2P_ST_OK, ZCOLL_P2P_ST_MISMATCH, ZCOLL_P2P_DIRECT_START };
 
@@ -82,9 +107,9 @@ struct zcoll__p2p_hdr {
   uint8_t zero;
   int32_t tag;
   uint32_t zero2;
-  uint64_t count; /* EAGER, RTS: the sender's; CTS, ACK: the receiver's */
-  uint64_t msg;
-  uint64_t off; /* DATA: where its payload goes in the message, in bytes; CTS with a key:
+  uint64_t count; /* EAGER, RTS: the sender's; CTS, ACK, NOTE: the receiver's */
+  uint64_t msg;   /* NOTE: the sender's messages the receiver had taken */
+  uint64_t off;   /* DATA: where its payload goes in the message, in bytes; CTS with a key:
                  * where the receive buffer starts in the key's region */
 };
 #define ZCOLL_P2P_HDR_BYTES 40u

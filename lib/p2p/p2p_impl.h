@@ -49,10 +49,16 @@ struct zcoll__p2p_req {
   struct zcoll_tl_rkey *rkey;
   uint64_t rbase;
   uint64_t last_seq; /* P2P_FLUSH: the channel's piece number after its last piece */
-  char why[320];     /* the error's message, recorded when the status is returned */
+  /* A receive: announced by a NOTE (the message that meets it gets no ACK). A send: met
+   * by an announced receive (p2p.h: notes), whose count and dtype are these. */
+  int noted;
+  uint64_t rcount;
+  uint8_t rdtype;
+  char why[320]; /* the error's message, recorded when the status is returned */
 };
 
-/* A message that came before its receive: its header and (EAGER) payload. */
+/* A message that came before its receive: its header and (EAGER) payload. Also a NOTE
+ * that came, not yet met by a send (no payload). */
 struct zcoll__p2p_unexp {
   struct zcoll__p2p_unexp *next;
   struct zcoll__p2p_hdr h;
@@ -80,7 +86,9 @@ struct zcoll__p2p_peer { /* per channel: what goes to and comes from its peer */
   ZCOLL_P2P_LIST(struct zcoll__p2p_req) rdv;   /* matched an RTS, their data coming */
   ZCOLL_P2P_LIST(struct zcoll__p2p_unexp) unexp;
   ZCOLL_P2P_LIST(struct zcoll__p2p_ctl) ctl;
+  ZCOLL_P2P_LIST(struct zcoll__p2p_unexp) notes; /* the peer's receives announced to us */
   uint64_t next_msg;
+  uint64_t taken; /* the peer's messages (EAGER, RTS) taken: matched or unexpected */
   /* Zero-copy rendezvous: the send whose DIRECT pieces are going out, one at a time on a
    * channel; the receive the pieces coming in are for (named by a DIRECT_START). */
   struct zcoll__p2p_req *direct_out, *direct_in;
@@ -116,6 +124,9 @@ zcoll_status_t zcoll__p2p_step(struct zcoll__p2p *P, int *progress);
 void zcoll__p2p_hold(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q);
 /* A receive just posted to a peer with a channel: matched against what came first. */
 zcoll_status_t zcoll__p2p_match_posted(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q);
+/* A send just posted to a peer with a channel: met by a receive announced already, if one
+ * is its match (p2p.h: notes). */
+void zcoll__p2p_meet_noted(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q);
 /* p2p.c: finishes q with st (the message formatted into q->why when st is an error). */
 void zcoll__p2p_finish(struct zcoll__p2p_req *q, zcoll_status_t st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -18,6 +18,20 @@ static const char *dtype_name(unsigned d) {
   return d < ZCOLL_DTYPE_COUNT ? zcoll_dtype_name((zcoll_dtype_t)d) : "an unknown dtype";
 }
 
+/* Eager send q, met by an announced receive (p2p.h: notes), its header out: done, as the
+ * receiver judges it. */
+static void noted_done(struct zcoll__p2p_req *q) {
+  if (q->rcount == q->count && q->rdtype == (uint8_t)q->dtype) {
+    zcoll__p2p_finish(q, ZCOLL_OK, NULL);
+    return;
+  }
+  zcoll__p2p_finish(q, ZCOLL_ERR_MISMATCH,
+                    "zcoll_send: rank %d's receive with tag %d expects %llu elements of %s "
+                    "where this rank sends %zu of %s",
+                    q->peer, q->tag, (unsigned long long)q->rcount, dtype_name(q->rdtype), q->count,
+                    dtype_name(q->dtype));
+}
+
 /* ---- receiving ---------------------------------------------------------------------- */
 
 /* The slot at the head of channel ci is read: free it, and hand its credit back in
@@ -84,6 +98,8 @@ static zcoll_status_t match(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req 
                       "rank's receive expects %zu of %s",
                       q->peer, (unsigned long long)h->count, dtype_name(h->dtype), h->tag, q->count,
                       dtype_name(q->dtype));
+    /* an announced receive: the sender judged the match from its NOTE, alike */
+    if (eager && q->noted) return ZCOLL_OK;
     return answer(P, ci, eager ? ZCOLL_P2P_ACK : ZCOLL_P2P_CTS, q, h->msg, 1);
   }
   if (eager) {
@@ -95,7 +111,7 @@ static zcoll_status_t match(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req 
     if (len) memcpy(q->buf, data, len);
     P->comm->msg_bytes_copied += len;
     zcoll__p2p_finish(q, ZCOLL_OK, NULL);
-    return answer(P, ci, ZCOLL_P2P_ACK, q, h->msg, 0);
+    return q->noted ? ZCOLL_OK : answer(P, ci, ZCOLL_P2P_ACK, q, h->msg, 0);
   }
   q->state = P2P_DATA;
   q->msg = h->msg;
@@ -126,8 +142,60 @@ zcoll_status_t zcoll__p2p_match_posted(struct zcoll__p2p *P, int ci, struct zcol
     free(u);
     return st;
   }
+  /* Announced (p2p.h: notes): its sender can tell that its next message with this tag
+   * meets it, without waiting for an answer to that message. */
+  zcoll_status_t st = answer(P, ci, ZCOLL_P2P_NOTE, q, pe->taken, 0);
+  if (st != ZCOLL_OK) return st;
+  q->noted = 1;
   q->state = P2P_POSTED;
   ZCOLL_P2P_PUSH(pe->recvs, q);
+  return ZCOLL_OK;
+}
+
+/* Send q met the receive a NOTE announced (count rcount of rdtype): the same judgement
+ * the receiver makes of it. An eager send whose header is out is done; one still queued
+ * is done once its header goes (next_out); a rendezvous waits for its CTS as ever. */
+static void met(struct zcoll__p2p_peer *pe, struct zcoll__p2p_req **at, struct zcoll__p2p_req *q,
+                const struct zcoll__p2p_hdr *n) {
+  q->noted = 1;
+  q->rcount = n->count;
+  q->rdtype = n->dtype;
+  if (q->state != P2P_ACK) return;
+  ZCOLL_P2P_UNLINK(pe->sends, at, q);
+  noted_done(q);
+}
+
+void zcoll__p2p_meet_noted(struct zcoll__p2p *P, int ci, struct zcoll__p2p_req *q) {
+  struct zcoll__p2p_peer *pe = &P->peers[ci];
+  /* Every earlier send has been tried against every NOTE here (at its post and at each
+   * NOTE's coming), so the oldest that fits is q's. */
+  for (struct zcoll__p2p_unexp **at = &pe->notes.head; *at; at = &(*at)->next) {
+    struct zcoll__p2p_unexp *n = *at;
+    if (n->h.tag != q->tag || n->h.msg > q->msg) continue;
+    ZCOLL_P2P_UNLINK(pe->notes, at, n);
+    q->noted = 1;
+    q->rcount = n->h.count;
+    q->rdtype = n->h.dtype;
+    free(n);
+    return;
+  }
+}
+
+/* A NOTE: the oldest send not yet met that it fits meets it; with none it waits for a
+ * later send. */
+static zcoll_status_t note_in(struct zcoll__p2p *P, int ci, const struct zcoll__p2p_hdr *h) {
+  struct zcoll__p2p_peer *pe = &P->peers[ci];
+  for (struct zcoll__p2p_req **at = &pe->sends.head; *at; at = &(*at)->next) {
+    struct zcoll__p2p_req *q = *at;
+    if (q->noted || q->tag != h->tag || q->msg < h->msg) continue;
+    met(pe, at, q, h);
+    return ZCOLL_OK;
+  }
+  struct zcoll__p2p_unexp *n = malloc(sizeof(*n));
+  if (!n) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for a receive's note");
+  n->h = *h;
+  n->len = 0;
+  ZCOLL_P2P_PUSH(pe->notes, n);
   return ZCOLL_OK;
 }
 
@@ -265,8 +333,14 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
   switch (h.type) {
   case ZCOLL_P2P_EAGER:
   case ZCOLL_P2P_RTS: {
-    struct zcoll__p2p_req *q = take_recv(&P->peers[ci], h.tag);
+    struct zcoll__p2p_peer *pe = &P->peers[ci];
+    if (h.msg != pe->taken) /* what the notes count on (p2p.h) */
+      return zcoll__fail(ZCOLL_ERR_TRANSPORT,
+                         "protocol violation by rank %d: message %llu where %llu comes next",
+                         c->peer, (unsigned long long)h.msg, (unsigned long long)pe->taken);
+    struct zcoll__p2p_req *q = take_recv(pe, h.tag);
     if (q) {
+      pe->taken++;
       st = match(P, ci, q, &h, data, len);
       break;
     }
@@ -275,6 +349,7 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
       *stop = 1; /* the sender waits for this slot's credit (p2p.h: bounds) */
       return ZCOLL_OK;
     }
+    pe->taken++;
     struct zcoll__p2p_unexp *u = malloc(need);
     if (!u) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "out of memory for an unexpected message");
     u->h = h;
@@ -286,6 +361,7 @@ static zcoll_status_t piece_in(struct zcoll__p2p *P, int ci, struct zcoll__slot 
   }
   case ZCOLL_P2P_CTS:
   case ZCOLL_P2P_ACK: st = answered(P, ci, &h, data, len); break;
+  case ZCOLL_P2P_NOTE: st = note_in(P, ci, &h); break;
   case ZCOLL_P2P_DATA: st = data_in(P, ci, &h, data, len); break;
   default:
     return zcoll__fail(ZCOLL_ERR_TRANSPORT,
@@ -412,13 +488,19 @@ static zcoll_status_t next_out(struct zcoll__p2p *P, int ci, int *put) {
       return ZCOLL_OK;
     }
   }
-  for (struct zcoll__p2p_req *q = pe->sends.head; q; q = q->next) {
+  for (struct zcoll__p2p_req **at = &pe->sends.head; *at; at = &(*at)->next) {
+    struct zcoll__p2p_req *q = *at;
     if (q->state != P2P_QUEUED) continue;
     int eager = q->bytes <= max;
     struct zcoll__p2p_hdr h = send_hdr(q, eager ? ZCOLL_P2P_EAGER : ZCOLL_P2P_RTS);
     zcoll_status_t st = piece_out(P, ci, &h, q->buf, eager ? q->bytes : 0);
-    if (st == ZCOLL_OK) q->state = eager ? P2P_ACK : P2P_CTS;
-    return st;
+    if (st != ZCOLL_OK) return st;
+    q->state = eager ? P2P_ACK : P2P_CTS;
+    if (eager && q->noted) { /* its receive is known: done as its header leaves */
+      ZCOLL_P2P_UNLINK(pe->sends, at, q);
+      noted_done(q);
+    }
+    return ZCOLL_OK;
   }
   *put = 0;
   return ZCOLL_OK;

@@ -535,6 +535,7 @@ void *zcoll__request_impl(const zcoll_request_t *q, const struct zcoll__request_
   return q && q->ops == ops ? q->impl : NULL;
 }
 void zcoll__request_forget(zcoll_request_t *q) { free(q); }
+void zcoll__request_rebind(zcoll_request_t *q, void *impl) { q->impl = impl; }
 
 /* ---- for layers inside the library (tasks.c): the calls' bodies, on a communicator the
  * caller has entered (or whose lock the progress thread holds). ---- */

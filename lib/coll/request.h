@@ -53,5 +53,8 @@ zcoll_request_t *zcoll__request_wrap(zcoll_comm_t *comm, const struct zcoll__req
                                      void *impl);
 void *zcoll__request_impl(const zcoll_request_t *q, const struct zcoll__request_ops *ops);
 void zcoll__request_forget(zcoll_request_t *q);
+/* A wrapped handle its kind kept after zcoll_request_free, given to a new request of the
+ * same kind (impl its state). */
+void zcoll__request_rebind(zcoll_request_t *q, void *impl);
 
 #endif

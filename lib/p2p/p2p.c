@@ -230,8 +230,13 @@ static zcoll_status_t post(zcoll_comm_t *comm, int is_send, const void *buf, siz
   struct zcoll__p2p *P = NULL;
   if (st == ZCOLL_OK) st = state(comm, &P);
   if (st != ZCOLL_OK) return st;
-  struct zcoll__p2p_req *q = calloc(1, sizeof(*q));
-  if (!q) return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "%s: out of memory", fn);
+  struct zcoll__p2p_req *q = P->spare;
+  if (q) {
+    P->spare = q->next;
+    P->nspare--;
+  } else if (!(q = malloc(sizeof(*q)))) {
+    return zcoll__fail(ZCOLL_ERR_NO_MEMORY, "%s: out of memory", fn);
+  }
   *q = (struct zcoll__p2p_req){.comm = comm,
                                .is_send = is_send,
                                .peer = peer,
@@ -310,8 +315,17 @@ static zcoll_status_t wait_for(struct zcoll__p2p_req *q, int timeout_ms) {
 
 static void drop(struct zcoll__p2p *P, struct zcoll__p2p_req *q) {
   unlist(P, q);
-  if (q->handle) zcoll__request_forget(q->handle);
-  free(q);
+  if (q->handle && P->nhspare < P2P_SPARES)
+    P->hspare[P->nhspare++] = q->handle;
+  else if (q->handle)
+    zcoll__request_forget(q->handle);
+  if (P->nspare < P2P_SPARES) {
+    q->next = P->spare;
+    P->spare = q;
+    P->nspare++;
+  } else {
+    free(q);
+  }
 }
 
 /* ---- the request kind (request.h) ---- */
@@ -442,7 +456,10 @@ static zcoll_status_t nonblocking(zcoll_comm_t *comm, int is_send, const void *b
   struct zcoll__p2p_req *q = NULL;
   zcoll_request_t *h = NULL;
   st = post(comm, is_send, buf, count, dtype, peer, tag, 0, &q);
-  if (st == ZCOLL_OK && !(h = zcoll__request_wrap(comm, &p2p_request_ops, q))) {
+  if (st == ZCOLL_OK && comm->p2p->nhspare) {
+    h = comm->p2p->hspare[--comm->p2p->nhspare];
+    zcoll__request_rebind(h, q);
+  } else if (st == ZCOLL_OK && !(h = zcoll__request_wrap(comm, &p2p_request_ops, q))) {
     /* Posted already: it cannot be taken back, so it ends with the communicator. */
     st = zcoll__comm_break(comm, zcoll__fail(ZCOLL_ERR_NO_MEMORY, "%s: out of memory", fn));
     fail_all(comm->p2p, st, zcoll__last_error());
@@ -490,6 +507,12 @@ void zcoll__p2p_release(zcoll_comm_t *comm) {
     free(q);
   }
   P->all = NULL;
+  while (P->spare) {
+    struct zcoll__p2p_req *q = P->spare;
+    P->spare = q->next;
+    free(q);
+  }
+  for (int i = 0; i < P->nhspare; i++) zcoll__request_forget(P->hspare[i]);
   for (int i = 0; i < comm->nchans; i++) {
     struct zcoll__p2p_peer *pe = &P->peers[i];
     for (int k = 0; k < 2; k++)

@@ -94,6 +94,8 @@ struct zcoll__p2p_peer { /* per channel: what goes to and comes from its peer */
   struct zcoll__p2p_req *direct_out, *direct_in;
 };
 
+#define P2P_SPARES 32
+
 struct zcoll__p2p {
   zcoll_comm_t *comm;
   struct zcoll__p2p_peer *peers; /* by channel */
@@ -103,6 +105,11 @@ struct zcoll__p2p {
   int nctl;           /* answers waiting to go, over every peer */
   size_t unexp_bytes; /* held by the unexpected lists */
   int pumped;         /* registered with the progress thread */
+  /* Requests and handles freed, kept for the next messages (P2P_SPARES each): a message of
+   * 8 bytes cost a calloc of the request and one of a handle the size of a collective's. */
+  struct zcoll__p2p_req *spare;
+  int nspare, nhspare;
+  zcoll_request_t *hspare[P2P_SPARES];
 };
 
 #define ZCOLL_P2P_INIT(l) ((l).head = NULL, (l).tail = &(l).head)

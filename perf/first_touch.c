@@ -36,8 +36,7 @@ int main(int argc, char **argv) {
   char *src = malloc(copy);
   if (m == MAP_FAILED || !src) return perror("mmap"), 1;
   memset(src, 1, copy);
-  if (strcmp(how, "populate") == 0 && madvise(m, len, MADV_POPULATE_WRITE) != 0)
-    perror("madvise");
+  if (strcmp(how, "populate") == 0 && madvise(m, len, MADV_POPULATE_WRITE) != 0) perror("madvise");
   if (strcmp(how, "memset") == 0) memset(m, 0, len);
   for (int pass = 0; pass < 2; pass++) {
     printf("%s pass (%s):", pass ? "second" : "first", how);
